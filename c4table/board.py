@@ -1,0 +1,193 @@
+"""Board geometry: width, height, connect length, Cadot's column codes and the bitboard layout.
+
+A :class:`Board` owns every fact about a board size that does not depend on a position:
+
+* **Column codes** (FORMAT.md, "Column code"). A column is read bottom to top as a base-3
+  number (empty 0, A 1, B 2, bottom cell least significant): its *value*. A column is *valid*
+  when its chips are contiguous from the bottom and it holds no ``k`` equal chips in a row
+  except as its topmost ``k`` chips. The *code* of a column is its rank among the valid
+  columns sorted by value; ``B`` (the key base) is the number of valid columns. Taller boards
+  only append codes, so a column has the same code whatever the height.
+* **Key width**: ``K`` bytes, the smallest ``K`` with ``256**K >= B**w``; an entry is ``K + 1``
+  bytes.
+* **Bitboard layout** (Pons' layout). Column ``c`` owns bits ``c*(h+1) .. c*(h+1)+h-1``, bottom
+  cell lowest; bit ``c*(h+1)+h`` is a permanently empty sentinel, so shifting a bitboard by
+  ``1`` (vertical), ``h+1`` (horizontal), ``h`` and ``h+2`` (the diagonals) never wraps a line
+  from one column into the next. That is why a board must satisfy ``w*(h+1) <= 64``.
+
+Example::
+
+    >>> b = Board.parse("7x6")
+    >>> b.base, b.key_bytes, b.entry_size
+    (111, 6, 7)
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import cached_property
+from itertools import product
+
+import numpy as np
+
+from c4table.errors import BoardError
+
+EMPTY, A, B = 0, 1, 2
+_SPEC = re.compile(r"^\s*(\d+)\s*[xX]\s*(\d+)\s*$")
+
+
+def _valid_columns(h: int, k: int) -> list[tuple[int, ...]]:
+    """All valid columns of height ``h`` as tuples of cell digits, bottom first."""
+    cols = []
+    for n in range(h + 1):
+        for chips in product((A, B), repeat=n):
+            ok = True
+            for top in range(k - 1, n - 1):  # a run of k ending below the topmost chip
+                if all(chips[top - j] == chips[top] for j in range(k)):
+                    ok = False
+                    break
+            if ok:
+                cols.append(tuple(chips) + (EMPTY,) * (h - n))
+    return cols
+
+
+def column_value(cells: tuple[int, ...]) -> int:
+    """Base-3 value of a column given bottom-first cell digits."""
+    return sum(d * 3**i for i, d in enumerate(cells))
+
+
+@dataclass(frozen=True)
+class Board:
+    """A ``width`` x ``height`` board where ``k`` in a row wins.
+
+    >>> Board(4, 4).base
+    31
+    """
+
+    width: int
+    height: int
+    k: int = 4
+    _cache: dict = field(default_factory=dict, init=False, repr=False, compare=False, hash=False)
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.width, int) and isinstance(self.height, int)):
+            raise BoardError("board width and height must be integers")
+        if self.width < 1 or self.height < 1:
+            raise BoardError(f"board {self.width}x{self.height}: width and height must be at least 1")
+        if self.width * (self.height + 1) > 64:
+            raise BoardError(
+                f"board {self.width}x{self.height}: bitboard needs w*(h+1) = "
+                f"{self.width * (self.height + 1)} bits, more than 64")
+        if self.k < 2:
+            raise BoardError(f"connect length k={self.k} must be at least 2")
+
+    # ----------------------------------------------------------------- naming
+    @classmethod
+    def parse(cls, spec: str | "Board", k: int = 4) -> "Board":
+        """Parse ``"WxH"`` (width x height, e.g. ``"7x6"``) into a :class:`Board`."""
+        if isinstance(spec, Board):
+            return spec
+        m = _SPEC.match(str(spec))
+        if not m:
+            raise BoardError(f"bad board {spec!r}: expected WIDTHxHEIGHT such as 7x6")
+        return cls(int(m.group(1)), int(m.group(2)), k)
+
+    @property
+    def name(self) -> str:
+        return f"{self.width}x{self.height}" + ("" if self.k == 4 else f"k{self.k}")
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def spec(self) -> tuple[int, int, int]:
+        """``(width, height, k)``: what a task needs to rebuild this board elsewhere."""
+        return (self.width, self.height, self.k)
+
+    @property
+    def cells(self) -> int:
+        return self.width * self.height
+
+    @property
+    def table_filename(self) -> str:
+        return f"connect4_{self.width}x{self.height}.dat"
+
+    # ----------------------------------------------------------- column codes
+    @cached_property
+    def columns(self) -> list[tuple[int, ...]]:
+        """Valid columns in code order (index = code), as bottom-first cell digits."""
+        cols = _valid_columns(self.height, self.k)
+        cols.sort(key=column_value)
+        return cols
+
+    @cached_property
+    def code_of(self) -> dict[tuple[int, ...], int]:
+        """Map bottom-first cell digits (padded to ``height``) to the column code."""
+        return {c: i for i, c in enumerate(self.columns)}
+
+    @property
+    def base(self) -> int:
+        """``B``: the number of valid columns, the radix of the position key."""
+        return len(self.columns)
+
+    @cached_property
+    def key_bytes(self) -> int:
+        """``K``: bytes of a big-endian key, smallest with ``256**K >= B**w``."""
+        limit = self.base**self.width
+        kb = 1
+        while 256**kb < limit:
+            kb += 1
+        return kb
+
+    @property
+    def entry_size(self) -> int:
+        return self.key_bytes + 1
+
+    @property
+    def key_limit(self) -> int:
+        """Exclusive upper bound of keys: ``B**w``."""
+        return self.base**self.width
+
+    # --------------------------------------------------------- numeric tables
+    # These arrays feed the numba kernels of the pipeline; each is indexed by column code.
+    @cached_property
+    def col_height(self) -> np.ndarray:
+        """Number of chips in each column code."""
+        return np.array([sum(1 for d in c if d) for c in self.columns], dtype=np.int64)
+
+    @cached_property
+    def col_bits_a(self) -> np.ndarray:
+        """Bits (bottom = bit 0) of A's chips in each column code."""
+        return np.array([sum(1 << i for i, d in enumerate(c) if d == A) for c in self.columns],
+                        dtype=np.uint64)
+
+    @cached_property
+    def col_bits_b(self) -> np.ndarray:
+        """Bits (bottom = bit 0) of B's chips in each column code."""
+        return np.array([sum(1 << i for i, d in enumerate(c) if d == B) for c in self.columns],
+                        dtype=np.uint64)
+
+    @cached_property
+    def child_code(self) -> np.ndarray:
+        """``child_code[code, p]``: code after player ``p`` (0 = A, 1 = B) drops a chip; -1 if the
+        column is full or the new column is not valid (a chip on a finished vertical line)."""
+        out = np.full((self.base, 2), -1, dtype=np.int64)
+        for i, c in enumerate(self.columns):
+            n = sum(1 for d in c if d)
+            if n == self.height:
+                continue
+            for p in (0, 1):
+                new = list(c)
+                new[n] = A if p == 0 else B
+                out[i, p] = self.code_of.get(tuple(new), -1)
+        return out
+
+    @cached_property
+    def powers(self) -> np.ndarray:
+        """``B**c`` for each column index, as uint64 (requires ``B**w <= 2**64``)."""
+        return np.array([self.base**c for c in range(self.width)], dtype=np.uint64)
+
+    @property
+    def stride(self) -> int:
+        """Bits per column in the bitboard: ``h + 1`` (one sentinel bit)."""
+        return self.height + 1

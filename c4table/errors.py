@@ -1,0 +1,48 @@
+"""Exception classes of c4table: every error a user can cause has its own class and a one-line
+message; the CLI prints that line and exits with status 2 (bad input) or 1 (a check failed).
+
+>>> from c4table.board import Board
+>>> try:
+...     Board.parse("7by6")
+... except BoardError as e:
+...     print(e)
+bad board '7by6': expected WIDTHxHEIGHT such as 7x6
+"""
+
+
+class C4Error(Exception):
+    """Base class of every c4table error."""
+
+
+class BoardError(C4Error, ValueError):
+    """A board size that is malformed or out of range."""
+
+
+class IllegalPositionError(C4Error, ValueError):
+    """A move string or drawing that cannot arise in play (bad digit, full column, move after
+    the game ended, floating chip, ...)."""
+
+
+class TableError(C4Error):
+    """A table file that is missing, truncated, unsorted or does not match its board."""
+
+
+class MissingTableError(TableError, FileNotFoundError):
+    """No table file at the given path."""
+
+
+class PositionNotFoundError(TableError, KeyError):
+    """A legal position whose key is absent from the table: the table is incomplete or for
+    another board."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
+class BuildError(C4Error):
+    """A build that cannot proceed (memory budget too small, disk full, inconsistent build
+    directory)."""
+
+
+class CorruptDataError(BuildError, TableError):
+    """A shard or file whose checksum, size or order does not match what the manifest says."""

@@ -1,0 +1,155 @@
+"""Game rules on one position at a time: dropping chips, detecting the end of the game, parsing
+move strings. This is the readable, per-position statement of the rules (FORMAT.md "Board"); the
+pipeline applies the same rules to whole arrays in :mod:`pipeline.kernels`.
+
+A move string is a sequence of 1-based column digits played from the empty board (``""`` is
+the empty board). Boards wider than 9 columns are not addressable by single digits; there, use
+:meth:`Position.from_columns` with 0-based column indices.
+
+>>> from c4table.board import Board
+>>> p = Position.from_moves(Board.parse("7x6"), "4453")
+>>> p.ply, p.to_move, p.legal_moves()
+(4, 'A', [0, 1, 2, 3, 4, 5, 6])
+"""
+from __future__ import annotations
+
+from typing import Iterable, Sequence
+
+from c4table.board import A, B, EMPTY, Board
+from c4table.codec import key_of_codes, readings
+from c4table.errors import IllegalPositionError
+
+PLAYER_NAME = {A: "A", B: "B"}
+
+
+class Position:
+    """A reachable position: the chips of each column, whose turn it is, and whether the game
+    has ended (and who won)."""
+
+    __slots__ = ("board", "cols", "ply", "winner", "moves")
+
+    def __init__(self, board: Board):
+        self.board = board
+        self.cols: list[list[int]] = [[] for _ in range(board.width)]
+        self.ply = 0
+        self.winner: int | None = None  # A or B once someone has k in a row
+        self.moves: list[int] = []     # 0-based columns played so far
+
+    # ------------------------------------------------------------ building
+    @classmethod
+    def from_moves(cls, board: Board, moves: str) -> "Position":
+        """Play a string of 1-based column digits from the empty board.
+
+        Raises :class:`IllegalPositionError` for a bad digit, a full column or a move made after
+        the game ended."""
+        moves = moves.strip()
+        if board.width > 9 and moves:
+            raise IllegalPositionError(
+                f"board {board} has more than 9 columns: single-digit move strings cannot name them")
+        cols = []
+        for i, ch in enumerate(moves):
+            if not ("1" <= ch <= "9") or int(ch) > board.width:
+                raise IllegalPositionError(
+                    f"bad move {ch!r} at offset {i} of {moves!r}: columns are 1..{board.width}")
+            cols.append(int(ch) - 1)
+        return cls.from_columns(board, cols, text=moves)
+
+    @classmethod
+    def from_columns(cls, board: Board, cols: Iterable[int], text: str | None = None) -> "Position":
+        """Play 0-based column indices from the empty board."""
+        pos = cls(board)
+        for i, c in enumerate(cols):
+            label = f" in {text!r}" if text is not None else ""
+            if pos.winner is not None or pos.ply == board.cells:
+                raise IllegalPositionError(f"move {i + 1}{label} is played after the game ended")
+            if not 0 <= c < board.width:
+                raise IllegalPositionError(f"column {c + 1}{label} does not exist on board {board}")
+            if len(pos.cols[c]) == board.height:
+                raise IllegalPositionError(f"move {i + 1}{label}: column {c + 1} is full")
+            pos.play(c)
+        return pos
+
+    def copy(self) -> "Position":
+        p = Position(self.board)
+        p.cols = [list(c) for c in self.cols]
+        p.ply, p.winner, p.moves = self.ply, self.winner, list(self.moves)
+        return p
+
+    # ------------------------------------------------------------- queries
+    @property
+    def to_move(self) -> str:
+        """``"A"`` (first player) at even plies, ``"B"`` at odd plies."""
+        return "A" if self.ply % 2 == 0 else "B"
+
+    @property
+    def is_terminal(self) -> bool:
+        """The game is over: the last mover made k in a row, or the board is full."""
+        return self.winner is not None or self.ply == self.board.cells
+
+    def legal_moves(self) -> list[int]:
+        """0-based columns that may be played (none once the game is over)."""
+        if self.is_terminal:
+            return []
+        return [c for c in range(self.board.width) if len(self.cols[c]) < self.board.height]
+
+    def cell(self, col: int, row: int) -> int:
+        """``EMPTY``, ``A`` or ``B`` at 0-based column and row (row 0 at the bottom)."""
+        c = self.cols[col]
+        return c[row] if row < len(c) else EMPTY
+
+    def codes(self) -> list[int]:
+        """Column codes, left to right."""
+        h = self.board.height
+        return [self.board.code_of[tuple(c) + (EMPTY,) * (h - len(c))] for c in self.cols]
+
+    def key(self) -> int:
+        """Mirror-canonical table key of this position."""
+        return key_of_codes(self.board, self.codes())
+
+    def is_symmetric(self) -> bool:
+        v1, v2 = readings(self.board, self.codes())
+        return v1 == v2
+
+    def move_string(self) -> str:
+        return "".join(str(c + 1) for c in self.moves)
+
+    # ------------------------------------------------------------- playing
+    def play(self, col: int) -> None:
+        """Drop the mover's chip in ``col`` (0-based); no legality check beyond the rules engine's
+        callers. Sets :attr:`winner` if it makes k in a row."""
+        player = A if self.ply % 2 == 0 else B
+        row = len(self.cols[col])
+        self.cols[col].append(player)
+        self.ply += 1
+        self.moves.append(col)
+        if self._line_through(col, row, player):
+            self.winner = player
+
+    def child(self, col: int) -> "Position":
+        p = self.copy()
+        p.play(col)
+        return p
+
+    def _line_through(self, col: int, row: int, player: int) -> bool:
+        k = self.board.k
+        for dc, dr in ((1, 0), (0, 1), (1, 1), (1, -1)):
+            run = 1
+            for sign in (1, -1):
+                c, r = col + sign * dc, row + sign * dr
+                while 0 <= c < self.board.width and 0 <= r < self.board.height \
+                        and self.cell(c, r) == player:
+                    run += 1
+                    c += sign * dc
+                    r += sign * dr
+            if run >= k:
+                return True
+        return False
+
+    def __repr__(self) -> str:
+        return f"Position({self.board}, {self.move_string()!r})"
+
+
+def parse_moves(board: Board, moves: str) -> Position:
+    """Shorthand for :meth:`Position.from_moves`."""
+    return Position.from_moves(board, moves)
+

@@ -1,0 +1,98 @@
+"""Execution layer: where the tasks of a stage run. One interface, two back-ends.
+
+Every stage of the pipeline is a list of independent tasks (pure top-level functions of
+picklable arguments that read and write files under the build directory) followed by a small
+step in the driver. :class:`Executor.map` runs a list of tasks and returns their results in
+order. Back-ends:
+
+* ``local`` (the default): in-process when ``workers == 1``, otherwise a
+  ``concurrent.futures.ProcessPoolExecutor`` with ``workers`` processes.
+* ``dask``: a ``dask.distributed`` cluster (see :func:`make_executor`), used through
+  ``Client.get_executor()``, which is also a ``concurrent.futures.Executor``: the pipeline
+  has one code path whatever runs it.
+
+>>> with make_executor(workers=1) as ex:
+...     ex.map(abs, [(-1,), (2,)])
+[1, 2]
+"""
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+from concurrent.futures import Executor as _FuturesExecutor
+from concurrent.futures import ProcessPoolExecutor
+from typing import Any, Callable, Sequence
+
+
+def default_workers() -> int:
+    """All cores this process may use."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - non-Linux
+        return max(1, os.cpu_count() or 1)
+
+
+class Executor:
+    """Runs lists of tasks; ``workers`` tells stages how finely to split their work."""
+
+    def __init__(self, pool: _FuturesExecutor | None, workers: int, name: str, owner=None):
+        self._pool = pool
+        self.workers = workers
+        self.name = name
+        self._owner = owner  # e.g. a dask Client/LocalCluster to close with us
+
+    def map(self, fn: Callable[..., Any], tasks: Sequence[tuple]) -> list:
+        """Run ``fn(*args)`` for each ``args`` in ``tasks``; results in task order. The first
+        task that raises makes ``map`` raise the same exception."""
+        tasks = list(tasks)
+        if self._pool is None or len(tasks) <= 1:
+            return [fn(*t) for t in tasks]
+        futures = [self._pool.submit(fn, *t) for t in tasks]
+        try:
+            return [f.result() for f in futures]
+        except BaseException:
+            for f in futures:
+                f.cancel()
+            raise
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+        if self._owner is not None:
+            for obj in self._owner:
+                obj.close()
+            self._owner = None
+
+    def __enter__(self) -> "Executor":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def make_executor(workers: int | None = None, scheduler: str | None = None) -> Executor:
+    """Executor for ``workers`` local processes, or for a dask scheduler.
+
+    ``scheduler`` is ``None`` (local processes), ``"local"`` (a dask LocalCluster with
+    ``workers`` single-threaded workers) or a scheduler address such as ``tcp://host:8786``."""
+    workers = workers or default_workers()
+    if scheduler is None:
+        if workers == 1:
+            return Executor(None, 1, "serial")
+        pool = ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("fork"))
+        return Executor(pool, workers, f"local processes x{workers}")
+    try:
+        from dask.distributed import Client, LocalCluster
+    except ImportError:
+        raise RuntimeError("the dask back-end needs dask.distributed: pip install 'c4table[dask]'") from None
+    if scheduler == "local":
+        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                               dashboard_address=None)
+        client = Client(cluster)
+        owner = [client, cluster]
+    else:
+        client = Client(scheduler)
+        owner = [client]
+        workers = max(1, sum(w.get("nthreads", 1) for w in client.scheduler_info()["workers"].values()))
+    return Executor(client.get_executor(pure=False), workers, f"dask {scheduler}", owner)

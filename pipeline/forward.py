@@ -1,0 +1,128 @@
+"""Forward pass: generation g+1 (all positions after g+1 plies) from generation g.
+
+Generation 0 is the empty board (key 0). For each g, tasks expand slices of generation g's
+shards into canonical child keys (terminal positions are counted but not expanded), sort and
+deduplicate them into runs, and range tasks merge the runs into generation g+1's shards
+(:mod:`pipeline.extsort`). The manifest records generation g+1's shards together with
+generation g's counts (entries, symmetric entries, terminal entries), so a rerun resumes at
+the first generation not recorded.
+"""
+from __future__ import annotations
+
+import math
+import shutil
+import time
+from pathlib import Path
+
+import numpy as np
+
+from c4table.board import Board
+from pipeline import extsort
+from pipeline.kernels import board_tables, expand
+from pipeline.shards import ShardInfo, read_shard, write_shard
+
+KEY_BYTES_IN_RAM = 8
+
+
+def gen_dir(ply: int) -> str:
+    return f"work/forward/ply_{ply:02d}"
+
+
+def runs_dir(root: Path, ply: int) -> Path:
+    return root / "work" / "runs" / f"ply_{ply:02d}"
+
+
+def expand_task(root: str, board_spec: tuple, ply: int, info_json: dict, run_path: str | None):
+    """Expand one shard of generation ``ply``; spill its sorted distinct children as a run.
+
+    Returns (stats int64[4], children written, sample of the run)."""
+    board = Board(*board_spec)
+    keys = read_shard(Path(root), ShardInfo.from_json(info_json))
+    stats = np.zeros(4, np.int64)
+    buf = np.empty(keys.shape[0] * board.width if run_path else 0, np.uint64)
+    n = expand(keys, ply, *board_tables(board), buf, stats)
+    if not run_path:
+        return stats, 0, None
+    children = extsort.sort_unique(buf[:n])
+    extsort.write_run(Path(run_path), children)
+    return stats, int(children.shape[0]), extsort.sample(children)
+
+
+def merge_task(root: str, run_paths: list[str], lo: int, hi: int, rel: str) -> dict:
+    """Merge the range ``[lo, hi)`` of all runs into one shard of the next generation."""
+    keys = extsort.merge_range([Path(p) for p in run_paths], lo, hi)
+    return write_shard(Path(root), rel, keys).to_json()
+
+
+def start(build) -> None:
+    """Write generation 0 (the empty board) if the manifest does not have it."""
+    if build.manifest.shards("forward", 0) is None:
+        info = write_shard(build.root, f"{gen_dir(0)}/part-00000.parquet", np.zeros(1, np.uint64))
+        build.manifest.finish_step("forward", 0, [info])
+        build.manifest.save()
+
+
+def step_done(build, ply: int, last: int) -> bool:
+    m = build.manifest
+    rec = m.data["plies"][ply] if ply < len(m.data["plies"]) else {}
+    return "entries" in rec and (ply == last or m.shards("forward", ply + 1) is not None)
+
+
+def run(build, max_ply: int | None = None) -> None:
+    """Run (or resume) the forward pass up to generation ``max_ply`` (default: full board)."""
+    board: Board = build.board
+    last = board.cells if max_ply is None else min(max_ply, board.cells)
+    start(build)
+    prog = build.progress("forward", total=_expected_positions(board, last))
+    for ply in range(last + 1):
+        if step_done(build, ply, last):
+            prog.done += build.manifest.data["plies"][ply]["positions"]
+            continue
+        t0 = time.perf_counter()
+        shards = build.manifest.shards("forward", ply)
+        expand_more = ply < last
+        rdir = runs_dir(build.root, ply + 1)
+        if rdir.exists():
+            shutil.rmtree(rdir)
+        tasks = [(str(build.root), board.spec, ply, s.to_json(),
+                  str(rdir / f"run-{i:05d}.npy") if expand_more else None)
+                 for i, s in enumerate(shards) if s.rows]
+        results = build.executor.map(expand_task, tasks)
+        stats = np.zeros(4, np.int64)
+        for st, _, _ in results:
+            stats += st
+        if expand_more:
+            new_shards = _merge_runs(build, ply + 1, [t[4] for t in tasks], results)
+            build.manifest.finish_step("forward", ply + 1, new_shards)
+        terminal, sym, term_sym, entries = (int(x) for x in stats)
+        build.manifest.set_forward_counts(ply, entries, sym, terminal, term_sym)
+        build.manifest.save()
+        if rdir.exists():
+            shutil.rmtree(rdir)
+        rec = build.manifest.data["plies"][ply]
+        prog.step(f"ply {ply}/{last}", rec["positions"], entries=entries,
+                  positions=rec["positions"], terminal=rec["terminal"],
+                  time=f"{time.perf_counter() - t0:.2f}s")
+
+
+def _merge_runs(build, ply: int, run_paths: list[str], results) -> list[ShardInfo]:
+    """Range-merge the runs of generation ``ply`` into its shards."""
+    total = sum(r[1] for r in results)
+    if total == 0:
+        return []
+    # Each range task holds its slices plus the merged copy: ~2 words per key.
+    per_task = max(1, build.task_memory // (2 * KEY_BYTES_IN_RAM))
+    n_ranges = max(math.ceil(total / min(per_task, build.shard_rows)),
+                   build.executor.workers if total >= build.min_parallel_rows else 1)
+    bounds = extsort.choose_splitters([r[2] for r in results], n_ranges)
+    tasks = [(str(build.root), run_paths, bounds[r], bounds[r + 1],
+              f"{gen_dir(ply)}/part-{r:05d}.parquet") for r in range(len(bounds) - 1)]
+    infos = [ShardInfo.from_json(d) for d in build.executor.map(merge_task, tasks)]
+    return infos
+
+
+def _expected_positions(board: Board, last: int) -> int | None:
+    from pipeline.progress import published_totals
+    if board.k != 4 or last != board.cells:
+        return None
+    return published_totals().get((board.width, board.height))

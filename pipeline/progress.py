@@ -1,0 +1,59 @@
+"""Progress lines on stderr for long stages: per generation the ply, entries, positions, rate,
+elapsed time and an ETA. One plain line per event, so logs of detached or cluster runs stay
+readable (no carriage-return animation); ``quiet`` turns it off.
+
+The ETA of the forward pass uses the published per-board totals (Böck's Table 1, shipped as
+``c4table/data/bock_table1.tsv``) when the board is listed there.
+"""
+from __future__ import annotations
+
+import sys
+import time
+from functools import lru_cache
+from importlib import resources
+
+from c4table.units import format_count, format_seconds
+
+
+@lru_cache(maxsize=None)
+def published_totals() -> dict[tuple[int, int], int]:
+    """(width, height) -> total positions with mirror images, from Böck's Table 1."""
+    text = resources.files("c4table").joinpath("data/bock_table1.tsv").read_text()
+    out = {}
+    for line in text.splitlines():
+        if line.startswith("#") or line.startswith("width"):
+            continue
+        w, h, n = line.split("\t")[:3]
+        out[int(w), int(h)] = int(n)
+    return out
+
+
+class Progress:
+    """Reports stage progress; ``total`` (units of work, e.g. positions) enables an ETA."""
+
+    def __init__(self, stage: str, quiet: bool = False, total: int | None = None, stream=None):
+        self.stage = stage
+        self.quiet = quiet
+        self.total = total
+        self.done = 0
+        self.start = time.perf_counter()
+        self.stream = stream or sys.stderr
+
+    def step(self, label: str, units: int, **fields) -> None:
+        """Record ``units`` more work done and print one line."""
+        self.done += units
+        if self.quiet:
+            return
+        elapsed = time.perf_counter() - self.start
+        rate = self.done / elapsed if elapsed > 0 else 0.0
+        parts = [f"[{self.stage}] {label}"]
+        parts += [f"{k} {format_count(v) if isinstance(v, int) else v}" for k, v in fields.items()]
+        parts.append(f"{rate / 1e6:.2f} M/s")
+        parts.append(f"elapsed {format_seconds(elapsed)}")
+        if self.total and rate > 0 and self.done <= self.total:
+            parts.append(f"ETA {format_seconds((self.total - self.done) / rate)}")
+        print("  ".join(parts), file=self.stream, flush=True)
+
+    def note(self, text: str) -> None:
+        if not self.quiet:
+            print(f"[{self.stage}] {text}", file=self.stream, flush=True)
