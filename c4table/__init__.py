@@ -1,0 +1,34 @@
+"""c4table: complete Connect-4 lookup tables in Sidney Cadot's format.
+
+Small public API over the table format (see ``README.md``)::
+
+    >>> import c4table
+    >>> t = c4table.open_table("tables/5x4/connect4_5x4.dat")   # doctest: +SKIP
+    >>> t.probe("3344").outcome                                  # doctest: +SKIP
+    'A'
+
+Modules: :mod:`c4table.board` (geometry, column codes), :mod:`c4table.codec` (keys, outcome
+bytes), :mod:`c4table.rules` (positions and moves), :mod:`c4table.table` (lookup),
+:mod:`c4table.verify` (hashes and checks), :mod:`c4table.errors` (exceptions),
+:mod:`c4table.cli` (the command line). Building lives in the ``pipeline`` package
+(:func:`pipeline.build.build_table`).
+"""
+from c4table.board import Board
+from c4table.codec import Outcome, decode_outcome, encode_outcome
+from c4table.errors import (BoardError, BuildError, C4Error, CorruptDataError,
+                            IllegalPositionError, MissingTableError, PositionNotFoundError,
+                            TableError)
+from c4table.rules import Position
+from c4table.table import MoveProbe, Probe, Table, open_table
+from c4table.verify import VerifyReport, verify_table
+
+__all__ = ["Board", "Outcome", "decode_outcome", "encode_outcome", "Position", "Table", "Probe",
+           "MoveProbe", "open_table", "verify_table", "VerifyReport", "C4Error", "BoardError",
+           "BuildError", "CorruptDataError", "IllegalPositionError", "MissingTableError",
+           "PositionNotFoundError", "TableError", "build_table"]
+
+
+def build_table(*args, **kwargs):
+    """Build a table; see :func:`pipeline.build.build_table`."""
+    from pipeline.build import build_table as _build
+    return _build(*args, **kwargs)

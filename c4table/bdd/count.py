@@ -43,7 +43,8 @@ def forward(enc: Encoding, partitioned: bool = False) -> Iterator[tuple[int, obj
 
 def count_positions(board_spec: str | Board, encoding: str = "compressed", *,
                     nodes: int = DEFAULT_NODES, threads: int = 1, flavour: str = "bdd",
-                    partitioned: bool = False, progress: Progress | None = None) -> BddCounts:
+                    partitioned: bool = False, cache: int | None = None,
+                    progress: Progress | None = None) -> BddCounts:
     """Count the positions of every ply of ``board_spec`` (mirror images counted separately).
 
     ``encoding``: ``"compressed"`` or ``"plain"``; ``nodes``: oxidd node capacity (raises
@@ -56,7 +57,7 @@ def count_positions(board_spec: str | Board, encoding: str = "compressed", *,
     """
     board = Board.parse(board_spec)
     t0, c0 = time.perf_counter(), time.process_time()
-    engine = Engine(nodes, threads, flavour)
+    engine = Engine(nodes, threads, flavour, cache)
     enc = make_encoding(board, engine, encoding)
     plies = []
     for ply, states, nonterm, terminal in forward(enc, partitioned):

@@ -1,0 +1,257 @@
+"""The ``c4table`` command line: build, forward, backward, merge, lookup, verify (and the BDD
+commands of :mod:`c4table.cli_bdd`).
+
+Errors a user can cause end with one line on stderr (``c4table: error: ...``) and exit status
+2 (bad input: malformed board, position, option or missing file) or 1 (a check failed, data is
+corrupt, the build cannot proceed). Nothing prints a traceback.
+"""
+from __future__ import annotations
+
+import errno
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from c4table.errors import (BoardError, BuildError, C4Error, IllegalPositionError,
+                            MissingTableError, TableError)
+
+BOARD_HELP = "board as WIDTHxHEIGHT, e.g. 7x6 (7 columns, 6 rows)"
+DEFAULT_BOARD = "5x4"
+
+
+def _fail(msg: str, code: int) -> None:
+    click.echo(f"c4table: error: {msg}", err=True)
+    sys.exit(code)
+
+
+def board_arg(value: str):
+    from c4table.board import Board
+    try:
+        return Board.parse(value)
+    except BoardError as e:
+        raise click.BadParameter(str(e)) from None
+
+
+def _build_options(f):
+    f = click.option("--out", "out", type=click.Path(file_okay=False), default=None,
+                     help="build directory (default: tables/WxH)")(f)
+    f = click.option("--memory", default="4GiB", show_default=True,
+                     help="memory budget shared by the workers (e.g. 512MiB, 8GiB)")(f)
+    f = click.option("--workers", type=click.IntRange(1, 4096), default=None,
+                     help="worker processes (default: all cores)")(f)
+    f = click.option("--scheduler", default=None,
+                     help="dask scheduler: 'local' for a LocalCluster, or an address tcp://host:8786 "
+                          "(default: local processes, no dask)")(f)
+    f = click.option("-q", "--quiet", is_flag=True, help="no progress lines")(f)
+    f = click.option("--restart", is_flag=True, help="discard a partial build in --out and start over")(f)
+    return f
+
+
+def _open(board, out, memory, workers, scheduler, quiet, restart):
+    from c4table.units import parse_size
+    from pipeline.build import open_build
+    try:
+        parse_size(memory)
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint="--memory") from None
+    return open_build(board, out or f"tables/{board.name}", memory, workers, scheduler, quiet, restart)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="c4table")
+def cli() -> None:
+    """Build, verify and query complete Connect-4 lookup tables (Sidney Cadot's format)."""
+
+
+@cli.command()
+@click.argument("board", type=board_arg, default=DEFAULT_BOARD, required=False)
+@_build_options
+@click.option("--clean", is_flag=True, help="delete the intermediate shards (DIR/work) after the merge")
+def build(board, out, memory, workers, scheduler, quiet, restart, clean):
+    """Build the complete table of BOARD (default 5x4): forward, backward and merge.
+
+    Writes DIR/connect4_WxH.dat and DIR/manifest.json. Rerunning on a partial build resumes it."""
+    from pipeline import backward, forward, merge
+    b = _open(board, out, memory, workers, scheduler, quiet, restart)
+    try:
+        forward.run(b)
+        backward.run(b)
+        path = merge.run(b)
+    finally:
+        b.executor.close()
+    if clean:
+        import shutil
+        shutil.rmtree(b.root / "work", ignore_errors=True)
+    click.echo(f"{path}  {b.manifest.table['entries']:,} entries  sha256 {b.manifest.table['sha256']}")
+
+
+@cli.command()
+@click.argument("board", type=board_arg, default=DEFAULT_BOARD, required=False)
+@_build_options
+@click.option("--max-ply", type=click.IntRange(0, 64), default=None,
+              help="stop after this generation (default: the full board)")
+def forward(board, out, memory, workers, scheduler, quiet, restart, max_ply):
+    """Forward pass only: every generation's sorted, deduplicated keys, and per-ply counts."""
+    from pipeline import forward as fwd
+    b = _open(board, out, memory, workers, scheduler, quiet, restart)
+    try:
+        fwd.run(b, max_ply)
+    finally:
+        b.executor.close()
+    plies = b.manifest.data["plies"]
+    last = min(max_ply if max_ply is not None else board.cells, board.cells)
+    total = sum(p["positions"] for p in plies[: last + 1])
+    click.echo(f"{b.root}: forward pass to ply {last}: {total:,} positions "
+               f"({sum(p['entries'] for p in plies[: last + 1]):,} entries)")
+
+
+@cli.command()
+@click.argument("board", type=board_arg, default=DEFAULT_BOARD, required=False)
+@_build_options
+def backward(board, out, memory, workers, scheduler, quiet, restart):
+    """Backward pass only (after forward): outcome and distance of every position."""
+    from pipeline import backward as bwd
+    b = _open(board, out, memory, workers, scheduler, quiet, restart)
+    try:
+        bwd.run(b)
+    finally:
+        b.executor.close()
+    t = {k: sum(p[k] for p in b.manifest.data["plies"]) for k in ("a_wins", "draws", "b_wins")}
+    click.echo(f"{b.root}: backward pass done: A wins {t['a_wins']:,}, draws {t['draws']:,}, "
+               f"B wins {t['b_wins']:,} positions")
+
+
+@cli.command()
+@click.argument("board", type=board_arg, default=DEFAULT_BOARD, required=False)
+@_build_options
+def merge(board, out, memory, workers, scheduler, quiet, restart):
+    """Final merge only (after backward): write DIR/connect4_WxH.dat."""
+    from pipeline import merge as mrg
+    b = _open(board, out, memory, workers, scheduler, quiet, restart)
+    try:
+        path = mrg.run(b)
+    finally:
+        b.executor.close()
+    click.echo(f"{path}  {b.manifest.table['entries']:,} entries  sha256 {b.manifest.table['sha256']}")
+
+
+def _describe(probe) -> str:
+    if probe.terminal:
+        head = f"game over, {'draw' if probe.outcome == 'draw' else probe.outcome + ' has won'}"
+    elif probe.outcome == "draw":
+        head = f"draw in {probe.distance} plies"
+    else:
+        head = f"{probe.outcome} wins in {probe.distance} plies"
+    lines = [f"{probe.position or '(empty)'}  ply {probe.ply}, {probe.to_move} to move: {head}"]
+    best = {m.column for m in probe.best_moves()}
+    for m in probe.moves:
+        res = "draw" if m.outcome == "draw" else f"{m.outcome} wins"
+        lines.append(f"  column {m.column}: {res} in {m.distance}{'  *best' if m.column in best else ''}")
+    return "\n".join(lines)
+
+
+@cli.command()
+@click.option("--table", "table_path", required=True, type=click.Path(dir_okay=False),
+              help="table file (connect4_WxH.dat)")
+@click.option("--board", "board", default=None, help="board of the table if its name does not say")
+@click.option("--json", "as_json", is_flag=True, help="one JSON object per position")
+@click.argument("positions", nargs=-1)
+def lookup(table_path, board, as_json, positions):
+    """Outcome and distance of POSITIONS (move strings of 1-based columns, "" for the empty
+    board, - to read one per line from stdin), and of each legal move.
+
+    Distances count plies: for a move, from the position before it (the move included)."""
+    from c4table.table import open_table
+    if not positions:
+        raise click.UsageError("give at least one position (\"\" for the empty board, - for stdin)")
+    table = open_table(table_path, board)
+    failures = 0
+
+    def answer(text: str, batch: bool) -> None:
+        nonlocal failures
+        try:
+            probe = table.probe(text)
+        except IllegalPositionError as e:
+            if not batch:
+                raise
+            failures += 1
+            if as_json:
+                click.echo(json.dumps({"position": text, "error": str(e)}))
+            else:
+                click.echo(f"{text}: error: {e}")
+            return
+        click.echo(json.dumps(probe.to_json()) if as_json else _describe(probe))
+
+    with table:
+        for p in positions:
+            if p == "-":
+                for line in sys.stdin:
+                    answer(line.strip(), batch=True)
+            else:
+                answer(p, batch=False)
+    if failures:
+        sys.exit(2)
+
+
+@cli.command()
+@click.argument("table_path", metavar="FILE", type=click.Path(dir_okay=False))
+@click.option("--board", default=None, help="board of the table if its name does not say")
+@click.option("--sha256", "sha256", default=None, help="expected sha256 (hex)")
+@click.option("-q", "--quiet", is_flag=True, help="no progress lines")
+def verify(table_path, board, sha256, quiet):
+    """Hash FILE (sha256, md5), check its structure and compare it with the manifest beside it,
+    the known tables shipped with c4table and --sha256. Exit 0 on match, 1 on mismatch."""
+    from c4table.verify import verify_table
+    if sha256 is not None and (len(sha256.strip()) != 64 or
+                               any(c not in "0123456789abcdefABCDEF" for c in sha256.strip())):
+        raise click.BadParameter("expected 64 hex digits", param_hint="--sha256")
+    rep = verify_table(table_path, board, sha256, quiet)
+    click.echo(f"file     {rep.path}\nboard    {rep.board}\nentries  {rep.entries:,}\n"
+               f"bytes    {rep.bytes:,}\nsha256   {rep.sha256}\nmd5      {rep.md5}")
+    for p in rep.problems:
+        click.echo(f"problem  {p}")
+    click.echo(rep.verdict())
+    sys.exit(0 if rep.ok else 1)
+
+
+def _register_optional() -> None:
+    try:
+        from c4table.cli_bdd import bdd, crosscheck
+    except ImportError:  # BDD mode needs oxidd
+        return
+    cli.add_command(bdd)
+    cli.add_command(crosscheck)
+
+
+_register_optional()
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: run the CLI, turning every expected error into one line and an exit code."""
+    try:
+        cli.main(args=argv, prog_name="c4table", standalone_mode=False)
+    except click.exceptions.Exit as e:
+        sys.exit(e.exit_code)
+    except click.ClickException as e:
+        e.show()
+        sys.exit(e.exit_code)
+    except click.exceptions.Abort:
+        _fail("aborted", 130)
+    except KeyboardInterrupt:
+        _fail("interrupted; finished steps are kept, rerun the same command to resume", 130)
+    except (BoardError, IllegalPositionError, MissingTableError) as e:
+        _fail(str(e), 2)
+    except (TableError, BuildError, C4Error) as e:
+        _fail(str(e), 1)
+    except OSError as e:
+        if e.errno == errno.ENOSPC:
+            _fail(f"disk full ({e.filename or 'build directory'}); finished steps are kept, free "
+                  "space and rerun to resume", 1)
+        _fail(f"{e.strerror or e} ({e.filename})" if e.filename else str(e), 1)
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()

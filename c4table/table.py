@@ -1,0 +1,190 @@
+"""Reading a table file: binary search over its memory-mapped, sorted fixed-size entries.
+
+A table never gets loaded into memory: :class:`Table` maps the file and compares big-endian key
+bytes, so Cadot's 14.4 TiB ``connect4_7x6.dat`` answers as fast as a small one (about 41 probes
+of 7 bytes per lookup).
+
+>>> t = open_table("tables/5x4/connect4_5x4.dat")          # doctest: +SKIP
+>>> p = t.probe("3344")                                      # doctest: +SKIP
+>>> p.outcome, p.distance, [m.column for m in p.best_moves()]  # doctest: +SKIP
+('A', 9, [2])
+
+The board of a table is taken from, in order: the ``board`` argument, the ``manifest.json``
+beside the file, the file name ``connect4_WxH.dat``.
+"""
+from __future__ import annotations
+
+import json
+import mmap
+import os
+import re
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from c4table.board import Board
+from c4table.codec import decode_outcome
+from c4table.errors import MissingTableError, PositionNotFoundError, TableError
+from c4table.rules import Position
+
+_NAME = re.compile(r"connect4_(\d+)x(\d+)\.dat$")
+
+
+@dataclass
+class MoveProbe:
+    """One legal move: 1-based ``column``; the outcome if it is played, and ``distance`` in
+    plies from the position before the move (the move itself counts as one ply)."""
+
+    column: int
+    outcome: str
+    distance: int
+
+
+@dataclass
+class Probe:
+    """What the table says about a position: ``outcome`` (``"A"``, ``"B"`` or ``"draw"``) and
+    ``distance`` (plies to that result under optimal play), plus each legal move."""
+
+    position: str
+    ply: int
+    to_move: str
+    outcome: str
+    distance: int
+    terminal: bool
+    moves: list[MoveProbe] = field(default_factory=list)
+
+    def best_moves(self) -> list[MoveProbe]:
+        """Optimal moves: the fastest win, else a draw, else the slowest loss."""
+        if not self.moves:
+            return []
+        ranked = sorted(self.moves, key=lambda m: move_rank(m, self.to_move))
+        best = move_rank(ranked[0], self.to_move)
+        return [m for m in ranked if move_rank(m, self.to_move) == best]
+
+    def to_json(self) -> dict:
+        d = asdict(self)
+        return d
+
+
+def move_rank(m: MoveProbe, mover: str) -> tuple:
+    """Sort key of a move for the side to move: win (fewest plies) < draw < loss (most plies)."""
+    if m.outcome == mover:
+        return (0, m.distance)
+    if m.outcome == "draw":
+        return (1, 0)
+    return (2, -m.distance)
+
+
+def board_of_table(path: Path, board: str | Board | None = None) -> Board:
+    """The board a table file is for (see module docstring)."""
+    if board is not None:
+        return Board.parse(board)
+    manifest = path.parent / "manifest.json"
+    if manifest.exists():
+        try:
+            data = json.loads(manifest.read_text())
+            if data.get("table", {}).get("file", path.name) == path.name or \
+                    Board.parse(data["board"]).table_filename == path.name:
+                return Board(data["width"], data["height"], data.get("k", 4))
+        except (ValueError, KeyError, TypeError):
+            pass
+    m = _NAME.search(path.name)
+    if m:
+        return Board(int(m.group(1)), int(m.group(2)))
+    raise TableError(f"{path}: cannot tell the board of this table; name it connect4_WxH.dat "
+                     "or give the board (--board WxH)")
+
+
+class Table:
+    """A memory-mapped table file for one board. Use as a context manager or call :meth:`close`."""
+
+    def __init__(self, path: str | os.PathLike, board: str | Board | None = None):
+        self.path = Path(path)
+        if not self.path.is_file():
+            raise MissingTableError(f"{self.path}: no such table file")
+        self.board = board_of_table(self.path, board)
+        self.entry_size = self.board.entry_size
+        self.key_bytes = self.board.key_bytes
+        size = self.path.stat().st_size
+        if size == 0:
+            raise TableError(f"{self.path}: empty file")
+        if size % self.entry_size:
+            raise TableError(f"{self.path}: size {size} is not a multiple of the {self.entry_size}-byte "
+                             f"entry of board {self.board} (truncated or wrong board?)")
+        self.entries = size // self.entry_size
+        self._file = open(self.path, "rb")
+        self._mm = mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ)
+
+    # ----------------------------------------------------------- raw access
+    def key_at(self, i: int) -> int:
+        o = i * self.entry_size
+        return int.from_bytes(self._mm[o: o + self.key_bytes], "big")
+
+    def outcome_byte(self, key: int) -> int:
+        """Outcome byte stored for ``key``; :class:`PositionNotFoundError` if absent."""
+        lo, hi = 0, self.entries
+        while lo < hi:
+            mid = (lo + hi) // 2
+            k = self.key_at(mid)
+            if k < key:
+                lo = mid + 1
+            elif k > key:
+                hi = mid
+            else:
+                return self._mm[mid * self.entry_size + self.key_bytes]
+        raise PositionNotFoundError(
+            f"{self.path}: key {key} is not in the table (incomplete table, or not board {self.board})")
+
+    def entries_array(self) -> np.ndarray:
+        """The whole file as a numpy structured array (fields ``key`` as raw big-endian bytes
+        ``V{K}`` and ``outcome`` uint8), memory-mapped, not loaded."""
+        dt = np.dtype([("key", f"V{self.key_bytes}"), ("outcome", "u1")])
+        return np.frombuffer(self._mm, dtype=dt)
+
+    # -------------------------------------------------------------- probing
+    def position(self, moves: str | Position) -> Position:
+        if isinstance(moves, Position):
+            if moves.board != self.board:
+                raise TableError(f"position is for board {moves.board}, table for {self.board}")
+            return moves
+        return Position.from_moves(self.board, moves)
+
+    def probe(self, moves: str | Position) -> Probe:
+        """Outcome and distance of a position (a move string such as ``"4453"`` or a
+        :class:`~c4table.rules.Position`), and of each legal move."""
+        pos = self.position(moves)
+        res = decode_outcome(self.outcome_byte(pos.key()))
+        probe = Probe(pos.move_string(), pos.ply, pos.to_move, res.result, res.distance,
+                      pos.is_terminal)
+        for c in pos.legal_moves():
+            child = decode_outcome(self.outcome_byte(pos.child(c).key()))
+            probe.moves.append(MoveProbe(c + 1, child.result, child.distance + 1))
+        return probe
+
+    def best_moves(self, moves: str | Position) -> list[MoveProbe]:
+        return self.probe(moves).best_moves()
+
+    # ------------------------------------------------------------ lifecycle
+    def close(self) -> None:
+        if self._mm is not None:
+            self._mm.close()
+            self._file.close()
+            self._mm = None
+
+    def __enter__(self) -> "Table":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __len__(self) -> int:
+        return self.entries
+
+    def __repr__(self) -> str:
+        return f"Table({str(self.path)!r}, board={self.board}, entries={self.entries})"
+
+
+def open_table(path: str | os.PathLike, board: str | Board | None = None) -> Table:
+    """Open a table file for lookups (see :class:`Table`)."""
+    return Table(path, board)

@@ -1,0 +1,169 @@
+"""Verifying a table file: one streaming read that hashes it (sha256, md5) and checks its
+structure (whole entries, keys strictly increasing from the empty board's key 0, keys below
+``B**w``, valid outcome bytes), then compares it with every reference it can find: the
+manifest beside it, the package's list of known tables (``data/known_tables.json``: Cadot's
+published 7x6 hashes, the 4x4 one, and boards built and cross-checked here) and a hash given
+by the user.
+
+>>> r = verify_table("tables/4x4/connect4_4x4.dat", quiet=True)   # doctest: +SKIP
+>>> r.ok, r.verdict()                                              # doctest: +SKIP
+(True, 'OK connect4_4x4.dat: 80,541 entries, sha256 matches known table 4x4 (published: ...)')
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+import time
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+
+from c4table.board import Board
+from c4table.errors import MissingTableError
+from c4table.table import board_of_table
+from c4table.units import format_seconds, format_size
+
+CHUNK_ENTRIES = 1 << 20
+PROGRESS_EVERY = 5.0  # seconds between progress lines
+
+
+@lru_cache(maxsize=None)
+def known_tables() -> dict[str, dict]:
+    """Board name -> reference figures (entries, bytes, sha256, md5, source)."""
+    text = resources.files("c4table").joinpath("data/known_tables.json").read_text()
+    return json.loads(text)
+
+
+@dataclass
+class VerifyReport:
+    """Result of :func:`verify_table`: hashes, structural problems and comparisons."""
+
+    path: Path
+    board: Board
+    entries: int = 0
+    bytes: int = 0
+    sha256: str = ""
+    md5: str = ""
+    problems: list[str] = field(default_factory=list)   # anything wrong
+    matched: list[str] = field(default_factory=list)    # references that agree
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def verdict(self) -> str:
+        name = self.path.name
+        if self.problems:
+            more = f" (+{len(self.problems) - 1} more)" if len(self.problems) > 1 else ""
+            return f"MISMATCH {name}: {self.problems[0]}{more}"
+        refs = "; ".join(self.matched) if self.matched else \
+            "structure valid, but no reference hash is known for this board (give --sha256)"
+        return f"OK {name}: {self.entries:,} entries, {refs}"
+
+
+def _keys_of(rows: np.ndarray, key_bytes: int) -> np.ndarray:
+    """uint64 keys of big-endian entry rows (n x entry_size bytes)."""
+    buf = np.zeros((rows.shape[0], 8), np.uint8)
+    buf[:, 8 - key_bytes:] = rows[:, :key_bytes]
+    return buf.view(">u8").ravel().astype(np.uint64)
+
+
+def verify_table(path: str | Path, board: str | Board | None = None, sha256: str | None = None,
+                 quiet: bool = False, stream=None) -> VerifyReport:
+    """Hash and check a table file; see the module docstring."""
+    path = Path(path)
+    if not path.is_file():
+        raise MissingTableError(f"{path}: no such table file")
+    b = board_of_table(path, board)
+    rep = VerifyReport(path, b)
+    E, K = b.entry_size, b.key_bytes
+    size = path.stat().st_size
+    rep.bytes = size
+    if size % E:
+        rep.problems.append(f"size {size:,} is not a multiple of the {E}-byte entry (truncated?)")
+    rep.entries = size // E
+    stream = stream or sys.stderr
+    sha, md5 = hashlib.sha256(), hashlib.md5()
+    prev = -1
+    limit = b.key_limit
+    seen = 0
+    t0 = last_report = time.perf_counter()
+    first_problem = {"order": None, "range": None, "outcome": None}
+    with open(path, "rb") as f:
+        while True:
+            chunk = f.read(CHUNK_ENTRIES * E)
+            if not chunk:
+                break
+            sha.update(chunk)
+            md5.update(chunk)
+            n = len(chunk) // E
+            if n:
+                rows = np.frombuffer(chunk, np.uint8, count=n * E).reshape(n, E)
+                keys = _keys_of(rows, K)
+                outs = rows[:, K]
+                if seen == 0 and int(keys[0]) != 0:
+                    rep.problems.append(f"first key is {int(keys[0])}, not 0 (the empty board)")
+                if first_problem["order"] is None:
+                    bad = np.flatnonzero(keys[1:] <= keys[:-1])
+                    if int(keys[0]) <= prev and seen:
+                        first_problem["order"] = seen
+                    elif bad.size:
+                        first_problem["order"] = seen + int(bad[0]) + 1
+                if first_problem["range"] is None and int(keys.max()) >= limit:
+                    first_problem["range"] = seen + int(np.flatnonzero(keys >= np.uint64(limit))[0])
+                if first_problem["outcome"] is None:
+                    badout = np.flatnonzero(((outs & 0xC0) == 0xC0) | ((outs & 0x3F) > b.cells))
+                    if badout.size:
+                        first_problem["outcome"] = seen + int(badout[0])
+                prev = int(keys[-1])
+                seen += n
+            now = time.perf_counter()
+            if not quiet and now - last_report > PROGRESS_EVERY:
+                last_report = now
+                done = seen * E
+                rate = done / (now - t0)
+                eta = (size - done) / rate if rate else 0
+                print(f"[verify] {format_size(done)} / {format_size(size)}  "
+                      f"{rate / 2**20:.0f} MiB/s  ETA {format_seconds(eta)}", file=stream, flush=True)
+    if first_problem["order"] is not None:
+        rep.problems.append(f"entry {first_problem['order']:,}: key not greater than the previous one "
+                            "(unsorted or duplicate)")
+    if first_problem["range"] is not None:
+        rep.problems.append(f"entry {first_problem['range']:,}: key out of range for board {b}")
+    if first_problem["outcome"] is not None:
+        rep.problems.append(f"entry {first_problem['outcome']:,}: invalid outcome byte")
+    rep.sha256, rep.md5 = sha.hexdigest(), md5.hexdigest()
+    _compare(rep, path, b, sha256)
+    return rep
+
+
+def _compare(rep: VerifyReport, path: Path, b: Board, sha256: str | None) -> None:
+    def check(label: str, ref: dict) -> None:
+        diffs = []
+        for fld, mine in (("entries", rep.entries), ("bytes", rep.bytes), ("sha256", rep.sha256),
+                          ("md5", rep.md5)):
+            if fld in ref and ref[fld] != mine:
+                diffs.append(f"{fld} {mine} != {ref[fld]}")
+        if diffs:
+            rep.problems.append(f"{label}: " + ", ".join(diffs))
+        else:
+            rep.matched.append(f"sha256 matches {label}")
+
+    if sha256:
+        check("the given --sha256", {"sha256": sha256.strip().lower()})
+    manifest = path.parent / "manifest.json"
+    if manifest.exists():
+        try:
+            table = json.loads(manifest.read_text()).get("table")
+        except ValueError:
+            rep.problems.append(f"{manifest}: not valid JSON")
+            table = None
+        if table and table.get("file") == path.name:
+            check("manifest.json", table)
+    ref = known_tables().get(b.name)
+    if ref:
+        check(f"known table {b.name} ({ref.get('source', 'reference')})", ref)
