@@ -88,8 +88,9 @@ def expand(keys, ply, w, stride, k, base, cells, child_code, bits_a, bits_b, pow
     ``ply``) to ``out`` (length >= ``len(keys) * w``); return how many were written.
 
     ``stats`` (int64[4]) accumulates: terminal entries, symmetric entries, symmetric
-    terminal entries, entries."""
+    terminal entries, entries. An empty ``out`` means: count only, write no children."""
     mover = ply % 2  # 0: A to move
+    emit = out.shape[0] > 0
     codes = np.empty(w, np.int64)
     n = 0
     for i in range(keys.shape[0]):
@@ -104,6 +105,8 @@ def expand(keys, ply, w, stride, k, base, cells, child_code, bits_a, bits_b, pow
             stats[0] += 1
             if sym:
                 stats[2] += 1
+            continue
+        if not emit:
             continue
         for c in range(w):
             nc = child_code[codes[c], mover]

@@ -1,8 +1,7 @@
 """The forward pass: all positions of each ply as one BDD per ply (Böck, section 2.2).
 
 ``states_0`` is the empty board; ``states_{i+1} = image(states_i ∧ ¬terminal)``: terminal
-positions (the last mover has k in a row) are counted in their ply and never expanded. The
-terminal lines are subtracted one at a time (:meth:`Encoding.split_terminal`).
+positions (the last mover has k in a row) are counted in their ply and never expanded.
 
 :func:`forward` is the generator both passes share; :func:`count_positions` is the public
 counting entry point.
@@ -11,7 +10,7 @@ Example::
 
     >>> r = count_positions("4x4")
     >>> r.total, r.plies[7].positions, r.plies[7].terminal
-    (161029, 2760, 48)
+    (161029, 2760, 60)
 """
 from __future__ import annotations
 
@@ -27,43 +26,56 @@ Progress = Callable[[int, int, int, float], None]
 """Progress callback: ``(ply, positions, nodes, elapsed seconds)``."""
 
 
-def forward(enc: Encoding, partitioned: bool = False) -> Iterator[tuple[int, object, object, object]]:
-    """Yield ``(ply, states, nonterminal, terminal)`` for ply ``0 .. w*h``; ``states`` of ply
-    ``i`` are encoded on side ``i % 2``. Garbage is collected after each ply."""
+def forward(enc: Encoding, partitioned: bool = False,
+            terminal: str = "union") -> Iterator[tuple[int, object, object, object]]:
+    """Yield ``(ply, states, nonterminal, terminal)`` for ply ``0 .. w*h``; the sets of ply
+    ``i`` are encoded on side ``i % 2``. ``partitioned``: one image per column instead of one
+    relation; ``terminal``: ``"union"`` or ``"lines"`` (see :meth:`Encoding.split_terminal`).
+    Garbage is collected between plies when it has piled up."""
     last = enc.board.cells
     states = enc.initial()
     for ply in range(last + 1):
-        nonterm, terminal = enc.split_terminal(states, ply)
-        yield ply, states, nonterm, terminal
+        nonterm, term = enc.split_terminal(states, ply, terminal)
+        yield ply, states, nonterm, term
         if ply < last:
             states = enc.image(nonterm, ply, partitioned)
-        del nonterm, terminal
+        del nonterm, term
         enc.engine.collect()
+
+
+def make_run(board_spec: str | Board, encoding: str = "compressed", *,
+             nodes: int = DEFAULT_NODES, threads: int = 1, flavour: str = "bdd",
+             cache: int | None = None) -> Encoding:
+    """A fresh oxidd manager with the variables of ``board_spec`` declared in ``encoding``."""
+    board = Board.parse(board_spec)
+    return make_encoding(board, Engine(nodes, threads, flavour, cache), encoding)
 
 
 def count_positions(board_spec: str | Board, encoding: str = "compressed", *,
                     nodes: int = DEFAULT_NODES, threads: int = 1, flavour: str = "bdd",
-                    partitioned: bool = False, cache: int | None = None,
-                    progress: Progress | None = None) -> BddCounts:
+                    cache: int | None = None, partitioned: bool = False,
+                    terminal: str = "union", progress: Progress | None = None) -> BddCounts:
     """Count the positions of every ply of ``board_spec`` (mirror images counted separately).
 
     ``encoding``: ``"compressed"`` or ``"plain"``; ``nodes``: oxidd node capacity (raises
     :class:`~c4table.bdd.engine.BddCapacityError` when exhausted); ``threads``: oxidd worker
-    threads; ``flavour``: ``"bdd"`` or ``"bcdd"``; ``partitioned``: one image per column
-    instead of one relation.
+    threads; ``flavour``: ``"bdd"`` or ``"bcdd"`` (complement edges); ``cache``: apply-cache
+    entries; ``partitioned``/``terminal``: see :func:`forward`.
 
     >>> [p.positions for p in count_positions("2x2").plies]
     [1, 2, 4, 5, 6]
     """
-    board = Board.parse(board_spec)
     t0, c0 = time.perf_counter(), time.process_time()
-    engine = Engine(nodes, threads, flavour, cache)
-    enc = make_encoding(board, engine, encoding)
+    enc = make_run(board_spec, encoding, nodes=nodes, threads=threads, flavour=flavour,
+                   cache=cache)
     plies = []
-    for ply, states, nonterm, terminal in forward(enc, partitioned):
-        res = PlyResult(ply, enc.count(states), enc.count(terminal), states.node_count())
+    for ply, states, _nonterm, term in forward(enc, partitioned, terminal):
+        res = PlyResult(ply, enc.count(states), enc.count(term), states.node_count())
         plies.append(res)
         if progress:
             progress(ply, res.positions, res.nodes, time.perf_counter() - t0)
-    return BddCounts(board.name, encoding, plies, engine.peak_nodes,
-                     time.perf_counter() - t0, time.process_time() - c0)
+    eng = enc.engine
+    return BddCounts(enc.board.name, encoding, plies, eng.peak_nodes,
+                     time.perf_counter() - t0, time.process_time() - c0,
+                     stats={"peak_live_nodes": eng.peak_live, "gc_runs": eng.gc_runs,
+                            "flavour": flavour, "threads": threads})

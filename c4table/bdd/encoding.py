@@ -81,7 +81,7 @@ class Encoding:
         self.state_vars = self.total_vars // 2
         self._cubes = [self._and([self.mgr.var(v) for v in self.side_vars(s)]) for s in (0, 1)]
         self._relations: dict[int, object] = {}
-        self._lines: dict[tuple[int, int], list] = {}
+        self._lines: dict[tuple, object] = {}
 
     # ---------------------------------------------------------- subclass API
     def _declare(self) -> None:
@@ -161,18 +161,37 @@ class Encoding:
                                 for cells in lines(self.board)]
         return self._lines[key]
 
-    def split_terminal(self, states, ply: int):
+    def terminal_union(self, side: int, player: int):
+        """One BDD: ``player`` has ``k`` in a row somewhere on ``side`` (the OR of the lines)."""
+        key = ("union", side, player)
+        if key not in self._lines:
+            self._lines[key] = self._or(self.line_conditions(side, player))
+        return self._lines[key]
+
+    def split_terminal(self, states, ply: int, method: str = "union"):
         """``(states ∧ ¬terminal, states ∧ terminal)`` for the positions of ``ply``: terminal
-        means the player who made the last move (ply ``ply - 1``) has ``k`` in a row. As in
-        Böck's implementation, the line conditions are subtracted one at a time instead of
-        building one terminal BDD."""
+        means the player who made the last move (ply ``ply - 1``) has ``k`` in a row.
+
+        ``method="lines"`` is Böck's way: the line conditions are subtracted from ``states``
+        one at a time, never building the terminal BDD. ``method="union"`` conjoins once with
+        the OR of all lines, built once per side and player; that BDD is small (185,052 nodes
+        for 7x6 in the compressed encoding, 8,265 for 5x5) and with oxidd it is 2-3x faster
+        than 2*L separate operations, so it is the default."""
         if ply == 0:
             return states, self.mgr.false()
         side, last = self.side_of(ply), self.mover(ply - 1)
+        retry = self.engine.retry
+        if method == "union":
+            term = self.terminal_union(side, last)
+            terminal = retry(lambda: states & term)
+            nonterm = retry(lambda: term.imp_strict(states))  # ¬term ∧ states
+            return nonterm, terminal
+        if method != "lines":
+            raise ValueError(f"unknown terminal method {method!r}; expected 'union' or 'lines'")
         nonterm = states
         for cond in self.line_conditions(side, last):
-            nonterm = self.engine.retry(lambda: cond.imp_strict(nonterm))  # ¬cond ∧ nonterm
-        terminal = self.engine.retry(lambda: nonterm.imp_strict(states))  # states ∧ ¬nonterm
+            nonterm = retry(lambda: cond.imp_strict(nonterm))  # ¬cond ∧ nonterm
+        terminal = retry(lambda: nonterm.imp_strict(states))  # states ∧ ¬nonterm
         return nonterm, terminal
 
     def image(self, states, ply: int, partitioned: bool = False):

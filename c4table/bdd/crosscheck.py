@@ -1,0 +1,152 @@
+"""Comparison of BDD figures with an explicit table's ``manifest.json``.
+
+The manifest's per-ply ``positions``, ``terminal``, ``a_wins``, ``draws`` and ``b_wins`` already
+count mirror images separately (one table entry stands for a position and its mirror image:
+``positions = 2 * entries - symmetric``), so they compare directly with the BDD's
+``positions``, ``terminal``, ``won``, ``drawn`` and ``lost`` (first player's view). When the
+manifest has no ``a_wins``/``draws``/``b_wins`` (only the forward pass has run), only positions
+and terminal are compared.
+
+``terminal`` in BDD mode means "the last mover has k in a row" (Böck's Table 2). A manifest
+that also counts the full-board draws of the last ply as terminal (every position of ply
+``w*h`` is then terminal) is accepted, with a note.
+
+Example::
+
+    >>> from c4table.bdd.results import BddSolution, PlyResult
+    >>> sol = BddSolution("1x1", "compressed", [PlyResult(0, 1, 0, 3, 0, 1, 0),
+    ...                                          PlyResult(1, 1, 0, 3, 0, 1, 0)])
+    >>> man = {"board": "1x1", "plies": [
+    ...     {"ply": 0, "positions": 1, "terminal": 0, "a_wins": 0, "draws": 1, "b_wins": 0},
+    ...     {"ply": 1, "positions": 1, "terminal": 1, "a_wins": 1, "draws": 0, "b_wins": 0}]}
+    >>> r = compare(sol, man)
+    >>> [str(d) for d in r.diffs]
+    ['ply 1: won: bdd 0, table 1', 'ply 1: drawn: bdd 1, table 0']
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from c4table.bdd.results import BddCounts
+from c4table.board import Board
+from c4table.errors import C4Error
+
+FIELDS = (("positions", "positions"), ("terminal", "terminal"), ("won", "a_wins"),
+          ("drawn", "draws"), ("lost", "b_wins"))
+"""(BDD field, manifest field) pairs compared per ply."""
+WDL_FIELDS = ("a_wins", "draws", "b_wins")
+
+
+class ManifestError(C4Error):
+    """A manifest that is missing, unreadable or lacks the fields a cross-check needs."""
+
+
+@dataclass
+class Diff:
+    """One differing value: ``table`` is ``None`` if the manifest has no such ply."""
+
+    ply: int
+    field: str
+    bdd: int | None
+    table: int | None
+
+    def __str__(self) -> str:
+        show = lambda v: "absent" if v is None else f"{v}"  # noqa: E731
+        return f"ply {self.ply}: {self.field}: bdd {show(self.bdd)}, table {show(self.table)}"
+
+
+@dataclass
+class CrosscheckResult:
+    """Outcome of :func:`compare`: the differences, how many values were compared and
+    explanatory notes."""
+
+    board: str
+    diffs: list[Diff] = field(default_factory=list)
+    compared: int = 0
+    fields: tuple[str, ...] = ()
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.diffs
+
+
+def load_manifest(path: str | Path) -> tuple[dict, Path]:
+    """Read ``path/manifest.json`` (or ``path`` itself if it is a file); raise
+    :class:`ManifestError` with a one-line message if missing, unreadable or malformed.
+
+    >>> try:
+    ...     load_manifest("/nonexistent")
+    ... except ManifestError as e:
+    ...     print(e)
+    no manifest at /nonexistent/manifest.json
+    """
+    p = Path(path)
+    if p.is_dir() or not p.suffix:
+        p = p / "manifest.json"
+    if not p.is_file():
+        raise ManifestError(f"no manifest at {p}")
+    try:
+        man = json.loads(p.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ManifestError(f"cannot read manifest {p}: {e}") from None
+    if not isinstance(man, dict) or not isinstance(man.get("plies"), list):
+        raise ManifestError(f"manifest {p} has no 'plies' list")
+    for i, row in enumerate(man["plies"]):
+        if not isinstance(row, dict) or not isinstance(row.get("ply"), int):
+            raise ManifestError(f"manifest {p}: plies[{i}] has no integer 'ply'")
+    return man, p
+
+
+def manifest_board(man: dict) -> Board:
+    """The board a manifest is for, from ``board`` (and ``k``) or ``width``/``height``."""
+    k = man.get("k", 4)
+    if "board" in man:
+        spec = str(man["board"]).split("k")[0]   # a Board.name may carry a "k5" suffix
+        return Board.parse(spec, int(k))
+    if "width" in man and "height" in man:
+        return Board(int(man["width"]), int(man["height"]), int(k))
+    raise ManifestError("manifest names no board ('board' or 'width'/'height')")
+
+
+def has_wdl(man: dict) -> bool:
+    """Whether every ply row of the manifest has ``a_wins``, ``draws`` and ``b_wins``."""
+    rows = man.get("plies", [])
+    return bool(rows) and all(all(f in row for f in WDL_FIELDS) for row in rows)
+
+
+def compare(result: BddCounts, man: dict) -> CrosscheckResult:
+    """Compare the BDD per-ply figures of ``result`` with the manifest ``man``: positions and
+    terminal always, won/drawn/lost when the manifest has them and ``result`` is solved."""
+    solved = bool(result.plies) and result.plies[0].won is not None
+    fields = [f for f in FIELDS if f[0] in ("positions", "terminal")
+              or (solved and has_wdl(man))]
+    out = CrosscheckResult(result.board, fields=tuple(f for f, _ in fields))
+    if not (solved and has_wdl(man)):
+        out.notes.append("won/drawn/lost absent from the manifest: compared positions and "
+                         "terminal only")
+    rows = {row["ply"]: row for row in man["plies"]}
+    last = result.plies[-1].ply
+    for res in result.plies:
+        row = rows.pop(res.ply, None)
+        for ours, theirs in fields:
+            mine = getattr(res, ours)
+            other = None if row is None else row.get(theirs)
+            out.compared += 1
+            if (ours == "terminal" and res.ply == last and other == res.positions
+                    and mine != other):
+                out.notes.append(f"ply {last}: the manifest counts the {res.positions - mine} "
+                                 "full-board draws as terminal too; BDD terminal counts wins "
+                                 "only (Böck's Table 2); accepted")
+                continue
+            if mine != other:
+                if row is None and mine == 0:   # a table may omit empty plies
+                    continue
+                out.diffs.append(Diff(res.ply, ours, mine, other))
+    for ply, row in sorted(rows.items()):       # plies the BDD does not have
+        for ours, theirs in fields:
+            if row.get(theirs, 0) != 0:
+                out.diffs.append(Diff(ply, ours, None, row.get(theirs)))
+    return out

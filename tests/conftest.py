@@ -1,0 +1,37 @@
+"""Shared fixtures: paths to ../shared, and tables built once per test session."""
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared"
+REFERENCE = SHARED / "reference"
+
+
+def published_totals() -> dict[tuple[int, int], int]:
+    """Böck's Table 1: (width, height) -> positions with mirror images."""
+    out = {}
+    with open(REFERENCE / "positions_by_board.tsv") as f:
+        rows = [r for r in csv.reader(f, delimiter="\t") if r and not r[0].startswith("#")]
+    for r in rows[1:]:
+        out[int(r[0]), int(r[1])] = int(r[2])
+    return out
+
+
+@pytest.fixture(scope="session")
+def built(tmp_path_factory):
+    """``built("5x4")`` -> build directory of that board, built once per session."""
+    from pipeline.build import build_table
+    cache: dict[str, Path] = {}
+
+    def get(board: str) -> Path:
+        if board not in cache:
+            d = tmp_path_factory.mktemp(f"table_{board}")
+            build_table(board, d, quiet=True, workers=2)
+            cache[board] = d
+        return cache[board]
+
+    return get

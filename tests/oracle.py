@@ -1,0 +1,285 @@
+"""Independent reference implementation ("oracle") of Cadot's Connect-4 lookup table.
+
+Deliberately written in the most plain, obviously-correct style and sharing no code with
+``c4table`` / ``pipeline``.  Rules: shared/reference/FORMAT.md and Cadot's README section 3.
+
+* A position is a tuple of ``w`` columns; each column is a tuple of chips, bottom to top,
+  1 for player A and 2 for player B.  Empty cells are simply absent.
+* Player A moves at even plies (the empty board is ply 0).
+* A position with k in a row is terminal (the owner of the line won, d = 0);
+  a full board without a line is a terminal draw (d = 0).  Terminal positions are never
+  expanded.
+* Every other position: each child's d counts +1.  Winning moves -> win with the smallest d;
+  else a drawing move -> draw (d = number of empty cells); else loss with the largest d.
+
+Usage: ``python tests/oracle.py W H [K]`` prints entries, byte count and sha256.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import itertools
+import sys
+
+EMPTY, A, B = 0, 1, 2
+
+DRAW, A_WINS, B_WINS = 0x00, 0x40, 0x80
+
+
+# --------------------------------------------------------------------------------------
+# Column codes
+# --------------------------------------------------------------------------------------
+
+def _column_is_valid(digits: tuple[int, ...], k: int) -> bool:
+    """digits[0] is the bottom cell.  Valid = chips contiguous from the bottom and no k equal
+    chips in a row except as the topmost k chips."""
+    n = 0
+    while n < len(digits) and digits[n] != EMPTY:
+        n += 1
+    # contiguous from the bottom: nothing above the first empty cell
+    if any(d != EMPTY for d in digits[n:]):
+        return False
+    # no k equal chips in a row, except the window that ends exactly at the top chip
+    for start in range(0, n - k + 1):
+        window = digits[start:start + k]
+        if all(d == window[0] for d in window) and start + k != n:
+            return False
+    return True
+
+
+@functools.lru_cache(maxsize=None)
+def column_values(h: int, k: int = 4) -> tuple[int, ...]:
+    """All valid column values of height h, ascending (brute enumeration of 3**h strings)."""
+    values = []
+    for digits in itertools.product((EMPTY, A, B), repeat=h):
+        # itertools.product varies the last element fastest; we just compute the value and
+        # sort afterwards, so the enumeration order does not matter.
+        if _column_is_valid(digits, k):
+            values.append(sum(d * 3 ** i for i, d in enumerate(digits)))
+    return tuple(sorted(values))
+
+
+@functools.lru_cache(maxsize=None)
+def _code_of_value(h: int, k: int) -> dict[int, int]:
+    return {value: rank for rank, value in enumerate(column_values(h, k))}
+
+
+def column_value(column: tuple[int, ...]) -> int:
+    return sum(chip * 3 ** i for i, chip in enumerate(column))
+
+
+def key_bytes(w: int, h: int, k: int = 4) -> int:
+    base = len(column_values(h, k))
+    K = 1
+    while 256 ** K < base ** w:
+        K += 1
+    return K
+
+
+def position_key(position: tuple[tuple[int, ...], ...], h: int, k: int = 4) -> int:
+    codes_of = _code_of_value(h, k)
+    base = len(column_values(h, k))
+    w = len(position)
+    code = [codes_of[column_value(col)] for col in position]
+    v1 = sum(code[c] * base ** c for c in range(w))
+    v2 = sum(code[w - 1 - c] * base ** c for c in range(w))
+    return min(v1, v2)
+
+
+# --------------------------------------------------------------------------------------
+# Game rules
+# --------------------------------------------------------------------------------------
+
+@functools.lru_cache(maxsize=None)
+def _lines(w: int, h: int, k: int) -> tuple[tuple[tuple[int, int], ...], ...]:
+    """Every set of k cells (column, row) in a straight line on the w x h grid."""
+    lines = []
+    for dc, dr in ((1, 0), (0, 1), (1, 1), (1, -1)):
+        for c in range(w):
+            for r in range(h):
+                cells = tuple((c + i * dc, r + i * dr) for i in range(k))
+                if all(0 <= cc < w and 0 <= rr < h for cc, rr in cells):
+                    lines.append(cells)
+    return tuple(lines)
+
+
+def _cell(position, c: int, r: int) -> int:
+    column = position[c]
+    return column[r] if r < len(column) else EMPTY
+
+
+def winners(position, h: int, k: int) -> set[int]:
+    """Set of players owning k in a row anywhere on the board (explicit line scan)."""
+    w = len(position)
+    grid = [[_cell(position, c, r) for r in range(h)] for c in range(w)]  # grid[c][r]
+    found = set()
+    for cells in _lines(w, h, k):
+        first = grid[cells[0][0]][cells[0][1]]
+        if first != EMPTY and all(grid[c][r] == first for c, r in cells):
+            found.add(first)
+    return found
+
+
+def chips_played(position) -> int:
+    return sum(len(col) for col in position)
+
+
+def is_full(position, h: int) -> bool:
+    return all(len(col) == h for col in position)
+
+
+def play(position, c: int, chip: int):
+    return position[:c] + (position[c] + (chip,),) + position[c + 1:]
+
+
+def mirror(position):
+    return tuple(reversed(position))
+
+
+def terminal_outcome(position, h: int, k: int) -> int | None:
+    """Outcome byte of a terminal position, or None if the game goes on."""
+    won = winners(position, h, k)
+    if won:
+        assert len(won) == 1, ("two players own a line", position)
+        (winner,) = won
+        last_mover = A if chips_played(position) % 2 == 1 else B
+        assert winner == last_mover, ("line owned by the player who did not just move", position)
+        return A_WINS if winner == A else B_WINS
+    if is_full(position, h):
+        return DRAW
+    return None
+
+
+# --------------------------------------------------------------------------------------
+# Forward enumeration and backward minimax
+# --------------------------------------------------------------------------------------
+
+@functools.lru_cache(maxsize=4)
+def _analyse(w: int, h: int, k: int):
+    """Returns (levels, outcome): levels[p] = set of reachable positions at ply p;
+    outcome[position] = outcome byte."""
+    empty = tuple(() for _ in range(w))
+    levels = [{empty}]
+    terminal: dict = {}
+    for ply in range(w * h):
+        nxt = set()
+        mover = A if ply % 2 == 0 else B
+        for pos in levels[ply]:
+            t = terminal_outcome(pos, h, k)
+            if t is not None:
+                terminal[pos] = t
+                continue
+            for c in range(w):
+                if len(pos[c]) < h:
+                    nxt.add(play(pos, c, mover))
+        levels.append(nxt)
+    for pos in levels[w * h]:
+        t = terminal_outcome(pos, h, k)
+        assert t is not None
+        terminal[pos] = t
+
+    outcome: dict = {}
+    for ply in range(w * h, -1, -1):
+        mover = A if ply % 2 == 0 else B
+        my_win = A_WINS if mover == A else B_WINS
+        for pos in levels[ply]:
+            if pos in terminal:
+                outcome[pos] = terminal[pos]  # d = 0
+                continue
+            children = [outcome[play(pos, c, mover)] for c in range(w) if len(pos[c]) < h]
+            kinds_ds = [(b & 0xC0, (b & 0x3F) + 1) for b in children]
+            wins = [d for kind, d in kinds_ds if kind == my_win]
+            draws = [d for kind, d in kinds_ds if kind == DRAW]
+            losses = [d for kind, d in kinds_ds if kind not in (my_win, DRAW)]
+            if wins:
+                result = my_win | min(wins)
+            elif draws:
+                empties = w * h - ply
+                assert all(d == empties for d in draws)
+                result = DRAW | empties
+            else:
+                (lose_kind,) = {kind for kind, _ in kinds_ds}
+                result = lose_kind | max(losses)
+            assert (result & 0x3F) < 64 and max(d for _, d in kinds_ds) < 64
+            outcome[pos] = result
+    return levels, outcome, terminal
+
+
+@functools.lru_cache(maxsize=4)
+def _keys(w: int, h: int, k: int) -> dict:
+    """position -> key, for every reachable position."""
+    levels = _analyse(w, h, k)[0]
+    return {pos: position_key(pos, h, k) for level in levels for pos in level}
+
+
+def oracle_table(w: int, h: int, k: int = 4) -> dict[int, int]:
+    return dict(_table(w, h, k))
+
+
+@functools.lru_cache(maxsize=4)
+def _table(w: int, h: int, k: int) -> dict[int, int]:
+    levels, outcome, _ = _analyse(w, h, k)
+    keys = _keys(w, h, k)
+    table: dict[int, int] = {}
+    for level in levels:
+        for pos in level:
+            key = keys[pos]
+            if key in table:
+                assert table[key] == outcome[pos], ("positions sharing a key disagree", pos)
+            else:
+                table[key] = outcome[pos]
+    return table
+
+
+def oracle_bytes(w: int, h: int, k: int = 4) -> bytes:
+    table = oracle_table(w, h, k)
+    K = key_bytes(w, h, k)
+    out = bytearray()
+    for key in sorted(table):
+        out += key.to_bytes(K, "big")
+        out.append(table[key])
+    return bytes(out)
+
+
+def oracle_key(w: int, h: int, moves: str, k: int = 4) -> int:
+    pos = tuple(() for _ in range(w))
+    for i, ch in enumerate(moves):
+        c = int(ch) - 1
+        assert 0 <= c < w and len(pos[c]) < h, ("illegal move", moves, i)
+        assert terminal_outcome(pos, h, k) is None, ("move after the game ended", moves, i)
+        pos = play(pos, c, A if i % 2 == 0 else B)
+    return position_key(pos, h, k)
+
+
+def oracle_ply_counts(w: int, h: int, k: int = 4) -> list[dict]:
+    levels, outcome, terminal = _analyse(w, h, k)
+    keys = _keys(w, h, k)
+    rows = []
+    for ply, level in enumerate(levels):
+        kinds = [outcome[pos] & 0xC0 for pos in level]
+        rows.append({
+            "ply": ply,
+            "positions": len(level),
+            "entries": len({keys[pos] for pos in level}),
+            "terminal": sum(1 for pos in level if pos in terminal),
+            "a_wins": kinds.count(A_WINS),
+            "draws": kinds.count(DRAW),
+            "b_wins": kinds.count(B_WINS),
+        })
+    return rows
+
+
+def main(argv: list[str]) -> None:
+    w, h = int(argv[1]), int(argv[2])
+    k = int(argv[3]) if len(argv) > 3 else 4
+    data = oracle_bytes(w, h, k)
+    K = key_bytes(w, h, k)
+    print(f"board {w}x{h} k={k}")
+    print(f"entries {len(data) // (K + 1)}")
+    print(f"bytes {len(data)}")
+    print(f"sha256 {hashlib.sha256(data).hexdigest()}")
+
+
+if __name__ == "__main__":
+    main(sys.argv)

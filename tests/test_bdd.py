@@ -1,0 +1,258 @@
+"""Tests of BDD mode (c4table.bdd, c4table.cli_bdd) against independent evidence:
+
+* Table 1 of Böck's paper (``../shared/reference/positions_by_board.tsv``) for small boards;
+* a brute-force enumeration written here in plain Python (every position of small boards, per
+  ply, with mirror images; terminal positions; won/drawn/lost by plain minimax);
+* the CLI's JSON shape, exit statuses and the crosscheck contract.
+"""
+from __future__ import annotations
+
+import csv
+import json
+from functools import lru_cache
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from c4table.bdd import count_positions, solve
+from c4table.cli_bdd import bdd, crosscheck
+
+REFERENCE = Path(__file__).resolve().parents[1].parent / "shared" / "reference"
+
+
+# --------------------------------------------------------------------------- brute force
+@lru_cache(maxsize=None)
+def brute(w: int, h: int, k: int = 4) -> list[dict]:
+    """Per ply: positions, terminal (the last mover has k in a row) and won/drawn/lost from the
+    first player's view, by enumerating every position and minimax. Positions are tuples of
+    columns, each a tuple of chips bottom-up (1 = first player, 2 = second)."""
+
+    def wins(pos, c, player):
+        r = len(pos[c]) - 1
+
+        def at(cc, rr):
+            return 0 <= cc < w and 0 <= rr < len(pos[cc]) and pos[cc][rr] == player
+
+        for dc, dr in ((1, 0), (0, 1), (1, 1), (1, -1)):
+            run = 1
+            for s in (1, -1):
+                cc, rr = c + s * dc, r + s * dr
+                while at(cc, rr):
+                    run += 1
+                    cc, rr = cc + s * dc, rr + s * dr
+            if run >= k:
+                return True
+        return False
+
+    layers = [{tuple(() for _ in range(w)): False}]  # position -> terminal?
+    children = []
+    for ply in range(w * h):
+        player = 1 if ply % 2 == 0 else 2
+        nxt, kids = {}, {}
+        for pos, term in layers[-1].items():
+            if term:
+                continue
+            ks = []
+            for c in range(w):
+                if len(pos[c]) < h:
+                    child = pos[:c] + (pos[c] + (player,),) + pos[c + 1:]
+                    if child not in nxt:
+                        nxt[child] = wins(child, c, player)
+                    ks.append(child)
+            kids[pos] = ks
+        layers.append(nxt)
+        children.append(kids)
+
+    value = {}  # +1 first player wins, 0 draw, -1 second player wins
+    out = [None] * len(layers)
+    for ply in range(len(layers) - 1, -1, -1):
+        row = {"ply": ply, "positions": len(layers[ply]), "terminal": 0,
+               "won": 0, "drawn": 0, "lost": 0}
+        for pos, term in layers[ply].items():
+            if term:
+                v = 1 if ply % 2 == 1 else -1   # the last mover won
+                row["terminal"] += 1
+            elif ply == w * h:
+                v = 0
+            else:
+                vals = [value[c] for c in children[ply][pos]]
+                v = max(vals) if ply % 2 == 0 else min(vals)
+            value[pos] = v
+            row[{1: "won", 0: "drawn", -1: "lost"}[v]] += 1
+        out[ply] = row
+        if ply + 1 < len(layers):   # free the layer below
+            for pos in layers[ply + 1]:
+                del value[pos]
+    return out
+
+
+def table1() -> dict[str, int]:
+    path = REFERENCE / "positions_by_board.tsv"
+    if not path.is_file():
+        pytest.skip(f"reference file {path} not present")
+    with path.open() as f:
+        rows = csv.DictReader((line for line in f if not line.startswith("#")), delimiter="\t")
+        return {f"{r['width']}x{r['height']}": int(r["positions"]) for r in rows}
+
+
+def project(plies, fields=("ply", "positions", "terminal", "won", "drawn", "lost")):
+    return [{f: (p[f] if isinstance(p, dict) else getattr(p, f)) for f in fields} for p in plies]
+
+
+# ------------------------------------------------------------------------- the library
+@pytest.mark.parametrize("board", ["1x1", "1x6", "2x1", "2x3", "3x3", "4x2", "3x4", "4x4",
+                                   "6x2", "5x3", "5x4", "4x5"])
+def test_totals_match_bock_table1(board):
+    assert count_positions(board).total == table1()[board]
+
+
+@pytest.mark.parametrize("board", ["2x3", "4x4"])
+def test_plain_encoding_totals_match_table1(board):
+    assert count_positions(board, "plain").total == table1()[board]
+
+
+@pytest.mark.parametrize("board", ["3x3", "4x3", "3x4", "4x4", "5x3"])
+@pytest.mark.parametrize("encoding", ["compressed", "plain"])
+def test_solve_matches_brute_force(board, encoding):
+    w, h = map(int, board.split("x"))
+    assert project(solve(board, encoding).plies) == project(brute(w, h))
+
+
+def test_count_matches_brute_force_per_ply():
+    fields = ("ply", "positions", "terminal")
+    assert project(count_positions("4x3").plies, fields) == project(brute(4, 3), fields)
+
+
+def test_encodings_and_engine_variants_agree():
+    ref = project(solve("5x4").plies)
+    assert project(solve("5x4", "plain").plies) == ref
+    assert project(solve("5x4", flavour="bcdd").plies) == ref
+    assert project(solve("5x4", terminal="lines", partitioned=True).plies) == ref
+    assert project(solve("5x4", threads=2).plies) == ref
+
+
+def test_solution_is_consistent_with_counts():
+    s = solve("4x5")
+    c = count_positions("4x5")
+    assert project(s.plies, ("ply", "positions", "terminal")) == \
+        project(c.plies, ("ply", "positions", "terminal"))
+    assert s.total == table1()["4x5"]
+    for p in s.plies:
+        assert p.won + p.drawn + p.lost == p.positions
+        if p.ply % 2:      # terminal positions at odd plies are first-player wins
+            assert p.won >= p.terminal
+        else:
+            assert p.lost >= p.terminal
+
+
+# ------------------------------------------------------------------------------ the CLI
+def test_cli_count_json_shape():
+    r = CliRunner().invoke(bdd, ["count", "4x4", "--json", "-q"])
+    assert r.exit_code == 0, r.output
+    obj = json.loads(r.output)
+    assert list(obj) == ["board", "total", "plies"]
+    assert obj["board"] == "4x4" and obj["total"] == 161029
+    assert [p["ply"] for p in obj["plies"]] == list(range(17))
+    assert obj["plies"][0] == {"ply": 0, "positions": 1, "terminal": 0,
+                               "nodes": obj["plies"][0]["nodes"]}
+    assert all(set(p) == {"ply", "positions", "terminal", "nodes"} for p in obj["plies"])
+
+
+def test_cli_solve_json_shape_and_values():
+    r = CliRunner().invoke(bdd, ["solve", "4x3", "--json", "--encoding", "plain", "-q"])
+    assert r.exit_code == 0, r.output
+    obj = json.loads(r.output)
+    assert list(obj) == ["board", "total", "plies"]
+    assert all(list(p) == ["ply", "positions", "terminal", "nodes", "won", "drawn", "lost"]
+               for p in obj["plies"])
+    assert project(obj["plies"]) == project(brute(4, 3))
+    assert obj["total"] == sum(p["positions"] for p in brute(4, 3))
+
+
+def test_cli_human_output_and_progress():
+    r = CliRunner().invoke(bdd, ["solve", "3x3"])
+    assert r.exit_code == 0
+    assert "total 869 positions" in r.stdout and "elapsed" in r.stdout
+    assert "forward  ply   9" in r.stderr and "backward ply   0" in r.stderr
+
+
+@pytest.mark.parametrize("spec", ["7by6", "0x4", "4x0", "9x9", "x", "-3x4", ""])
+@pytest.mark.parametrize("sub", ["count", "solve"])
+def test_cli_bad_board_exits_2(sub, spec):
+    r = CliRunner().invoke(bdd, [sub, spec, "-q"])
+    assert r.exit_code == 2
+    assert "Traceback" not in r.output and r.exception is None or isinstance(r.exception, SystemExit)
+    assert len(r.stderr.strip().splitlines()) == 1 and r.stderr.startswith("Error:")
+
+
+def test_cli_node_capacity_exhausted_exits_1():
+    r = CliRunner().invoke(bdd, ["count", "5x4", "--bdd-nodes", "4096", "-q"])
+    assert r.exit_code == 1
+    assert "--bdd-nodes" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_cli_bad_node_option_exits_2():
+    assert CliRunner().invoke(bdd, ["count", "4x4", "--bdd-nodes", "lots"]).exit_code == 2
+
+
+# ----------------------------------------------------------------------- crosscheck
+def write_manifest(tmp_path: Path, w: int, h: int, wdl: bool = True, **tweak) -> Path:
+    """A manifest in the explicit pipeline's shape, from the brute-force enumeration."""
+    plies = []
+    for row in brute(w, h):
+        p = {"ply": row["ply"], "positions": row["positions"], "terminal": row["terminal"]}
+        if wdl:
+            p.update(a_wins=row["won"], draws=row["drawn"], b_wins=row["lost"])
+        plies.append(p)
+    for (ply, field), value in tweak.items():
+        plies[ply][field] = value
+    d = tmp_path / f"{w}x{h}"
+    d.mkdir()
+    (d / "manifest.json").write_text(json.dumps({"board": f"{w}x{h}", "width": w, "height": h,
+                                                 "k": 4, "plies": plies}))
+    return d
+
+
+def test_crosscheck_equal_exits_0(tmp_path):
+    d = write_manifest(tmp_path, 4, 4)
+    r = CliRunner().invoke(crosscheck, [str(d), "-q"])
+    assert r.exit_code == 0, r.output
+    assert "OK" in r.stdout and "MISMATCH" not in r.stdout
+    r = CliRunner().invoke(crosscheck, [str(d / "manifest.json"), "-q", "--encoding", "plain"])
+    assert r.exit_code == 0, r.output
+
+
+def test_crosscheck_mismatch_exits_1(tmp_path):
+    good = brute(4, 3)[7]
+    d = write_manifest(tmp_path, 4, 3, **{(7, "a_wins"): good["won"] + 1,
+                                         (5, "positions"): 1})
+    r = CliRunner().invoke(crosscheck, [str(d), "-q"])
+    assert r.exit_code == 1
+    assert f"ply 7: won: bdd {good['won']}, table {good['won'] + 1}" in r.stdout
+    assert f"ply 5: positions: bdd {brute(4, 3)[5]['positions']}, table 1" in r.stdout
+    assert r.stdout.strip().splitlines()[-1].startswith("crosscheck 4x3: MISMATCH")
+
+
+def test_crosscheck_without_wdl_compares_counts_only(tmp_path):
+    d = write_manifest(tmp_path, 4, 3, wdl=False)
+    r = CliRunner().invoke(crosscheck, [str(d), "-q"])
+    assert r.exit_code == 0, r.output
+    assert "positions and terminal only" in r.stdout
+
+
+def test_crosscheck_accepts_full_board_draws_counted_as_terminal(tmp_path):
+    last = brute(4, 3)[12]
+    d = write_manifest(tmp_path, 4, 3, **{(12, "terminal"): last["positions"]})
+    r = CliRunner().invoke(crosscheck, [str(d), "-q"])
+    assert r.exit_code == 0, r.output
+    assert "full-board draws" in r.stdout
+
+
+def test_crosscheck_missing_or_bad_manifest_exits_2(tmp_path):
+    assert CliRunner().invoke(crosscheck, [str(tmp_path / "nope")]).exit_code == 2
+    (tmp_path / "manifest.json").write_text("{not json")
+    r = CliRunner().invoke(crosscheck, [str(tmp_path)])
+    assert r.exit_code == 2 and r.stderr.startswith("Error:")
+    (tmp_path / "manifest.json").write_text(json.dumps({"board": "7by6", "plies": []}))
+    assert CliRunner().invoke(crosscheck, [str(tmp_path)]).exit_code == 2

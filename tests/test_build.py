@@ -1,0 +1,102 @@
+"""Built tables against independent evidence: the published 4x4 hash, Böck's position totals,
+an independent brute-force minimax (tests/oracle.py), and byte-identity across memory budgets,
+worker counts and interrupted builds."""
+import hashlib
+import json
+
+import numpy as np
+import pytest
+
+from c4table.board import Board
+from c4table.verify import verify_table
+from conftest import published_totals
+from oracle import oracle_bytes, oracle_ply_counts
+from pipeline.build import build_table, open_build
+
+SHA_4X4 = "b4a8e976725a6bac6de92968062dc45605b4da7cc861e05bef06779be7fea7d1"
+
+
+def sha256(path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def manifest(d) -> dict:
+    return json.loads((d / "manifest.json").read_text())
+
+
+def test_4x4_matches_published_sha256(built):
+    d = built("4x4")
+    path = d / "connect4_4x4.dat"
+    assert path.stat().st_size == 322_164
+    assert sha256(path) == SHA_4X4
+
+
+@pytest.mark.parametrize("spec", ["4x4", "5x4", "4x5"])
+def test_counts_match_published_totals(built, spec):
+    board = Board.parse(spec)
+    m = manifest(built(spec))
+    entries = m["table"]["entries"]
+    symmetric = sum(p["symmetric"] for p in m["plies"])
+    assert entries == sum(p["entries"] for p in m["plies"])
+    assert 2 * entries - symmetric == published_totals()[board.width, board.height]
+    assert m["table"]["bytes"] == entries * board.entry_size
+
+
+@pytest.mark.parametrize("spec", ["4x4", "5x4", "4x5"])
+def test_table_sorted_unique_and_hash_recorded(built, spec):
+    board = Board.parse(spec)
+    path = built(spec) / board.table_filename
+    rep = verify_table(path, quiet=True)
+    assert rep.ok, rep.problems
+    assert rep.sha256 == manifest(built(spec))["table"]["sha256"] == sha256(path)
+
+
+@pytest.mark.parametrize("w,h", [(3, 3), (4, 3), (3, 4), (4, 4), (2, 5), (5, 2), (1, 6)])
+def test_every_entry_equals_bruteforce_minimax(tmp_path, w, h):
+    path = build_table(f"{w}x{h}", tmp_path, quiet=True, workers=1)
+    assert path.read_bytes() == oracle_bytes(w, h)
+
+
+@pytest.mark.parametrize("w,h", [(3, 4), (4, 4)])
+def test_per_ply_counts_equal_bruteforce(tmp_path, w, h):
+    build_table(f"{w}x{h}", tmp_path, quiet=True, workers=1)
+    plies = manifest(tmp_path)["plies"]
+    ref = oracle_ply_counts(w, h)
+    for mine, theirs in zip(plies, ref):
+        for field in ("positions", "entries", "terminal", "a_wins", "draws", "b_wins"):
+            assert mine[field] == theirs[field], (mine["ply"], field)
+    assert len(plies) == len(ref)
+
+
+def test_spilling_external_sort_gives_same_bytes(built, tmp_path):
+    """A tiny memory budget forces many shards, runs and merge ranges: same bytes."""
+    ref = built("5x4") / "connect4_5x4.dat"
+    path = build_table("5x4", tmp_path, memory="2MiB", workers=2, quiet=True)
+    m = manifest(tmp_path)
+    assert max(len(s["shards"]) for s in m["steps"]["forward"].values()) > 4
+    assert path.read_bytes() == ref.read_bytes()
+
+
+def test_one_worker_equals_two(built, tmp_path):
+    ref = built("4x5") / "connect4_4x5.dat"
+    path = build_table("4x5", tmp_path, workers=1, quiet=True)
+    assert sha256(path) == sha256(ref)
+
+
+def test_resume_after_forward_only(built, tmp_path):
+    from pipeline import forward
+    b = open_build("5x4", tmp_path, workers=1, quiet=True)
+    forward.run(b, max_ply=9)
+    b.executor.close()
+    m = manifest(tmp_path)
+    assert "backward" in m["steps"] and m["steps"]["backward"] == {}
+    assert len(m["plies"]) == 10
+    path = build_table("5x4", tmp_path, workers=2, quiet=True)
+    assert sha256(path) == sha256(built("5x4") / "connect4_5x4.dat")
+
+
+def test_mirror_symmetric_keys_and_first_entry(built):
+    board = Board.parse("5x4")
+    data = np.fromfile(built("5x4") / board.table_filename, np.uint8).reshape(-1, board.entry_size)
+    assert not data[0, :board.key_bytes].any()          # empty board = key 0 comes first
+    assert (data[0, -1] & 0xC0) in (0x00, 0x40, 0x80)
