@@ -1,0 +1,118 @@
+"""The command line as a user runs it: lookup answers (text, JSON, stdin batches), bad input
+(one line, exit 2), verify verdicts (exit 0 / 1) on good, wrong and damaged tables."""
+import json
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from c4table.table import open_table
+
+
+def run(*args, stdin=None):
+    """Run the real console entry point in a subprocess."""
+    p = subprocess.run([sys.executable, "-m", "c4table.cli", *args], input=stdin,
+                       capture_output=True, text=True, timeout=300)
+    return p.returncode, p.stdout, p.stderr
+
+
+@pytest.fixture(scope="module")
+def t54(built):
+    return built("5x4") / "connect4_5x4.dat"
+
+
+def test_lookup_json_shape_and_consistency(t54):
+    code, out, err = run("lookup", "--json", "--table", str(t54), "3344", "")
+    assert code == 0, err
+    lines = [json.loads(x) for x in out.splitlines()]
+    assert [x["position"] for x in lines] == ["3344", ""]
+    for obj in lines:
+        assert obj["outcome"] in ("A", "B", "draw")
+        assert obj["ply"] == len(obj["position"])
+        assert [m["column"] for m in obj["moves"]] == [1, 2, 3, 4, 5]
+        mover = "A" if obj["ply"] % 2 == 0 else "B"
+        # the position's value is the value of its best move
+        wins = [m["distance"] for m in obj["moves"] if m["outcome"] == mover]
+        draws = [m for m in obj["moves"] if m["outcome"] == "draw"]
+        if wins:
+            assert (obj["outcome"], obj["distance"]) == (mover, min(wins))
+        elif draws:
+            assert obj["outcome"] == "draw"
+        else:
+            assert obj["distance"] == max(m["distance"] for m in obj["moves"])
+
+
+def test_lookup_terminal_position(t54):
+    code, out, _ = run("lookup", "--json", "--table", str(t54), "1212121")
+    obj = json.loads(out)
+    assert code == 0 and obj["outcome"] == "A" and obj["distance"] == 0 and obj["moves"] == []
+    assert obj["terminal"] is True
+
+
+def test_lookup_mirror_positions_agree(t54):
+    with open_table(t54) as t:
+        for s in ["1", "12", "3344", "1525", "2234451"]:
+            mirror = "".join(str(6 - int(c)) for c in s)
+            a, b = t.probe(s), t.probe(mirror)
+            assert (a.outcome, a.distance) == (b.outcome, b.distance)
+            assert [(m.outcome, m.distance) for m in a.moves] == \
+                   [(m.outcome, m.distance) for m in reversed(b.moves)]
+
+
+@pytest.mark.parametrize("bad", ["6", "x", "11111", "12121212"])
+def test_lookup_bad_position_one_line_exit_2(t54, bad):
+    code, out, err = run("lookup", "--table", str(t54), bad)
+    assert code == 2
+    assert err.count("\n") == 1 and err.startswith("c4table: error:") and "Traceback" not in err
+
+
+def test_lookup_stdin_batch_answers_every_line(t54):
+    code, out, err = run("lookup", "--json", "--table", str(t54), "-", stdin="3344\n9\n\n11111\n1\n")
+    lines = [json.loads(x) for x in out.splitlines()]
+    assert [x["position"] for x in lines] == ["3344", "9", "", "11111", "1"]
+    assert "error" in lines[1] and "error" in lines[3]
+    assert "outcome" in lines[0] and "outcome" in lines[2] and "outcome" in lines[4]
+    assert code == 2
+
+
+def test_lookup_missing_table(tmp_path):
+    code, _, err = run("lookup", "--table", str(tmp_path / "connect4_5x4.dat"), "1")
+    assert code == 2 and "no such table file" in err
+
+
+def test_lookup_unknown_board_name(tmp_path, t54):
+    other = tmp_path / "mytable.dat"
+    shutil.copy(t54, other)
+    code, _, err = run("lookup", "--table", str(other), "1")
+    assert code == 1 and "--board" in err
+    code, out, _ = run("lookup", "--table", str(other), "--board", "5x4", "3344")
+    assert code == 0 and "A wins" in out
+
+
+def test_verify_ok_and_given_hash(t54):
+    code, out, _ = run("verify", "-q", str(t54))
+    assert code == 0 and out.splitlines()[-1].startswith("OK")
+    code, out, _ = run("verify", "-q", str(t54), "--sha256", "0" * 64)
+    assert code == 1 and out.splitlines()[-1].startswith("MISMATCH")
+
+
+def test_verify_detects_truncation_and_disorder(tmp_path, t54):
+    d = tmp_path / "t"
+    d.mkdir()
+    data = bytearray(t54.read_bytes())
+    (d / "connect4_5x4.dat").write_bytes(data[:-3])
+    code, out, _ = run("verify", "-q", str(d / "connect4_5x4.dat"))
+    assert code == 1 and "multiple" in out
+    swapped = data[:]
+    swapped[5000:5005], swapped[5005:5010] = data[5005:5010], data[5000:5005]
+    (d / "connect4_5x4.dat").write_bytes(swapped)
+    code, out, _ = run("verify", "-q", str(d / "connect4_5x4.dat"))
+    assert code == 1 and "not greater" in out
+
+
+def test_bad_board_and_memory_arguments(tmp_path):
+    code, _, err = run("build", "9x9", "--out", str(tmp_path))
+    assert code == 2 and "64" in err and "Traceback" not in err
+    code, _, err = run("build", "4x4", "--out", str(tmp_path), "--memory", "lots")
+    assert code == 2 and "bad size" in err
