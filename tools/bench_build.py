@@ -1,0 +1,122 @@
+#!/usr/bin/env python3
+"""Benchmark full builds: per stage (forward, backward, merge) wall time, entries/s, peak RSS of
+the whole process tree, peak temporary disk, plus a baseline measured in the same run
+(numpy-sorting as many random uint64 as the table has entries) so figures compare across
+machines as ratios.
+
+    python tools/bench_build.py 5x4 5x5 6x4 [--workers 2] [--memory 4GiB] [--keep DIR]
+
+Prints one table row per board and stage; a benchmark, not a test.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import psutil
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from pipeline import backward, forward, merge  # noqa: E402
+from pipeline.build import open_build  # noqa: E402
+
+
+class Sampler(threading.Thread):
+    """Samples RSS of this process and its children, and the size of a directory."""
+
+    def __init__(self, root: Path, period: float = 0.05):
+        super().__init__(daemon=True)
+        self.root, self.period = root, period
+        self.peak_rss = 0
+        self.peak_disk = 0
+        self._halt = threading.Event()
+
+    def run(self) -> None:
+        me = psutil.Process()
+        while not self._halt.is_set():
+            rss = 0
+            for p in [me, *me.children(recursive=True)]:
+                try:
+                    rss += p.memory_info().rss
+                except psutil.Error:
+                    pass
+            self.peak_rss = max(self.peak_rss, rss)
+            self.peak_disk = max(self.peak_disk, dir_size(self.root))
+            time.sleep(self.period)
+
+    def stop(self) -> None:
+        self._halt.set()
+        self.join()
+
+
+def dir_size(root: Path) -> int:
+    total = 0
+    for dirpath, _, files in os.walk(root):
+        for f in files:
+            try:
+                total += os.stat(os.path.join(dirpath, f)).st_size
+            except OSError:
+                pass
+    return total
+
+
+def baseline_sort_seconds(n: int) -> float:
+    """Time to sort ``n`` random uint64 in place with numpy (one core)."""
+    x = np.random.default_rng(1).integers(0, 2**63, size=n, dtype=np.uint64)
+    t = time.perf_counter()
+    x.sort()
+    return time.perf_counter() - t
+
+
+def bench(board: str, workers: int | None, memory: str, keep: Path | None) -> None:
+    root = Path(tempfile.mkdtemp(prefix=f"bench_{board}_", dir=keep))
+    sampler = Sampler(root)
+    sampler.start()
+    b = open_build(board, root, memory=memory, workers=workers, quiet=True)
+    times = {}
+    try:
+        for name, stage in (("forward", forward.run), ("backward", backward.run), ("merge", merge.run)):
+            t = time.perf_counter()
+            stage(b)
+            times[name] = time.perf_counter() - t
+    finally:
+        b.executor.close()
+        sampler.stop()
+    table = b.manifest.table
+    entries = table["entries"]
+    total = sum(times.values())
+    base = baseline_sort_seconds(entries)
+    for name, t in [*times.items(), ("total", total)]:
+        print(f"{board:>5} {name:>8} {t:9.2f} s {entries / t / 1e6:9.2f} M entries/s")
+    print(f"{board:>5}  entries {entries:,}  peak RSS {sampler.peak_rss / 2**20:,.0f} MiB  "
+          f"temp disk peak {sampler.peak_disk / 2**20:,.0f} MiB  final {table['bytes'] / 2**20:,.1f} MiB  "
+          f"workers {b.executor.workers}")
+    print(f"{board:>5}  baseline: numpy sort of {entries:,} uint64 {base:.2f} s; "
+          f"build / baseline = {total / base:.1f}x")
+    print(f"{board:>5}  sha256 {table['sha256']}")
+    if keep is None:
+        shutil.rmtree(root, ignore_errors=True)
+    sys.stdout.flush()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("boards", nargs="+")
+    ap.add_argument("--workers", type=int, default=None)
+    ap.add_argument("--memory", default="4GiB")
+    ap.add_argument("--keep", type=Path, default=None, help="build under this directory and keep it")
+    args = ap.parse_args()
+    print(f"{'board':>5} {'stage':>8} {'wall':>11} {'rate':>20}")
+    for board in args.boards:
+        bench(board, args.workers, args.memory, args.keep)
+
+
+if __name__ == "__main__":
+    main()
