@@ -57,7 +57,10 @@ class Executor:
 
     def close(self) -> None:
         if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
+            if isinstance(self._pool, ProcessPoolExecutor):
+                self._pool.shutdown(wait=True, cancel_futures=True)
+            else:  # dask's ClientExecutor takes no cancel_futures
+                self._pool.shutdown(wait=True)
             self._pool = None
         if self._owner is not None:
             for obj in self._owner:
@@ -71,12 +74,17 @@ class Executor:
         self.close()
 
 
-def make_executor(workers: int | None = None, scheduler: str | None = None) -> Executor:
+def make_executor(workers: int | None = None, scheduler=None) -> Executor:
     """Executor for ``workers`` local processes, or for a dask scheduler.
 
     ``scheduler`` is ``None`` (local processes), ``"local"`` (a dask LocalCluster with
-    ``workers`` single-threaded workers) or a scheduler address such as ``tcp://host:8786``."""
+    ``workers`` single-threaded workers), a scheduler address such as ``tcp://host:8786``, or
+    an existing ``dask.distributed.Client`` (left open when the executor closes)."""
     workers = workers or default_workers()
+    if scheduler is not None and not isinstance(scheduler, str):  # a dask Client
+        client = scheduler
+        n = max(1, sum(w.get("nthreads", 1) for w in client.scheduler_info()["workers"].values()))
+        return Executor(client.get_executor(pure=False), n, "dask client")
     if scheduler is None:
         if workers == 1:
             return Executor(None, 1, "serial")
