@@ -1,0 +1,162 @@
+"""Build plans: how many entries each generation of a board holds, and what a build of it will
+need in disk, shuffle volume, memory and time on a given number of workers.
+
+Per-ply figures come from, in order of preference:
+
+1. a measured forward run (``c4table forward WxH --max-ply N --out DIR``, passed as
+   ``from_dir``): exact counts for plies ``0..N``;
+2. the per-ply totals of Böck's Table 2 for 7x6 (shipped as ``data/wdl_by_ply_7x6.tsv``);
+3. Böck's Table 1 total for the board, spread over the plies with the 7x6 profile (rescaled
+   to the board's number of plies). This is a shape estimate, and the plan says so.
+
+Entries are positions / 2 (mirror images share an entry; symmetric positions are a
+vanishing fraction on big boards). Costs per entry are measurements of this implementation
+(see :data:`COSTS`), so a plan is as good as those measurements; rerun ``tools/bench_build.py``
+on the target machines to refresh them.
+
+>>> p = make_plan("7x6", workers=64, memory_per_worker=16 * 2**30)
+>>> p.entries
+2265994660000
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+
+from c4table.board import Board
+from c4table.errors import BuildError
+from pipeline.progress import published_totals
+
+# Measured with tools/bench_build.py on the 2-core development machine (5x5 build, 34.9 M
+# entries, one worker), in core-seconds per table entry, and bytes per entry on disk.
+COSTS = {
+    "forward_core_s": 0.30e-6,
+    "backward_core_s": 0.40e-6,
+    "merge_core_s": 0.15e-6,
+    "children_per_entry": 2.15,   # child keys emitted per distinct next-generation entry (5x5)
+    "forward_shard_bytes": 3.2,   # parquet delta+zstd per key, 48-bit keys (engineering notes)
+    "backward_shard_bytes": 4.2,
+    "cache_bytes": 9.0,           # uint64 key + outcome byte, two generations at a time
+    "parallel_efficiency": 0.8,
+}
+
+
+@dataclass
+class PlyPlan:
+    ply: int
+    positions: int
+    entries: int
+    source: str
+
+
+@dataclass
+class Plan:
+    board: Board
+    workers: int
+    memory_per_worker: int
+    plies: list[PlyPlan] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def entries(self) -> int:
+        return sum(p.entries for p in self.plies)
+
+    @property
+    def final_bytes(self) -> int:
+        return self.entries * self.board.entry_size
+
+    @property
+    def peak_entries(self) -> int:
+        return max(p.entries for p in self.plies)
+
+    @property
+    def shuffle_bytes(self) -> int:
+        """Child keys written as runs and read back by the range merges, over the forward pass."""
+        return int(sum(p.entries for p in self.plies[1:]) * COSTS["children_per_entry"] * 8)
+
+    @property
+    def peak_disk(self) -> int:
+        """During the final merge: every forward and backward shard, two generations of cache
+        while the backward pass runs (less than the final file), and the final file."""
+        e = self.entries
+        shards = e * (COSTS["forward_shard_bytes"] + COSTS["backward_shard_bytes"])
+        runs = self.peak_entries * COSTS["children_per_entry"] * 8
+        return int(shards + max(runs, 2 * self.peak_entries * COSTS["cache_bytes"]) + self.final_bytes)
+
+    @property
+    def core_seconds(self) -> float:
+        per = COSTS["forward_core_s"] + COSTS["backward_core_s"] + COSTS["merge_core_s"]
+        return self.entries * per
+
+    @property
+    def wall_seconds(self) -> float:
+        return self.core_seconds / (self.workers * COSTS["parallel_efficiency"])
+
+    def to_json(self) -> dict:
+        return {"board": self.board.name, "workers": self.workers,
+                "memory_per_worker": self.memory_per_worker, "entries": self.entries,
+                "final_bytes": self.final_bytes, "peak_generation_entries": self.peak_entries,
+                "shuffle_bytes": self.shuffle_bytes, "peak_disk_bytes": self.peak_disk,
+                "core_seconds": round(self.core_seconds), "wall_seconds": round(self.wall_seconds),
+                "plies": [p.__dict__ for p in self.plies], "notes": self.notes}
+
+
+def _profile_7x6() -> list[int]:
+    text = resources.files("c4table").joinpath("data/wdl_by_ply_7x6.tsv").read_text()
+    rows = [ln.split("\t") for ln in text.splitlines() if ln and not ln.startswith(("#", "ply"))]
+    return [int(r[4]) for r in rows]
+
+
+def _rescaled_profile(n_plies: int) -> list[float]:
+    prof = _profile_7x6()
+    out = []
+    for i in range(n_plies):
+        x = i * (len(prof) - 1) / max(1, n_plies - 1)
+        lo = int(x)
+        hi = min(lo + 1, len(prof) - 1)
+        out.append(prof[lo] + (prof[hi] - prof[lo]) * (x - lo))
+    s = sum(out)
+    return [v / s for v in out]
+
+
+def make_plan(board: str | Board, workers: int, memory_per_worker: int,
+              from_dir: str | Path | None = None) -> Plan:
+    """Estimate a build of ``board`` on ``workers`` workers (see module docstring)."""
+    board = Board.parse(board)
+    plan = Plan(board, workers, memory_per_worker)
+    n = board.cells + 1
+    measured: dict[int, int] = {}
+    if from_dir is not None:
+        m = json.loads((Path(from_dir) / "manifest.json").read_text())
+        if m.get("board") != board.name:
+            raise BuildError(f"{from_dir}: manifest is for board {m.get('board')}, not {board}")
+        measured = {p["ply"]: p["positions"] for p in m["plies"] if "positions" in p}
+    published = _profile_7x6() if (board.width, board.height, board.k) == (7, 6, 4) else None
+    total = published_totals().get((board.width, board.height)) if board.k == 4 else None
+    if published is None and total is None and len(measured) < n:
+        raise BuildError(f"no published figures for board {board}: run `c4table forward {board} "
+                         "--max-ply N --out DIR` and pass --from DIR")
+    if published is None and total is not None:
+        rest = total - sum(measured.values())
+        shape = _rescaled_profile(n)
+        weight = sum(shape[i] for i in range(n) if i not in measured) or 1.0
+    for g in range(n):
+        if g in measured:
+            pos, src = measured[g], "measured"
+        elif published is not None:
+            pos, src = published[g], "Böck Table 2"
+        else:
+            pos, src = int(round(rest * shape[g] / weight)), "Table 1 total, 7x6 profile"
+        plan.plies.append(PlyPlan(g, pos, (pos + 1) // 2, src))
+    if any(p.source.startswith("Table 1") for p in plan.plies):
+        plan.notes.append("per-ply figures spread Böck's Table 1 total with the 7x6 profile: "
+                          "measure a forward run (--from) for better figures")
+    need = plan.peak_entries * COSTS["cache_bytes"]
+    if need > memory_per_worker * workers:
+        plan.notes.append(
+            f"the largest generation's annotated entries ({need / 2**30:,.0f} GiB) exceed the "
+            f"cluster's memory ({memory_per_worker * workers / 2**30:,.0f} GiB): the backward "
+            "join reads them through memory maps on shared storage, so expect it to be I/O bound")
+    return plan

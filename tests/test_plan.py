@@ -1,0 +1,48 @@
+"""7x6 evidence from our own code (forward pass to a small ply against Böck's Table 2) and
+build plans from published and measured per-ply counts."""
+import csv
+import json
+
+from c4table.board import Board
+from conftest import REFERENCE
+from pipeline.build import open_build
+from pipeline import forward
+from pipeline.plan import make_plan
+
+
+def table2() -> dict[int, dict]:
+    with open(REFERENCE / "wdl_by_ply_7x6.tsv") as f:
+        rows = [r for r in csv.reader(f, delimiter="\t") if r and not r[0].startswith("#")]
+    head = rows[0]
+    return {int(r[0]): dict(zip(head, map(int, r))) for r in rows[1:]}
+
+
+def test_7x6_forward_to_ply_10_matches_paper(tmp_path):
+    b = open_build("7x6", tmp_path, workers=2, quiet=True, memory="64MiB")
+    try:
+        forward.run(b, max_ply=10)
+    finally:
+        b.executor.close()
+    plies = json.loads((tmp_path / "manifest.json").read_text())["plies"]
+    ref = table2()
+    assert len(plies) == 11
+    for p in plies:
+        assert p["positions"] == ref[p["ply"]]["total"], p["ply"]
+        assert p["terminal"] == ref[p["ply"]]["terminal"], p["ply"]
+
+
+def test_plan_7x6_from_published_counts():
+    p = make_plan("7x6", workers=64, memory_per_worker=16 * 2**30)
+    assert len(p.plies) == 43
+    published_entries = 2_265_994_664_313   # Cadot's file: entries = positions up to mirroring
+    assert abs(p.entries - published_entries) / published_entries < 1e-5
+    assert p.final_bytes == p.entries * Board(7, 6).entry_size
+    assert p.wall_seconds > 0 and p.peak_disk > p.final_bytes
+
+
+def test_plan_uses_measured_forward_run(built):
+    d = built("5x4")
+    p = make_plan("5x4", workers=2, memory_per_worker=2**30, from_dir=d)
+    m = json.loads((d / "manifest.json").read_text())
+    assert [x.positions for x in p.plies] == [x["positions"] for x in m["plies"]]
+    assert all(x.source == "measured" for x in p.plies)
