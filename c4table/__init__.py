@@ -10,7 +10,9 @@ Small public API over the table format (see ``README.md``)::
 Modules: :mod:`c4table.board` (geometry, column codes), :mod:`c4table.codec` (keys, outcome
 bytes), :mod:`c4table.rules` (positions and moves), :mod:`c4table.table` (lookup),
 :mod:`c4table.verify` (hashes and checks), :mod:`c4table.errors` (exceptions),
-:mod:`c4table.cli` (the command line). Building lives in the ``pipeline`` package
+:mod:`c4table.drawing` (board drawings), :mod:`c4table.play`, :mod:`c4table.stats` (per-ply
+counts, plots), :mod:`c4table.export` (parquet datasets), :mod:`c4table.cli` and
+:mod:`c4table.cli_use` (the command line). Building lives in the ``pipeline`` package
 (:func:`pipeline.build.build_table`).
 """
 from c4table.board import Board
@@ -18,14 +20,18 @@ from c4table.codec import Outcome, decode_outcome, encode_outcome
 from c4table.errors import (BoardError, BuildError, C4Error, CorruptDataError,
                             IllegalPositionError, MissingTableError, PositionNotFoundError,
                             TableError)
+from c4table.drawing import parse_drawing, render
+from c4table.export import ExportReport, export_positions
 from c4table.rules import Position
+from c4table.stats import PlyStats, ply_stats
 from c4table.table import MoveProbe, Probe, Table, open_table
 from c4table.verify import VerifyReport, verify_table
 
 __all__ = ["Board", "Outcome", "decode_outcome", "encode_outcome", "Position", "Table", "Probe",
            "MoveProbe", "open_table", "verify_table", "VerifyReport", "C4Error", "BoardError",
            "BuildError", "CorruptDataError", "IllegalPositionError", "MissingTableError",
-           "PositionNotFoundError", "TableError", "build_table"]
+           "PositionNotFoundError", "TableError", "build_table", "parse_drawing", "render",
+           "export_positions", "ExportReport", "ply_stats", "PlyStats"]
 
 
 def build_table(*args, **kwargs):

@@ -20,6 +20,7 @@ import os
 import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Iterator
 
 import numpy as np
 
@@ -29,6 +30,9 @@ from c4table.errors import MissingTableError, PositionNotFoundError, TableError
 from c4table.rules import Position
 
 _NAME = re.compile(r"connect4_(\d+)x(\d+)\.dat$")
+
+#: dtype of the chunks :meth:`Table.iter_entries` yields: the key as a number, the outcome byte.
+ENTRY_DTYPE = np.dtype([("key", "<u8"), ("outcome", "u1")])
 
 
 @dataclass
@@ -142,12 +146,39 @@ class Table:
         dt = np.dtype([("key", f"V{self.key_bytes}"), ("outcome", "u1")])
         return np.frombuffer(self._mm, dtype=dt)
 
+    def iter_entries(self, chunk_entries: int = 1 << 20, start: int = 0,
+                     stop: int | None = None) -> Iterator[np.ndarray]:
+        """Entries ``start..stop`` in file (key) order, as numpy structured arrays of at most
+        ``chunk_entries`` rows with fields ``key`` (uint64) and ``outcome`` (uint8 byte).
+
+        >>> with open_table("tables/5x4/connect4_5x4.dat") as t:     # doctest: +SKIP
+        ...     first = next(t.iter_entries(4))
+        >>> first["key"][0], first["outcome"][0]                       # doctest: +SKIP
+        (0, 20)
+        """
+        stop = self.entries if stop is None else min(stop, self.entries)
+        E, K = self.entry_size, self.key_bytes
+        for lo in range(max(start, 0), stop, chunk_entries):
+            hi = min(lo + chunk_entries, stop)
+            rows = np.frombuffer(self._mm, np.uint8, count=(hi - lo) * E, offset=lo * E).reshape(-1, E)
+            buf = np.zeros((hi - lo, 8), np.uint8)
+            buf[:, 8 - K:] = rows[:, :K]
+            out = np.empty(hi - lo, ENTRY_DTYPE)
+            out["key"] = buf.view(">u8").ravel()
+            out["outcome"] = rows[:, K]
+            yield out
+
     # -------------------------------------------------------------- probing
     def position(self, moves: str | Position) -> Position:
+        """The :class:`Position` of a move string, a drawing (a string of several lines, see
+        :mod:`c4table.drawing`) or a :class:`Position` of this table's board."""
         if isinstance(moves, Position):
             if moves.board != self.board:
                 raise TableError(f"position is for board {moves.board}, table for {self.board}")
             return moves
+        if "\n" in moves.strip():
+            from c4table.drawing import parse_drawing
+            return parse_drawing(moves, self.board)
         return Position.from_moves(self.board, moves)
 
     def probe(self, moves: str | Position) -> Probe:
@@ -163,7 +194,27 @@ class Table:
         return probe
 
     def best_moves(self, moves: str | Position) -> list[MoveProbe]:
+        """Optimal moves of a position: fastest win, else a draw, else the slowest loss.
+
+        >>> [m.column for m in t.best_moves("3344")]     # doctest: +SKIP
+        [2]
+        """
         return self.probe(moves).best_moves()
+
+    def wdl(self, moves: str | Position) -> int:
+        """``1`` if the side to move wins, ``0`` draw, ``-1`` loss (like python-chess'
+        ``probe_wdl``); a finished game counts from the side to move too (a loss or a draw)."""
+        pos = self.position(moves)
+        res = decode_outcome(self.outcome_byte(pos.key())).result
+        return 0 if res == "draw" else (1 if res == pos.to_move else -1)
+
+    def drawing(self, moves: str | Position, mark_best: bool = True) -> str:
+        """The position drawn top row first (``.``/``A``/``B``, column numbers), with a ``*``
+        under each best move when ``mark_best``."""
+        from c4table.drawing import render
+        pos = self.position(moves)
+        marks = [m.column for m in self.probe(pos).best_moves()] if mark_best else []
+        return render(pos, marks)
 
     # ------------------------------------------------------------ lifecycle
     def close(self) -> None:

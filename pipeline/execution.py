@@ -96,7 +96,7 @@ def make_executor(workers: int | None = None, scheduler=None) -> Executor:
         raise RuntimeError("the dask back-end needs dask.distributed: pip install 'c4table[dask]'") from None
     if scheduler == "local":
         cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                               dashboard_address=None)
+                               dashboard_address=":0")
         client = Client(cluster)
         owner = [client, cluster]
     else:

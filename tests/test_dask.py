@@ -20,7 +20,7 @@ def sha(path):
 @pytest.fixture(scope="module")
 def cluster():
     cl = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None)
+                                  dashboard_address=":0")
     yield cl
     cl.close()
 

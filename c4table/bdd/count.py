@@ -10,7 +10,7 @@ Example::
 
     >>> r = count_positions("4x4")
     >>> r.total, r.plies[7].positions, r.plies[7].terminal
-    (161029, 2760, 60)
+    (161029, 2512, 60)
 """
 from __future__ import annotations
 
@@ -48,7 +48,9 @@ def make_run(board_spec: str | Board, encoding: str = "compressed", *,
              cache: int | None = None) -> Encoding:
     """A fresh oxidd manager with the variables of ``board_spec`` declared in ``encoding``."""
     board = Board.parse(board_spec)
-    return make_encoding(board, Engine(nodes, threads, flavour, cache), encoding)
+    engine = Engine(nodes, threads, flavour, cache)
+    with engine.guard():
+        return make_encoding(board, engine, encoding)
 
 
 def count_positions(board_spec: str | Board, encoding: str = "compressed", *,
@@ -63,17 +65,18 @@ def count_positions(board_spec: str | Board, encoding: str = "compressed", *,
     entries; ``partitioned``/``terminal``: see :func:`forward`.
 
     >>> [p.positions for p in count_positions("2x2").plies]
-    [1, 2, 4, 5, 6]
+    [1, 2, 4, 6, 5]
     """
     t0, c0 = time.perf_counter(), time.process_time()
     enc = make_run(board_spec, encoding, nodes=nodes, threads=threads, flavour=flavour,
                    cache=cache)
     plies = []
-    for ply, states, _nonterm, term in forward(enc, partitioned, terminal):
-        res = PlyResult(ply, enc.count(states), enc.count(term), states.node_count())
-        plies.append(res)
-        if progress:
-            progress(ply, res.positions, res.nodes, time.perf_counter() - t0)
+    with enc.engine.guard():
+        for ply, states, _nonterm, term in forward(enc, partitioned, terminal):
+            res = PlyResult(ply, enc.count(states), enc.count(term), states.node_count())
+            plies.append(res)
+            if progress:
+                progress(ply, res.positions, res.nodes, time.perf_counter() - t0)
     eng = enc.engine
     return BddCounts(enc.board.name, encoding, plies, eng.peak_nodes,
                      time.perf_counter() - t0, time.process_time() - c0,

@@ -21,7 +21,8 @@ Example::
 """
 from __future__ import annotations
 
-from typing import Callable, TypeVar
+from contextlib import contextmanager
+from typing import Callable, Iterator, TypeVar
 
 from c4table.errors import C4Error
 
@@ -83,11 +84,12 @@ class Engine:
                  cache: int | None = None):
         self.capacity = nodes
         self.flavour = flavour
+        self.threads = threads
         self.manager = make_manager(nodes, threads, flavour, cache)
         self.peak_nodes = 0
         self.peak_live = 0
         self.gc_runs = 0
-        self._floor = max(1 << 20, nodes // 64)
+        self._floor = min(max(1 << 20, nodes // 64), nodes // 2)
         self._trigger = self._floor
 
     def live_nodes(self) -> int:
@@ -110,6 +112,19 @@ class Engine:
             self._trigger = min(max(self._floor, 2 * n), self.capacity * 3 // 4)
         return n
 
+    def capacity_message(self) -> str:
+        return (f"BDD node capacity of {self.capacity:,} nodes exhausted; "
+                f"rerun with a larger --bdd-nodes (e.g. {self.capacity * 4})")
+
+    @contextmanager
+    def guard(self) -> Iterator["Engine"]:
+        """Turn an ``oxidd.util.DDMemoryError`` raised anywhere inside the block into
+        :class:`BddCapacityError`."""
+        try:
+            yield self
+        except DDMemoryError:
+            raise BddCapacityError(self.capacity_message()) from None
+
     def retry(self, op: Callable[[], T]) -> T:
         """Run ``op``; if it runs out of nodes, collect garbage and run it once more. A second
         failure raises :class:`BddCapacityError` naming the capacity."""
@@ -120,6 +135,4 @@ class Engine:
             try:
                 return op()
             except DDMemoryError:
-                raise BddCapacityError(
-                    f"BDD node capacity of {self.capacity:,} nodes exhausted; "
-                    f"rerun with a larger --bdd-nodes (e.g. {self.capacity * 4})") from None
+                raise BddCapacityError(self.capacity_message()) from None

@@ -46,6 +46,11 @@ def solve(board_spec: str | Board, encoding: str = "compressed", *,
     t0, c0 = time.perf_counter(), time.process_time()
     enc = make_run(board_spec, encoding, nodes=nodes, threads=threads, flavour=flavour,
                    cache=cache)
+    with enc.engine.guard():
+        return _solve(enc, t0, c0, partitioned, terminal, progress, backward_progress)
+
+
+def _solve(enc, t0, c0, partitioned, terminal, progress, backward_progress) -> BddSolution:
     eng, mgr = enc.engine, enc.mgr
     retry = eng.retry
     nonterms, terms, plies = [], [], []
@@ -80,10 +85,10 @@ def solve(board_spec: str | Board, encoding: str = "compressed", *,
         if backward_progress:
             backward_progress(ply, plies[ply].positions, _nodes(win, draw, lost),
                               time.perf_counter() - t0)
-    return BddSolution(enc.board.name, encoding, plies, eng.peak_nodes,
+    return BddSolution(enc.board.name, enc.name, plies, eng.peak_nodes,
                        time.perf_counter() - t0, time.process_time() - c0,
                        stats={"peak_live_nodes": eng.peak_live, "gc_runs": eng.gc_runs,
-                              "flavour": flavour, "threads": threads})
+                              "flavour": eng.flavour, "threads": eng.threads})
 
 
 def _nodes(*fs) -> int:

@@ -1,0 +1,224 @@
+"""Per-ply statistics of a table, like Table 2 of Böck's paper: for every ply the positions
+(mirror images counted separately, and table entries, which share one per mirror pair), the
+terminal positions, and how many are won, drawn and lost from the first player's (A's) view;
+as TSV or markdown, and as a log-scale plot (matplotlib).
+
+Figures come from the build's ``manifest.json`` (instant) or, for a table file without one
+(such as a downloaded table), from one streaming scan of the file that decodes every key with
+numpy (``scan=True`` forces the scan, a cross-check of the manifest).
+
+>>> rows = ply_stats("tables/5x4")                  # doctest: +SKIP
+>>> format_table(rows, "tsv").splitlines()[1].split()    # doctest: +SKIP
+['0', '0', '1', '0', '1', '1', '0']
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Sequence, TextIO
+
+import numpy as np
+
+from c4table.board import Board
+from c4table.errors import MissingTableError, TableError
+from c4table.units import format_seconds
+
+PROGRESS_EVERY = 5.0
+
+
+@dataclass
+class PlyStats:
+    """Counts of one ply. ``won``/``drawn``/``lost`` are from A's (the first player's) view and
+    count mirror images separately, like ``positions`` and ``terminal``; ``entries`` counts
+    table entries (a position and its mirror image share one)."""
+
+    ply: int
+    won: int
+    drawn: int
+    lost: int
+    positions: int
+    entries: int
+    terminal: int
+
+
+COLUMNS = [f.name for f in fields(PlyStats)]
+
+
+def stats_from_manifest(data: dict) -> list[PlyStats]:
+    """Per-ply rows from a parsed ``manifest.json`` (after the backward pass)."""
+    out = []
+    for rec in data.get("plies", []):
+        if "a_wins" not in rec:
+            raise TableError("the manifest has no outcome counts yet (run the backward pass)")
+        out.append(PlyStats(rec["ply"], rec["a_wins"], rec["draws"], rec["b_wins"],
+                            rec["positions"], rec["entries"], rec["terminal"]))
+    if not out:
+        raise TableError("the manifest has no per-ply counts (run the forward and backward passes)")
+    return out
+
+
+def scan_stats(table, quiet: bool = True, stream: TextIO | None = None) -> list[PlyStats]:
+    """Per-ply rows counted from a table file (a :class:`~c4table.table.Table` or a path) in one
+    streaming, vectorised pass.
+
+    >>> [s.positions for s in scan_stats("tables/4x4/connect4_4x4.dat")][:3]   # doctest: +SKIP
+    [1, 4, 16]
+    """
+    from c4table.export import decode_keys, plies_of_codes, symmetric_of_codes, terminal_of_codes
+    from c4table.table import Table, open_table
+    own = not isinstance(table, Table)
+    t = open_table(table) if own else table
+    stream = stream or sys.stderr
+    try:
+        b = t.board
+        n = b.cells + 1
+        acc = {k: np.zeros(n, np.int64) for k in
+               ("entries", "sym", "term", "term_sym", "a", "a_sym", "d", "d_sym", "b", "b_sym")}
+        t0 = last = time.perf_counter()
+        seen = 0
+        for chunk in t.iter_entries():
+            codes = decode_keys(b, chunk["key"])
+            ply = plies_of_codes(b, codes)
+            sym = symmetric_of_codes(codes)
+            term = terminal_of_codes(b, codes, ply)
+            cls = chunk["outcome"] & 0xC0
+
+            def count(mask=None):
+                return np.bincount(ply if mask is None else ply[mask], minlength=n)[:n]
+            acc["entries"] += count()
+            acc["sym"] += count(sym)
+            acc["term"] += count(term)
+            acc["term_sym"] += count(term & sym)
+            for name, bits in (("a", 0x40), ("d", 0x00), ("b", 0x80)):
+                m = cls == bits
+                acc[name] += count(m)
+                acc[name + "_sym"] += count(m & sym)
+            seen += chunk.shape[0]
+            now = time.perf_counter()
+            if not quiet and now - last >= PROGRESS_EVERY:
+                last = now
+                frac = seen / len(t)
+                print(f"[stats] scanned {100 * frac:.0f}% of {t.path.name}, ETA "
+                      f"{format_seconds((now - t0) * (1 - frac) / frac)}", file=stream, flush=True)
+        def both(k: str, p: int) -> int:  # mirror images counted separately
+            return int(2 * acc[k][p] - acc[k + "_sym"][p])
+        acc["entries_sym"] = acc["sym"]
+        return [PlyStats(p, both("a", p), both("d", p), both("b", p), both("entries", p),
+                         int(acc["entries"][p]), both("term", p)) for p in range(n)]
+    finally:
+        if own:
+            t.close()
+
+
+def _find_table(d: Path) -> Path | None:
+    found = sorted(d.glob("connect4_*x*.dat"))
+    return found[0] if len(found) == 1 else None
+
+
+def ply_stats(path: str | os.PathLike, scan: bool = False, board: str | Board | None = None,
+              quiet: bool = True) -> list[PlyStats]:
+    """Per-ply rows of a build directory, its ``manifest.json``, or a table file: from the
+    manifest when there is one describing the table (unless ``scan``), else by scanning.
+
+    >>> ply_stats("tables/5x4")[4]          # doctest: +SKIP
+    PlyStats(ply=4, won=..., drawn=..., lost=..., positions=..., entries=..., terminal=0)
+    """
+    p = Path(path)
+    if not p.exists():
+        raise MissingTableError(f"{p}: no such build directory or table file")
+    manifest = table = None
+    if p.is_dir():
+        manifest = p / "manifest.json" if (p / "manifest.json").is_file() else None
+        table = _find_table(p)
+    elif p.name.endswith(".json"):
+        manifest = p
+    else:
+        table = p
+        m = p.parent / "manifest.json"
+        if m.is_file():
+            try:
+                if json.loads(m.read_text()).get("table", {}).get("file") == p.name:
+                    manifest = m
+            except ValueError:
+                pass
+    if manifest is not None and not scan:
+        try:
+            data = json.loads(manifest.read_text())
+        except ValueError as e:
+            raise TableError(f"{manifest}: not valid JSON ({e})") from None
+        return stats_from_manifest(data)
+    if table is None:
+        raise MissingTableError(f"{p}: no manifest.json and no single connect4_WxH.dat to scan")
+    from c4table.table import open_table
+    with open_table(table, board) as t:
+        return scan_stats(t, quiet)
+
+
+def totals(rows: Sequence[PlyStats]) -> PlyStats:
+    """Column sums (``ply`` = -1)."""
+    sums = {c: sum(getattr(r, c) for r in rows) for c in COLUMNS[1:]}
+    return PlyStats(-1, **sums)
+
+
+def format_table(rows: Sequence[PlyStats], fmt: str = "tsv") -> str:
+    """``"tsv"``: a header and one line per ply; ``"markdown"``: a table with thousands
+    separators and a total row.
+
+    >>> format_table([PlyStats(0, 1, 0, 0, 1, 1, 0)], "tsv").splitlines()[1].split()
+    ['0', '1', '0', '0', '1', '1', '0']
+    """
+    if fmt == "tsv":
+        lines = ["\t".join(COLUMNS)]
+        lines += ["\t".join(str(v) for v in asdict(r).values()) for r in rows]
+        return "\n".join(lines)
+    if fmt in ("markdown", "md"):
+        head = "| " + " | ".join(COLUMNS) + " |"
+        sep = "|" + "|".join("---:" for _ in COLUMNS) + "|"
+        lines = [head, sep]
+        for r in list(rows) + [totals(rows)]:
+            vals = ["total" if r.ply < 0 else str(r.ply)] + [f"{v:,}" for v in list(asdict(r).values())[1:]]
+            lines.append("| " + " | ".join(vals) + " |")
+        return "\n".join(lines)
+    raise ValueError(f"unknown format {fmt!r}: tsv or markdown")
+
+
+def plot_stats(rows: Sequence[PlyStats], png: str | os.PathLike, title: str = "") -> Path:
+    """Draw positions, won, drawn, lost and terminal per ply on a log scale (like the figures
+    of Böck's paper) into the PNG file ``png``. Needs matplotlib.
+
+    >>> plot_stats(ply_stats("tables/5x4"), "wdl.png", "5x4")     # doctest: +SKIP
+    PosixPath('wdl.png')
+    """
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise TableError("plotting needs matplotlib: pip install matplotlib") from None
+    png = Path(png)
+    x = [r.ply for r in rows]
+    fig, ax = plt.subplots(figsize=(8, 5), dpi=100)
+    series = (("positions", "all positions", "k", "-"), ("won", "won by A", "tab:blue", "-"),
+              ("drawn", "drawn", "tab:gray", "-"), ("lost", "lost by A", "tab:red", "-"),
+              ("terminal", "terminal", "tab:green", ":"))
+    for attr, label, color, style in series:
+        y = [getattr(r, attr) for r in rows]
+        ys = [v if v > 0 else float("nan") for v in y]  # log scale: leave zeros out
+        ax.plot(x, ys, style, color=color, marker=".", label=label)
+    ax.set_yscale("log")
+    from matplotlib.ticker import MaxNLocator
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlabel("ply (chips on the board)")
+    ax.set_ylabel("positions (mirror images counted)")
+    ax.set_title(title or "positions per ply")
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    png.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(png, format="png")
+    plt.close(fig)
+    return png
