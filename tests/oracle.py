@@ -157,8 +157,9 @@ def terminal_outcome(position, h: int, k: int) -> int | None:
 
 @functools.lru_cache(maxsize=4)
 def _analyse(w: int, h: int, k: int):
-    """Returns (levels, outcome): levels[p] = set of reachable positions at ply p;
-    outcome[position] = outcome byte."""
+    """Returns (levels, outcome, terminal): levels[p] = set of reachable positions at ply p
+    (mirror images kept separately); outcome[position] = outcome byte; terminal[position] =
+    outcome byte, for terminal positions only."""
     empty = tuple(() for _ in range(w))
     levels = [{empty}]
     terminal: dict = {}
