@@ -29,12 +29,14 @@ from c4table.board import Board
 from c4table.errors import BuildError
 from pipeline.progress import published_totals
 
-# Measured with tools/bench_build.py on the 2-core development machine (5x5 build, 34.9 M
-# entries, one worker), in core-seconds per table entry, and bytes per entry on disk.
+# Measured with tools/bench_build.py on the 2-core development machine: 5x5 build, 34.9 M
+# entries, 2 workers, stage wall time x 2 / entries (forward 1.99 s, backward 7.00 s, merge
+# 1.90 s), in core-seconds per table entry; bytes per entry on disk. parallel_efficiency is an
+# assumption for a cluster, not a measurement.
 COSTS = {
-    "forward_core_s": 0.30e-6,
+    "forward_core_s": 0.11e-6,
     "backward_core_s": 0.40e-6,
-    "merge_core_s": 0.15e-6,
+    "merge_core_s": 0.11e-6,
     "children_per_entry": 2.15,   # child keys emitted per distinct next-generation entry (5x5)
     "forward_shard_bytes": 3.2,   # parquet delta+zstd per key, 48-bit keys (engineering notes)
     "backward_shard_bytes": 4.2,
