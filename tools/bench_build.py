@@ -29,25 +29,31 @@ from pipeline.build import open_build  # noqa: E402
 
 
 class Sampler(threading.Thread):
-    """Samples RSS of this process and its children, and the size of a directory."""
+    """Samples memory of this process and its children, and the size of a directory. RSS sums
+    count pages shared by several processes (the memory-mapped generations) once per process;
+    PSS divides each shared page among its users, so its sum is the tree's real footprint."""
 
     def __init__(self, root: Path, period: float = 0.05):
         super().__init__(daemon=True)
         self.root, self.period = root, period
         self.peak_rss = 0
+        self.peak_pss = 0
         self.peak_disk = 0
         self._halt = threading.Event()
 
     def run(self) -> None:
         me = psutil.Process()
         while not self._halt.is_set():
-            rss = 0
+            rss = pss = 0
             for p in [me, *me.children(recursive=True)]:
                 try:
-                    rss += p.memory_info().rss
+                    info = p.memory_full_info()
+                    rss += info.rss
+                    pss += info.pss
                 except psutil.Error:
                     pass
             self.peak_rss = max(self.peak_rss, rss)
+            self.peak_pss = max(self.peak_pss, pss)
             self.peak_disk = max(self.peak_disk, dir_size(self.root))
             time.sleep(self.period)
 
@@ -96,6 +102,7 @@ def bench(board: str, workers: int | None, memory: str, keep: Path | None) -> No
     for name, t in [*times.items(), ("total", total)]:
         print(f"{board:>5} {name:>8} {t:9.2f} s {entries / t / 1e6:9.2f} M entries/s")
     print(f"{board:>5}  entries {entries:,}  peak RSS {sampler.peak_rss / 2**20:,.0f} MiB  "
+          f"peak PSS {sampler.peak_pss / 2**20:,.0f} MiB  "
           f"temp disk peak {sampler.peak_disk / 2**20:,.0f} MiB  final {table['bytes'] / 2**20:,.1f} MiB  "
           f"workers {b.executor.workers}")
     print(f"{board:>5}  baseline: numpy sort of {entries:,} uint64 {base:.2f} s; "
