@@ -137,6 +137,42 @@ def merge(board, out, memory, workers, scheduler, quiet, restart):
     click.echo(f"{path}  {b.manifest.table['entries']:,} entries  sha256 {b.manifest.table['sha256']}")
 
 
+@cli.command()
+@click.argument("board", type=board_arg)
+@click.option("--workers", type=click.IntRange(1, 1_000_000), default=1, show_default=True,
+              help="workers (cores) of the cluster")
+@click.option("--memory-per-worker", default="4GiB", show_default=True, help="memory of one worker")
+@click.option("--from", "from_dir", type=click.Path(file_okay=False, exists=True), default=None,
+              help="build directory of a measured forward run (c4table forward --max-ply N)")
+@click.option("--json", "as_json", is_flag=True, help="the plan as one JSON object")
+def plan(board, workers, memory_per_worker, from_dir, as_json):
+    """Estimate a build of BOARD: entries per generation, final size, peak disk, shuffle volume
+    and wall time on WORKERS workers, from published counts and measured per-entry costs."""
+    from c4table.units import format_seconds, format_size, parse_size
+    from pipeline.plan import make_plan
+    try:
+        mem = parse_size(memory_per_worker)
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint="--memory-per-worker") from None
+    p = make_plan(board, workers, mem, from_dir)
+    if as_json:
+        click.echo(json.dumps(p.to_json()))
+        return
+    click.echo(f"plan for {board}: {workers} workers x {format_size(mem)}")
+    click.echo("ply  positions            entries              source")
+    for r in p.plies:
+        click.echo(f"{r.ply:>3}  {r.positions:>19,}  {r.entries:>19,}  {r.source}")
+    click.echo(f"entries          {p.entries:,}\n"
+               f"final file       {p.final_bytes:,} bytes ({format_size(p.final_bytes)})\n"
+               f"largest gen      {p.peak_entries:,} entries\n"
+               f"shuffle volume   {format_size(p.shuffle_bytes)} (child keys through runs)\n"
+               f"peak disk        {format_size(p.peak_disk)}\n"
+               f"compute          {format_seconds(p.core_seconds)} of one core\n"
+               f"wall time        {format_seconds(p.wall_seconds)} on {workers} workers")
+    for n in p.notes:
+        click.echo(f"note: {n}")
+
+
 def _describe(probe) -> str:
     if probe.terminal:
         head = f"game over, {'draw' if probe.outcome == 'draw' else probe.outcome + ' has won'}"
@@ -152,20 +188,38 @@ def _describe(probe) -> str:
     return "\n".join(lines)
 
 
+_DRAW = "\0draw"  # value of a bare --board: draw the board
+
+
 @cli.command()
 @click.option("--table", "table_path", required=True, type=click.Path(dir_okay=False),
               help="table file (connect4_WxH.dat)")
-@click.option("--board", "board", default=None, help="board of the table if its name does not say")
+@click.option("--board", "board", default=None, is_flag=False, flag_value=_DRAW, metavar="[WxH]",
+              help="board of the table if its name does not say; without a value (last on the "
+                   "line): draw the board, like --draw")
+@click.option("--draw", "draw", is_flag=True, help="also draw the board (A/B/.) with the best moves marked")
+@click.option("--drawing", "drawing", default=None, metavar="FILE|-",
+              help="read the position as a drawing (rows of . A B or . x o, top row first) from "
+                   "FILE or - for stdin")
 @click.option("--json", "as_json", is_flag=True, help="one JSON object per position")
 @click.argument("positions", nargs=-1)
-def lookup(table_path, board, as_json, positions):
+def lookup(table_path, board, draw, drawing, as_json, positions):
     """Outcome and distance of POSITIONS (move strings of 1-based columns, "" for the empty
     board, - to read one per line from stdin), and of each legal move.
 
     Distances count plies: for a move, from the position before it (the move included)."""
+    from c4table.cli_use import board_picture, queries
     from c4table.table import open_table
-    if not positions:
-        raise click.UsageError("give at least one position (\"\" for the empty board, - for stdin)")
+    if board == _DRAW:
+        board, draw = None, True
+    elif board is not None:
+        from c4table.board import Board
+        try:
+            Board.parse(board)
+        except BoardError as e:
+            raise click.BadParameter(f"{e}; to draw the board use --draw (or put --board last)",
+                                     param_hint="--board") from None
+    qs = queries(positions, drawing)
     table = open_table(table_path, board)
     failures = 0
 
@@ -182,15 +236,19 @@ def lookup(table_path, board, as_json, positions):
             else:
                 click.echo(f"{text}: error: {e}")
             return
-        click.echo(json.dumps(probe.to_json()) if as_json else _describe(probe))
+        if as_json:
+            obj = probe.to_json()
+            if draw:
+                obj["drawing"] = table.drawing(probe.position)
+            click.echo(json.dumps(obj))
+        else:
+            click.echo(_describe(probe))
+            if draw:
+                click.echo(board_picture(table, probe))
 
     with table:
-        for p in positions:
-            if p == "-":
-                for line in sys.stdin:
-                    answer(line.strip(), batch=True)
-            else:
-                answer(p, batch=False)
+        for text, batch in qs:
+            answer(text, batch)
     if failures:
         sys.exit(2)
 
@@ -217,6 +275,9 @@ def verify(table_path, board, sha256, quiet):
 
 
 def _register_optional() -> None:
+    from c4table.cli_use import COMMANDS
+    for command in COMMANDS:
+        cli.add_command(command)
     try:
         from c4table.cli_bdd import bdd, crosscheck
     except ImportError:  # BDD mode needs oxidd
@@ -229,28 +290,58 @@ _register_optional()
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point: run the CLI, turning every expected error into one line and an exit code."""
+    """Entry point: run the CLI, turning every expected error into one line and an exit code.
+
+    Exit 2: bad input (usage errors, malformed board/position/option, missing table file, text
+    that is not valid UTF-8). Exit 1: a check failed or data is corrupt, the build cannot go on
+    (disk full, memory budget, a worker process that died), or any other error. 130: interrupted.
+    No traceback is printed unless ``C4TABLE_TRACEBACK=1``."""
+    import os
+    from concurrent.futures.process import BrokenProcessPool
     try:
         cli.main(args=argv, prog_name="c4table", standalone_mode=False)
     except click.exceptions.Exit as e:
         sys.exit(e.exit_code)
-    except click.ClickException as e:
-        e.show()
+    except getattr(click.exceptions, "NoArgsIsHelpError", ()) as e:
+        e.show()   # bare "c4table" or a bare group: the help text is the answer
         sys.exit(e.exit_code)
+    except click.UsageError as e:
+        hint = f" (see '{e.ctx.command_path} --help')" if e.ctx is not None else ""
+        _fail(_one_line(e.format_message()) + hint, e.exit_code)
+    except click.ClickException as e:
+        _fail(_one_line(e.format_message()), e.exit_code)
     except click.exceptions.Abort:
         _fail("aborted", 130)
     except KeyboardInterrupt:
         _fail("interrupted; finished steps are kept, rerun the same command to resume", 130)
     except (BoardError, IllegalPositionError, MissingTableError) as e:
-        _fail(str(e), 2)
+        _fail(_one_line(str(e)), 2)
     except (TableError, BuildError, C4Error) as e:
-        _fail(str(e), 1)
+        _fail(_one_line(str(e)), 1)
+    except UnicodeError as e:
+        _fail(f"input is not valid text: {_one_line(str(e))}", 2)
+    except BrokenProcessPool:
+        _fail("a worker process died (killed, out of memory or crashed); finished steps are kept, "
+              "rerun the same command to resume", 1)
+    except MemoryError:
+        _fail("out of memory; finished steps are kept: lower --memory or --workers and rerun to "
+              "resume", 1)
     except OSError as e:
-        if e.errno == errno.ENOSPC:
+        from pipeline.resources import is_disk_full
+        if is_disk_full(e):
             _fail(f"disk full ({e.filename or 'build directory'}); finished steps are kept, free "
                   "space and rerun to resume", 1)
-        _fail(f"{e.strerror or e} ({e.filename})" if e.filename else str(e), 1)
+        _fail(_one_line(f"{e.strerror or e} ({e.filename})" if e.filename else str(e)), 1)
+    except Exception as e:  # noqa: BLE001 - the promise is one line, never a traceback
+        if os.environ.get("C4TABLE_TRACEBACK", "") not in ("", "0"):
+            raise
+        _fail(_one_line(f"internal error: {type(e).__name__}: {e} (set C4TABLE_TRACEBACK=1 "
+                        "for the traceback)"), 1)
     sys.exit(0)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
 
 
 if __name__ == "__main__":

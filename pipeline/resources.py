@@ -1,0 +1,226 @@
+"""Disk and process resources of a build: the free-disk check made before each step, turning
+a full disk (ENOSPC, also when raised in a worker process) into one clear :class:`BuildError`,
+the build-directory lock, and the removal of scratch files an interrupted run left behind.
+
+The free-disk check estimates what the next step will write from what the previous
+generation really took (its shard files and its growth in keys) and refuses with both figures
+("needs about X, Y free") before starting, so a build stops between steps rather than half-way
+through one. ``C4TABLE_SKIP_DISK_CHECK=1`` turns the check off (e.g. on a file system whose
+free-space figure is wrong); a real ENOSPC is still caught and reported.
+
+>>> format_need(3 << 20, 1 << 20)
+'needs about 3.0 MiB (3,145,728 bytes), 1.0 MiB (1,048,576 bytes) free'
+"""
+from __future__ import annotations
+
+import errno
+import fcntl
+import math
+import os
+import shutil
+from contextlib import contextmanager
+from pathlib import Path
+
+from c4table.errors import BuildError
+from c4table.units import format_size
+
+SKIP_ENV = "C4TABLE_SKIP_DISK_CHECK"
+MARGIN_BYTES = 1 << 20        # added to every estimate (file system slack, manifest, headers)
+MARGIN_FRACTION = 0.10        # and this share of the estimate
+CACHE_BYTES_PER_KEY = 9       # uint64 key + outcome byte, the backward cache arrays
+RUN_BYTES_PER_KEY = 8         # forward runs are raw uint64 .npy
+LOCK_NAME = ".lock"
+_DISK_FULL = {errno.ENOSPC, errno.EDQUOT}
+
+
+class DiskFullError(BuildError):
+    """Not enough disk for the next step (estimated), or a write failed with ENOSPC/EDQUOT."""
+
+
+# ------------------------------------------------------------------ free disk
+def free_bytes(path: Path) -> int:
+    """Bytes available to this user on the file system holding ``path``."""
+    return shutil.disk_usage(path).free
+
+
+def format_need(need: int, free: int) -> str:
+    return f"needs about {format_size(need)} ({need:,} bytes), {format_size(free)} ({free:,} bytes) free"
+
+
+def with_margin(n: float) -> int:
+    return int(math.ceil(n * (1 + MARGIN_FRACTION))) + MARGIN_BYTES
+
+
+def check_free(root: Path, need: int, what: str) -> None:
+    """Raise :class:`DiskFullError` if the file system of ``root`` has less than ``need`` bytes free."""
+    if os.environ.get(SKIP_ENV, "") not in ("", "0"):
+        return
+    free = free_bytes(root)
+    if free < need:
+        raise DiskFullError(f"not enough free disk in {root} for {what}: {format_need(need, free)}; "
+                            "finished steps are kept, free space and rerun to resume")
+
+
+def _files_bytes(root: Path, infos) -> int:
+    total = 0
+    for s in infos:
+        try:
+            total += (root / s.file).stat().st_size
+        except OSError:
+            pass
+    return total
+
+
+def forward_need(build, ply: int) -> int:
+    """Bytes that expanding generation ``ply`` into ``ply + 1`` will write at its peak: the runs
+    (raw 8-byte keys) and generation ``ply + 1``'s shards. Both are generation ``ply``'s figures
+    times its growth over generation ``ply - 1``."""
+    m = build.manifest
+    cur = m.shards("forward", ply) or []
+    rows = sum(s.rows for s in cur)
+    prev = m.shards("forward", ply - 1) if ply > 0 else None
+    prev_rows = sum(s.rows for s in prev) if prev else 0
+    growth = rows / prev_rows if prev_rows else float(build.board.width)
+    next_rows = rows * growth
+    step = m.data["steps"]["forward"].get(str(ply)) or {}
+    dup = step.get("run_keys", 0) / rows if rows and step.get("run_keys") else 1.5
+    runs = next_rows * max(dup, 1.0) * RUN_BYTES_PER_KEY
+    shards = _files_bytes(build.root, cur) * growth
+    return with_margin(runs + shards)
+
+
+def backward_need(build, ply: int) -> int:
+    """Bytes that annotating generation ``ply`` will write: its backward shards (its forward
+    shards' size times the backward/forward size ratio of the generation annotated before it)
+    and its cache arrays, plus generation ``ply + 1``'s cache if that has to be rebuilt."""
+    m = build.manifest
+    fwd = m.shards("forward", ply) or []
+    rows = sum(s.rows for s in fwd)
+    ratio = 1.5
+    nxt_f, nxt_b = m.shards("forward", ply + 1), m.shards("backward", ply + 1)
+    if nxt_f and nxt_b:
+        fb = _files_bytes(build.root, nxt_f)
+        if fb:
+            ratio = max(1.0, _files_bytes(build.root, nxt_b) / fb)
+    need = _files_bytes(build.root, fwd) * ratio + rows * CACHE_BYTES_PER_KEY
+    if nxt_b is not None:
+        from pipeline.backward import cache_paths
+        if not all(p.exists() for p in cache_paths(build.root, ply + 1)):
+            need += sum(s.rows for s in nxt_b) * CACHE_BYTES_PER_KEY
+    return with_margin(need)
+
+
+def merge_need(build, plies: list[int]) -> int:
+    """Bytes of the table file plus any cache arrays that have to be rebuilt."""
+    from pipeline.backward import cache_paths
+    m = build.manifest
+    total = sum(m.data["plies"][p]["entries"] for p in plies)
+    need = total * build.board.entry_size
+    for p in plies:
+        if not all(q.exists() for q in cache_paths(build.root, p)):
+            need += m.data["plies"][p]["entries"] * CACHE_BYTES_PER_KEY
+    return with_margin(need)
+
+
+# ------------------------------------------------------------------ ENOSPC
+def is_disk_full(exc: BaseException) -> bool:
+    """True for ENOSPC/EDQUOT, also when a library (pyarrow) dropped the errno but kept the text,
+    and when it is the cause of another exception (e.g. re-raised from a worker process)."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, DiskFullError):
+            return True
+        if isinstance(exc, OSError) and (exc.errno in _DISK_FULL or
+                                         "No space left on device" in str(exc) or
+                                         "Disk quota exceeded" in str(exc)):
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
+@contextmanager
+def disk_full_guard(root: Path, what: str, finished: str = ""):
+    """Turn a full disk while doing ``what`` into one :class:`DiskFullError` line that names the
+    directory and says what is kept; ``finished`` describes the finished steps."""
+    try:
+        yield
+    except DiskFullError:
+        raise
+    except OSError as e:
+        if not is_disk_full(e):
+            raise
+        detail = e.strerror or str(e)
+        where = f" ({e.filename})" if getattr(e, "filename", None) else ""
+        kept = f"finished steps are kept ({finished})" if finished else "finished steps are kept"
+        raise DiskFullError(f"disk full in {root} while writing {what}: {detail}{where}; {kept}, "
+                            "free space and rerun the same command to resume") from None
+
+
+# --------------------------------------------------------------- lock, scratch
+_LOCKS: dict[str, list[int]] = {}   # resolved root -> [fd, holders in this process]
+
+
+def lock_build_dir(root: Path) -> None:
+    """Take an exclusive POSIX lock on ``root/.lock`` so that two processes never build in one
+    directory at once; :func:`unlock_build_dir` gives it back. POSIX record locks are not
+    inherited by the worker processes and vanish when this process dies (even by SIGKILL);
+    within one process the lock is counted, so nested builds of one directory are fine."""
+    key = str(Path(root).resolve())
+    if key in _LOCKS:
+        _LOCKS[key][1] += 1
+        return
+    path = Path(root) / LOCK_NAME
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as e:
+        os.close(fd)
+        if e.errno in (errno.EACCES, errno.EAGAIN):
+            raise BuildError(f"{root}: another c4table process is building in this directory "
+                             f"(it holds {path}); wait for it to finish or use another --out") from None
+        raise
+    _LOCKS[key] = [fd, 1]
+
+
+def unlock_build_dir(root: Path) -> None:
+    key = str(Path(root).resolve())
+    held = _LOCKS.get(key)
+    if held is None:
+        return
+    held[1] -= 1
+    if held[1] <= 0:
+        del _LOCKS[key]
+        os.close(held[0])   # closing the descriptor releases the lock
+
+
+def scratch_files(root: Path) -> list[Path]:
+    """Files an interrupted run may have left that no finished step refers to: temporary files
+    (``*.tmp``, ``*.tmp.npy``) under ``work/{forward,backward,cache}``, forward runs
+    (``work/runs``) and the
+    manifest's temporary file. The table's own ``.tmp`` is not listed: the merge decides
+    whether it is the finished table (:func:`pipeline.merge.run`)."""
+    out: list[Path] = []
+    work = Path(root) / "work"
+    for sub in ("forward", "backward", "cache", "runs"):   # only what the pipeline writes
+        if not (work / sub).is_dir():
+            continue
+        for p in (work / sub).rglob("*"):
+            if p.is_file() and (sub == "runs" or p.name.endswith(".tmp") or p.name.endswith(".tmp.npy")):
+                out.append(p)
+    mtmp = Path(root) / "manifest.json.tmp"
+    if mtmp.exists():
+        out.append(mtmp)
+    return out
+
+
+def remove_scratch(root: Path) -> int:
+    """Delete :func:`scratch_files` (and the ``work/runs`` tree); return how many files."""
+    items = scratch_files(root)
+    for p in items:
+        try:
+            p.unlink()
+        except FileNotFoundError:
+            pass
+    shutil.rmtree(Path(root) / "work" / "runs", ignore_errors=True)
+    return len(items)
