@@ -3,7 +3,9 @@ structure (whole entries, keys strictly increasing from the empty board's key 0,
 ``B**w``, valid outcome bytes), then compares it with every reference it can find: the
 manifest beside it, the package's list of known tables (``data/known_tables.json``: Cadot's
 published 7x6 hashes, the 4x4 one, and boards built and cross-checked here) and a hash given
-by the user.
+by the user. When the file sits in a build directory, the manifest's own checksum and layout
+are checked too, and so is every shard it lists under ``work/`` (presence and xxh64), so a
+damaged build directory is reported before a resumed build would trip over it.
 
 >>> r = verify_table("tables/4x4/connect4_4x4.dat", quiet=True)   # doctest: +SKIP
 >>> r.ok, r.verdict()                                              # doctest: +SKIP
@@ -23,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from c4table.board import Board
-from c4table.errors import MissingTableError
+from c4table.errors import BuildError, MissingTableError
 from c4table.table import board_of_table
 from c4table.units import format_seconds, format_size
 
@@ -73,16 +75,27 @@ def _keys_of(rows: np.ndarray, key_bytes: int) -> np.ndarray:
 
 
 def verify_table(path: str | Path, board: str | Board | None = None, sha256: str | None = None,
-                 quiet: bool = False, stream=None) -> VerifyReport:
-    """Hash and check a table file; see the module docstring."""
+                 quiet: bool = False, stream=None, shards: bool = True) -> VerifyReport:
+    """Hash and check a table file; see the module docstring. ``shards=False`` skips the
+    build directory's shards."""
     path = Path(path)
     if not path.is_file():
         raise MissingTableError(f"{path}: no such table file")
-    b = board_of_table(path, board)
+    try:
+        b = board_of_table(path, board)
+    except AttributeError:  # a manifest that is JSON but not an object: judge by the file name
+        from c4table.table import _NAME
+        from c4table.errors import TableError
+        mm = _NAME.search(path.name)
+        if not mm:
+            raise TableError(f"{path}: cannot tell the board of this table; give --board WxH") from None
+        b = Board(int(mm.group(1)), int(mm.group(2)))
     rep = VerifyReport(path, b)
     E, K = b.entry_size, b.key_bytes
     size = path.stat().st_size
     rep.bytes = size
+    if size == 0:
+        rep.problems.append("empty file")
     if size % E:
         rep.problems.append(f"size {size:,} is not a multiple of the {E}-byte entry (truncated?)")
     rep.entries = size // E
@@ -138,7 +151,48 @@ def verify_table(path: str | Path, board: str | Board | None = None, sha256: str
         rep.problems.append(f"entry {first_problem['outcome']:,}: invalid outcome byte")
     rep.sha256, rep.md5 = sha.hexdigest(), md5.hexdigest()
     _compare(rep, path, b, sha256)
+    if shards:
+        rep.problems.extend(build_dir_problems(path.parent, path.name))
     return rep
+
+
+def build_dir_problems(root: Path, table_name: str | None = None, limit: int = 10) -> list[str]:
+    """Problems of the build directory ``root``: a manifest whose checksum or layout does not
+    hold, and shards listed in it that are missing or whose xxh64 differs. Only manifests that
+    describe ``table_name`` (when given) are looked at; at most ``limit`` shard problems."""
+    from pipeline.manifest import Manifest
+    from pipeline.shards import file_xxh64
+    from c4table.errors import CorruptDataError
+    mpath = Path(root) / "manifest.json"
+    if not mpath.exists():
+        return []
+    try:
+        raw = json.loads(mpath.read_text())
+    except (ValueError, UnicodeDecodeError):
+        return []   # reported by _compare
+    if not isinstance(raw, dict) or (table_name and (raw.get("table") or {}).get("file", table_name) != table_name):
+        return []
+    try:
+        m = Manifest.load(root)
+    except (CorruptDataError, BuildError) as e:
+        return [str(e)]
+    if not (Path(root) / "work").exists():
+        return []   # built with --clean: nothing more to check
+    out = []
+    for stage in ("forward", "backward"):
+        for ply in sorted(m.data["steps"][stage], key=int):
+            for info in m.shards(stage, int(ply)):
+                f = Path(root) / info.file
+                if not f.is_file():
+                    out.append(f"{f}: shard listed in the manifest is missing")
+                else:
+                    digest = file_xxh64(f)
+                    if digest != info.xxh64:
+                        out.append(f"{f}: checksum {digest} does not match manifest {info.xxh64} "
+                                   "(damaged shard)")
+                if len(out) >= limit:
+                    return out
+    return out
 
 
 def _compare(rep: VerifyReport, path: Path, b: Board, sha256: str | None) -> None:
@@ -159,8 +213,8 @@ def _compare(rep: VerifyReport, path: Path, b: Board, sha256: str | None) -> Non
     if manifest.exists():
         try:
             table = json.loads(manifest.read_text()).get("table")
-        except ValueError:
-            rep.problems.append(f"{manifest}: not valid JSON")
+        except (ValueError, UnicodeDecodeError, AttributeError):
+            rep.problems.append(f"{manifest}: not a valid manifest (not a JSON object)")
             table = None
         if table and table.get("file") == path.name:
             check("manifest.json", table)

@@ -9,6 +9,12 @@ Stages (each resumable, each recorded in ``DIR/manifest.json``):
 ``forward`` -> ``backward`` -> ``merge`` (see :mod:`pipeline.forward`, :mod:`pipeline.backward`,
 :mod:`pipeline.merge`). ``DIR/work/`` holds the generations' shards and scratch files;
 ``DIR/connect4_WxH.dat`` is the table.
+
+Opening a build takes the directory's lock (:func:`pipeline.resources.lock_build_dir`) and
+removes the scratch files an interrupted run left (temporary files, forward runs: nothing a
+finished step refers to). Files no finished step records are never read: a step clears its
+output directory before it starts, and what the manifest records is verified by checksum
+before it is relied on, never recomputed.
 """
 from __future__ import annotations
 
@@ -17,9 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from c4table.board import Board
-from c4table.errors import BuildError
-from c4table.units import parse_size
-from pipeline import backward, forward, merge
+from c4table.errors import BuildError, CorruptDataError
+from c4table.units import format_size, parse_size
+from pipeline import backward, forward, merge, resources
 from pipeline.execution import Executor, default_workers, make_executor
 from pipeline.kernels import key_bits
 from pipeline.manifest import Manifest
@@ -40,18 +46,63 @@ class Build:
     executor: Executor
     quiet: bool = False
     manifest: Manifest = field(init=False)
+    verified: set = field(init=False, default_factory=set)  # what this process has checked
 
     def __post_init__(self) -> None:
         if key_bits(self.board) > 56:
             raise BuildError(f"board {self.board}: keys need {key_bits(self.board)} bits; the "
                              "pipeline packs key and outcome in 64 bits, so at most 56")
+        if self.task_memory < MIN_TASK_MEMORY:
+            least = MIN_TASK_MEMORY * self.executor.workers
+            raise BuildError(f"memory budget {format_size(self.memory)} ({self.memory:,} bytes) is "
+                             f"too small to make progress with {self.executor.workers} worker(s): "
+                             f"each needs at least {format_size(MIN_TASK_MEMORY)}, so give "
+                             f"--memory {format_size(least).replace(' ', '')} or more, or fewer --workers")
         self.root = Path(self.root)
         self.root.mkdir(parents=True, exist_ok=True)
-        if self.task_memory < MIN_TASK_MEMORY:
-            raise BuildError(f"memory budget {self.memory} bytes is too small for "
-                             f"{self.executor.workers} workers (at least "
-                             f"{MIN_TASK_MEMORY * self.executor.workers} bytes)")
-        self.manifest = Manifest.open_or_create(self.root, self.board)
+        resources.lock_build_dir(self.root)
+        try:
+            self.manifest = Manifest.open_or_create(self.root, self.board)
+            n = resources.remove_scratch(self.root)
+        except BaseException:
+            resources.unlock_build_dir(self.root)
+            raise
+        if n:
+            self.note("build", f"removed {n} scratch file(s) left by an interrupted run")
+
+    def note(self, stage: str, text: str) -> None:
+        self.progress(stage).note(text)
+
+    @property
+    def resuming(self) -> bool:
+        """True if the manifest records any finished step (this run continues a build)."""
+        st = self.manifest.data["steps"]
+        return bool(st["forward"]) or bool(st["backward"])
+
+    def complete(self) -> bool:
+        """True if the manifest records the table and the file matches its size and sha256
+        (hashed once per process). A recorded table whose file is missing is not complete (the
+        merge finishes it); one whose file differs is an error naming the file."""
+        rec = self.manifest.table
+        final = self.root / self.board.table_filename
+        if rec is None or not final.exists():
+            return False
+        if "table" in self.verified:
+            return True
+        size = final.stat().st_size
+        if size != rec["bytes"]:
+            why = f"size {size:,} is not a multiple of the {self.board.entry_size}-byte entry" \
+                if size % self.board.entry_size else f"size {size:,}"
+            raise CorruptDataError(f"{final}: {why}, the manifest records {rec['bytes']:,} bytes; "
+                                   "delete it and rerun to rewrite it from the finished generations")
+        self.note("merge", f"verifying the finished table {final.name} (sha256)")
+        digest = merge.hash_file(final)["sha256"]
+        if digest != rec["sha256"]:
+            raise CorruptDataError(f"{final}: sha256 {digest} does not match the manifest's "
+                                   f"{rec['sha256']}; delete it and rerun to rewrite it from the "
+                                   "finished generations")
+        self.verified.add("table")
+        return True
 
     @property
     def task_memory(self) -> int:
@@ -78,8 +129,19 @@ def open_build(board: str | Board, out: str | Path, memory: str | int = DEFAULT_
     """Prepare a build of ``board`` in directory ``out`` (resuming what is there)."""
     board = Board.parse(board)
     root = Path(out)
-    if restart and root.exists():
-        for name in ("work", "manifest.json", board.table_filename):
+    if root.exists() and not root.is_dir():
+        raise BuildError(f"{root}: exists and is not a directory (give another --out)")
+    root.mkdir(parents=True, exist_ok=True)
+    resources.lock_build_dir(root)
+    try:
+        return _open_locked(board, root, memory, workers, scheduler, quiet, restart)
+    finally:
+        resources.unlock_build_dir(root)   # the Build holds its own count until closed
+
+
+def _open_locked(board: Board, root: Path, memory, workers, scheduler, quiet, restart) -> Build:
+    if restart:
+        for name in ("work", "manifest.json", board.table_filename, board.table_filename + ".tmp"):
             p = root / name
             if p.is_dir():
                 shutil.rmtree(p)
@@ -87,10 +149,27 @@ def open_build(board: str | Board, out: str | Path, memory: str | int = DEFAULT_
                 p.unlink()
     executor = make_executor(workers or default_workers(), scheduler)
     try:
-        return Build(board, root, parse_size(memory), executor, quiet)
+        b = Build(board, root, parse_size(memory), executor, quiet)
     except BaseException:
         executor.close()
         raise
+    _release_lock_on_close(executor, b.root)
+    return b
+
+
+def _release_lock_on_close(executor: Executor, root: Path) -> None:
+    """Callers end a build with ``build.executor.close()``: give the directory lock back then."""
+    close = executor.close
+
+    def close_and_unlock() -> None:
+        try:
+            close()
+        finally:
+            if getattr(executor, "_c4_locked", False):
+                executor._c4_locked = False
+                resources.unlock_build_dir(root)
+    executor._c4_locked = True
+    executor.close = close_and_unlock
 
 
 def build_table(board: str | Board, out: str | Path, memory: str | int = DEFAULT_MEMORY,

@@ -5,7 +5,8 @@ shards into canonical child keys (terminal positions are counted but not expande
 deduplicate them into runs, and range tasks merge the runs into generation g+1's shards
 (:mod:`pipeline.extsort`). The manifest records generation g+1's shards together with
 generation g's counts (entries, symmetric entries, terminal entries), so a rerun resumes at
-the first generation not recorded.
+the first generation not recorded, after verifying the finished generations' shards; each
+generation starts with a free-disk check (:mod:`pipeline.resources`).
 """
 from __future__ import annotations
 
@@ -17,9 +18,9 @@ from pathlib import Path
 import numpy as np
 
 from c4table.board import Board
-from pipeline import extsort
+from pipeline import extsort, resources
 from pipeline.kernels import board_tables, expand
-from pipeline.shards import ShardInfo, read_shard, write_shard
+from pipeline.shards import ShardInfo, read_shard, verify_shards, write_shard
 
 KEY_BYTES_IN_RAM = 8
 
@@ -69,11 +70,26 @@ def step_done(build, ply: int, last: int) -> bool:
 
 
 def run(build, max_ply: int | None = None) -> None:
-    """Run (or resume) the forward pass up to generation ``max_ply`` (default: full board)."""
+    """Run (or resume) the forward pass up to generation ``max_ply`` (default: full board).
+
+    On resume the finished generations are verified (xxh64 of every shard), not recomputed;
+    before each generation the free disk is checked against an estimate of its needs."""
     board: Board = build.board
     last = board.cells if max_ply is None else min(max_ply, board.cells)
-    start(build)
+    if build.complete():
+        return
+    resuming = build.resuming
+    with resources.disk_full_guard(build.root, "forward generation 0"):
+        start(build)
     prog = build.progress("forward", total=_expected_positions(board, last))
+    todo = [p for p in range(last + 1) if not step_done(build, p, last)]
+    if todo and resuming and "forward" not in build.verified:
+        finished = [s for p in range(todo[0] + 1) for s in build.manifest.shards("forward", p) or []]
+        n = verify_shards(build.executor, build.root, finished)
+        prog.note(f"resuming at ply {todo[0]}: verified {n} finished shard(s) of generations "
+                  f"0-{todo[0]} (xxh64)")
+    if todo:   # every forward shard is now verified or about to be written by this process
+        build.verified.add("forward")
     for ply in range(last + 1):
         if step_done(build, ply, last):
             prog.done += build.manifest.data["plies"][ply]["positions"]
@@ -84,19 +100,29 @@ def run(build, max_ply: int | None = None) -> None:
         rdir = runs_dir(build.root, ply + 1)
         if rdir.exists():
             shutil.rmtree(rdir)
-        tasks = [(str(build.root), board.spec, ply, s.to_json(),
-                  str(rdir / f"run-{i:05d}.npy") if expand_more else None)
-                 for i, s in enumerate(shards) if s.rows]
-        results = build.executor.map(expand_task, tasks)
-        stats = np.zeros(4, np.int64)
-        for st, _, _ in results:
-            stats += st
         if expand_more:
-            new_shards = _merge_runs(build, ply + 1, [t[4] for t in tasks], results)
-            build.manifest.finish_step("forward", ply + 1, new_shards)
-        terminal, sym, term_sym, entries = (int(x) for x in stats)
-        build.manifest.set_forward_counts(ply, entries, sym, terminal, term_sym)
-        build.manifest.save()
+            what = f"forward generation {ply + 1}"
+            resources.check_free(build.root, resources.forward_need(build, ply), what)
+            stale = build.root / gen_dir(ply + 1)   # an unfinished attempt's shards
+            if stale.exists():
+                shutil.rmtree(stale)
+        else:
+            what = f"forward counts of generation {ply}"
+        with resources.disk_full_guard(build.root, what, f"forward generations 0-{ply}"):
+            tasks = [(str(build.root), board.spec, ply, s.to_json(),
+                      str(rdir / f"run-{i:05d}.npy") if expand_more else None)
+                     for i, s in enumerate(shards) if s.rows]
+            results = build.executor.map(expand_task, tasks)
+            stats = np.zeros(4, np.int64)
+            for st, _, _ in results:
+                stats += st
+            if expand_more:
+                new_shards = _merge_runs(build, ply + 1, [t[4] for t in tasks], results)
+                build.manifest.finish_step("forward", ply + 1, new_shards,
+                                           run_keys=int(sum(r[1] for r in results)))
+            terminal, sym, term_sym, entries = (int(x) for x in stats)
+            build.manifest.set_forward_counts(ply, entries, sym, terminal, term_sym)
+            build.manifest.save()
         if rdir.exists():
             shutil.rmtree(rdir)
         rec = build.manifest.data["plies"][ply]

@@ -16,14 +16,22 @@ recorded here, and the manifest is replaced atomically after each step. Layout::
 Counts named ``*_entries`` are table entries (a position and its mirror image share one);
 ``positions``, ``terminal``, ``a_wins``, ``draws`` and ``b_wins`` count mirror images
 separately, as Böck's paper does: ``positions = 2 * entries - symmetric``.
+
+Integrity: :meth:`Manifest.save` adds ``"xxh64"``, the checksum of the rest of the manifest
+(canonical JSON), and :meth:`Manifest.load` refuses a manifest whose checksum or structure does
+not hold (damaged, or edited by hand) with one :class:`CorruptDataError` line naming the file.
+A backward step also records the xxh64 of its cache arrays (``"cache"``), so a cache is
+trusted only if it matches.
 """
 from __future__ import annotations
 
 import json
-from pathlib import Path
+from pathlib import Path, PurePosixPath
+
+import xxhash
 
 from c4table.board import Board
-from c4table.errors import BuildError
+from c4table.errors import BoardError, BuildError, CorruptDataError
 from pipeline.shards import ShardInfo, atomic_write_bytes
 
 FORMAT = "c4table-manifest/1"
@@ -51,8 +59,17 @@ class Manifest:
             raise BuildError(f"{path}: no manifest (has this directory been built?)") from None
         except (json.JSONDecodeError, UnicodeDecodeError) as e:
             raise BuildError(f"{path}: manifest is not valid JSON ({e})") from None
-        if data.get("format") != FORMAT:
-            raise BuildError(f"{path}: unknown manifest format {data.get('format')!r}")
+        if not isinstance(data, dict) or data.get("format") != FORMAT:
+            fmt = data.get("format") if isinstance(data, dict) else None
+            raise CorruptDataError(f"{path}: unknown manifest format {fmt!r}")
+        recorded = data.pop("xxh64", None)
+        if recorded is not None and recorded != checksum(data):
+            raise CorruptDataError(f"{path}: contents do not match the manifest's own checksum "
+                                   "(damaged or edited by hand); rerun with --restart to start over")
+        problem = structure_problem(data)
+        if problem:
+            raise CorruptDataError(f"{path}: damaged manifest: {problem}; rerun with --restart to "
+                                   "start over")
         return cls(root, data)
 
     @classmethod
@@ -72,7 +89,10 @@ class Manifest:
         return m
 
     def save(self) -> None:
-        atomic_write_bytes(self.path_in(self.root), (json.dumps(self.data, indent=1) + "\n").encode())
+        data = dict(self.data)
+        data.pop("xxh64", None)
+        data["xxh64"] = checksum(data)
+        atomic_write_bytes(self.path_in(self.root), (json.dumps(data, indent=1) + "\n").encode())
 
     # ------------------------------------------------------------ queries
     @property
@@ -115,3 +135,81 @@ class Manifest:
     @property
     def table(self) -> dict | None:
         return self.data.get("table")
+
+
+def checksum(data: dict) -> str:
+    """xxh64 of the canonical JSON of ``data`` (without its own ``xxh64`` field)."""
+    body = {k: v for k, v in data.items() if k != "xxh64"}
+    return xxhash.xxh64(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def _is_int(x) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def structure_problem(data: dict) -> str | None:
+    """What is wrong with the layout of a loaded manifest, or None."""
+    try:
+        board = Board(data["width"], data["height"], data.get("k", 4))
+    except KeyError as e:
+        return f"no {e.args[0]!r} field"
+    except (BoardError, TypeError):
+        return "bad board fields"
+    if data.get("board") != board.name:
+        return f"board {data.get('board')!r} does not agree with width/height {board.name}"
+    if data.get("entry_size") not in (None, board.entry_size):
+        return f"entry_size {data.get('entry_size')!r} is not {board.entry_size} for board {board}"
+    plies = data.get("plies")
+    if not isinstance(plies, list) or len(plies) > board.cells + 1:
+        return "'plies' is not a list of at most one record per ply"
+    for i, rec in enumerate(plies):
+        if not isinstance(rec, dict) or rec.get("ply") != i:
+            return f"plies[{i}] is not the record of ply {i}"
+        for k, v in rec.items():
+            if not _is_int(v) or v < 0:
+                return f"plies[{i}].{k} is not a count"
+    steps = data.get("steps")
+    if not isinstance(steps, dict) or not all(isinstance(steps.get(s), dict)
+                                              for s in ("forward", "backward")):
+        return "'steps' has no forward/backward records"
+    for stage in ("forward", "backward"):
+        for ply, step in steps[stage].items():
+            if not ply.isdigit() or int(ply) > board.cells:
+                return f"steps.{stage} has a step for ply {ply!r}"
+            if not isinstance(step, dict) or not isinstance(step.get("shards"), list):
+                return f"steps.{stage}.{ply} has no shard list"
+            for s in step["shards"]:
+                bad = _shard_problem(s)
+                if bad:
+                    return f"steps.{stage}.{ply}: {bad}"
+        if stage == "backward":
+            for ply in steps[stage]:
+                if ply not in steps["forward"]:
+                    return f"steps.backward.{ply} exists but steps.forward.{ply} does not"
+    table = data.get("table")
+    if table is not None:
+        if not isinstance(table, dict) or not all(k in table for k in ("file", "entries", "bytes", "sha256")):
+            return "'table' record is incomplete"
+        if not (_is_int(table["bytes"]) and _is_int(table["entries"])) or \
+                table["bytes"] != table["entries"] * board.entry_size:
+            return "'table' bytes is not entries x entry size"
+    return None
+
+
+def _shard_problem(s) -> str | None:
+    if not isinstance(s, dict):
+        return "a shard record is not an object"
+    try:
+        info = ShardInfo.from_json(s)
+    except KeyError as e:
+        return f"a shard record has no {e.args[0]!r}"
+    if not isinstance(info.file, str) or not info.file.startswith("work/"):
+        return f"shard path {info.file!r} is not under work/"
+    pp = PurePosixPath(info.file)
+    if pp.is_absolute() or ".." in pp.parts:
+        return f"shard path {info.file!r} leaves the build directory"
+    if not (_is_int(info.rows) and info.rows >= 0 and _is_int(info.first) and _is_int(info.last)):
+        return f"shard {info.file}: rows/first/last are not integers"
+    if not isinstance(info.xxh64, str) or len(info.xxh64) != 16:
+        return f"shard {info.file}: bad checksum field"
+    return None

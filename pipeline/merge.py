@@ -5,11 +5,13 @@ sorted by key. Splitters sampled from all generations cut the key space into ran
 driver counts each range's entries (binary search in each generation's cache arrays), which
 fixes every range's byte offset in the output in advance. One task per range packs its entries
 as ``key << 8 | outcome`` words, sorts them, converts them to big-endian ``K + 1``-byte entries
-and writes them at their offset with ``pwrite``. The file is written under a temporary name,
-fsync'ed, hashed and renamed; the manifest then records its size and hashes.
+and writes them at their offset with ``pwrite``. The file is written under a temporary name
+(blocks reserved up front), fsync'ed and hashed; the manifest records its size and hashes, and
+only then is it renamed into place (see :func:`run` for what a resumed merge does).
 """
 from __future__ import annotations
 
+import errno
 import hashlib
 import math
 import os
@@ -83,57 +85,86 @@ def hash_file(path: Path, progress=None, chunk: int = 1 << 24) -> dict:
 
 
 def run(build) -> Path:
-    """Write (or find already written) ``DIR/connect4_WxH.dat``; return its path."""
+    """Write (or find already written) ``DIR/connect4_WxH.dat``; return its path.
+
+    The manifest records the table's size and hashes *before* the temporary file is renamed
+    into place, so after a crash either the recorded table is there (and is verified by
+    sha256, :meth:`Build.complete`), or it is still under ``.tmp`` (verified, then renamed),
+    or nothing is recorded and the merge runs again (a file without a record is not trusted)."""
     board: Board = build.board
     m = build.manifest
     final = build.root / board.table_filename
-    if m.table is not None and final.exists() and final.stat().st_size == m.table["bytes"]:
+    tmp = final.with_name(final.name + ".tmp")
+    if build.complete():
         return final
+    prog = build.progress("merge")
+    rec = m.table
+    if rec is not None and tmp.exists() and tmp.stat().st_size == rec["bytes"]:
+        prog.note(f"found the finished table under {tmp.name}; verifying it (sha256)")
+        if hash_file(tmp)["sha256"] == rec["sha256"]:
+            os.replace(tmp, final)
+            fsync_dir(final.parent)
+            build.verified.add("table")
+            prog.note(f"{final.name}: sha256 {rec['sha256']}")
+            return final
+        prog.note(f"{tmp.name} does not match the manifest; merging again")
+    if rec is None and final.exists():
+        prog.note(f"{final.name} has no record in the manifest (interrupted merge?); not trusted, "
+                  "merging again")
     plies = list(range(board.cells + 1))
     missing = [p for p in plies if m.shards("backward", p) is None]
     if missing:
         raise BuildError(f"{build.root}: the backward pass is not finished (plies {missing[:5]}... missing)")
     t0 = time.perf_counter()
     plies = [p for p in plies if m.data["plies"][p]["entries"] > 0]
-    for p in plies:
-        backward.ensure_cache(build, p)
-    total = sum(m.data["plies"][p]["entries"] for p in plies)
-    per_task = max(1, build.task_memory // (3 * WORD))
-    n_ranges = max(math.ceil(total / per_task),
-                   build.executor.workers if total >= build.min_parallel_rows else 1)
-    samples = [extsort.sample(backward.load_cache(build.root, p)[0], 1024) for p in plies]
-    bounds = extsort.choose_splitters(samples, n_ranges)
-    counts = [0] * (len(bounds) - 1)
-    for p in plies:
-        keys = backward.load_cache(build.root, p)[0]
-        idx = np.searchsorted(keys, np.array(bounds, dtype=np.uint64), "left")
-        idx[-1] = keys.shape[0]
-        for r in range(len(counts)):
-            counts[r] += int(idx[r + 1] - idx[r])
-    assert sum(counts) == total
-    tmp = final.with_name(final.name + ".tmp")
-    E = board.entry_size
-    with open(tmp, "wb") as f:
-        f.truncate(total * E)
-    tasks, off = [], 0
-    for r, c in enumerate(counts):
-        if c:
-            tasks.append((str(build.root), plies, bounds[r], bounds[r + 1], str(tmp), off, c, E))
-        off += c
-    build.executor.map(range_task, tasks)
-    fd = os.open(tmp, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    prog = build.progress("merge", total=total * E)
-    prog.note(f"wrote {total:,} entries ({total * E:,} bytes) in {time.perf_counter() - t0:.2f}s; hashing")
-    hashes = hash_file(tmp)
+    from pipeline import resources
+    resources.check_free(build.root, resources.merge_need(build, plies), f"the table {final.name}")
+    with resources.disk_full_guard(build.root, f"the table {final.name}", "every generation"):
+        for p in plies:
+            backward.ensure_cache(build, p)
+        total = sum(m.data["plies"][p]["entries"] for p in plies)
+        per_task = max(1, build.task_memory // (3 * WORD))
+        n_ranges = max(math.ceil(total / per_task),
+                       build.executor.workers if total >= build.min_parallel_rows else 1)
+        samples = [extsort.sample(backward.load_cache(build.root, p)[0], 1024) for p in plies]
+        bounds = extsort.choose_splitters(samples, n_ranges)
+        counts = [0] * (len(bounds) - 1)
+        for p in plies:
+            keys = backward.load_cache(build.root, p)[0]
+            idx = np.searchsorted(keys, np.array(bounds, dtype=np.uint64), "left")
+            idx[-1] = keys.shape[0]
+            for r in range(len(counts)):
+                counts[r] += int(idx[r + 1] - idx[r])
+        assert sum(counts) == total
+        E = board.entry_size
+        with open(tmp, "wb") as f:
+            f.truncate(total * E)
+            if total:
+                try:  # reserve the blocks: a full disk fails now, not half-way
+                    os.posix_fallocate(f.fileno(), 0, total * E)
+                except OSError as e:
+                    if e.errno not in (errno.EOPNOTSUPP, errno.EINVAL):
+                        raise
+        tasks, off = [], 0
+        for r, c in enumerate(counts):
+            if c:
+                tasks.append((str(build.root), plies, bounds[r], bounds[r + 1], str(tmp), off, c, E))
+            off += c
+        build.executor.map(range_task, tasks)
+        fd = os.open(tmp, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        prog = build.progress("merge", total=total * E)
+        prog.note(f"wrote {total:,} entries ({total * E:,} bytes) in {time.perf_counter() - t0:.2f}s; hashing")
+        hashes = hash_file(tmp)
+        m.data["table"] = {"file": final.name, "entries": total, "bytes": total * E, **hashes}
+        m.data["totals"] = _totals(m.data["plies"])
+        m.save()
     os.replace(tmp, final)
     fsync_dir(final.parent)
-    m.data["table"] = {"file": final.name, "entries": total, "bytes": total * E, **hashes}
-    m.data["totals"] = _totals(m.data["plies"])
-    m.save()
+    build.verified.add("table")
     prog.note(f"{final.name}: sha256 {hashes['sha256']}  ({time.perf_counter() - t0:.2f}s)")
     return final
 

@@ -1,0 +1,482 @@
+"""Injected faults against the real build: SIGKILL of the whole process group at random points of
+forward, backward and merge, then resume (same sha256 as a clean build); damaged shards, table
+files, caches and manifests (one-line error naming the file, non-zero exit, verify reports it);
+a full disk (patched writes raising ENOSPC in a worker process, a tiny tmpfs, the free-disk
+check), a memory budget too small, and malformed command lines (one line, exit 2).
+
+Random kill points are drawn from ``C4_FAULT_SEED`` (printed on failure) so a failing run can
+be repeated."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from c4table.errors import BuildError
+from pipeline.manifest import Manifest
+
+ROOT = Path(__file__).resolve().parents[1]
+BOARD = "5x4"
+TABLE = f"connect4_{BOARD}.dat"
+SEED = int(os.environ.get("C4_FAULT_SEED", random.randrange(1 << 30)))
+
+_spec = importlib.util.spec_from_file_location("fault_soak", ROOT / "tools" / "fault_soak.py")
+soak = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(soak)
+
+
+def cli(*args, env=None, stdin=None):
+    """Run the real console entry point; (exit status, stdout, stderr)."""
+    e = dict(os.environ, **(env or {}))
+    p = subprocess.run([sys.executable, "-m", "c4table.cli", *map(str, args)], capture_output=True,
+                       text=True, timeout=300, cwd=ROOT, env=e, input=stdin)
+    return p.returncode, p.stdout, p.stderr
+
+
+def one_line_error(err: str) -> bool:
+    return err.count("\n") == 1 and err.startswith("c4table: error:") and "Traceback" not in err
+
+
+def resume(out: Path, *extra) -> tuple[int, str]:
+    code, _, err = cli("build", BOARD, "--out", out, "--workers", 2, *extra)
+    return code, err
+
+
+@pytest.fixture(scope="module")
+def reference(built):
+    """sha256 of the clean 5x4 table and its build directory."""
+    d = built(BOARD)
+    return soak.sha256_file(d / TABLE), d
+
+
+@pytest.fixture(scope="module")
+def partial(tmp_path_factory):
+    """A build directory whose forward pass is finished and backward pass is half done."""
+    from pipeline import backward, forward
+    from pipeline.build import open_build
+    d = tmp_path_factory.mktemp("partial")
+    b = open_build(BOARD, d, workers=1, quiet=True)
+    try:
+        forward.run(b)
+        m = b.manifest
+        real_map = b.executor.map
+
+        def map_until(fn, tasks):   # interrupt the backward pass after plies 20..10
+            if fn is backward.annotate_task and len(m.data["steps"]["backward"]) >= 11:
+                raise KeyboardInterrupt
+            return real_map(fn, tasks)
+        b.executor.map = map_until
+        with pytest.raises(KeyboardInterrupt):
+            backward.run(b)
+    finally:
+        b.executor.close()
+    assert len(json.loads((d / "manifest.json").read_text())["steps"]["backward"]) == 11
+    return d
+
+
+def copy_build(src: Path, dst: Path) -> Path:
+    shutil.copytree(src, dst, ignore=shutil.ignore_patterns(".lock"))
+    return dst
+
+
+# ----------------------------------------------------------------- SIGKILL + resume
+@pytest.mark.parametrize("target,trial", [("forward", 0), ("forward", 1), ("backward", 0),
+                                          ("backward", 1), ("merge", 0), ("time", 0)])
+def test_sigkill_process_group_then_resume_is_byte_identical(reference, tmp_path, target, trial):
+    ref_sha, _ = reference
+    rng = random.Random(f"{SEED}-{target}-{trial}")
+    out = tmp_path / "b"
+    cmd = soak.build_cmd(BOARD, out, workers=2)
+    cells = soak.cells_of(BOARD)
+    desc = ""
+    for attempt in range(4):   # a late kill may miss a running build: draw again
+        shutil.rmtree(out, ignore_errors=True)
+        desc = soak.kill_once(cmd, out, rng, cells, target=target)
+        if desc.startswith("killed"):
+            break
+    assert desc.startswith("killed"), f"seed {SEED}: never hit a running build ({desc})"
+    assert not (out / TABLE).exists() or soak.stage_of(soak.read_manifest(out))[2]
+    code, err = resume(out)
+    assert code == 0, f"seed {SEED}, {desc}: {err}"
+    assert soak.sha256_file(out / TABLE) == ref_sha, f"seed {SEED}: {desc}"
+
+
+def test_repeated_kills_then_resume(reference, tmp_path):
+    """Kills in a row at random times, each one hitting the resume of the previous one."""
+    ref_sha, _ = reference
+    rng = random.Random(f"{SEED}-repeated")
+    out = tmp_path / "b"
+    cmd = soak.build_cmd(BOARD, out, workers=2)
+    descs = [soak.kill_once(cmd, out, rng, soak.cells_of(BOARD), target="time") for _ in range(2)]
+    code, err = resume(out)
+    assert code == 0, err
+    assert soak.sha256_file(out / TABLE) == ref_sha, f"seed {SEED}: {descs}"
+
+
+def test_resume_verifies_finished_shards_and_says_so(partial, reference, tmp_path):
+    out = copy_build(partial, tmp_path / "b")
+    code, err = resume(out)            # not quiet: progress lines on stderr
+    assert code == 0, err
+    assert "[backward] resuming at ply 9: verified" in err and "(xxh64)" in err
+    assert soak.sha256_file(out / TABLE) == reference[0]
+
+
+def test_restart_starts_over(reference, tmp_path):
+    out = copy_build(reference[1], tmp_path / "b")
+    (out / "work" / "forward" / "ply_07" / "part-00000.parquet").write_bytes(b"junk")
+    code, err = resume(out, "-q", "--restart")
+    assert code == 0, err
+    assert soak.sha256_file(out / TABLE) == reference[0]
+
+
+# ------------------------------------------------------------------ corruption
+def _shard(d: Path, stage: str, ply: int) -> Path:
+    return d / "work" / stage / f"ply_{ply:02d}" / "part-00000.parquet"
+
+
+@pytest.mark.parametrize("damage", ["truncate", "flip", "delete"])
+@pytest.mark.parametrize("stage,ply", [("forward", 5), ("backward", 15)])
+def test_damaged_shard_is_a_one_line_error_naming_it(partial, tmp_path, damage, stage, ply):
+    out = copy_build(partial, tmp_path / "b")
+    f = _shard(out, stage, ply)
+    data = bytearray(f.read_bytes())
+    if damage == "truncate":
+        f.write_bytes(data[: len(data) // 2])
+    elif damage == "flip":
+        data[len(data) // 2] ^= 0x10
+        f.write_bytes(data)
+    else:
+        f.unlink()
+    code, err = resume(out, "-q")
+    assert code == 1 and one_line_error(err), err
+    assert str(f) in err
+    assert ("missing" if damage == "delete" else "checksum") in err
+    # nothing finished was lost: the manifest still lists every finished step
+    assert len(soak.read_manifest(out)["steps"]["backward"]) == 11
+
+
+def test_verify_reports_damaged_shards_of_a_finished_build(reference, tmp_path):
+    out = copy_build(reference[1], tmp_path / "b")
+    f = _shard(out, "forward", 9)
+    data = bytearray(f.read_bytes())
+    data[100] ^= 0x01
+    f.write_bytes(data)
+    code, stdout, _ = cli("verify", "-q", out / TABLE)
+    assert code == 1
+    assert any(line.startswith("problem") and str(f) in line for line in stdout.splitlines())
+    assert stdout.splitlines()[-1].startswith("MISMATCH")
+
+
+@pytest.mark.parametrize("damage", ["truncate", "flip", "swap", "append"])
+def test_damaged_table_file(reference, tmp_path, damage):
+    out = copy_build(reference[1], tmp_path / "b")
+    f = out / TABLE
+    data = bytearray(f.read_bytes())
+    if damage == "truncate":      # size not a multiple of the 5-byte entry
+        f.write_bytes(data[:-2])
+    elif damage == "flip":
+        data[123457] ^= 0x04
+        f.write_bytes(data)
+    elif damage == "swap":        # keys not strictly increasing
+        data[5000:5005], data[5005:5010] = data[5005:5010], data[5000:5005]
+        f.write_bytes(data)
+    else:
+        f.write_bytes(data + data[-5:])   # a duplicate last entry
+    code, stdout, _ = cli("verify", "-q", f)
+    assert code == 1 and stdout.splitlines()[-1].startswith("MISMATCH")
+    expect = {"truncate": "multiple", "swap": "not greater", "append": "not greater",
+              "flip": "sha256"}[damage]
+    assert expect in stdout
+    code, err = resume(out, "-q")     # a finished build whose table no longer matches
+    assert code == 1 and one_line_error(err) and str(f) in err, err
+    if damage == "truncate":
+        code, _, err = cli("lookup", "--table", f, "1")
+        assert code == 1 and one_line_error(err) and "multiple" in err
+    if damage == "flip":   # the remedy the message gives: delete it and rerun
+        assert "delete it and rerun" in err
+        f.unlink()
+        code, err = resume(out, "-q")
+        assert code == 0, err
+        assert soak.sha256_file(f) == reference[0]
+
+
+@pytest.mark.parametrize("damage", ["truncated-json", "edited-count", "edited-checksum", "not-object",
+                                    "bad-path"])
+def test_damaged_manifest(reference, tmp_path, damage):
+    out = copy_build(reference[1], tmp_path / "b")
+    mpath = out / "manifest.json"
+    text = mpath.read_text()
+    data = json.loads(text)
+    if damage == "truncated-json":
+        mpath.write_text(text[: len(text) // 3])
+    elif damage == "edited-count":
+        data["plies"][7]["entries"] += 1
+        mpath.write_text(json.dumps(data))
+    elif damage == "edited-checksum":
+        data["steps"]["forward"]["5"]["shards"][0]["xxh64"] = "0" * 16
+        mpath.write_text(json.dumps(data))
+    elif damage == "not-object":
+        mpath.write_text("[1, 2, 3]\n")
+    else:   # structurally wrong and checksum recomputed, as a careless tool would do
+        m = Manifest(out, data)
+        data.pop("xxh64")
+        data["steps"]["forward"]["5"]["shards"][0]["file"] = "../../etc/passwd"
+        m.save()
+    code, err = resume(out, "-q")
+    assert code == 1 and one_line_error(err) and str(mpath) in err, err
+    code, stdout, _ = cli("verify", "-q", out / TABLE)
+    assert code == 1 and "manifest.json" in stdout
+
+
+def test_merge_killed_after_rename_before_manifest_save(reference, tmp_path):
+    """A table file with no record in the manifest is not trusted: the merge runs again."""
+    out = copy_build(reference[1], tmp_path / "b")
+    m = Manifest.load(out)
+    m.data.pop("table")
+    m.data.pop("totals")
+    m.save()
+    f = out / TABLE
+    f.write_bytes(f.read_bytes()[:1000])          # whatever the crash left
+    code, err = resume(out)
+    assert code == 0, err
+    assert "not trusted" in err
+    assert soak.sha256_file(f) == reference[0]
+    assert soak.read_manifest(out)["table"]["sha256"] == reference[0]
+
+
+@pytest.mark.parametrize("tmp_ok", [True, False])
+def test_merge_killed_after_manifest_save_before_rename(reference, tmp_path, tmp_ok):
+    """The manifest records the table before the rename: a .tmp that matches is renamed, one
+    that does not is rewritten."""
+    out = copy_build(reference[1], tmp_path / "b")
+    f = out / TABLE
+    tmp = out / (TABLE + ".tmp")
+    f.rename(tmp)
+    if not tmp_ok:
+        data = bytearray(tmp.read_bytes())
+        data[777] ^= 0xFF
+        tmp.write_bytes(data)
+    code, err = resume(out)
+    assert code == 0, err
+    assert ("renamed" in err or "verifying it" in err) if tmp_ok else "merging again" in err
+    assert soak.sha256_file(f) == reference[0] and not tmp.exists()
+
+
+@pytest.mark.parametrize("damage", ["flip", "orphan-tmp"])
+def test_damaged_or_partial_cache_is_never_reused(partial, reference, tmp_path, damage):
+    out = copy_build(partial, tmp_path / "b")
+    cache = out / "work" / "cache"
+    keys = cache / "ply_10.keys.npy"
+    if damage == "flip":
+        data = bytearray(keys.read_bytes())
+        data[len(data) // 2] ^= 0x01
+        keys.write_bytes(data)
+    else:   # what a crash in the middle of a backward step leaves
+        (cache / "ply_09.keys.tmp.npy").write_bytes(b"\x93NUMPY half written")
+        (cache / "ply_09.out.tmp.npy").write_bytes(b"")
+        junk = out / "work" / "backward" / "ply_09"
+        junk.mkdir(parents=True)
+        (junk / "part-00000.parquet.tmp").write_bytes(b"partial")
+        (junk / "part-00001.parquet").write_bytes(b"not in the manifest")
+        runs = out / "work" / "runs" / "ply_21"
+        runs.mkdir(parents=True)
+        (runs / "run-00000.npy").write_bytes(b"stale")
+    code, err = resume(out)
+    assert code == 0, err
+    if damage != "orphan-tmp":
+        assert "cache of generation 10 does not match the manifest; rebuilding" in err
+    else:
+        assert "removed 4 scratch file(s)" in err
+        assert not (out / "work" / "runs").exists()
+        assert not (junk / "part-00001.parquet").exists()   # unfinished step's dir was cleared
+    assert soak.sha256_file(out / TABLE) == reference[0]
+
+
+# ------------------------------------------------------------------ full disk
+ENOSPC_DRIVER = r"""
+import errno, os, sys
+import pyarrow.parquet as pq
+parent = os.getpid()
+real = pq.write_table
+def write_table(table, where, *a, **kw):
+    if os.getpid() != parent and sys.argv[1] in str(where):
+        # what pyarrow raises on a full disk
+        raise OSError(errno.ENOSPC, "Error writing bytes to file. Detail: [errno 28] No space left on device")
+    return real(table, where, *a, **kw)
+pq.write_table = write_table
+from c4table.cli import main
+main(sys.argv[2:])
+"""
+
+
+@pytest.mark.parametrize("stage,ply,finished", [("forward", 13, "forward generations 0-12"),
+                                                ("backward", 15, "backward generations 16-20")])
+def test_enospc_in_a_worker_process_keeps_finished_steps(reference, tmp_path, stage, ply, finished):
+    out = tmp_path / "b"
+    p = subprocess.run([sys.executable, "-c", ENOSPC_DRIVER, f"work/{stage}/ply_{ply:02d}/",
+                        "build", BOARD, "--out", str(out), "-q", "--workers", "2"],
+                       capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert p.returncode == 1 and one_line_error(p.stderr), p.stderr
+    assert "disk full" in p.stderr and str(out) in p.stderr and finished in p.stderr
+    m = soak.read_manifest(out)
+    if stage == "forward":
+        assert sorted(map(int, m["steps"]["forward"])) == list(range(ply))
+    else:
+        assert sorted(map(int, m["steps"]["backward"])) == list(range(ply + 1, 21))
+    assert not list(out.rglob("*.tmp"))   # the failed write removed its temporary file
+    code, err = resume(out, "-q")
+    assert code == 0, err
+    assert soak.sha256_file(out / TABLE) == reference[0]
+
+
+WORKER_DEATH_DRIVER = r"""
+import os, signal, sys
+import pyarrow.parquet as pq
+parent = os.getpid()
+real = pq.write_table
+def write_table(table, where, *a, **kw):
+    if os.getpid() != parent and sys.argv[1] in str(where):
+        os.kill(os.getpid(), signal.SIGKILL)     # the OOM killer takes a worker
+    return real(table, where, *a, **kw)
+pq.write_table = write_table
+from c4table.cli import main
+main(sys.argv[2:])
+"""
+
+
+def test_worker_process_killed_is_one_line_and_resumable(reference, tmp_path):
+    out = tmp_path / "b"
+    p = subprocess.run([sys.executable, "-c", WORKER_DEATH_DRIVER, "work/backward/ply_12/",
+                        "build", BOARD, "--out", str(out), "-q", "--workers", "2"],
+                       capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert p.returncode == 1 and one_line_error(p.stderr), p.stderr
+    assert "worker process died" in p.stderr
+    assert sorted(map(int, soak.read_manifest(out)["steps"]["backward"])) == list(range(13, 21))
+    code, err = resume(out, "-q")
+    assert code == 0, err
+    assert soak.sha256_file(out / TABLE) == reference[0]
+
+
+def test_free_disk_check_refuses_with_needed_and_free(reference, tmp_path, monkeypatch):
+    from pipeline import resources
+    from pipeline.build import build_table
+    free = {"bytes": 1 << 40}
+
+    def fake_free(path):
+        m = soak.read_manifest(tmp_path)
+        if m and len(m["steps"]["forward"]) >= 12:
+            free["bytes"] = 300_000
+        return free["bytes"]
+    monkeypatch.setattr(resources, "free_bytes", fake_free)
+    with pytest.raises(resources.DiskFullError) as e:
+        build_table(BOARD, tmp_path, workers=1, quiet=True)
+    msg = str(e.value)
+    assert isinstance(e.value, BuildError) and "\n" not in msg
+    assert "not enough free disk" in msg and "forward generation 12" in msg
+    assert "300,000 bytes" in msg and "needs about" in msg
+    need = int(msg.split("needs about ")[1].split("(")[1].split(" bytes")[0].replace(",", ""))
+    assert need > 300_000
+    assert len(soak.read_manifest(tmp_path)["steps"]["forward"]) == 12
+    monkeypatch.setattr(resources, "free_bytes", lambda path: 1 << 40)
+    path = build_table(BOARD, tmp_path, workers=1, quiet=True)
+    assert soak.sha256_file(path) == reference[0]
+
+
+def _mount_tmpfs(path: Path, size: str) -> bool:
+    if os.geteuid() != 0 or not shutil.which("mount"):
+        return False
+    path.mkdir(parents=True, exist_ok=True)
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)],
+                       capture_output=True)
+    return r.returncode == 0
+
+
+@pytest.mark.parametrize("skip_check", [True, False])
+def test_tiny_filesystem(reference, tmp_path, skip_check):
+    """A real full disk: a 10 MiB tmpfs (needs root). With the free-disk check off the writes hit
+    ENOSPC; with it on the check refuses first. Either way the finished steps survive and the
+    build finishes once there is room."""
+    mnt = tmp_path / "mnt"
+    if not _mount_tmpfs(mnt, "10m"):
+        pytest.skip("cannot mount a tmpfs here (needs root)")
+    try:
+        out = mnt / "b"
+        env = {"C4TABLE_SKIP_DISK_CHECK": "1"} if skip_check else {}
+        code, _, err = cli("build", BOARD, "--out", out, "-q", "--workers", 2, env=env)
+        assert code == 1 and one_line_error(err), err
+        assert ("disk full" if skip_check else "not enough free disk") in err
+        m = soak.read_manifest(out)
+        assert m is not None and len(m["steps"]["forward"]) > 5
+        finished = {s["file"]: s["xxh64"] for st in m["steps"].values() for v in st.values()
+                    for s in v["shards"]}
+        subprocess.run(["mount", "-o", "remount,size=64m", str(mnt)], check=True)
+        code, _, err = cli("build", BOARD, "--out", out, "-q", "--workers", 2, env=env)
+        assert code == 0, err
+        m2 = soak.read_manifest(out)
+        for stage in m2["steps"].values():   # finished steps were kept, not redone differently
+            for v in stage.values():
+                for s in v["shards"]:
+                    assert finished.get(s["file"], s["xxh64"]) == s["xxh64"]
+        assert soak.sha256_file(out / TABLE) == reference[0]
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
+
+
+# ------------------------------------------------------------------ memory, bad input
+def test_memory_budget_too_small(tmp_path):
+    code, _, err = cli("build", BOARD, "--out", tmp_path / "b", "--workers", 2, "--memory", "1MiB")
+    assert code == 1 and one_line_error(err), err
+    assert "too small" in err and "--memory" in err
+
+
+def test_second_build_in_same_directory_is_refused(reference, tmp_path):
+    # a build finished in this (pytest) process has given its lock back
+    code, _, err = cli("build", BOARD, "--out", reference[1], "-q", "--workers", 1)
+    assert code == 0, err
+    out = tmp_path / "b"
+    p = soak.start_build(soak.build_cmd(BOARD, out, workers=1))
+    try:
+        assert soak.wait_for_stage(p, out, "forward", 1)
+        code, _, err = cli("build", BOARD, "--out", out, "-q", "--workers", 1)
+        assert code == 1 and one_line_error(err) and "another c4table process" in err, err
+    finally:
+        soak.kill_group(p)
+
+
+@pytest.mark.parametrize("argv", [
+    ["build", "0x4"], ["build", "4x0"], ["build", "9x9"], ["build", "x"], ["build", "5x4x3"],
+    ["build", "-5x4"], ["build", "5x4", "--workers", "0"], ["build", "5x4", "--workers", "many"],
+    ["build", "5x4", "--memory", "-3GiB"], ["build", "5x4", "--memory", "1.5.2G"],
+    ["build", "5x4", "--bogus"], ["forward", "5x4", "--max-ply", "-1"], ["backward", "3by3"],
+    ["merge", "1x99"], ["nosuchcommand"], ["lookup"], ["lookup", "--table"],
+    ["lookup", "--table", "/nonexistent/connect4_5x4.dat", "1"], ["verify"],
+    ["verify", "/nonexistent/connect4_5x4.dat"], ["verify", "--sha256", "xyz", "f.dat"],
+    ["--no-such-flag"],
+])
+def test_malformed_command_lines_one_line_exit_2(argv, tmp_path, capsys):
+    from c4table.cli import main
+    argv = [a if a != "f.dat" else str(tmp_path / "f.dat") for a in argv]
+    if argv[0] in ("build", "forward", "backward", "merge") and "--out" not in argv:
+        argv += ["--out", str(tmp_path / "out")]
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    err = capsys.readouterr().err
+    assert e.value.code == 2, (argv, err)
+    assert one_line_error(err), (argv, err)
+
+
+def test_lookup_bad_input_end_to_end(reference):
+    t = reference[1] / TABLE
+    for bad in ["0", "66", "1 2", "12a", "111111", "\u0663"]:
+        code, _, err = cli("lookup", "--table", t, bad)
+        assert code == 2 and one_line_error(err), (bad, err)
+    code, out, err = cli("lookup", "--json", "--table", t, "-", stdin="3344\n\u00e9\n1\n")
+    assert code == 2 and err == ""
+    assert [("error" in json.loads(x)) for x in out.splitlines()] == [False, True, False]
