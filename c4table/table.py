@@ -91,7 +91,7 @@ def board_of_table(path: Path, board: str | Board | None = None) -> Board:
             if data.get("table", {}).get("file", path.name) == path.name or \
                     Board.parse(data["board"]).table_filename == path.name:
                 return Board(data["width"], data["height"], data.get("k", 4))
-        except (ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError, AttributeError):  # not a manifest object
             pass
     m = _NAME.search(path.name)
     if m:

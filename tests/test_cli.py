@@ -116,3 +116,12 @@ def test_bad_board_and_memory_arguments(tmp_path):
     assert code == 2 and "64" in err and "Traceback" not in err
     code, _, err = run("build", "4x4", "--out", str(tmp_path), "--memory", "lots")
     assert code == 2 and "bad size" in err
+
+
+def test_lookup_ignores_a_manifest_that_is_not_an_object(tmp_path, t54):
+    d = tmp_path / "t"
+    d.mkdir()
+    shutil.copy(t54, d / "connect4_5x4.dat")
+    (d / "manifest.json").write_text("[]")
+    code, out, err = run("lookup", "--table", str(d / "connect4_5x4.dat"), "3344")
+    assert code == 0 and "A wins in 3" in out, err

@@ -118,8 +118,9 @@ def cells_of(board: str) -> int:
 
 
 def kill_once(cmd: list[str], out: Path, rng: random.Random, cells: int, target: str | None = None,
-              log: Path | None = None) -> str:
-    """Start the build, kill it at a random point (of ``target`` stage if given); describe it."""
+              log: Path | None = None, max_delay: float = 8.0) -> str:
+    """Start the build, kill it at a random point (of ``target`` stage if given); describe it.
+    ``max_delay`` bounds the delay of the ``time`` target (seconds after start)."""
     target = target or rng.choice(["forward", "backward", "merge", "time"])
     p = start_build(cmd, log)
     if target == "forward":
@@ -138,7 +139,7 @@ def kill_once(cmd: list[str], out: Path, rng: random.Random, cells: int, target:
         what = f"merge + {delay:.2f}s"
     else:
         reached = True
-        delay = rng.uniform(0.3, 8.0)
+        delay = rng.uniform(0.3, max(0.4, max_delay))
         what = f"{delay:.2f}s after start"
     if reached:
         time.sleep(delay)
