@@ -210,14 +210,34 @@ def _compare(rep: VerifyReport, path: Path, b: Board, sha256: str | None) -> Non
     if sha256:
         check("the given --sha256", {"sha256": sha256.strip().lower()})
     manifest = path.parent / "manifest.json"
+    plies = None
     if manifest.exists():
         try:
-            table = json.loads(manifest.read_text()).get("table")
+            data = json.loads(manifest.read_text())
+            table = data.get("table")
         except (ValueError, UnicodeDecodeError, AttributeError):
             rep.problems.append(f"{manifest}: not a valid manifest (not a JSON object)")
             table = None
         if table and table.get("file") == path.name:
             check("manifest.json", table)
+            plies = data.get("plies")
     ref = known_tables().get(b.name)
     if ref:
         check(f"known table {b.name} ({ref.get('source', 'reference')})", ref)
+        if plies is not None and "plies" in ref:
+            _compare_plies(rep, manifest, plies, ref)
+
+
+def _compare_plies(rep: VerifyReport, manifest: Path, plies: list, ref: dict) -> None:
+    """Per-ply counts of the manifest against those recorded for the known table."""
+    fields = ref["ply_fields"]
+    if len(plies) != len(ref["plies"]):
+        rep.problems.append(f"{manifest}: {len(plies)} plies, the known table has {len(ref['plies'])}")
+        return
+    for rec, known in zip(plies, ref["plies"]):
+        for fld, value in zip(fields, known):
+            if rec.get(fld) != value:
+                rep.problems.append(f"{manifest}: ply {rec.get('ply')} {fld} {rec.get(fld)} != "
+                                    f"known {value}")
+                return
+    rep.matched.append("per-ply counts match the known table")

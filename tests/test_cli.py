@@ -125,3 +125,16 @@ def test_lookup_ignores_a_manifest_that_is_not_an_object(tmp_path, t54):
     (d / "manifest.json").write_text("[]")
     code, out, err = run("lookup", "--table", str(d / "connect4_5x4.dat"), "3344")
     assert code == 0 and "A wins in 3" in out, err
+
+
+def test_verify_checks_per_ply_counts_of_known_tables(built, tmp_path):
+    d = tmp_path / "t"
+    shutil.copytree(built("4x4"), d, ignore=shutil.ignore_patterns("work", ".lock"))
+    code, out, _ = run("verify", "-q", str(d / "connect4_4x4.dat"))
+    assert code == 0 and "per-ply counts match the known table" in out
+    m = json.loads((d / "manifest.json").read_text())
+    m.pop("xxh64", None)                      # an edited manifest without its own checksum
+    m["plies"][7]["draws"] += 2
+    (d / "manifest.json").write_text(json.dumps(m))
+    code, out, _ = run("verify", "-q", str(d / "connect4_4x4.dat"))
+    assert code == 1 and "ply 7 draws" in out
