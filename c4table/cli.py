@@ -73,17 +73,9 @@ def build(board, out, memory, workers, scheduler, quiet, restart, clean):
     """Build the complete table of BOARD (default 5x4): forward, backward and merge.
 
     Writes DIR/connect4_WxH.dat and DIR/manifest.json. Rerunning on a partial build resumes it."""
-    from pipeline import backward, forward, merge
+    from pipeline.build import run_build
     b = _open(board, out, memory, workers, scheduler, quiet, restart)
-    try:
-        forward.run(b)
-        backward.run(b)
-        path = merge.run(b)
-    finally:
-        b.executor.close()
-    if clean:
-        import shutil
-        shutil.rmtree(b.root / "work", ignore_errors=True)
+    path = run_build(b, keep_work=not clean)
     click.echo(f"{path}  {b.manifest.table['entries']:,} entries  sha256 {b.manifest.table['sha256']}")
 
 

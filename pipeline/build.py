@@ -176,7 +176,12 @@ def build_table(board: str | Board, out: str | Path, memory: str | int = DEFAULT
                 workers: int | None = None, scheduler: str | None = None, quiet: bool = False,
                 restart: bool = False, keep_work: bool = True) -> Path:
     """Build (or finish building) the table of ``board`` in ``out``; return the table's path."""
-    b = open_build(board, out, memory, workers, scheduler, quiet, restart)
+    return run_build(open_build(board, out, memory, workers, scheduler, quiet, restart), keep_work)
+
+
+def run_build(b: Build, keep_work: bool = True) -> Path:
+    """Run forward, backward and merge on an opened build (each resumes where it stopped), then
+    close its executor; ``keep_work=False`` deletes ``DIR/work`` once the table is written."""
     try:
         forward.run(b)
         backward.run(b)

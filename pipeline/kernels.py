@@ -81,6 +81,17 @@ def _is_terminal(ply, cells, bb_a, bb_b, stride, k):
     return 0
 
 
+@njit(cache=True, inline="always")
+def _child_key(key, v2, code, new_code, c, w, powers):
+    """Canonical key of the child whose column ``c`` changes from ``code`` to ``new_code``:
+    only digit ``c`` of the reading ``v1 = key`` and digit ``w-1-c`` of the mirror reading
+    ``v2`` change, by the same amount."""
+    delta = np.uint64(new_code - code)
+    c1 = key + delta * powers[c]
+    c2 = v2 + delta * powers[w - 1 - c]
+    return c1 if c1 < c2 else c2
+
+
 @njit(cache=True)
 def expand(keys, ply, w, stride, k, base, cells, child_code, bits_a, bits_b, powers,
            out, stats):
@@ -112,10 +123,7 @@ def expand(keys, ply, w, stride, k, base, cells, child_code, bits_a, bits_b, pow
             nc = child_code[codes[c], mover]
             if nc < 0:
                 continue
-            delta = np.uint64(nc - codes[c])
-            c1 = key + delta * powers[c]
-            c2 = v2 + delta * powers[w - 1 - c]
-            out[n] = c1 if c1 < c2 else c2
+            out[n] = _child_key(key, v2, codes[c], nc, c, w, powers)
             n += 1
     return n
 
@@ -203,10 +211,7 @@ def annotate(keys, ply, w, stride, k, base, cells, child_code, bits_a, bits_b, p
                 nc = child_code[codes[c], mover]
                 if nc < 0:
                     continue
-                delta = np.uint64(nc - codes[c])
-                c1 = key + delta * powers[c]
-                c2 = v2 + delta * powers[w - 1 - c]
-                ck = c1 if c1 < c2 else c2
+                ck = _child_key(key, v2, codes[c], nc, c, w, powers)
                 q[m] = (ck << shift) | np.uint64((i - s) * w + c)
                 m += 1
         qs = np.sort(q[:m])
