@@ -7,10 +7,8 @@ corrupt, the build cannot proceed). Nothing prints a traceback.
 """
 from __future__ import annotations
 
-import errno
 import json
 import sys
-from pathlib import Path
 
 import click
 
@@ -87,11 +85,8 @@ def build(board, out, memory, workers, scheduler, quiet, restart, clean):
 def forward(board, out, memory, workers, scheduler, quiet, restart, max_ply):
     """Forward pass only: every generation's sorted, deduplicated keys, and per-ply counts."""
     from pipeline import forward as fwd
-    b = _open(board, out, memory, workers, scheduler, quiet, restart)
-    try:
+    with _open(board, out, memory, workers, scheduler, quiet, restart) as b:
         fwd.run(b, max_ply)
-    finally:
-        b.executor.close()
     plies = b.manifest.data["plies"]
     last = min(max_ply if max_ply is not None else board.cells, board.cells)
     total = sum(p["positions"] for p in plies[: last + 1])
@@ -105,11 +100,8 @@ def forward(board, out, memory, workers, scheduler, quiet, restart, max_ply):
 def backward(board, out, memory, workers, scheduler, quiet, restart):
     """Backward pass only (after forward): outcome and distance of every position."""
     from pipeline import backward as bwd
-    b = _open(board, out, memory, workers, scheduler, quiet, restart)
-    try:
+    with _open(board, out, memory, workers, scheduler, quiet, restart) as b:
         bwd.run(b)
-    finally:
-        b.executor.close()
     t = {k: sum(p[k] for p in b.manifest.data["plies"]) for k in ("a_wins", "draws", "b_wins")}
     click.echo(f"{b.root}: backward pass done: A wins {t['a_wins']:,}, draws {t['draws']:,}, "
                f"B wins {t['b_wins']:,} positions")
@@ -121,11 +113,8 @@ def backward(board, out, memory, workers, scheduler, quiet, restart):
 def merge(board, out, memory, workers, scheduler, quiet, restart):
     """Final merge only (after backward): write DIR/connect4_WxH.dat."""
     from pipeline import merge as mrg
-    b = _open(board, out, memory, workers, scheduler, quiet, restart)
-    try:
+    with _open(board, out, memory, workers, scheduler, quiet, restart) as b:
         path = mrg.run(b)
-    finally:
-        b.executor.close()
     click.echo(f"{path}  {b.manifest.table['entries']:,} entries  sha256 {b.manifest.table['sha256']}")
 
 
@@ -200,7 +189,7 @@ def lookup(table_path, board, draw, drawing, as_json, positions):
     board, - to read one per line from stdin), and of each legal move.
 
     Distances count plies: for a move, from the position before it (the move included)."""
-    from c4table.cli_use import board_picture, queries
+    from c4table.cli_use import answer_queries, queries
     from c4table.table import open_table
     if board == _DRAW:
         board, draw = None, True
@@ -212,35 +201,8 @@ def lookup(table_path, board, draw, drawing, as_json, positions):
             raise click.BadParameter(f"{e}; to draw the board use --draw (or put --board last)",
                                      param_hint="--board") from None
     qs = queries(positions, drawing)
-    table = open_table(table_path, board)
-    failures = 0
-
-    def answer(text: str, batch: bool) -> None:
-        nonlocal failures
-        try:
-            probe = table.probe(text)
-        except IllegalPositionError as e:
-            if not batch:
-                raise
-            failures += 1
-            if as_json:
-                click.echo(json.dumps({"position": text, "error": str(e)}))
-            else:
-                click.echo(f"{text}: error: {e}")
-            return
-        if as_json:
-            obj = probe.to_json()
-            if draw:
-                obj["drawing"] = table.drawing(probe.position)
-            click.echo(json.dumps(obj))
-        else:
-            click.echo(_describe(probe))
-            if draw:
-                click.echo(board_picture(table, probe))
-
-    with table:
-        for text, batch in qs:
-            answer(text, batch)
+    with open_table(table_path, board) as table:
+        failures = answer_queries(table, qs, as_json, draw, lambda probe: probe.to_json(), _describe)
     if failures:
         sys.exit(2)
 

@@ -68,6 +68,35 @@ def board_picture(table, probe) -> str:
     return "\n".join("    " + line for line in text.splitlines())
 
 
+def answer_queries(table, qs: list[tuple[str, bool]], as_json: bool, draw: bool,
+                   to_json, to_text) -> int:
+    """Probe each ``(text, batch)`` query of :func:`queries` and print one answer per query
+    (``to_json(probe)`` as a JSON line, or ``to_text(probe)``; plus the drawing if ``draw``).
+    An illegal position read in a batch prints an ``error`` answer and counts as a failure; a
+    single one given on the command line raises. Returns the number of failures."""
+    failures = 0
+    for text, batch in qs:
+        try:
+            probe = table.probe(text)
+        except IllegalPositionError as e:
+            if not batch:
+                raise
+            failures += 1
+            click.echo(json.dumps({"position": text, "error": str(e)}) if as_json
+                       else f"{text}: error: {e}")
+            continue
+        if as_json:
+            obj = to_json(probe)
+            if draw:
+                obj["drawing"] = table.drawing(probe.position)
+            click.echo(json.dumps(obj))
+        else:
+            click.echo(to_text(probe))
+            if draw:
+                click.echo(board_picture(table, probe))
+    return failures
+
+
 def _best_line(probe) -> str:
     from c4table.play import describe
     head = f"{probe.position or '(empty)'}  ply {probe.ply}, {probe.to_move} to move: "
@@ -90,30 +119,15 @@ def best(table_path, board, drawing, as_json, draw, positions):
     """Optimal move(s) of POSITIONS (move strings, "" for the empty board, - for one per line
     on stdin): the fastest win, else a draw, else the slowest loss."""
     from c4table.table import open_table
+
+    def to_json(probe) -> dict:
+        return {"position": probe.position, "ply": probe.ply, "to_move": probe.to_move,
+                "outcome": probe.outcome, "distance": probe.distance, "terminal": probe.terminal,
+                "best": [vars(m) for m in probe.best_moves()]}
+
     qs = queries(positions, drawing)
-    failures = 0
     with open_table(table_path, board) as table:
-        for text, batch in qs:
-            try:
-                probe = table.probe(text)
-            except IllegalPositionError as e:
-                if not batch:
-                    raise
-                failures += 1
-                click.echo(json.dumps({"position": text, "error": str(e)}) if as_json
-                           else f"{text}: error: {e}")
-                continue
-            if as_json:
-                obj = {"position": probe.position, "ply": probe.ply, "to_move": probe.to_move,
-                       "outcome": probe.outcome, "distance": probe.distance, "terminal": probe.terminal,
-                       "best": [vars(m) for m in probe.best_moves()]}
-                if draw:
-                    obj["drawing"] = table.drawing(probe.position)
-                click.echo(json.dumps(obj))
-            else:
-                click.echo(_best_line(probe))
-                if draw:
-                    click.echo(board_picture(table, probe))
+        failures = answer_queries(table, qs, as_json, draw, to_json, _best_line)
     if failures:
         sys.exit(2)
 

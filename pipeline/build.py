@@ -10,8 +10,8 @@ Stages (each resumable, each recorded in ``DIR/manifest.json``):
 :mod:`pipeline.merge`). ``DIR/work/`` holds the generations' shards and scratch files;
 ``DIR/connect4_WxH.dat`` is the table.
 
-Opening a build takes the directory's lock (:func:`pipeline.resources.lock_build_dir`) and
-removes the scratch files an interrupted run left (temporary files, forward runs: nothing a
+Opening a build takes the directory's lock (:func:`pipeline.resources.lock_build_dir`), which
+:meth:`Build.close` (or leaving ``with open_build(...) as b:``) gives back, and removes the scratch files an interrupted run left (temporary files, forward runs: nothing a
 finished step refers to). Files no finished step records are never read: a step clears its
 output directory before it starts, and what the manifest records is verified by checksum
 before it is relied on, never recomputed.
@@ -69,6 +69,22 @@ class Build:
             raise
         if n:
             self.note("build", f"removed {n} scratch file(s) left by an interrupted run")
+
+    def close(self) -> None:
+        """Shut the executor down and give the directory lock back (idempotent)."""
+        if self.executor is None:
+            return
+        try:
+            self.executor.close()
+        finally:
+            self.executor = None
+            resources.unlock_build_dir(self.root)
+
+    def __enter__(self) -> "Build":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
     def note(self, stage: str, text: str) -> None:
         self.progress(stage).note(text)
@@ -153,23 +169,7 @@ def _open_locked(board: Board, root: Path, memory, workers, scheduler, quiet, re
     except BaseException:
         executor.close()
         raise
-    _release_lock_on_close(executor, b.root)
     return b
-
-
-def _release_lock_on_close(executor: Executor, root: Path) -> None:
-    """Callers end a build with ``build.executor.close()``: give the directory lock back then."""
-    close = executor.close
-
-    def close_and_unlock() -> None:
-        try:
-            close()
-        finally:
-            if getattr(executor, "_c4_locked", False):
-                executor._c4_locked = False
-                resources.unlock_build_dir(root)
-    executor._c4_locked = True
-    executor.close = close_and_unlock
 
 
 def build_table(board: str | Board, out: str | Path, memory: str | int = DEFAULT_MEMORY,
@@ -181,13 +181,13 @@ def build_table(board: str | Board, out: str | Path, memory: str | int = DEFAULT
 
 def run_build(b: Build, keep_work: bool = True) -> Path:
     """Run forward, backward and merge on an opened build (each resumes where it stopped), then
-    close its executor; ``keep_work=False`` deletes ``DIR/work`` once the table is written."""
+    close it; ``keep_work=False`` deletes ``DIR/work`` once the table is written."""
     try:
         forward.run(b)
         backward.run(b)
         path = merge.run(b)
     finally:
-        b.executor.close()
+        b.close()
     if not keep_work:
         shutil.rmtree(b.root / "work", ignore_errors=True)
     return path

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import csv
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -19,6 +21,13 @@ def published_totals() -> dict[tuple[int, int], int]:
     for r in rows[1:]:
         out[int(r[0]), int(r[1])] = int(r[2])
     return out
+
+
+def run_cli(*args, stdin=None):
+    """Run the real console entry point in a subprocess: (exit status, stdout, stderr)."""
+    p = subprocess.run([sys.executable, "-m", "c4table.cli", *args], input=stdin,
+                       capture_output=True, text=True, timeout=300)
+    return p.returncode, p.stdout, p.stderr
 
 
 @pytest.fixture(scope="session")

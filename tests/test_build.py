@@ -87,7 +87,7 @@ def test_resume_after_forward_only(built, tmp_path):
     from pipeline import forward
     b = open_build("5x4", tmp_path, workers=1, quiet=True)
     forward.run(b, max_ply=9)
-    b.executor.close()
+    b.close()
     m = manifest(tmp_path)
     assert "backward" in m["steps"] and m["steps"]["backward"] == {}
     assert len(m["plies"]) == 10

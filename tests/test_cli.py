@@ -2,19 +2,14 @@
 (one line, exit 2), verify verdicts (exit 0 / 1) on good, wrong and damaged tables."""
 import json
 import shutil
-import subprocess
-import sys
 
 import pytest
 
 from c4table.table import open_table
+from conftest import run_cli
 
 
-def run(*args, stdin=None):
-    """Run the real console entry point in a subprocess."""
-    p = subprocess.run([sys.executable, "-m", "c4table.cli", *args], input=stdin,
-                       capture_output=True, text=True, timeout=300)
-    return p.returncode, p.stdout, p.stderr
+run = run_cli
 
 
 @pytest.fixture(scope="module")

@@ -76,7 +76,7 @@ def partial(tmp_path_factory):
         with pytest.raises(KeyboardInterrupt):
             backward.run(b)
     finally:
-        b.executor.close()
+        b.close()
     assert len(json.loads((d / "manifest.json").read_text())["steps"]["backward"]) == 11
     return d
 

@@ -22,7 +22,7 @@ def test_7x6_forward_to_ply_10_matches_paper(tmp_path):
     try:
         forward.run(b, max_ply=10)
     finally:
-        b.executor.close()
+        b.close()
     plies = json.loads((tmp_path / "manifest.json").read_text())["plies"]
     ref = table2()
     assert len(plies) == 11

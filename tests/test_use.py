@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import random
-import subprocess
-import sys
 
 import pyarrow.parquet as pq
 import pytest
@@ -19,12 +17,10 @@ from c4table.export import export_positions
 from c4table.rules import Position
 from c4table.stats import ply_stats
 from c4table.table import move_rank, open_table
+from conftest import run_cli
 
 
-def run(*args, stdin=None):
-    p = subprocess.run([sys.executable, "-m", "c4table.cli", *args], input=stdin,
-                       capture_output=True, text=True, timeout=300)
-    return p.returncode, p.stdout, p.stderr
+run = run_cli
 
 
 @pytest.fixture(scope="module")

@@ -86,6 +86,7 @@ def bench(board: str, workers: int | None, memory: str, keep: Path | None) -> No
     sampler = Sampler(root)
     sampler.start()
     b = open_build(board, root, memory=memory, workers=workers, quiet=True)
+    n_workers = b.executor.workers
     times = {}
     try:
         for name, stage in (("forward", forward.run), ("backward", backward.run), ("merge", merge.run)):
@@ -93,7 +94,7 @@ def bench(board: str, workers: int | None, memory: str, keep: Path | None) -> No
             stage(b)
             times[name] = time.perf_counter() - t
     finally:
-        b.executor.close()
+        b.close()
         sampler.stop()
     table = b.manifest.table
     entries = table["entries"]
@@ -104,7 +105,7 @@ def bench(board: str, workers: int | None, memory: str, keep: Path | None) -> No
     print(f"{board:>5}  entries {entries:,}  peak RSS {sampler.peak_rss / 2**20:,.0f} MiB  "
           f"peak PSS {sampler.peak_pss / 2**20:,.0f} MiB  "
           f"temp disk peak {sampler.peak_disk / 2**20:,.0f} MiB  final {table['bytes'] / 2**20:,.1f} MiB  "
-          f"workers {b.executor.workers}")
+          f"workers {n_workers}")
     print(f"{board:>5}  baseline: numpy sort of {entries:,} uint64 {base:.2f} s; "
           f"build / baseline = {total / base:.1f}x")
     print(f"{board:>5}  sha256 {table['sha256']}")
