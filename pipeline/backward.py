@@ -1,18 +1,30 @@
 """Backward pass: the outcome byte of every position, generation by generation, from the last
-generation down to 0.
+generation down to 0, as a key-range shuffle of *messages*.
 
-Generation g is annotated from generation g+1's entries (:func:`pipeline.kernels.annotate`):
-one task per forward shard of g joins its positions' children against g+1 and writes a
-backward shard ``(key, outcome)``. The driver keeps each annotated generation as a pair of
-memory-mapped ``.npy`` arrays under ``work/cache/`` (keys and outcome bytes), so the tasks of
-generation g-1 (in any process) share one copy through the page cache. Cache files are built
-under ``*.tmp.npy`` names (blocks reserved up front), fsync'ed and renamed; the backward step
-records their xxh64, and a cache this process did not write is used only if it matches
-(otherwise it is rebuilt from the backward shards).
+A generation's positions learn their outcome from their children, and the children live all
+over the next generation's key space. Rather than letting every task read the whole next
+generation, each annotated position *sends* one message per parent, the word
+``parent_key << 8 | score`` (:func:`pipeline.kernels.resolve`), where the score ranks the
+child's outcome for the parent's mover. So one step, for generation g:
+
+1. one task per forward shard of g (a key range) reads its keys and, from every message run
+   that generation g+1's tasks wrote, the slice inside its key range (binary search, then
+   ``pread`` of that slice only); sorts the slices together; each key's best message decides
+   it (terminal positions are decided on the board);
+2. the same task writes its backward shard ``(key, outcome)`` and sorts the messages it sends
+   to generation g-1, keeps the best per parent key, and spills them as one sorted ``.npy``
+   run under ``work/messages/ply_{g-1}/``.
+
+No task holds more than its shard, its messages in and its messages out (what
+:attr:`pipeline.build.Build.shard_rows` sizes), and tasks share no memory-mapped state: they
+could run on machines that see the build directory.
+
+Resume: a step records its backward shards and its message runs (xxh64) in the manifest. The
+next step verifies the runs it reads; missing or damaged runs are sent again from the finished
+backward shards (:func:`emit_task`). Runs are deleted once the generation they inform is done.
 """
 from __future__ import annotations
 
-import errno
 import os
 import shutil
 import time
@@ -23,149 +35,163 @@ import numpy as np
 from c4table.board import Board
 from c4table.errors import BuildError, CorruptDataError
 from pipeline import resources
-from pipeline.kernels import annotate, board_tables, key_bits
-from pipeline.shards import ShardInfo, file_xxh64, fsync_dir, read_shard, verify_shards, write_shard
+from pipeline.kernels import board_tables, emit_parents, keep_best, resolve, unmove_tables
+from pipeline.shards import ShardInfo, file_xxh64, read_shard, verify_shards, write_shard
 
-CHUNK_SLOTS = 1 << 20  # child queries sorted together in one join chunk
+MESSAGE_BYTES = 8
 
 
 def gen_dir(ply: int) -> str:
     return f"work/backward/ply_{ply:02d}"
 
 
-def cache_paths(root: Path, ply: int) -> tuple[Path, Path]:
-    d = root / "work" / "cache"
-    return d / f"ply_{ply:02d}.keys.npy", d / f"ply_{ply:02d}.out.npy"
+def messages_dir(ply: int) -> str:
+    """Runs of messages *to* generation ``ply`` (written while annotating ``ply + 1``)."""
+    return f"work/messages/ply_{ply:02d}"
 
 
-def load_cache(root: Path, ply: int) -> tuple[np.ndarray, np.ndarray]:
-    kp, op = cache_paths(root, ply)
-    return np.load(kp, mmap_mode="r"), np.load(op, mmap_mode="r")
+def _tables(board: Board) -> tuple:
+    return (*board_tables(board), *unmove_tables(board))
 
 
-def join_chunk_parents(board: Board) -> int:
-    """Parents per join chunk so that ``key << idx_bits | slot`` fits 64 bits."""
-    idx_bits = 64 - key_bits(board)
-    slots = min(CHUNK_SLOTS, 1 << idx_bits)
-    return max(1, slots // board.width)
+# ------------------------------------------------------------------ message runs
+def write_messages(root: Path, rel: str, msgs: np.ndarray) -> dict:
+    """Sort ``msgs``, keep each parent's best, and spill them as a run at ``root/rel``
+    (atomically). Returns the run's record: file, rows, xxh64."""
+    msgs.sort()
+    msgs = msgs[: keep_best(msgs)]
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp.npy")
+    try:
+        with open(tmp, "wb") as f:
+            np.lib.format.write_array(f, msgs, allow_pickle=False)
+            f.flush()
+            os.fsync(f.fileno())
+        digest = file_xxh64(tmp)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    os.replace(tmp, path)
+    return {"file": rel, "rows": int(msgs.shape[0]), "xxh64": digest}
 
 
-def annotate_task(root: str, board_spec: tuple, ply: int, info_json: dict, offset: int,
-                  cache_tmp: tuple[str, str], has_next: bool, rel: str):
-    """Annotate one forward shard of generation ``ply``; write its backward shard and its slice
-    of the generation's cache arrays. Returns (shard info json, stats int64[6])."""
+def read_messages(root: Path, runs: list[dict], first: int, last: int) -> np.ndarray:
+    """The messages for keys ``first..last`` from every run, sorted. Each run is searched through
+    a memory map (a few pages) and its slice read with ``pread`` into one buffer."""
+    lo, hi = np.uint64(first << 8), np.uint64((last << 8) | 0xFF)
+    spans = []
+    for r in runs:
+        path = root / r["file"]
+        try:
+            arr = np.load(path, mmap_mode="r")
+        except (OSError, ValueError) as e:
+            raise CorruptDataError(f"{path}: unreadable message run ({e})") from None
+        if arr.shape[0] != r["rows"] or arr.dtype != np.uint64:
+            raise CorruptDataError(f"{path}: {arr.shape[0]} messages, the manifest says {r['rows']}")
+        if not arr.shape[0]:
+            continue
+        a = int(np.searchsorted(arr, lo, "left"))
+        b = int(np.searchsorted(arr, hi, "right"))
+        if b > a:
+            spans.append((path, arr.offset + a * MESSAGE_BYTES, b - a))
+        del arr
+    out = np.empty(sum(n for _, _, n in spans), np.uint64)
+    pos = 0
+    for path, off, n in spans:
+        view = memoryview(out[pos: pos + n]).cast("B")
+        with open(path, "rb") as f:
+            got = 0
+            while got < len(view):
+                k = os.preadv(f.fileno(), [view[got:]], off + got)
+                if k <= 0:
+                    raise CorruptDataError(f"{path}: message run is shorter than its header says")
+                got += k
+        pos += n
+    out.sort()
+    return out
+
+
+# ------------------------------------------------------------------ tasks
+def annotate_task(root: str, board_spec: tuple, ply: int, info_json: dict, runs: list[dict],
+                  rel: str, send_rel: str | None):
+    """Annotate one forward shard of generation ``ply`` from the messages in ``runs``; write its
+    backward shard at ``rel`` and, unless ``send_rel`` is None (ply 0), its messages to ply - 1.
+    Returns (shard info json, stats int64[6], run record or None)."""
     board = Board(*board_spec)
     rootp = Path(root)
-    keys = read_shard(rootp, ShardInfo.from_json(info_json))
-    if has_next:
-        next_keys, next_out = load_cache(rootp, ply + 1)
-    else:
-        next_keys, next_out = np.empty(0, np.uint64), np.empty(0, np.uint8)
+    info = ShardInfo.from_json(info_json)
+    keys = read_shard(rootp, info)
+    msgs = read_messages(rootp, runs, info.first, info.last) if runs else np.empty(0, np.uint64)
     out = np.empty(keys.shape[0], np.uint8)
+    sent = np.empty(keys.shape[0] * board.width if send_rel else 0, np.uint64)
     stats = np.zeros(6, np.int64)
-    idx_bits = 64 - key_bits(board)
-    bad = annotate(keys, ply, *board_tables(board), next_keys, next_out, idx_bits,
-                   join_chunk_parents(board), out, stats)
+    bad, n_sent = resolve(keys, msgs, ply, *_tables(board), out, sent, stats)
+    del msgs
     if bad >= 0:
         raise CorruptDataError(
-            f"{root}/{info_json['file']}: a child of position key {int(keys[bad])} (ply {ply}) is "
-            f"missing from generation {ply + 1}; the forward pass output is inconsistent")
-    ck = np.load(cache_tmp[0], mmap_mode="r+")
-    co = np.load(cache_tmp[1], mmap_mode="r+")
-    ck[offset: offset + keys.shape[0]] = keys
-    co[offset: offset + keys.shape[0]] = out
-    ck.flush()
-    co.flush()
-    del ck, co
-    info = write_shard(rootp, rel, keys, out)
-    return info.to_json(), stats
+            f"{root}/{info.file}: position key {int(keys[bad])} (ply {ply}) has none of its "
+            f"children in generation {ply + 1}; the forward pass output is inconsistent")
+    shard = write_shard(rootp, rel, keys, out)
+    del keys, out
+    run = write_messages(rootp, send_rel, sent[:n_sent]) if send_rel else None
+    return shard.to_json(), stats, run
 
 
-def ensure_cache(build, ply: int) -> None:
-    """Make sure the cache arrays of annotated generation ``ply`` exist and can be trusted.
+def emit_task(root: str, board_spec: tuple, ply: int, info_json: dict, send_rel: str) -> dict:
+    """Send again the messages of a finished backward shard of generation ``ply``."""
+    board = Board(*board_spec)
+    rootp = Path(root)
+    keys, outs = read_shard(rootp, ShardInfo.from_json(info_json), with_outcome=True)
+    sent = np.empty(keys.shape[0] * board.width, np.uint64)
+    n = emit_parents(keys, outs, ply, *_tables(board), sent)
+    return write_messages(rootp, send_rel, sent[:n])
 
-    Cache files this process did not write are checked against the xxh64 that the backward
-    step recorded; a missing, unrecorded or mismatching cache is rebuilt from the (checksummed)
-    backward shards, so a killed build never reuses a partial or damaged cache."""
-    kp, op = cache_paths(build.root, ply)
-    tag = f"cache {ply}"
-    if tag in build.verified and kp.exists() and op.exists():
-        return
-    shards = build.manifest.shards("backward", ply)
-    if shards is None:
-        raise BuildError(f"generation {ply} has not been annotated yet")
-    rec = build.manifest.data["steps"]["backward"][str(ply)].get("cache")
-    if kp.exists() and op.exists():
-        if rec is not None and cache_digests(build.root, ply) == rec:
-            build.verified.add(tag)
-            return
-        build.note("backward", f"cache of generation {ply} does not match the manifest; "
-                               "rebuilding it from the shards")
-    total = sum(s.rows for s in shards)
-    ktmp, otmp = _new_cache(build.root, ply, total)
-    ck = np.load(ktmp, mmap_mode="r+")
-    co = np.load(otmp, mmap_mode="r+")
-    off = 0
-    for s in shards:
-        k, o = read_shard(build.root, s, with_outcome=True)
-        ck[off: off + s.rows] = k
-        co[off: off + s.rows] = o
-        off += s.rows
-    ck.flush()
-    co.flush()
-    del ck, co
-    _install_cache(build.root, ply, ktmp, otmp)
+
+def verify_run_task(root: str, run: dict) -> bool:
+    """True if a message run is present and matches its recorded xxh64."""
+    path = Path(root) / run["file"]
+    return path.is_file() and file_xxh64(path) == run["xxh64"]
+
+
+def incoming_runs(build, ply: int) -> list[dict]:
+    """The verified message runs to generation ``ply`` (sent by step ``ply + 1``), sending
+    them again from ply + 1's backward shards if any is missing or damaged."""
+    m = build.manifest
+    step = m.data["steps"]["backward"].get(str(ply + 1))
+    if step is None:
+        raise BuildError(f"generation {ply + 1} has not been annotated yet")
+    runs = step.get("messages")
+    tag = f"messages {ply}"
+    if runs is not None and tag in build.verified:
+        return runs
+    if runs is not None and all(build.executor.map(verify_run_task, [(str(build.root), r) for r in runs])):
+        build.verified.add(tag)
+        return runs
+    build.note("backward", f"messages to generation {ply} are missing or damaged; sending them "
+                           f"again from generation {ply + 1}'s backward shards")
+    mdir = build.root / messages_dir(ply)
+    if mdir.exists():
+        shutil.rmtree(mdir)
+    shards = [s for s in m.shards("backward", ply + 1) if s.rows]
+    if "backward" not in build.verified:
+        verify_shards(build.executor, build.root, shards)
+    tasks = [(str(build.root), build.board.spec, ply + 1, s.to_json(),
+              f"{messages_dir(ply)}/run-{i:05d}.npy") for i, s in enumerate(shards)]
+    runs = build.executor.map(emit_task, tasks)
+    step["messages"] = runs
+    m.save()
     build.verified.add(tag)
+    return runs
 
 
-def cache_digests(root: Path, ply: int, paths: tuple[Path, Path] | None = None) -> dict:
-    """xxh64 of the two cache files of generation ``ply`` (or of ``paths``)."""
-    kp, op = paths or cache_paths(root, ply)
-    return {"keys": file_xxh64(kp), "out": file_xxh64(op)}
-
-
-def _install_cache(root: Path, ply: int, ktmp: Path, otmp: Path) -> None:
-    """fsync the finished temporary cache files and rename them into place."""
-    kp, op = cache_paths(root, ply)
-    for t in (ktmp, otmp):
-        fd = os.open(t, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-    os.replace(ktmp, kp)
-    os.replace(otmp, op)
-    fsync_dir(kp.parent)
-
-
-def _new_cache(root: Path, ply: int, n: int) -> tuple[Path, Path]:
-    kp, op = cache_paths(root, ply)
-    kp.parent.mkdir(parents=True, exist_ok=True)
-    ktmp = kp.with_name(kp.name.replace(".npy", ".tmp.npy"))
-    otmp = op.with_name(op.name.replace(".npy", ".tmp.npy"))
-    if n == 0:  # numpy cannot memory-map an empty array
-        np.save(ktmp, np.empty(0, np.uint64))
-        np.save(otmp, np.empty(0, np.uint8))
-    else:
-        np.lib.format.open_memmap(ktmp, mode="w+", dtype=np.uint64, shape=(n,)).flush()
-        np.lib.format.open_memmap(otmp, mode="w+", dtype=np.uint8, shape=(n,)).flush()
-        for t in (ktmp, otmp):  # reserve the blocks: a full disk fails here with ENOSPC,
-            fd = os.open(t, os.O_RDWR)  # not later with SIGBUS in a task writing the map
-            try:
-                os.posix_fallocate(fd, 0, os.fstat(fd).st_size)
-            except OSError as e:
-                if e.errno not in (errno.EOPNOTSUPP, errno.EINVAL):
-                    raise
-            finally:
-                os.close(fd)
-    return ktmp, otmp
-
-
+# ------------------------------------------------------------------ driver
 def run(build) -> None:
     """Run (or resume) the backward pass over every generation the forward pass produced.
 
     On resume the finished generations' backward shards are verified (xxh64), not recomputed,
-    and a cache is used only if it matches its recorded checksum (:func:`ensure_cache`)."""
+    and the messages the next generation needs are verified or sent again
+    (:func:`incoming_runs`)."""
     board: Board = build.board
     m = build.manifest
     last = board.cells
@@ -192,6 +218,7 @@ def run(build) -> None:
             n = verify_shards(build.executor, build.root, check)
             prog.note(f"{'resuming at ply %d: ' % todo[0] if done else ''}verified {n} finished "
                       f"shard(s) of {' and '.join(parts)} (xxh64)")
+    if todo:
         build.verified.add("backward")
     for ply in range(last, -1, -1):
         if m.shards("backward", ply) is not None:
@@ -200,34 +227,34 @@ def run(build) -> None:
         t0 = time.perf_counter()
         what = f"backward generation {ply}"
         resources.check_free(build.root, resources.backward_need(build, ply), what)
-        stale = build.root / gen_dir(ply)   # an unfinished attempt's shards
-        if stale.exists():
-            shutil.rmtree(stale)
+        for stale in (build.root / gen_dir(ply), build.root / messages_dir(ply - 1)):
+            if stale.exists():   # an unfinished attempt's output
+                shutil.rmtree(stale)
         finished = f"backward generations {ply + 1}-{last}" if ply < last else "the forward pass"
         with resources.disk_full_guard(build.root, what, finished):
-            has_next = ply < last and m.data["plies"][ply + 1]["entries"] > 0
-            if has_next:
-                ensure_cache(build, ply + 1)
+            runs = incoming_runs(build, ply) if ply < last else []
             shards = [s for s in m.shards("forward", ply) if s.rows]
             n = sum(s.rows for s in shards)
-            ktmp, otmp = _new_cache(build.root, ply, n)
-            tasks, off = [], 0
-            for i, s in enumerate(shards):
-                tasks.append((str(build.root), board.spec, ply, s.to_json(), off, (str(ktmp), str(otmp)),
-                              has_next, f"{gen_dir(ply)}/part-{i:05d}.parquet"))
-                off += s.rows
+            tasks = [(str(build.root), board.spec, ply, s.to_json(), runs,
+                      f"{gen_dir(ply)}/part-{i:05d}.parquet",
+                      f"{messages_dir(ply - 1)}/run-{i:05d}.npy" if ply > 0 else None)
+                     for i, s in enumerate(shards)]
             results = build.executor.map(annotate_task, tasks)
             stats = np.zeros(6, np.int64)
-            infos = []
-            for info, st in results:
+            infos, sent = [], []
+            for info, st, run_rec in results:
                 infos.append(ShardInfo.from_json(info))
                 stats += st
-            digests = cache_digests(build.root, ply, (ktmp, otmp))
-            _install_cache(build.root, ply, ktmp, otmp)
-            build.verified.add(f"cache {ply}")
-            m.finish_step("backward", ply, infos, cache=digests)
+                if run_rec is not None:
+                    sent.append(run_rec)
+            m.finish_step("backward", ply, infos, **({"messages": sent} if ply > 0 else {}))
             m.set_backward_counts(ply, stats)
             m.save()
+            build.verified.add(f"messages {ply - 1}")
+        spent = build.root / messages_dir(ply)
+        if spent.exists():
+            shutil.rmtree(spent)
         rec = m.data["plies"][ply]
         prog.step(f"ply {ply}", n, entries=n, a_wins=rec["a_wins"], draws=rec["draws"],
-                  b_wins=rec["b_wins"], time=f"{time.perf_counter() - t0:.2f}s")
+                  b_wins=rec["b_wins"], sent=sum(r["rows"] for r in sent),
+                  time=f"{time.perf_counter() - t0:.2f}s")

@@ -127,8 +127,10 @@ class Build:
 
     @property
     def shard_rows(self) -> int:
-        """Largest generation shard: an expand task holds the shard and its children."""
-        return max(1, min(MAX_SHARD_ROWS, self.task_memory // (8 * (self.board.width + 1))))
+        """Largest generation shard. An expand task holds the shard and its children (w + 1
+        words per key); a backward task holds the shard, its outcomes, the messages it reads
+        and the messages it sends (at most w words each per key): 2w + 2 words covers both."""
+        return max(1, min(MAX_SHARD_ROWS, self.task_memory // (8 * (2 * self.board.width + 2))))
 
     @property
     def min_parallel_rows(self) -> int:

@@ -14,9 +14,12 @@ Each kernel works on sorted uint64 keys of one generation (ply) and the per-boar
   (from ``code`` to ``child_code[code, player]``), so ``v1' = v1 + delta * B**c`` and the mirror
   reading ``v2' = v2 + delta * B**(w-1-c)``; the child's key is ``min(v1', v2')``. Both readings
   only grow, so a child's key is always larger than its parent's.
-* **Packed sort for joins**: child queries are packed as ``key << idx_bits | slot`` so one
-  plain uint64 sort orders them by key while remembering where each answer goes (``argsort``
-  is ~20x slower).
+* **Parent keys without re-encoding**: taking back the top chip of column ``c`` is the same
+  digit change the other way: ``v1' = v1 - delta * B**c``, ``v2' = v2 - delta * B**(w-1-c)``.
+* **Messages as one word**: the backward pass sends ``parent_key << 8 | score`` words (keys
+  have at most 56 bits); one plain uint64 sort orders them by key and, within a key, by score,
+  so a key's best child is the last of its run (``argsort`` or a structured sort is ~20x
+  slower).
 """
 from __future__ import annotations
 
@@ -165,95 +168,149 @@ def _gallop(arr, n, start, key):
     return hi
 
 
+def unmove_tables(board: Board) -> tuple[np.ndarray, np.ndarray]:
+    """``(parent_code, top_owner)`` by column code: the code with the top chip removed and
+    who owns that chip (0 = A, 1 = B); both -1 for an empty column. The inverse of
+    ``child_code``: every valid non-empty column is ``child_code[parent, owner]`` of exactly one
+    ``(parent, owner)`` (removing a top chip never makes a column invalid)."""
+    parent = np.full(board.base, -1, np.int64)
+    owner = np.full(board.base, -1, np.int64)
+    for code in range(board.base):
+        for p in (0, 1):
+            nc = board.child_code[code, p]
+            if nc >= 0:
+                parent[nc] = code
+                owner[nc] = p
+    return parent, owner
+
+
+@njit(cache=True, inline="always")
+def _score(o, parent_win_bits):
+    """Child outcome byte ``o`` as a score for the parent's mover: larger is better. A win in
+    ``d`` plies scores ``255 - d`` (192..254), a draw ``128 + d``, a loss ``d`` (1..63), where
+    ``d`` counts the parent's move (child distance + 1). The max over a parent's children is
+    its outcome (fastest win, else draw, else slowest loss)."""
+    cls = o & 0xC0
+    d = (o & 0x3F) + 1
+    if cls == parent_win_bits:
+        return 255 - d
+    if cls == DRAW:
+        return 128 + d
+    return d
+
+
+@njit(cache=True, inline="always")
+def _outcome(score, win_bits, lose_bits):
+    """The outcome byte of a position whose best child scores ``score`` (see :func:`_score`)."""
+    if score >= 192:
+        return win_bits | (255 - score)
+    if score >= 128:
+        return DRAW | (score - 128)
+    return lose_bits | score
+
+
+@njit(cache=True, inline="always")
+def _emit(key, v2, codes, o, ply, w, powers, parent_code, top_owner, out, n):
+    """Write one message ``parent_key << 8 | score`` per parent of the position (``key``, mirror
+    reading ``v2``, column ``codes``, outcome ``o``, generation ``ply``) to ``out[n:]``: each
+    column whose top chip is the last mover's, with that chip taken back. Parents that are not
+    in generation ``ply - 1`` (unreachable, or already decided) are dropped by the join.
+    Returns the new ``n``."""
+    last = 0 if ply % 2 == 1 else 1  # A made the last move at odd plies
+    parent_win_bits = A_WINS if (ply - 1) % 2 == 0 else B_WINS
+    score = np.uint64(_score(o, parent_win_bits))
+    for c in range(w):
+        code = codes[c]
+        if top_owner[code] != last:
+            continue
+        delta = np.uint64(code - parent_code[code])
+        p1 = key - delta * powers[c]
+        p2 = v2 - delta * powers[w - 1 - c]
+        pk = p1 if p1 < p2 else p2
+        out[n] = (pk << np.uint64(8)) | score
+        n += 1
+    return n
+
+
 @njit(cache=True)
-def annotate(keys, ply, w, stride, k, base, cells, child_code, bits_a, bits_b, powers,
-             next_keys, next_out, idx_bits, chunk_parents, out, stats):
-    """Outcome byte of every position in ``keys`` (generation ``ply``, sorted) from its
-    children's entries in the next generation (``next_keys`` sorted, ``next_out`` their bytes).
+def resolve(keys, msgs, ply, w, stride, k, base, cells, child_code, bits_a, bits_b, powers,
+            parent_code, top_owner, out, emitted, stats):
+    """Outcome byte of every position in ``keys`` (generation ``ply``, sorted) from the
+    messages its children sent (``msgs``: sorted ``key << 8 | score`` words, any number per
+    key, extra keys allowed), and the messages for generation ``ply - 1``.
 
     Rules (FORMAT.md "Outcome byte"): terminal positions are decided on the board with d = 0;
-    otherwise each child's d counts +1, the mover takes its fastest win, else a draw, else its
-    slowest loss. Children are looked up in chunks: packed ``child_key << idx_bits | slot``,
-    sorted, then merge-joined with galloping against ``next_keys``.
+    otherwise the best score among its messages decides (:func:`_score`: each child's d
+    counts +1; the mover takes its fastest win, else a draw, else its slowest loss). Messages
+    sorted by ``key << 8 | score`` put each key's best score last in its run.
 
-    ``stats`` (int64[6]): for classes draw, A, B (index 0, 1, 2), entries at ``2*cls`` and
-    symmetric entries at ``2*cls + 1``. Returns -1 on success, else the index of a position
-    whose child is missing from the next generation (a corrupt or foreign input)."""
+    ``emitted`` (length ``len(keys) * w``, or 0 at ply 0) receives this generation's messages
+    to its parents, unsorted. ``stats`` (int64[6]): for classes draw, A, B (index 0, 1, 2),
+    entries at ``2*cls`` and symmetric entries at ``2*cls + 1``. Returns ``(bad, n_emitted)``:
+    ``bad`` is -1, or the index of a non-terminal position no child sent a message to (its
+    children are missing from the next generation: a corrupt or foreign input)."""
     mover = ply % 2
     win_bits = A_WINS if mover == 0 else B_WINS
     lose_bits = B_WINS if mover == 0 else A_WINS
-    n = keys.shape[0]
+    emit = emitted.shape[0] > 0
     codes = np.empty(w, np.int64)
-    slots = chunk_parents * w
-    q = np.empty(slots, np.uint64)
-    child = np.empty(slots, np.uint8)
-    sym = np.empty(chunk_parents, np.bool_)
-    slot_mask = (np.uint64(1) << np.uint64(idx_bits)) - np.uint64(1)
-    shift = np.uint64(idx_bits)
-    nn = next_keys.shape[0]
-    for s in range(0, n, chunk_parents):
-        e = min(n, s + chunk_parents)
-        m = 0
-        child[: (e - s) * w] = NO_CHILD
-        for i in range(s, e):
-            key = keys[i]
-            bb_a, bb_b, v2 = _decode(key, w, base, codes, bits_a, bits_b, powers, stride)
-            sym[i - s] = v2 == key
-            term = _is_terminal(ply, cells, bb_a, bb_b, stride, k)
-            if term == 1:
-                out[i] = A_WINS if ply % 2 == 1 else B_WINS
-                continue
-            if term == 2:
-                out[i] = DRAW
-                continue
-            out[i] = NO_CHILD  # decided below
-            for c in range(w):
-                nc = child_code[codes[c], mover]
-                if nc < 0:
-                    continue
-                ck = _child_key(key, v2, codes[c], nc, c, w, powers)
-                q[m] = (ck << shift) | np.uint64((i - s) * w + c)
-                m += 1
-        qs = np.sort(q[:m])
-        p = 0
-        for j in range(m):
-            ck = qs[j] >> shift
-            p = _gallop(next_keys, nn, p, ck)
-            if p >= nn or next_keys[p] != ck:
-                return s + np.int64(qs[j] & slot_mask) // w
-            child[np.int64(qs[j] & slot_mask)] = next_out[p]
-        for i in range(s, e):
-            if out[i] == NO_CHILD:
-                best_win = 64
-                has_draw = False
-                draw_d = 0
-                worst_loss = -1
-                base_slot = (i - s) * w
-                for c in range(w):
-                    r = child[base_slot + c]
-                    if r == NO_CHILD:
-                        continue
-                    cls = r & 0xC0
-                    d = (r & 0x3F) + 1
-                    if cls == win_bits:
-                        if d < best_win:
-                            best_win = d
-                    elif cls == DRAW:
-                        has_draw = True
-                        draw_d = d
-                    elif d > worst_loss:
-                        worst_loss = d
-                if best_win < 64:
-                    out[i] = win_bits | best_win
-                elif has_draw:
-                    out[i] = draw_d
-                else:
-                    out[i] = lose_bits | worst_loss
-            cls_idx = out[i] >> 6  # 0 draw, 1 A, 2 B
-            stats[2 * cls_idx] += 1
-            if sym[i - s]:
-                stats[2 * cls_idx + 1] += 1
-    return -1
+    nm = msgs.shape[0]
+    eight = np.uint64(8)
+    p = 0
+    ne = 0
+    for i in range(keys.shape[0]):
+        key = keys[i]
+        bb_a, bb_b, v2 = _decode(key, w, base, codes, bits_a, bits_b, powers, stride)
+        term = _is_terminal(ply, cells, bb_a, bb_b, stride, k)
+        if term == 1:
+            o = A_WINS if ply % 2 == 1 else B_WINS
+        elif term == 2:
+            o = DRAW
+        else:
+            p = _gallop(msgs, nm, p, key << eight)
+            if p >= nm or (msgs[p] >> eight) != key:
+                return i, ne
+            while p + 1 < nm and (msgs[p + 1] >> eight) == key:
+                p += 1
+            o = _outcome(np.int64(msgs[p] & np.uint64(0xFF)), win_bits, lose_bits)
+            p += 1
+        out[i] = o
+        cls_idx = o >> 6  # 0 draw, 1 A, 2 B
+        stats[2 * cls_idx] += 1
+        if v2 == key:
+            stats[2 * cls_idx + 1] += 1
+        if emit:
+            ne = _emit(key, v2, codes, o, ply, w, powers, parent_code, top_owner, emitted, ne)
+    return -1, ne
+
+
+@njit(cache=True)
+def emit_parents(keys, outcomes, ply, w, stride, k, base, cells, child_code, bits_a, bits_b,
+                 powers, parent_code, top_owner, emitted):
+    """The messages of annotated generation ``ply`` (``keys``, their ``outcomes``) to its
+    parents, as :func:`resolve` writes them; returns how many. Used to rebuild lost messages
+    from a finished backward shard."""
+    codes = np.empty(w, np.int64)
+    ne = 0
+    for i in range(keys.shape[0]):
+        key = keys[i]
+        bb_a, bb_b, v2 = _decode(key, w, base, codes, bits_a, bits_b, powers, stride)
+        ne = _emit(key, v2, codes, outcomes[i], ply, w, powers, parent_code, top_owner, emitted, ne)
+    return ne
+
+
+@njit(cache=True)
+def keep_best(x):
+    """Sorted messages ``x`` compacted in place to one per key, the last (best) of each key's
+    run; returns how many."""
+    n = x.shape[0]
+    m = 0
+    eight = np.uint64(8)
+    for i in range(n):
+        if i + 1 == n or (x[i] >> eight) != (x[i + 1] >> eight):
+            x[m] = x[i]
+            m += 1
+    return m
 
 
 @njit(cache=True)

@@ -20,8 +20,8 @@ separately, as Böck's paper does: ``positions = 2 * entries - symmetric``.
 Integrity: :meth:`Manifest.save` adds ``"xxh64"``, the checksum of the rest of the manifest
 (canonical JSON), and :meth:`Manifest.load` refuses a manifest whose checksum or structure does
 not hold (damaged, or edited by hand) with one :class:`CorruptDataError` line naming the file.
-A backward step also records the xxh64 of its cache arrays (``"cache"``), so a cache is
-trusted only if it matches.
+A backward step also records the message runs it sent to the generation below
+(``"messages"``: file, rows, xxh64), so a run is trusted only if it matches.
 """
 from __future__ import annotations
 

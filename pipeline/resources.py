@@ -27,7 +27,8 @@ from c4table.units import format_size
 SKIP_ENV = "C4TABLE_SKIP_DISK_CHECK"
 MARGIN_BYTES = 1 << 20        # added to every estimate (file system slack, manifest, headers)
 MARGIN_FRACTION = 0.10        # and this share of the estimate
-CACHE_BYTES_PER_KEY = 9       # uint64 key + outcome byte, the backward cache arrays
+MESSAGES_PER_ENTRY = 4.0      # backward messages a position sends, kept (measured up to ~3.5)
+MESSAGE_BYTES = 8             # one uint64 word per message in a raw .npy run
 RUN_BYTES_PER_KEY = 8         # forward runs are raw uint64 .npy
 LOCK_NAME = ".lock"
 _DISK_FULL = {errno.ENOSPC, errno.EDQUOT}
@@ -92,7 +93,8 @@ def forward_need(build, ply: int) -> int:
 def backward_need(build, ply: int) -> int:
     """Bytes that annotating generation ``ply`` will write: its backward shards (its forward
     shards' size times the backward/forward size ratio of the generation annotated before it)
-    and its cache arrays, plus generation ``ply + 1``'s cache if that has to be rebuilt."""
+    and its messages to generation ``ply - 1`` (raw words; the runs it reads are deleted after
+    the step)."""
     m = build.manifest
     fwd = m.shards("forward", ply) or []
     rows = sum(s.rows for s in fwd)
@@ -102,24 +104,16 @@ def backward_need(build, ply: int) -> int:
         fb = _files_bytes(build.root, nxt_f)
         if fb:
             ratio = max(1.0, _files_bytes(build.root, nxt_b) / fb)
-    need = _files_bytes(build.root, fwd) * ratio + rows * CACHE_BYTES_PER_KEY
-    if nxt_b is not None:
-        from pipeline.backward import cache_paths
-        if not all(p.exists() for p in cache_paths(build.root, ply + 1)):
-            need += sum(s.rows for s in nxt_b) * CACHE_BYTES_PER_KEY
-    return with_margin(need)
+    sent = rows * MESSAGES_PER_ENTRY * MESSAGE_BYTES if ply > 0 else 0
+    return with_margin(_files_bytes(build.root, fwd) * ratio + sent)
 
 
 def merge_need(build, plies: list[int]) -> int:
-    """Bytes of the table file plus any cache arrays that have to be rebuilt."""
-    from pipeline.backward import cache_paths
+    """Bytes of the table file (its parts are deleted as they are appended, so the parts and
+    the file together peak at about one table)."""
     m = build.manifest
     total = sum(m.data["plies"][p]["entries"] for p in plies)
-    need = total * build.board.entry_size
-    for p in plies:
-        if not all(q.exists() for q in cache_paths(build.root, p)):
-            need += m.data["plies"][p]["entries"] * CACHE_BYTES_PER_KEY
-    return with_margin(need)
+    return with_margin(total * build.board.entry_size)
 
 
 # ------------------------------------------------------------------ ENOSPC
@@ -196,17 +190,18 @@ def unlock_build_dir(root: Path) -> None:
 
 def scratch_files(root: Path) -> list[Path]:
     """Files an interrupted run may have left that no finished step refers to: temporary files
-    (``*.tmp``, ``*.tmp.npy``) under ``work/{forward,backward,cache}``, forward runs
-    (``work/runs``) and the
+    (``*.tmp``, ``*.tmp.npy``) under ``work/{forward,backward,messages}``, forward runs
+    (``work/runs``), merge parts (``work/merge``), an older version's ``work/cache`` and the
     manifest's temporary file. The table's own ``.tmp`` is not listed: the merge decides
     whether it is the finished table (:func:`pipeline.merge.run`)."""
     out: list[Path] = []
     work = Path(root) / "work"
-    for sub in ("forward", "backward", "cache", "runs"):   # only what the pipeline writes
+    whole = ("runs", "merge", "cache")   # never referred to by a finished step
+    for sub in ("forward", "backward", "messages", *whole):   # only what the pipeline writes
         if not (work / sub).is_dir():
             continue
         for p in (work / sub).rglob("*"):
-            if p.is_file() and (sub == "runs" or p.name.endswith(".tmp") or p.name.endswith(".tmp.npy")):
+            if p.is_file() and (sub in whole or p.name.endswith(".tmp") or p.name.endswith(".tmp.npy")):
                 out.append(p)
     mtmp = Path(root) / "manifest.json.tmp"
     if mtmp.exists():
@@ -215,12 +210,14 @@ def scratch_files(root: Path) -> list[Path]:
 
 
 def remove_scratch(root: Path) -> int:
-    """Delete :func:`scratch_files` (and the ``work/runs`` tree); return how many files."""
+    """Delete :func:`scratch_files` (and the ``work/runs``, ``work/merge``, ``work/cache``
+    trees); return how many files."""
     items = scratch_files(root)
     for p in items:
         try:
             p.unlink()
         except FileNotFoundError:
             pass
-    shutil.rmtree(Path(root) / "work" / "runs", ignore_errors=True)
+    for sub in ("runs", "merge", "cache"):
+        shutil.rmtree(Path(root) / "work" / sub, ignore_errors=True)
     return len(items)

@@ -23,6 +23,9 @@ import xxhash
 from c4table.errors import CorruptDataError
 
 ROW_GROUP = 1 << 20
+# Backward shards are read by key range in the final merge: smaller row groups (each with its
+# key min/max statistics) bound what a range task reads beyond its range.
+BACKWARD_ROW_GROUP = 1 << 17
 
 
 @dataclass
@@ -97,7 +100,8 @@ def write_shard(root: Path, rel: str, keys: np.ndarray, outcomes: np.ndarray | N
     tmp = path.with_name(path.name + ".tmp")
     try:
         pq.write_table(table, tmp, compression="zstd", compression_level=1, use_dictionary=False,
-                       column_encoding=enc, row_group_size=ROW_GROUP, write_statistics=["key"])
+                       column_encoding=enc, write_statistics=["key"],
+                       row_group_size=ROW_GROUP if outcomes is None else BACKWARD_ROW_GROUP)
         with open(tmp, "rb+") as f:
             os.fsync(f.fileno())
         digest = file_xxh64(tmp)
@@ -129,6 +133,52 @@ def read_shard(root: Path, info: ShardInfo, with_outcome: bool = False, check: b
     if with_outcome:
         return keys, table.column("outcome").to_numpy()
     return keys
+
+
+def _open_parquet(path: Path) -> pq.ParquetFile:
+    if not path.exists():
+        raise CorruptDataError(f"{path}: shard listed in the manifest is missing")
+    try:
+        return pq.ParquetFile(path)
+    except Exception as e:
+        raise CorruptDataError(f"{path}: unreadable shard ({e.__class__.__name__}: {e})") from None
+
+
+def row_group_starts(root: Path, info: ShardInfo) -> list[tuple[int, int]]:
+    """``(smallest key, rows)`` of each row group of a shard, from its footer statistics."""
+    md = _open_parquet(root / info.file).metadata
+    out = []
+    for i in range(md.num_row_groups):
+        rg = md.row_group(i)
+        st = rg.column(0).statistics
+        if rg.num_rows:
+            out.append((int(st.min), rg.num_rows))
+    return out
+
+
+def read_shard_range(root: Path, info: ShardInfo, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
+    """Keys ``lo <= key < hi`` of a backward shard and their outcomes, reading only the row
+    groups whose key statistics overlap the range. The checksum is not checked here: the
+    caller verifies the shards once (:func:`verify_shards`)."""
+    path = root / info.file
+    pf = _open_parquet(path)
+    md = pf.metadata
+    groups = []
+    for i in range(md.num_row_groups):
+        st = md.row_group(i).column(0).statistics
+        if md.row_group(i).num_rows and int(st.max) >= lo and int(st.min) < hi:
+            groups.append(i)
+    if not groups:
+        return np.empty(0, np.uint64), np.empty(0, np.uint8)
+    try:
+        table = pf.read_row_groups(groups, columns=["key", "outcome"])
+    except Exception as e:
+        raise CorruptDataError(f"{path}: unreadable shard ({e.__class__.__name__}: {e})") from None
+    keys = table.column("key").to_numpy().view(np.uint64)
+    outs = table.column("outcome").to_numpy()
+    a = int(np.searchsorted(keys, np.uint64(lo), "left"))
+    b = int(np.searchsorted(keys, np.uint64(hi), "left"))
+    return keys[a:b], outs[a:b]
 
 
 def verify_shard_task(root: str, info_json: dict) -> int:

@@ -269,18 +269,24 @@ def test_merge_killed_after_manifest_save_before_rename(reference, tmp_path, tmp
     assert soak.sha256_file(f) == reference[0] and not tmp.exists()
 
 
-@pytest.mark.parametrize("damage", ["flip", "orphan-tmp"])
-def test_damaged_or_partial_cache_is_never_reused(partial, reference, tmp_path, damage):
+@pytest.mark.parametrize("damage", ["flip", "missing", "orphan-tmp"])
+def test_damaged_or_partial_messages_are_never_reused(partial, reference, tmp_path, damage):
+    """The message runs that generation 10 sent to generation 9 are trusted only if they match
+    the manifest; otherwise they are sent again from generation 10's backward shards."""
     out = copy_build(partial, tmp_path / "b")
-    cache = out / "work" / "cache"
-    keys = cache / "ply_10.keys.npy"
+    msgs = out / "work" / "messages" / "ply_09"
+    run = sorted(msgs.glob("run-*.npy"))[0]
     if damage == "flip":
-        data = bytearray(keys.read_bytes())
+        data = bytearray(run.read_bytes())
         data[len(data) // 2] ^= 0x01
-        keys.write_bytes(data)
+        run.write_bytes(data)
+    elif damage == "missing":
+        run.unlink()
     else:   # what a crash in the middle of a backward step leaves
-        (cache / "ply_09.keys.tmp.npy").write_bytes(b"\x93NUMPY half written")
-        (cache / "ply_09.out.tmp.npy").write_bytes(b"")
+        later = out / "work" / "messages" / "ply_08"
+        later.mkdir(parents=True)
+        (later / "run-00000.npy.tmp.npy").write_bytes(b"\x93NUMPY half written")
+        (later / "run-00001.npy").write_bytes(b"not in the manifest")
         junk = out / "work" / "backward" / "ply_09"
         junk.mkdir(parents=True)
         (junk / "part-00000.parquet.tmp").write_bytes(b"partial")
@@ -291,11 +297,12 @@ def test_damaged_or_partial_cache_is_never_reused(partial, reference, tmp_path, 
     code, err = resume(out)
     assert code == 0, err
     if damage != "orphan-tmp":
-        assert "cache of generation 10 does not match the manifest; rebuilding" in err
+        assert "messages to generation 9 are missing or damaged; sending them again" in err
     else:
-        assert "removed 4 scratch file(s)" in err
+        assert "removed 3 scratch file(s)" in err
         assert not (out / "work" / "runs").exists()
         assert not (junk / "part-00001.parquet").exists()   # unfinished step's dir was cleared
+    assert not list((out / "work" / "messages").rglob("*.npy"))   # every run is deleted once used
     assert soak.sha256_file(out / TABLE) == reference[0]
 
 
