@@ -18,7 +18,6 @@ before it is relied on, never recomputed.
 """
 from __future__ import annotations
 
-import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,6 +29,7 @@ from pipeline.execution import Executor, default_workers, make_executor
 from pipeline.kernels import key_bits
 from pipeline.manifest import Manifest
 from pipeline.progress import Progress
+from pipeline.storage import Storage, open_storage
 
 DEFAULT_MEMORY = "4GiB"
 MAX_SHARD_ROWS = 1 << 24
@@ -41,11 +41,12 @@ class Build:
     """State shared by the stages of one build."""
 
     board: Board
-    root: Path
+    root: Path | str    # a local directory, or the URI of a remote one (see ``store``)
     memory: int
     executor: Executor
     quiet: bool = False
     manifest: Manifest = field(init=False)
+    store: Storage = field(init=False)                  # where the files live
     verified: set = field(init=False, default_factory=set)  # what this process has checked
 
     def __post_init__(self) -> None:
@@ -58,14 +59,18 @@ class Build:
                              f"too small to make progress with {self.executor.workers} worker(s): "
                              f"each needs at least {format_size(MIN_TASK_MEMORY)}, so give "
                              f"--memory {format_size(least).replace(' ', '')} or more, or fewer --workers")
-        self.root = Path(self.root)
-        self.root.mkdir(parents=True, exist_ok=True)
-        resources.lock_build_dir(self.root)
+        self.store = open_storage(self.root)
+        if self.store.local:
+            self.root = self.store.root
+            self.root.mkdir(parents=True, exist_ok=True)
+            resources.lock_build_dir(self.root)
+        else:
+            self.root = self.store.uri
         try:
-            self.manifest = Manifest.open_or_create(self.root, self.board)
-            n = resources.remove_scratch(self.root)
+            self.manifest = Manifest.open_or_create(self.store, self.board)
+            n = resources.remove_scratch(self.store)
         except BaseException:
-            resources.unlock_build_dir(self.root)
+            self._unlock()
             raise
         if n:
             self.note("build", f"removed {n} scratch file(s) left by an interrupted run")
@@ -78,6 +83,10 @@ class Build:
             self.executor.close()
         finally:
             self.executor = None
+            self._unlock()
+
+    def _unlock(self) -> None:
+        if self.store.local:
             resources.unlock_build_dir(self.root)
 
     def __enter__(self) -> "Build":
@@ -100,19 +109,20 @@ class Build:
         (hashed once per process). A recorded table whose file is missing is not complete (the
         merge finishes it); one whose file differs is an error naming the file."""
         rec = self.manifest.table
-        final = self.root / self.board.table_filename
-        if rec is None or not final.exists():
+        name = self.board.table_filename
+        final = self.store.display(name)
+        if rec is None or not self.store.exists(name):
             return False
         if "table" in self.verified:
             return True
-        size = final.stat().st_size
+        size = self.store.size(name)
         if size != rec["bytes"]:
             why = f"size {size:,} is not a multiple of the {self.board.entry_size}-byte entry" \
                 if size % self.board.entry_size else f"size {size:,}"
             raise CorruptDataError(f"{final}: {why}, the manifest records {rec['bytes']:,} bytes; "
                                    "delete it and rerun to rewrite it from the finished generations")
-        self.note("merge", f"verifying the finished table {final.name} (sha256)")
-        digest = merge.hash_file(final)["sha256"]
+        self.note("merge", f"verifying the finished table {name} (sha256)")
+        digest = merge.hash_stored(self.store, name)["sha256"]
         if digest != rec["sha256"]:
             raise CorruptDataError(f"{final}: sha256 {digest} does not match the manifest's "
                                    f"{rec['sha256']}; delete it and rerun to rewrite it from the "
@@ -146,28 +156,33 @@ def open_build(board: str | Board, out: str | Path, memory: str | int = DEFAULT_
                restart: bool = False) -> Build:
     """Prepare a build of ``board`` in directory ``out`` (resuming what is there)."""
     board = Board.parse(board)
-    root = Path(out)
+    try:
+        store = open_storage(out)
+    except ValueError as e:
+        raise BuildError(str(e)) from None
+    if not store.local:
+        return _open_locked(board, store, memory, workers, scheduler, quiet, restart)
+    root = store.root
     if root.exists() and not root.is_dir():
         raise BuildError(f"{root}: exists and is not a directory (give another --out)")
     root.mkdir(parents=True, exist_ok=True)
     resources.lock_build_dir(root)
     try:
-        return _open_locked(board, root, memory, workers, scheduler, quiet, restart)
+        return _open_locked(board, store, memory, workers, scheduler, quiet, restart)
     finally:
         resources.unlock_build_dir(root)   # the Build holds its own count until closed
 
 
-def _open_locked(board: Board, root: Path, memory, workers, scheduler, quiet, restart) -> Build:
+def _open_locked(board: Board, store, memory, workers, scheduler, quiet, restart) -> Build:
     if restart:
-        for name in ("work", "manifest.json", board.table_filename, board.table_filename + ".tmp"):
-            p = root / name
-            if p.is_dir():
-                shutil.rmtree(p)
-            elif p.exists():
-                p.unlink()
-    executor = make_executor(workers or default_workers(), scheduler)
+        store.delete_tree("work")
+        for name in ("manifest.json", board.table_filename, board.table_filename + ".tmp"):
+            store.delete(name)
+    # The AWS SDK behind pyarrow's S3 is not fork-safe: remote builds start workers fresh.
+    executor = make_executor(workers or default_workers(), scheduler,
+                             start_method="fork" if store.local else "spawn")
     try:
-        b = Build(board, root, parse_size(memory), executor, quiet)
+        b = Build(board, store.root if store.local else store.uri, parse_size(memory), executor, quiet)
     except BaseException:
         executor.close()
         raise
@@ -176,8 +191,9 @@ def _open_locked(board: Board, root: Path, memory, workers, scheduler, quiet, re
 
 def build_table(board: str | Board, out: str | Path, memory: str | int = DEFAULT_MEMORY,
                 workers: int | None = None, scheduler: str | None = None, quiet: bool = False,
-                restart: bool = False, keep_work: bool = True) -> Path:
-    """Build (or finish building) the table of ``board`` in ``out``; return the table's path."""
+                restart: bool = False, keep_work: bool = True) -> Path | str:
+    """Build (or finish building) the table of ``board`` in ``out`` (a directory or a
+    ``pyarrow.fs`` URI such as ``s3://bucket/prefix``); return the table's path (or URI)."""
     return run_build(open_build(board, out, memory, workers, scheduler, quiet, restart), keep_work)
 
 
@@ -191,5 +207,5 @@ def run_build(b: Build, keep_work: bool = True) -> Path:
     finally:
         b.close()
     if not keep_work:
-        shutil.rmtree(b.root / "work", ignore_errors=True)
+        b.store.delete_tree("work")
     return path

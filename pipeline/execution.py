@@ -74,9 +74,11 @@ class Executor:
         self.close()
 
 
-def make_executor(workers: int | None = None, scheduler=None) -> Executor:
+def make_executor(workers: int | None = None, scheduler=None, start_method: str = "fork") -> Executor:
     """Executor for ``workers`` local processes, or for a dask scheduler.
 
+    ``start_method`` is how local worker processes start ("fork", or "spawn" when the driver
+    holds state a fork must not copy, such as an S3 client).
     ``scheduler`` is ``None`` (local processes), ``"local"`` (a dask LocalCluster with
     ``workers`` single-threaded workers), a scheduler address such as ``tcp://host:8786``, or
     an existing ``dask.distributed.Client`` (left open when the executor closes)."""
@@ -88,7 +90,7 @@ def make_executor(workers: int | None = None, scheduler=None) -> Executor:
     if scheduler is None:
         if workers == 1:
             return Executor(None, 1, "serial")
-        pool = ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("fork"))
+        pool = ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context(start_method))
         return Executor(pool, workers, f"local processes x{workers}")
     try:
         from dask.distributed import Client, LocalCluster

@@ -1,24 +1,26 @@
 """External merge sort of uint64 keys under a memory budget.
 
 Phase 1 (*runs*): each task sorts and deduplicates the keys it produced (in place:
-``ndarray.sort`` uses numpy's AVX-512 sort, ~60 M keys/s/core) and spills them to disk as a
-``.npy`` run, with a small sample of its keys.
+``ndarray.sort`` uses numpy's AVX-512 sort, ~60 M keys/s/core) and spills them as a run
+(raw uint64 plus a small file of *fences*, :func:`write_run`), keeping a small sample.
 Phase 2 (*ranges*): splitters chosen from the samples cut the key space into ranges of about
-equal size; one task per range memory-maps every run, slices out its range (binary search on
-the sorted run), merges the slices and drops duplicates. Ranges are disjoint and ordered, so
-their outputs concatenated in order are the sorted, deduplicated whole, and no task ever holds
-more than its range: a generation larger than RAM still sorts.
+equal size; one task per range reads only its slice of every run (found through the fences,
+:func:`read_range`), sorts the slices together and drops duplicates. Ranges are disjoint and
+ordered, so their outputs concatenated in order are the sorted, deduplicated whole, and no task
+ever holds more than its range: a generation larger than RAM still sorts. Runs live in the
+build's :class:`~pipeline.storage.Storage`, local or remote.
 """
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import numpy as np
+import xxhash
 
+from c4table.errors import CorruptDataError
 from pipeline.kernels import dedup_sorted
+from pipeline.storage import Storage
 
 SAMPLE_PER_RUN = 256
+FENCE = 1 << 16   # one fence value per this many run values
 
 
 def sort_unique(x: np.ndarray) -> np.ndarray:
@@ -27,12 +29,15 @@ def sort_unique(x: np.ndarray) -> np.ndarray:
     return x[: dedup_sorted(x)]
 
 
-def write_run(path: Path, keys: np.ndarray) -> None:
-    """Spill sorted keys to ``path`` (.npy), atomically."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp.npy")
-    np.save(tmp, keys)
-    os.replace(tmp, path)
+def write_run(store: Storage, rel: str, keys: np.ndarray) -> str:
+    """Spill sorted keys as a run: ``rel`` holds the raw little-endian uint64 values and
+    ``rel + ".fences"`` every :data:`FENCE`-th of them, so a range of the run can be found
+    without reading it (:func:`read_range`). The fences are written first: a run that exists
+    has its fences. Returns the run's xxh64."""
+    data = np.ascontiguousarray(keys, dtype="<u8")
+    store.write_atomic(rel + ".fences", np.ascontiguousarray(data[::FENCE]).tobytes())
+    store.write_atomic(rel, memoryview(data).cast("B"))
+    return xxhash.xxh64(memoryview(data).cast("B")).hexdigest()
 
 
 def sample(keys: np.ndarray, n: int = SAMPLE_PER_RUN) -> np.ndarray:
@@ -58,26 +63,51 @@ def choose_splitters(samples: list[np.ndarray], n_ranges: int) -> list[int]:
     return bounds
 
 
-def open_run(path: Path) -> np.ndarray:
-    return np.load(path, mmap_mode="r")
+def read_range(store: Storage, rels: list[str], lo: int, hi: int) -> np.ndarray:
+    """The values ``lo <= v < hi`` of every run in ``rels``, concatenated (not sorted); ``hi``
+    may be ``2**64`` (no upper bound).
 
-
-def range_slices(runs: list[np.ndarray], lo: int, hi: int) -> list[np.ndarray]:
-    """The part of each sorted run with ``lo <= key < hi``."""
-    out = []
-    lo_u, hi_u = np.uint64(lo), np.uint64(hi)
-    for r in runs:
-        a = int(np.searchsorted(r, lo_u, "left"))
-        b = int(np.searchsorted(r, hi_u, "left"))
+    A run's fences give a window at most two fences wider than the range; only that window is
+    read (``pread`` locally, one ranged GET on an object store), checked against the fences,
+    and trimmed. Raises :class:`~c4table.errors.CorruptDataError` for a damaged run."""
+    top = int(np.iinfo(np.uint64).max)
+    lo_u = np.uint64(lo)
+    hi_u = np.uint64(hi) if hi <= top else None
+    parts = []
+    for rel in rels:
+        where = store.display(rel)
+        try:
+            size = store.size(rel)
+            fences = np.frombuffer(store.read_bytes(rel + ".fences"), dtype="<u8")
+        except FileNotFoundError:
+            raise CorruptDataError(f"{where}: run is missing") from None
+        n = size // 8
+        if size % 8 or fences.shape[0] != -(-n // FENCE):
+            raise CorruptDataError(f"{where}: run size {size:,} does not match its "
+                                   f"{fences.shape[0]} fences")
+        if n == 0:
+            continue
+        f0 = max(int(np.searchsorted(fences, lo_u, "left")) - 1, 0)
+        f1 = int(np.searchsorted(fences, hi_u, "left")) if hi_u is not None else fences.shape[0]
+        start, end = f0 * FENCE, min(f1 * FENCE, n)
+        if end <= start:
+            continue
+        buf = np.empty(end - start, np.uint64)
+        try:
+            store.read_into(rel, start * 8, buf)
+        except EOFError as e:
+            raise CorruptDataError(f"{e}") from None
+        if not np.array_equal(buf[::FENCE], fences[f0:f0 + -(-buf.shape[0] // FENCE)]):
+            raise CorruptDataError(f"{where}: run does not match its fences (damaged)")
+        a = int(np.searchsorted(buf, lo_u, "left"))
+        b = int(np.searchsorted(buf, hi_u, "left")) if hi_u is not None else buf.shape[0]
         if b > a:
-            out.append(r[a:b])
-    return out
-
-
-def merge_range(run_paths: list[Path], lo: int, hi: int) -> np.ndarray:
-    """Sorted distinct keys in ``[lo, hi)`` over all runs."""
-    parts = range_slices([open_run(p) for p in run_paths], lo, hi)
+            parts.append(buf[a:b] if (a, b) != (0, buf.shape[0]) else buf)
     if not parts:
         return np.empty(0, np.uint64)
-    merged = np.concatenate(parts)
-    return sort_unique(merged)
+    return np.concatenate(parts) if len(parts) > 1 else parts[0].copy()
+
+
+def merge_range(store: Storage, rels: list[str], lo: int, hi: int) -> np.ndarray:
+    """Sorted distinct keys in ``[lo, hi)`` over all runs."""
+    return sort_unique(read_range(store, rels, lo, hi))

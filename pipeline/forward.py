@@ -11,9 +11,7 @@ generation starts with a free-disk check (:mod:`pipeline.resources`).
 from __future__ import annotations
 
 import math
-import shutil
 import time
-from pathlib import Path
 
 import numpy as np
 
@@ -21,6 +19,7 @@ from c4table.board import Board
 from pipeline import extsort, resources
 from pipeline.kernels import board_tables, expand
 from pipeline.shards import ShardInfo, read_shard, verify_shards, write_shard
+from pipeline.storage import open_storage
 
 KEY_BYTES_IN_RAM = 8
 
@@ -29,36 +28,39 @@ def gen_dir(ply: int) -> str:
     return f"work/forward/ply_{ply:02d}"
 
 
-def runs_dir(root: Path, ply: int) -> Path:
-    return root / "work" / "runs" / f"ply_{ply:02d}"
+def runs_dir(ply: int) -> str:
+    return f"work/runs/ply_{ply:02d}"
 
 
-def expand_task(root: str, board_spec: tuple, ply: int, info_json: dict, run_path: str | None):
+def expand_task(root: str, board_spec: tuple, ply: int, info_json: dict, run_rel: str | None):
     """Expand one shard of generation ``ply``; spill its sorted distinct children as a run.
 
     Returns (stats int64[4], children written, sample of the run)."""
     board = Board(*board_spec)
-    keys = read_shard(Path(root), ShardInfo.from_json(info_json))
+    store = open_storage(root)
+    keys = read_shard(store, ShardInfo.from_json(info_json))
     stats = np.zeros(4, np.int64)
-    buf = np.empty(keys.shape[0] * board.width if run_path else 0, np.uint64)
+    buf = np.empty(keys.shape[0] * board.width if run_rel else 0, np.uint64)
     n = expand(keys, ply, *board_tables(board), buf, stats)
-    if not run_path:
+    if not run_rel:
         return stats, 0, None
+    del keys
     children = extsort.sort_unique(buf[:n])
-    extsort.write_run(Path(run_path), children)
+    extsort.write_run(store, run_rel, children)
     return stats, int(children.shape[0]), extsort.sample(children)
 
 
-def merge_task(root: str, run_paths: list[str], lo: int, hi: int, rel: str) -> dict:
+def merge_task(root: str, run_rels: list[str], lo: int, hi: int, rel: str) -> dict:
     """Merge the range ``[lo, hi)`` of all runs into one shard of the next generation."""
-    keys = extsort.merge_range([Path(p) for p in run_paths], lo, hi)
-    return write_shard(Path(root), rel, keys).to_json()
+    store = open_storage(root)
+    keys = extsort.merge_range(store, run_rels, lo, hi)
+    return write_shard(store, rel, keys).to_json()
 
 
 def start(build) -> None:
     """Write generation 0 (the empty board) if the manifest does not have it."""
     if build.manifest.shards("forward", 0) is None:
-        info = write_shard(build.root, f"{gen_dir(0)}/part-00000.parquet", np.zeros(1, np.uint64))
+        info = write_shard(build.store, f"{gen_dir(0)}/part-00000.parquet", np.zeros(1, np.uint64))
         build.manifest.finish_step("forward", 0, [info])
         build.manifest.save()
 
@@ -79,13 +81,13 @@ def run(build, max_ply: int | None = None) -> None:
     if build.complete():
         return
     resuming = build.resuming
-    with resources.disk_full_guard(build.root, "forward generation 0"):
+    with resources.disk_full_guard(build.store, "forward generation 0"):
         start(build)
     prog = build.progress("forward", total=_expected_positions(board, last))
     todo = [p for p in range(last + 1) if not step_done(build, p, last)]
     if todo and resuming and "forward" not in build.verified:
         finished = [s for p in range(todo[0] + 1) for s in build.manifest.shards("forward", p) or []]
-        n = verify_shards(build.executor, build.root, finished)
+        n = verify_shards(build.executor, build.store, finished)
         prog.note(f"resuming at ply {todo[0]}: verified {n} finished shard(s) of generations "
                   f"0-{todo[0]} (xxh64)")
     if todo:   # every forward shard is now verified or about to be written by this process
@@ -97,20 +99,17 @@ def run(build, max_ply: int | None = None) -> None:
         t0 = time.perf_counter()
         shards = build.manifest.shards("forward", ply)
         expand_more = ply < last
-        rdir = runs_dir(build.root, ply + 1)
-        if rdir.exists():
-            shutil.rmtree(rdir)
+        rdir = runs_dir(ply + 1)
+        build.store.delete_tree(rdir)
         if expand_more:
             what = f"forward generation {ply + 1}"
-            resources.check_free(build.root, resources.forward_need(build, ply), what)
-            stale = build.root / gen_dir(ply + 1)   # an unfinished attempt's shards
-            if stale.exists():
-                shutil.rmtree(stale)
+            resources.check_free(build.store, resources.forward_need(build, ply), what)
+            build.store.delete_tree(gen_dir(ply + 1))   # an unfinished attempt's shards
         else:
             what = f"forward counts of generation {ply}"
-        with resources.disk_full_guard(build.root, what, f"forward generations 0-{ply}"):
-            tasks = [(str(build.root), board.spec, ply, s.to_json(),
-                      str(rdir / f"run-{i:05d}.npy") if expand_more else None)
+        with resources.disk_full_guard(build.store, what, f"forward generations 0-{ply}"):
+            tasks = [(build.store.uri, board.spec, ply, s.to_json(),
+                      f"{rdir}/run-{i:05d}.u64" if expand_more else None)
                      for i, s in enumerate(shards) if s.rows]
             results = build.executor.map(expand_task, tasks)
             stats = np.zeros(4, np.int64)
@@ -123,15 +122,14 @@ def run(build, max_ply: int | None = None) -> None:
             terminal, sym, term_sym, entries = (int(x) for x in stats)
             build.manifest.set_forward_counts(ply, entries, sym, terminal, term_sym)
             build.manifest.save()
-        if rdir.exists():
-            shutil.rmtree(rdir)
+        build.store.delete_tree(rdir)
         rec = build.manifest.data["plies"][ply]
         prog.step(f"ply {ply}/{last}", rec["positions"], entries=entries,
                   positions=rec["positions"], terminal=rec["terminal"],
                   time=f"{time.perf_counter() - t0:.2f}s")
 
 
-def _merge_runs(build, ply: int, run_paths: list[str], results) -> list[ShardInfo]:
+def _merge_runs(build, ply: int, run_rels: list[str], results) -> list[ShardInfo]:
     """Range-merge the runs of generation ``ply`` into its shards."""
     total = sum(r[1] for r in results)
     if total == 0:
@@ -141,7 +139,7 @@ def _merge_runs(build, ply: int, run_paths: list[str], results) -> list[ShardInf
     n_ranges = max(math.ceil(total / min(per_task, build.shard_rows)),
                    build.executor.workers if total >= build.min_parallel_rows else 1)
     bounds = extsort.choose_splitters([r[2] for r in results], n_ranges)
-    tasks = [(str(build.root), run_paths, bounds[r], bounds[r + 1],
+    tasks = [(build.store.uri, run_rels, bounds[r], bounds[r + 1],
               f"{gen_dir(ply)}/part-{r:05d}.parquet") for r in range(len(bounds) - 1)]
     infos = [ShardInfo.from_json(d) for d in build.executor.map(merge_task, tasks)]
     return infos

@@ -26,35 +26,44 @@ A backward step also records the message runs it sent to the generation below
 from __future__ import annotations
 
 import json
-from pathlib import Path, PurePosixPath
+from pathlib import PurePosixPath
 
 import xxhash
 
 from c4table.board import Board
 from c4table.errors import BoardError, BuildError, CorruptDataError
-from pipeline.shards import ShardInfo, atomic_write_bytes
+from pipeline.shards import ShardInfo
+from pipeline.storage import Storage, open_storage
 
 FORMAT = "c4table-manifest/1"
 MANIFEST = "manifest.json"
 
 
-class Manifest:
-    """In-memory manifest of one build directory; :meth:`save` writes it atomically."""
+def _storage(root) -> Storage:
+    return root if isinstance(root, Storage) else open_storage(root)
 
-    def __init__(self, root: Path, data: dict):
-        self.root = Path(root)
+
+class Manifest:
+    """In-memory manifest of one build directory (a path, a URI or a
+    :class:`~pipeline.storage.Storage`); :meth:`save` writes it atomically."""
+
+    def __init__(self, root, data: dict):
+        self.store = _storage(root)
+        self.root = self.store.root if self.store.local else self.store.uri
         self.data = data
 
     # ----------------------------------------------------------- creating
     @classmethod
-    def path_in(cls, root: Path) -> Path:
-        return Path(root) / MANIFEST
+    def path_in(cls, root) -> str:
+        """Where the manifest of ``root`` lives, for messages (a path or URI)."""
+        return _storage(root).display(MANIFEST)
 
     @classmethod
-    def load(cls, root: Path) -> "Manifest":
-        path = cls.path_in(root)
+    def load(cls, root) -> "Manifest":
+        store = _storage(root)
+        path = store.display(MANIFEST)
         try:
-            data = json.loads(path.read_text())
+            data = json.loads(store.read_bytes(MANIFEST).decode())
         except FileNotFoundError:
             raise BuildError(f"{path}: no manifest (has this directory been built?)") from None
         except (json.JSONDecodeError, UnicodeDecodeError) as e:
@@ -70,29 +79,28 @@ class Manifest:
         if problem:
             raise CorruptDataError(f"{path}: damaged manifest: {problem}; rerun with --restart to "
                                    "start over")
-        return cls(root, data)
+        return cls(store, data)
 
     @classmethod
-    def open_or_create(cls, root: Path, board: Board) -> "Manifest":
+    def open_or_create(cls, root, board: Board) -> "Manifest":
         """Load the manifest of ``root`` (checking it is for ``board``) or start a new one."""
-        path = cls.path_in(root)
-        if path.exists():
-            m = cls.load(root)
+        store = _storage(root)
+        if store.exists(MANIFEST):
+            m = cls.load(store)
             if m.board != board:
-                raise BuildError(f"{root}: holds a build of board {m.data['board']}, not {board} "
-                                 "(use another --out or --restart)")
+                raise BuildError(f"{store.display()}: holds a build of board {m.data['board']}, "
+                                 f"not {board} (use another --out or --restart)")
             return m
         data = {"format": FORMAT, "board": board.name, "width": board.width, "height": board.height,
                 "k": board.k, "key_bytes": board.key_bytes, "entry_size": board.entry_size,
                 "plies": [], "steps": {"forward": {}, "backward": {}}}
-        m = cls(root, data)
-        return m
+        return cls(store, data)
 
     def save(self) -> None:
         data = dict(self.data)
         data.pop("xxh64", None)
         data["xxh64"] = checksum(data)
-        atomic_write_bytes(self.path_in(self.root), (json.dumps(data, indent=1) + "\n").encode())
+        self.store.write_atomic(MANIFEST, (json.dumps(data, indent=1) + "\n").encode())
 
     # ------------------------------------------------------------ queries
     @property

@@ -15,7 +15,6 @@ from __future__ import annotations
 import hashlib
 import math
 import os
-import shutil
 import time
 from pathlib import Path
 
@@ -25,7 +24,8 @@ from c4table.board import Board
 from c4table.errors import BuildError
 from pipeline import resources
 from pipeline.kernels import pack_entries
-from pipeline.shards import ShardInfo, fsync_dir, read_shard_range, row_group_starts, verify_shards
+from pipeline.shards import ShardInfo, read_shard_range, row_group_starts, verify_shards
+from pipeline.storage import Storage, open_storage
 
 WORD = 8
 PARTS = "work/merge"
@@ -42,10 +42,10 @@ def range_task(root: str, shards: list[dict], lo: int, hi: int, rel: str, entry_
     """Write the entries with ``lo <= key < hi`` of the given backward shards (every
     generation's shards that overlap the range) as the part file ``root/rel``; return how
     many."""
-    rootp = Path(root)
+    store = open_storage(root)
     pieces = []
     for d in shards:
-        keys, outs = read_shard_range(rootp, ShardInfo.from_json(d), lo, hi)
+        keys, outs = read_shard_range(store, ShardInfo.from_json(d), lo, hi)
         if keys.shape[0]:
             packed = np.empty(keys.shape[0], np.uint64)
             pack_entries(keys, outs, packed)
@@ -59,19 +59,14 @@ def range_task(root: str, shards: list[dict], lo: int, hi: int, rel: str, entry_
         raise BuildError(f"duplicate keys across generations in range [{lo}, {hi})")
     data = np.ascontiguousarray(entries_to_bytes(packed, entry_size))
     del packed
-    path = rootp / rel
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as f:
-        f.write(memoryview(data).cast("B"))
-    os.replace(tmp, path)
+    store.write_atomic(rel, memoryview(data).cast("B"))
     return count
 
 
-def choose_ranges(root: Path, shards: list[ShardInfo], n_ranges: int) -> list[int]:
+def choose_ranges(store: Storage, shards: list[ShardInfo], n_ranges: int) -> list[int]:
     """``n_ranges + 1`` (or fewer) increasing key boundaries with about equal entries between
     them, from the row groups' smallest keys; the first is 0, the last 2**64 - 1."""
-    starts = sorted(st for s in shards for st in row_group_starts(root, s))
+    starts = sorted(st for s in shards for st in row_group_starts(store, s))
     total = sum(n for _, n in starts)
     bounds, acc = [0], 0
     step = total / max(1, n_ranges)
@@ -84,48 +79,67 @@ def choose_ranges(root: Path, shards: list[ShardInfo], n_ranges: int) -> list[in
 
 
 def hash_file(path: Path, progress=None, chunk: int = 1 << 24) -> dict:
-    """sha256 and md5 of a file, streamed."""
+    """sha256 and md5 of a local file, streamed."""
+    with open(path, "rb") as f:
+        return _hash_stream(f, progress, chunk)
+
+
+def hash_stored(store: Storage, rel: str, progress=None, chunk: int = 1 << 24) -> dict:
+    """sha256 and md5 of a file of ``store``, streamed."""
+    with store.open_input_stream(rel) as f:
+        return _hash_stream(f, progress, chunk)
+
+
+def _hash_stream(f, progress, chunk: int) -> dict:
     sha, md5 = hashlib.sha256(), hashlib.md5()
     size = 0
-    with open(path, "rb") as f:
-        while True:
-            b = f.read(chunk)
-            if not b:
-                break
-            sha.update(b)
-            md5.update(b)
-            size += len(b)
-            if progress is not None:
-                progress(len(b))
+    while True:
+        b = f.read(chunk)
+        if not b:
+            break
+        sha.update(b)
+        md5.update(b)
+        size += len(b)
+        if progress is not None:
+            progress(len(b))
     return {"sha256": sha.hexdigest(), "md5": md5.hexdigest(), "bytes": size}
 
 
-def run(build) -> Path:
-    """Write (or find already written) ``DIR/connect4_WxH.dat``; return its path.
+def table_location(build):
+    """The table's path (local builds) or URI."""
+    name = build.board.table_filename
+    return build.store.root / name if build.store.local else build.store.display(name)
 
-    The manifest records the table's size and hashes *before* the temporary file is renamed
-    into place, so after a crash either the recorded table is there (and is verified by
-    sha256, :meth:`Build.complete`), or it is still under ``.tmp`` (verified, then renamed),
-    or nothing is recorded and the merge runs again (a file without a record is not trusted)."""
+
+def run(build):
+    """Write (or find already written) ``DIR/connect4_WxH.dat``; return its path (or URI).
+
+    Locally, the manifest records the table's size and hashes *before* the temporary file is
+    renamed into place, so after a crash either the recorded table is there (and is verified
+    by sha256, :meth:`Build.complete`), or it is still under ``.tmp`` (verified, then renamed),
+    or nothing is recorded and the merge runs again (a file without a record is not trusted).
+    On an object store the table is uploaded under its name (it appears only when complete)
+    and then recorded; a table without a record is merged again."""
     board: Board = build.board
     m = build.manifest
-    final = build.root / board.table_filename
-    tmp = final.with_name(final.name + ".tmp")
+    store = build.store
+    name = board.table_filename
+    tmp_name = name + ".tmp"
+    final = table_location(build)
     if build.complete():
         return final
     prog = build.progress("merge")
     rec = m.table
-    if rec is not None and tmp.exists() and tmp.stat().st_size == rec["bytes"]:
-        prog.note(f"found the finished table under {tmp.name}; verifying it (sha256)")
-        if hash_file(tmp)["sha256"] == rec["sha256"]:
-            os.replace(tmp, final)
-            fsync_dir(final.parent)
+    if rec is not None and store.local and store.exists(tmp_name) and store.size(tmp_name) == rec["bytes"]:
+        prog.note(f"found the finished table under {tmp_name}; verifying it (sha256)")
+        if hash_stored(store, tmp_name)["sha256"] == rec["sha256"]:
+            store.rename(tmp_name, name)
             build.verified.add("table")
-            prog.note(f"{final.name}: sha256 {rec['sha256']}")
+            prog.note(f"{name}: sha256 {rec['sha256']}")
             return final
-        prog.note(f"{tmp.name} does not match the manifest; merging again")
-    if rec is None and final.exists():
-        prog.note(f"{final.name} has no record in the manifest (interrupted merge?); not trusted, "
+        prog.note(f"{tmp_name} does not match the manifest; merging again")
+    if rec is None and store.exists(name):
+        prog.note(f"{name} has no record in the manifest (interrupted merge?); not trusted, "
                   "merging again")
     plies = list(range(board.cells + 1))
     missing = [p for p in plies if m.shards("backward", p) is None]
@@ -134,67 +148,66 @@ def run(build) -> Path:
     t0 = time.perf_counter()
     shards = [s for p in plies for s in m.shards("backward", p) if s.rows]
     total = sum(s.rows for s in shards)
-    resources.check_free(build.root, resources.merge_need(build, plies), f"the table {final.name}")
-    with resources.disk_full_guard(build.root, f"the table {final.name}", "every generation"):
+    resources.check_free(store, resources.merge_need(build, plies), f"the table {name}")
+    with resources.disk_full_guard(store, f"the table {name}", "every generation"):
         if "backward" not in build.verified:
-            n = verify_shards(build.executor, build.root, shards)
+            n = verify_shards(build.executor, store, shards)
             prog.note(f"verified {n} backward shard(s) (xxh64)")
             build.verified.add("backward")
-        parts_dir = build.root / PARTS
-        if parts_dir.exists():
-            shutil.rmtree(parts_dir)
+        store.delete_tree(PARTS)
         # A range task holds its pieces, their packed copy and the entry bytes: ~3 words/entry.
         per_task = max(1, build.task_memory // (3 * WORD))
         n_ranges = max(math.ceil(total / per_task),
                        build.executor.workers if total >= build.min_parallel_rows else 1)
-        bounds = choose_ranges(build.root, shards, n_ranges)
+        bounds = choose_ranges(store, shards, n_ranges)
         E = board.entry_size
         tasks = []
         for r in range(len(bounds) - 1):
             lo, hi = bounds[r], bounds[r + 1]
             mine = [s.to_json() for s in shards if s.last >= lo and s.first < hi]
-            tasks.append((str(build.root), mine, lo, hi, f"{PARTS}/part-{r:05d}.bin", E))
+            tasks.append((store.uri, mine, lo, hi, f"{PARTS}/part-{r:05d}.bin", E))
         counts = build.executor.map(range_task, tasks)
         if sum(counts) != total:
             raise BuildError(f"the merge wrote {sum(counts):,} entries, the generations hold {total:,}")
         prog = build.progress("merge", total=total * E)
         prog.note(f"sorted {total:,} entries ({total * E:,} bytes) in {len(tasks)} range(s) in "
                   f"{time.perf_counter() - t0:.2f}s; appending and hashing")
-        hashes = append_parts(tmp, [build.root / t[4] for t in tasks])
+        target = tmp_name if store.local else name
+        hashes = append_parts(store, target, [t[4] for t in tasks])
         if hashes["bytes"] != total * E:
-            raise BuildError(f"{tmp}: {hashes['bytes']:,} bytes written, expected {total * E:,}")
-        shutil.rmtree(parts_dir, ignore_errors=True)
-        m.data["table"] = {"file": final.name, "entries": total, "bytes": total * E, **hashes}
+            raise BuildError(f"{store.display(target)}: {hashes['bytes']:,} bytes written, "
+                             f"expected {total * E:,}")
+        store.delete_tree(PARTS)
+        m.data["table"] = {"file": name, "entries": total, "bytes": total * E, **hashes}
         m.data["totals"] = _totals(m.data["plies"])
         m.save()
-    os.replace(tmp, final)
-    fsync_dir(final.parent)
+    if store.local:
+        store.rename(tmp_name, name)
     build.verified.add("table")
-    prog.note(f"{final.name}: sha256 {hashes['sha256']}  ({time.perf_counter() - t0:.2f}s)")
+    prog.note(f"{name}: sha256 {hashes['sha256']}  ({time.perf_counter() - t0:.2f}s)")
     return final
 
 
-def append_parts(out: Path, parts: list[Path], chunk: int = 1 << 24) -> dict:
+def append_parts(store: Storage, out: str, parts: list[str], chunk: int = 1 << 24) -> dict:
     """Write the concatenation of ``parts`` to ``out`` (replacing it), deleting each part once
-    appended; fsync. Returns its sha256, md5 and size, computed on the way."""
+    appended; fsync locally. Returns its sha256, md5 and size, computed on the way."""
     sha, md5 = hashlib.sha256(), hashlib.md5()
     size = 0
-    buf = bytearray(chunk)
-    view = memoryview(buf)
-    with open(out, "wb") as dst:
+    with store.open_output(out) as dst:
         for p in parts:
-            with open(p, "rb") as src:
+            with store.open_input_stream(p) as src:
                 while True:
-                    n = src.readinto(buf)
-                    if not n:
+                    b = src.read(chunk)
+                    if not b:
                         break
-                    sha.update(view[:n])
-                    md5.update(view[:n])
-                    dst.write(view[:n])
-                    size += n
-            p.unlink()
-        dst.flush()
-        os.fsync(dst.fileno())
+                    sha.update(b)
+                    md5.update(b)
+                    dst.write(b)
+                    size += len(b)
+            store.delete(p)
+        if store.local:
+            dst.flush()
+            os.fsync(dst.fileno())
     return {"sha256": sha.hexdigest(), "md5": md5.hexdigest(), "bytes": size}
 
 

@@ -40,7 +40,8 @@ COSTS = {
     "children_per_entry": 2.15,   # child keys emitted per distinct next-generation entry (5x5)
     "forward_shard_bytes": 3.2,   # parquet delta+zstd per key, 48-bit keys (engineering notes)
     "backward_shard_bytes": 4.2,
-    "cache_bytes": 9.0,           # uint64 key + outcome byte, two generations at a time
+    "messages_per_entry": 3.0,    # backward messages kept per sending entry (5x5, see below)
+    "message_bytes": 8.0,         # parent_key << 8 | score, raw .npy runs
     "parallel_efficiency": 0.8,
 }
 
@@ -75,17 +76,21 @@ class Plan:
 
     @property
     def shuffle_bytes(self) -> int:
-        """Child keys written as runs and read back by the range merges, over the forward pass."""
-        return int(sum(p.entries for p in self.plies[1:]) * COSTS["children_per_entry"] * 8)
+        """Bytes that tasks write for tasks of other key ranges to read: the forward pass's
+        child-key runs and the backward pass's messages."""
+        later = sum(p.entries for p in self.plies[1:])
+        return int(later * (COSTS["children_per_entry"] * 8
+                            + COSTS["messages_per_entry"] * COSTS["message_bytes"]))
 
     @property
     def peak_disk(self) -> int:
-        """During the final merge: every forward and backward shard, two generations of cache
-        while the backward pass runs (less than the final file), and the final file."""
+        """During the final merge: every forward and backward shard and the final file (the
+        largest generation's runs or messages, while they exist, are less than the final file)."""
         e = self.entries
         shards = e * (COSTS["forward_shard_bytes"] + COSTS["backward_shard_bytes"])
-        runs = self.peak_entries * COSTS["children_per_entry"] * 8
-        return int(shards + max(runs, 2 * self.peak_entries * COSTS["cache_bytes"]) + self.final_bytes)
+        gen = self.peak_entries * max(COSTS["children_per_entry"] * 8,
+                                      COSTS["messages_per_entry"] * COSTS["message_bytes"])
+        return int(shards + max(gen, self.final_bytes))
 
     @property
     def core_seconds(self) -> float:
@@ -155,10 +160,9 @@ def make_plan(board: str | Board, workers: int, memory_per_worker: int,
     if any(p.source.startswith("Table 1") for p in plan.plies):
         plan.notes.append("per-ply figures spread Böck's Table 1 total with the 7x6 profile: "
                           "measure a forward run (--from) for better figures")
-    need = plan.peak_entries * COSTS["cache_bytes"]
-    if need > memory_per_worker * workers:
-        plan.notes.append(
-            f"the largest generation's annotated entries ({need / 2**30:,.0f} GiB) exceed the "
-            f"cluster's memory ({memory_per_worker * workers / 2**30:,.0f} GiB): the backward "
-            "join reads them through memory maps on shared storage, so expect it to be I/O bound")
+    rows = memory_per_worker // (8 * (2 * board.width + 2))
+    plan.notes.append(
+        f"shards of at most {min(rows, 1 << 24):,} entries per task: the largest generation "
+        f"is {-(-plan.peak_entries // min(rows, 1 << 24)):,} tasks per stage; no task reads "
+        "another range's shards, only its slice of the runs and messages")
     return plan

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from c4table.errors import BuildError
 from c4table.units import format_size
+from pipeline.storage import Storage, open_storage
 
 SKIP_ENV = "C4TABLE_SKIP_DISK_CHECK"
 MARGIN_BYTES = 1 << 20        # added to every estimate (file system slack, manifest, headers)
@@ -31,6 +32,7 @@ MESSAGES_PER_ENTRY = 4.0      # backward messages a position sends, kept (measur
 MESSAGE_BYTES = 8             # one uint64 word per message in a raw .npy run
 RUN_BYTES_PER_KEY = 8         # forward runs are raw uint64 .npy
 LOCK_NAME = ".lock"
+WHOLE_SCRATCH = ("runs", "merge", "cache")   # trees no finished step ever refers to
 _DISK_FULL = {errno.ENOSPC, errno.EDQUOT}
 
 
@@ -52,21 +54,27 @@ def with_margin(n: float) -> int:
     return int(math.ceil(n * (1 + MARGIN_FRACTION))) + MARGIN_BYTES
 
 
-def check_free(root: Path, need: int, what: str) -> None:
-    """Raise :class:`DiskFullError` if the file system of ``root`` has less than ``need`` bytes free."""
+def check_free(root, need: int, what: str) -> None:
+    """Raise :class:`DiskFullError` if the file system of ``root`` (a path or a local
+    :class:`~pipeline.storage.Storage`; object stores are not checked) has less than ``need``
+    bytes free."""
     if os.environ.get(SKIP_ENV, "") not in ("", "0"):
         return
+    if isinstance(root, Storage):
+        if not root.local:
+            return
+        root = root.root
     free = free_bytes(root)
     if free < need:
         raise DiskFullError(f"not enough free disk in {root} for {what}: {format_need(need, free)}; "
                             "finished steps are kept, free space and rerun to resume")
 
 
-def _files_bytes(root: Path, infos) -> int:
+def _files_bytes(store: Storage, infos) -> int:
     total = 0
     for s in infos:
         try:
-            total += (root / s.file).stat().st_size
+            total += store.size(s.file)
         except OSError:
             pass
     return total
@@ -86,7 +94,7 @@ def forward_need(build, ply: int) -> int:
     step = m.data["steps"]["forward"].get(str(ply)) or {}
     dup = step.get("run_keys", 0) / rows if rows and step.get("run_keys") else 1.5
     runs = next_rows * max(dup, 1.0) * RUN_BYTES_PER_KEY
-    shards = _files_bytes(build.root, cur) * growth
+    shards = _files_bytes(build.store, cur) * growth
     return with_margin(runs + shards)
 
 
@@ -101,11 +109,11 @@ def backward_need(build, ply: int) -> int:
     ratio = 1.5
     nxt_f, nxt_b = m.shards("forward", ply + 1), m.shards("backward", ply + 1)
     if nxt_f and nxt_b:
-        fb = _files_bytes(build.root, nxt_f)
+        fb = _files_bytes(build.store, nxt_f)
         if fb:
-            ratio = max(1.0, _files_bytes(build.root, nxt_b) / fb)
+            ratio = max(1.0, _files_bytes(build.store, nxt_b) / fb)
     sent = rows * MESSAGES_PER_ENTRY * MESSAGE_BYTES if ply > 0 else 0
-    return with_margin(_files_bytes(build.root, fwd) * ratio + sent)
+    return with_margin(_files_bytes(build.store, fwd) * ratio + sent)
 
 
 def merge_need(build, plies: list[int]) -> int:
@@ -134,7 +142,7 @@ def is_disk_full(exc: BaseException) -> bool:
 
 
 @contextmanager
-def disk_full_guard(root: Path, what: str, finished: str = ""):
+def disk_full_guard(root, what: str, finished: str = ""):
     """Turn a full disk while doing ``what`` into one :class:`DiskFullError` line that names the
     directory and says what is kept; ``finished`` describes the finished steps."""
     try:
@@ -188,36 +196,31 @@ def unlock_build_dir(root: Path) -> None:
         os.close(held[0])   # closing the descriptor releases the lock
 
 
-def scratch_files(root: Path) -> list[Path]:
-    """Files an interrupted run may have left that no finished step refers to: temporary files
-    (``*.tmp``, ``*.tmp.npy``) under ``work/{forward,backward,messages}``, forward runs
-    (``work/runs``), merge parts (``work/merge``), an older version's ``work/cache`` and the
-    manifest's temporary file. The table's own ``.tmp`` is not listed: the merge decides
-    whether it is the finished table (:func:`pipeline.merge.run`)."""
-    out: list[Path] = []
-    work = Path(root) / "work"
-    whole = ("runs", "merge", "cache")   # never referred to by a finished step
-    for sub in ("forward", "backward", "messages", *whole):   # only what the pipeline writes
-        if not (work / sub).is_dir():
-            continue
-        for p in (work / sub).rglob("*"):
-            if p.is_file() and (sub in whole or p.name.endswith(".tmp") or p.name.endswith(".tmp.npy")):
-                out.append(p)
-    mtmp = Path(root) / "manifest.json.tmp"
-    if mtmp.exists():
-        out.append(mtmp)
+def scratch_files(root) -> list[str]:
+    """Files an interrupted run may have left that no finished step refers to, relative to the
+    build directory (a path or :class:`~pipeline.storage.Storage`): temporary files (``*.tmp``,
+    ``*.tmp.npy``) under ``work/{forward,backward,messages}``, forward runs (``work/runs``),
+    merge parts (``work/merge``), an older version's ``work/cache`` and the manifest's
+    temporary file. The table's own ``.tmp`` is not listed: the merge decides whether it is
+    the finished table (:func:`pipeline.merge.run`)."""
+    store = root if isinstance(root, Storage) else open_storage(root)
+    out: list[str] = []
+    for sub in ("forward", "backward", "messages", *WHOLE_SCRATCH):   # only what the pipeline writes
+        for rel in store.list_files(f"work/{sub}"):
+            if sub in WHOLE_SCRATCH or rel.endswith(".tmp") or rel.endswith(".tmp.npy"):
+                out.append(rel)
+    if store.exists("manifest.json.tmp"):
+        out.append("manifest.json.tmp")
     return out
 
 
-def remove_scratch(root: Path) -> int:
+def remove_scratch(root) -> int:
     """Delete :func:`scratch_files` (and the ``work/runs``, ``work/merge``, ``work/cache``
     trees); return how many files."""
-    items = scratch_files(root)
-    for p in items:
-        try:
-            p.unlink()
-        except FileNotFoundError:
-            pass
-    for sub in ("runs", "merge", "cache"):
-        shutil.rmtree(Path(root) / "work" / sub, ignore_errors=True)
+    store = root if isinstance(root, Storage) else open_storage(root)
+    items = scratch_files(store)
+    for rel in items:
+        store.delete(rel)
+    for sub in WHOLE_SCRATCH:
+        store.delete_tree(f"work/{sub}")
     return len(items)

@@ -275,7 +275,7 @@ def test_damaged_or_partial_messages_are_never_reused(partial, reference, tmp_pa
     the manifest; otherwise they are sent again from generation 10's backward shards."""
     out = copy_build(partial, tmp_path / "b")
     msgs = out / "work" / "messages" / "ply_09"
-    run = sorted(msgs.glob("run-*.npy"))[0]
+    run = sorted(msgs.glob("run-*.u64"))[0]
     if damage == "flip":
         data = bytearray(run.read_bytes())
         data[len(data) // 2] ^= 0x01
@@ -285,15 +285,15 @@ def test_damaged_or_partial_messages_are_never_reused(partial, reference, tmp_pa
     else:   # what a crash in the middle of a backward step leaves
         later = out / "work" / "messages" / "ply_08"
         later.mkdir(parents=True)
-        (later / "run-00000.npy.tmp.npy").write_bytes(b"\x93NUMPY half written")
-        (later / "run-00001.npy").write_bytes(b"not in the manifest")
+        (later / "run-00000.u64.tmp").write_bytes(b"half written")
+        (later / "run-00001.u64").write_bytes(b"not in the manifest")
         junk = out / "work" / "backward" / "ply_09"
         junk.mkdir(parents=True)
         (junk / "part-00000.parquet.tmp").write_bytes(b"partial")
         (junk / "part-00001.parquet").write_bytes(b"not in the manifest")
         runs = out / "work" / "runs" / "ply_21"
         runs.mkdir(parents=True)
-        (runs / "run-00000.npy").write_bytes(b"stale")
+        (runs / "run-00000.u64").write_bytes(b"stale")
     code, err = resume(out)
     assert code == 0, err
     if damage != "orphan-tmp":
@@ -302,22 +302,22 @@ def test_damaged_or_partial_messages_are_never_reused(partial, reference, tmp_pa
         assert "removed 3 scratch file(s)" in err
         assert not (out / "work" / "runs").exists()
         assert not (junk / "part-00001.parquet").exists()   # unfinished step's dir was cleared
-    assert not list((out / "work" / "messages").rglob("*.npy"))   # every run is deleted once used
+    assert not list((out / "work" / "messages").rglob("*.u64"))   # every run is deleted once used
     assert soak.sha256_file(out / TABLE) == reference[0]
 
 
 # ------------------------------------------------------------------ full disk
 ENOSPC_DRIVER = r"""
 import errno, os, sys
-import pyarrow.parquet as pq
+from pipeline.storage import Storage
 parent = os.getpid()
-real = pq.write_table
-def write_table(table, where, *a, **kw):
-    if os.getpid() != parent and sys.argv[1] in str(where):
-        # what pyarrow raises on a full disk
-        raise OSError(errno.ENOSPC, "Error writing bytes to file. Detail: [errno 28] No space left on device")
-    return real(table, where, *a, **kw)
-pq.write_table = write_table
+real = Storage.write_atomic
+def write_atomic(self, rel, data):
+    if os.getpid() != parent and sys.argv[1] in rel:
+        # what a write on a full disk raises
+        raise OSError(errno.ENOSPC, "No space left on device", str(self.root / rel))
+    return real(self, rel, data)
+Storage.write_atomic = write_atomic
 from c4table.cli import main
 main(sys.argv[2:])
 """
@@ -345,14 +345,14 @@ def test_enospc_in_a_worker_process_keeps_finished_steps(reference, tmp_path, st
 
 WORKER_DEATH_DRIVER = r"""
 import os, signal, sys
-import pyarrow.parquet as pq
+from pipeline.storage import Storage
 parent = os.getpid()
-real = pq.write_table
-def write_table(table, where, *a, **kw):
-    if os.getpid() != parent and sys.argv[1] in str(where):
+real = Storage.write_atomic
+def write_atomic(self, rel, data):
+    if os.getpid() != parent and sys.argv[1] in rel:
         os.kill(os.getpid(), signal.SIGKILL)     # the OOM killer takes a worker
-    return real(table, where, *a, **kw)
-pq.write_table = write_table
+    return real(self, rel, data)
+Storage.write_atomic = write_atomic
 from c4table.cli import main
 main(sys.argv[2:])
 """

@@ -28,10 +28,24 @@ from pipeline import backward, forward, merge  # noqa: E402
 from pipeline.build import open_build  # noqa: E402
 
 
+def rss_anon(pid: int) -> int:
+    """Private anonymous resident bytes of a process (``RssAnon``: heap and numpy buffers, not
+    file pages the kernel can drop)."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("RssAnon:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
 class Sampler(threading.Thread):
     """Samples memory of this process and its children, and the size of a directory. RSS sums
-    count pages shared by several processes (the memory-mapped generations) once per process;
-    PSS divides each shared page among its users, so its sum is the tree's real footprint."""
+    count pages shared by several processes once per process; PSS divides each shared page
+    among its users, so its sum is the tree's real footprint; anonymous RSS leaves out file
+    pages (page cache) altogether. Peaks are kept per stage (``stage`` is set by the caller)."""
 
     def __init__(self, root: Path, period: float = 0.05):
         super().__init__(daemon=True)
@@ -39,21 +53,28 @@ class Sampler(threading.Thread):
         self.peak_rss = 0
         self.peak_pss = 0
         self.peak_disk = 0
+        self.stage = "start"
+        self.stage_pss: dict[str, int] = {}
+        self.stage_anon: dict[str, int] = {}
         self._halt = threading.Event()
 
     def run(self) -> None:
         me = psutil.Process()
         while not self._halt.is_set():
-            rss = pss = 0
+            rss = pss = anon = 0
             for p in [me, *me.children(recursive=True)]:
                 try:
                     info = p.memory_full_info()
                     rss += info.rss
                     pss += info.pss
+                    anon += rss_anon(p.pid)
                 except psutil.Error:
                     pass
             self.peak_rss = max(self.peak_rss, rss)
             self.peak_pss = max(self.peak_pss, pss)
+            st = self.stage
+            self.stage_pss[st] = max(self.stage_pss.get(st, 0), pss)
+            self.stage_anon[st] = max(self.stage_anon.get(st, 0), anon)
             self.peak_disk = max(self.peak_disk, dir_size(self.root))
             time.sleep(self.period)
 
@@ -90,6 +111,7 @@ def bench(board: str, workers: int | None, memory: str, keep: Path | None) -> No
     times = {}
     try:
         for name, stage in (("forward", forward.run), ("backward", backward.run), ("merge", merge.run)):
+            sampler.stage = name
             t = time.perf_counter()
             stage(b)
             times[name] = time.perf_counter() - t
@@ -100,8 +122,11 @@ def bench(board: str, workers: int | None, memory: str, keep: Path | None) -> No
     entries = table["entries"]
     total = sum(times.values())
     base = baseline_sort_seconds(entries)
+    mib = 2**20
     for name, t in [*times.items(), ("total", total)]:
-        print(f"{board:>5} {name:>8} {t:9.2f} s {entries / t / 1e6:9.2f} M entries/s")
+        mem = (f"   peak PSS {sampler.stage_pss.get(name, 0) / mib:7,.0f} MiB, anonymous "
+               f"{sampler.stage_anon.get(name, 0) / mib:7,.0f} MiB") if name in times else ""
+        print(f"{board:>5} {name:>8} {t:9.2f} s {entries / t / 1e6:9.2f} M entries/s{mem}")
     print(f"{board:>5}  entries {entries:,}  peak RSS {sampler.peak_rss / 2**20:,.0f} MiB  "
           f"peak PSS {sampler.peak_pss / 2**20:,.0f} MiB  "
           f"temp disk peak {sampler.peak_disk / 2**20:,.0f} MiB  final {table['bytes'] / 2**20:,.1f} MiB  "
