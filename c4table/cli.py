@@ -34,7 +34,8 @@ def board_arg(value: str):
 
 def _build_options(f):
     f = click.option("--out", "out", type=click.Path(file_okay=False), default=None,
-                     help="build directory (default: tables/WxH)")(f)
+                     help="build directory, or a pyarrow.fs URI every worker can reach such as "
+                          "s3://bucket/prefix (default: tables/WxH)")(f)
     f = click.option("--memory", default="4GiB", show_default=True,
                      help="memory budget shared by the workers (e.g. 512MiB, 8GiB)")(f)
     f = click.option("--workers", type=click.IntRange(1, 4096), default=None,
@@ -50,10 +51,16 @@ def _build_options(f):
 def _open(board, out, memory, workers, scheduler, quiet, restart):
     from c4table.units import parse_size
     from pipeline.build import open_build
+    from pipeline.storage import is_url, open_storage
     try:
         parse_size(memory)
     except ValueError as e:
         raise click.BadParameter(str(e), param_hint="--memory") from None
+    if out and is_url(out):
+        try:
+            open_storage(out)
+        except ValueError as e:
+            raise click.BadParameter(str(e), param_hint="--out") from None
     return open_build(board, out or f"tables/{board.name}", memory, workers, scheduler, quiet, restart)
 
 
