@@ -33,10 +33,11 @@ def write_run(store: Storage, rel: str, keys: np.ndarray) -> str:
     """Spill sorted keys as a run: ``rel`` holds the raw little-endian uint64 values and
     ``rel + ".fences"`` every :data:`FENCE`-th of them, so a range of the run can be found
     without reading it (:func:`read_range`). The fences are written first: a run that exists
-    has its fences. Returns the run's xxh64."""
+    has its fences. Runs are scratch (a crash discards or re-checks them), so they are not
+    fsync'ed. Returns the run's xxh64."""
     data = np.ascontiguousarray(keys, dtype="<u8")
-    store.write_atomic(rel + ".fences", np.ascontiguousarray(data[::FENCE]).tobytes())
-    store.write_atomic(rel, memoryview(data).cast("B"))
+    store.write_atomic(rel + ".fences", np.ascontiguousarray(data[::FENCE]).tobytes(), durable=False)
+    store.write_atomic(rel, memoryview(data).cast("B"), durable=False)
     return xxhash.xxh64(memoryview(data).cast("B")).hexdigest()
 
 

@@ -314,6 +314,16 @@ def keep_best(x):
 
 
 @njit(cache=True)
+def strictly_increasing_keys(packed):
+    """True if the keys (``word >> 8``) of sorted ``key << 8 | outcome`` words never repeat."""
+    eight = np.uint64(8)
+    for i in range(1, packed.shape[0]):
+        if (packed[i] >> eight) == (packed[i - 1] >> eight):
+            return False
+    return True
+
+
+@njit(cache=True)
 def pack_entries(keys, outcomes, out):
     """``out[i] = keys[i] << 8 | outcomes[i]``: one sortable word per table entry."""
     for i in range(keys.shape[0]):

@@ -23,11 +23,14 @@ import numpy as np
 from c4table.board import Board
 from c4table.errors import BuildError
 from pipeline import resources
-from pipeline.kernels import pack_entries
-from pipeline.shards import ShardInfo, read_shard_range, row_group_starts, verify_shards
+from pipeline.kernels import pack_entries, strictly_increasing_keys
+from pipeline.shards import (ShardInfo, read_row_groups, row_group_starts, row_groups_in_range,
+                             verify_shards)
 from pipeline.storage import Storage, open_storage
 
 WORD = 8
+READ_GROUPS = 8          # row groups decoded at a time by a range task (~1 M entries)
+WRITE_CHUNK = 1 << 22    # entries converted to bytes at a time
 PARTS = "work/merge"
 
 
@@ -40,27 +43,39 @@ def entries_to_bytes(packed: np.ndarray, entry_size: int) -> np.ndarray:
 
 def range_task(root: str, shards: list[dict], lo: int, hi: int, rel: str, entry_size: int) -> int:
     """Write the entries with ``lo <= key < hi`` of the given backward shards (every
-    generation's shards that overlap the range) as the part file ``root/rel``; return how
-    many."""
+    generation's shards that overlap the range) as the part file ``rel``; return how many.
+
+    Memory: one uint64 word per entry (sized from the row groups' counts, filled row group by
+    row group), sorted in place, then converted and written in chunks."""
     store = open_storage(root)
-    pieces = []
+    picks = []
+    upper = 0
     for d in shards:
-        keys, outs = read_shard_range(store, ShardInfo.from_json(d), lo, hi)
-        if keys.shape[0]:
-            packed = np.empty(keys.shape[0], np.uint64)
-            pack_entries(keys, outs, packed)
-            pieces.append(packed)
-        del keys, outs
-    packed = np.concatenate(pieces) if pieces else np.empty(0, np.uint64)
-    del pieces
+        info = ShardInfo.from_json(d)
+        groups = row_groups_in_range(store, info, lo, hi)
+        picks.append((info, groups))
+        upper += sum(n for _, n in groups)
+    packed = np.empty(upper, np.uint64)
+    pos = 0
+    for info, groups in picks:
+        for i in range(0, len(groups), READ_GROUPS):
+            keys, outs = read_row_groups(store, info, [g for g, _ in groups[i: i + READ_GROUPS]])
+            a = int(np.searchsorted(keys, np.uint64(lo), "left"))
+            b = int(np.searchsorted(keys, np.uint64(hi), "left"))
+            pack_entries(keys[a:b], outs[a:b], packed[pos: pos + b - a])
+            pos += b - a
+            del keys, outs
+    packed = packed[:pos]
     packed.sort()
-    count = int(packed.shape[0])
-    if count > 1 and not (np.diff(packed >> np.uint64(8)).astype(np.int64) > 0).all():
+    if not strictly_increasing_keys(packed):
         raise BuildError(f"duplicate keys across generations in range [{lo}, {hi})")
-    data = np.ascontiguousarray(entries_to_bytes(packed, entry_size))
-    del packed
-    store.write_atomic(rel, memoryview(data).cast("B"))
-    return count
+
+    def chunks():
+        for s in range(0, pos, WRITE_CHUNK):
+            yield np.ascontiguousarray(entries_to_bytes(packed[s: s + WRITE_CHUNK], entry_size)).data
+
+    store.write_atomic_chunks(rel, chunks(), durable=False)   # a part is scratch
+    return pos
 
 
 def choose_ranges(store: Storage, shards: list[ShardInfo], n_ranges: int) -> list[int]:
@@ -155,10 +170,14 @@ def run(build):
             prog.note(f"verified {n} backward shard(s) (xxh64)")
             build.verified.add("backward")
         store.delete_tree(PARTS)
-        # A range task holds its pieces, their packed copy and the entry bytes: ~3 words/entry.
-        per_task = max(1, build.task_memory // (3 * WORD))
-        n_ranges = max(math.ceil(total / per_task),
-                       build.executor.workers if total >= build.min_parallel_rows else 1)
+        # A range task holds one word per entry, plus row groups and chunks of a bounded size
+        # (counted as 2 bytes per entry more, for small budgets). Ranges come in multiples of
+        # the workers so that the last wave keeps every worker busy.
+        per_task = max(1, build.task_memory // (WORD + 2))
+        n_ranges = math.ceil(total / per_task)
+        if total >= build.min_parallel_rows:
+            w = build.executor.workers
+            n_ranges = max(w, -(-n_ranges // w) * w)
         bounds = choose_ranges(store, shards, n_ranges)
         E = board.entry_size
         tasks = []

@@ -137,29 +137,30 @@ def row_group_starts(store: Storage, info: ShardInfo) -> list[tuple[int, int]]:
     return out
 
 
-def read_shard_range(store: Storage, info: ShardInfo, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
-    """Keys ``lo <= key < hi`` of a backward shard and their outcomes, reading only the row
-    groups whose key statistics overlap the range. The checksum is not checked here: the
-    caller verifies the shards once (:func:`verify_shards`)."""
-    pf = _open_parquet(store, info.file)
-    md = pf.metadata
-    groups = []
+def row_groups_in_range(store: Storage, info: ShardInfo, lo: int, hi: int) -> list[tuple[int, int]]:
+    """``(index, rows)`` of the row groups of a backward shard whose key statistics overlap
+    ``[lo, hi)``."""
+    md = _open_parquet(store, info.file).metadata
+    out = []
     for i in range(md.num_row_groups):
-        st = md.row_group(i).column(0).statistics
-        if md.row_group(i).num_rows and int(st.max) >= lo and int(st.min) < hi:
-            groups.append(i)
-    if not groups:
-        return np.empty(0, np.uint64), np.empty(0, np.uint8)
+        rg = md.row_group(i)
+        st = rg.column(0).statistics
+        if rg.num_rows and int(st.max) >= lo and int(st.min) < hi:
+            out.append((i, rg.num_rows))
+    return out
+
+
+def read_row_groups(store: Storage, info: ShardInfo, groups: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """Keys and outcomes of some row groups of a backward shard. The checksum is not checked
+    here: the caller verifies the shards once (:func:`verify_shards`)."""
     try:
-        table = pf.read_row_groups(groups, columns=["key", "outcome"])
+        table = _open_parquet(store, info.file).read_row_groups(groups, columns=["key", "outcome"])
+    except CorruptDataError:
+        raise
     except Exception as e:
         raise CorruptDataError(f"{store.display(info.file)}: unreadable shard "
                                f"({e.__class__.__name__}: {e})") from None
-    keys = table.column("key").to_numpy().view(np.uint64)
-    outs = table.column("outcome").to_numpy()
-    a = int(np.searchsorted(keys, np.uint64(lo), "left"))
-    b = int(np.searchsorted(keys, np.uint64(hi), "left"))
-    return keys[a:b], outs[a:b]
+    return table.column("key").to_numpy().view(np.uint64), table.column("outcome").to_numpy()
 
 
 def verify_shard_task(root: str, info_json: dict) -> int:

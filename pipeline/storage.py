@@ -155,25 +155,36 @@ class Storage:
         return self.fs.open_input_stream(self.path(rel))
 
     # ------------------------------------------------------------------ writes
-    def write_atomic(self, rel: str, data) -> None:
+    def write_atomic(self, rel: str, data, durable: bool = True) -> None:
         """Write ``data`` (bytes-like) to ``rel`` so that it appears whole or not at all."""
+        self.write_atomic_chunks(rel, [data], durable)
+
+    def write_atomic_chunks(self, rel: str, chunks, durable: bool = True) -> None:
+        """Write the bytes-like items of the iterable ``chunks``, in order, as file ``rel``,
+        so that it appears whole or not at all (the caller need not hold the whole file).
+        ``durable=False`` skips the fsyncs, for scratch files that a crash makes the build
+        discard or check anyway (runs, messages, merge parts)."""
         if self.root is None:
             with self.fs.open_output_stream(self.path(rel)) as f:
-                f.write(data)
+                for c in chunks:
+                    f.write(c)
             return
         path = self.root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(path.name + ".tmp")
         try:
             with open(tmp, "wb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
+                for c in chunks:
+                    f.write(c)
+                if durable:
+                    f.flush()
+                    os.fsync(f.fileno())
         except BaseException:
             tmp.unlink(missing_ok=True)
             raise
         os.replace(tmp, path)
-        fsync_dir(path.parent)
+        if durable:
+            fsync_dir(path.parent)
 
     def open_output(self, rel: str):
         """A stream that writes ``rel`` directly (the caller handles atomicity, e.g. by writing

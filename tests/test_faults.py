@@ -312,11 +312,11 @@ import errno, os, sys
 from pipeline.storage import Storage
 parent = os.getpid()
 real = Storage.write_atomic
-def write_atomic(self, rel, data):
+def write_atomic(self, rel, data, *a, **kw):
     if os.getpid() != parent and sys.argv[1] in rel:
         # what a write on a full disk raises
         raise OSError(errno.ENOSPC, "No space left on device", str(self.root / rel))
-    return real(self, rel, data)
+    return real(self, rel, data, *a, **kw)
 Storage.write_atomic = write_atomic
 from c4table.cli import main
 main(sys.argv[2:])
@@ -348,10 +348,10 @@ import os, signal, sys
 from pipeline.storage import Storage
 parent = os.getpid()
 real = Storage.write_atomic
-def write_atomic(self, rel, data):
+def write_atomic(self, rel, data, *a, **kw):
     if os.getpid() != parent and sys.argv[1] in rel:
         os.kill(os.getpid(), signal.SIGKILL)     # the OOM killer takes a worker
-    return real(self, rel, data)
+    return real(self, rel, data, *a, **kw)
 Storage.write_atomic = write_atomic
 from c4table.cli import main
 main(sys.argv[2:])
