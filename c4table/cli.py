@@ -153,7 +153,7 @@ def plan(board, workers, memory_per_worker, from_dir, as_json):
     click.echo(f"entries          {p.entries:,}\n"
                f"final file       {p.final_bytes:,} bytes ({format_size(p.final_bytes)})\n"
                f"largest gen      {p.peak_entries:,} entries\n"
-               f"shuffle volume   {format_size(p.shuffle_bytes)} (child keys through runs)\n"
+               f"shuffle volume   {format_size(p.shuffle_bytes)} (child-key runs and backward messages)\n"
                f"peak disk        {format_size(p.peak_disk)}\n"
                f"compute          {format_seconds(p.core_seconds)} of one core\n"
                f"wall time        {format_seconds(p.wall_seconds)} on {workers} workers")
