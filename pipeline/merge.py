@@ -16,6 +16,7 @@ import hashlib
 import math
 import os
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -105,19 +106,35 @@ def hash_stored(store: Storage, rel: str, progress=None, chunk: int = 1 << 24) -
         return _hash_stream(f, progress, chunk)
 
 
+class Hashes:
+    """sha256 and md5 of a stream of chunks, the two digests computed on two cores (hashlib
+    releases the GIL on large buffers), so hashing a table costs the slower of the two."""
+
+    def __init__(self):
+        self.sha, self.md5, self.size = hashlib.sha256(), hashlib.md5(), 0
+        self._pool = ThreadPoolExecutor(1)
+
+    def update(self, b) -> None:
+        done = self._pool.submit(self.md5.update, b)
+        self.sha.update(b)
+        done.result()
+        self.size += len(b)
+
+    def result(self) -> dict:
+        self._pool.shutdown()
+        return {"sha256": self.sha.hexdigest(), "md5": self.md5.hexdigest(), "bytes": self.size}
+
+
 def _hash_stream(f, progress, chunk: int) -> dict:
-    sha, md5 = hashlib.sha256(), hashlib.md5()
-    size = 0
+    h = Hashes()
     while True:
         b = f.read(chunk)
         if not b:
             break
-        sha.update(b)
-        md5.update(b)
-        size += len(b)
+        h.update(b)
         if progress is not None:
             progress(len(b))
-    return {"sha256": sha.hexdigest(), "md5": md5.hexdigest(), "bytes": size}
+    return h.result()
 
 
 def table_location(build):
@@ -210,8 +227,7 @@ def run(build):
 def append_parts(store: Storage, out: str, parts: list[str], chunk: int = 1 << 24) -> dict:
     """Write the concatenation of ``parts`` to ``out`` (replacing it), deleting each part once
     appended; fsync locally. Returns its sha256, md5 and size, computed on the way."""
-    sha, md5 = hashlib.sha256(), hashlib.md5()
-    size = 0
+    h = Hashes()
     with store.open_output(out) as dst:
         for p in parts:
             with store.open_input_stream(p) as src:
@@ -219,15 +235,13 @@ def append_parts(store: Storage, out: str, parts: list[str], chunk: int = 1 << 2
                     b = src.read(chunk)
                     if not b:
                         break
-                    sha.update(b)
-                    md5.update(b)
+                    h.update(b)
                     dst.write(b)
-                    size += len(b)
             store.delete(p)
         if store.local:
             dst.flush()
             os.fsync(dst.fileno())
-    return {"sha256": sha.hexdigest(), "md5": md5.hexdigest(), "bytes": size}
+    return h.result()
 
 
 def _totals(plies: list[dict]) -> dict:
