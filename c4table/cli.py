@@ -12,7 +12,7 @@ import sys
 
 import click
 
-from c4table.errors import (BoardError, BuildError, C4Error, IllegalPositionError,
+from c4table.errors import (BoardError, BudgetError, BuildError, C4Error, IllegalPositionError,
                             MissingTableError, TableError)
 
 BOARD_HELP = "board as WIDTHxHEIGHT, e.g. 7x6 (7 columns, 6 rows)"
@@ -275,7 +275,7 @@ def main(argv: list[str] | None = None) -> None:
         _fail("aborted", 130)
     except KeyboardInterrupt:
         _fail("interrupted; finished steps are kept, rerun the same command to resume", 130)
-    except (BoardError, IllegalPositionError, MissingTableError) as e:
+    except (BoardError, IllegalPositionError, MissingTableError, BudgetError) as e:
         _fail(_one_line(str(e)), 2)
     except (TableError, BuildError, C4Error) as e:
         _fail(_one_line(str(e)), 1)

@@ -46,3 +46,8 @@ class BuildError(C4Error):
 
 class CorruptDataError(BuildError, TableError):
     """A shard or file whose checksum, size or order does not match what the manifest says."""
+
+
+class BudgetError(BuildError, ValueError):
+    """Build options that cannot work: a memory budget too small for the workers asked for
+    (bad input, like an unknown board: exit status 2)."""

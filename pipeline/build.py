@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from c4table.board import Board
-from c4table.errors import BuildError, CorruptDataError
+from c4table.errors import BudgetError, BuildError, CorruptDataError
 from c4table.units import format_size, parse_size
 from pipeline import backward, forward, merge, resources
 from pipeline.execution import Executor, default_workers, make_executor
@@ -55,7 +55,7 @@ class Build:
                              "pipeline packs key and outcome in 64 bits, so at most 56")
         if self.task_memory < MIN_TASK_MEMORY:
             least = MIN_TASK_MEMORY * self.executor.workers
-            raise BuildError(f"memory budget {format_size(self.memory)} ({self.memory:,} bytes) is "
+            raise BudgetError(f"memory budget {format_size(self.memory)} ({self.memory:,} bytes) is "
                              f"too small to make progress with {self.executor.workers} worker(s): "
                              f"each needs at least {format_size(MIN_TASK_MEMORY)}, so give "
                              f"--memory {format_size(least).replace(' ', '')} or more, or fewer --workers")

@@ -439,7 +439,7 @@ def test_tiny_filesystem(reference, tmp_path, skip_check):
 # ------------------------------------------------------------------ memory, bad input
 def test_memory_budget_too_small(tmp_path):
     code, _, err = cli("build", BOARD, "--out", tmp_path / "b", "--workers", 2, "--memory", "1MiB")
-    assert code == 1 and one_line_error(err), err
+    assert code == 2 and one_line_error(err), err   # bad input, like an unknown board
     assert "too small" in err and "--memory" in err
 
 
