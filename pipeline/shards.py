@@ -46,29 +46,26 @@ class ShardInfo:
         return cls(d["file"], d["rows"], d["xxh64"], d["first"], d["last"])
 
 
-def file_xxh64(path: Path, chunk: int = 1 << 22) -> str:
+def _stream_xxh64(f, chunk: int) -> str:
     h = xxhash.xxh64()
-    with open(path, "rb") as f:
-        while True:
-            b = f.read(chunk)
-            if not b:
-                break
-            h.update(b)
+    while True:
+        b = f.read(chunk)
+        if not b:
+            break
+        h.update(b)
     return h.hexdigest()
+
+
+def file_xxh64(path: Path, chunk: int = 1 << 22) -> str:
+    """xxh64 of a local file, streamed."""
+    with open(path, "rb") as f:
+        return _stream_xxh64(f, chunk)
 
 
 def stored_xxh64(store: Storage, rel: str, chunk: int = 1 << 22) -> str:
-    """xxh64 of a file of ``store``, streamed."""
-    if store.local:
-        return file_xxh64(store.root / rel, chunk)
-    h = xxhash.xxh64()
-    with store.fs.open_input_stream(store.path(rel)) as f:
-        while True:
-            b = f.read(chunk)
-            if not b:
-                break
-            h.update(b)
-    return h.hexdigest()
+    """xxh64 of a file of ``store`` (local or remote), streamed."""
+    with store.open_input_stream(rel) as f:
+        return _stream_xxh64(f, chunk)
 
 
 def _missing(store: Storage, rel: str) -> CorruptDataError:
