@@ -8,10 +8,13 @@
 Stages (each resumable, each recorded in ``DIR/manifest.json``):
 ``forward`` -> ``backward`` -> ``merge`` (see :mod:`pipeline.forward`, :mod:`pipeline.backward`,
 :mod:`pipeline.merge`). ``DIR/work/`` holds the generations' shards and scratch files;
-``DIR/connect4_WxH.dat`` is the table.
+``DIR/connect4_WxH.dat`` is the table. ``DIR`` is a local directory or a ``pyarrow.fs`` URI
+(:mod:`pipeline.storage`).
 
-Opening a build takes the directory's lock (:func:`pipeline.resources.lock_build_dir`), which
-:meth:`Build.close` (or leaving ``with open_build(...) as b:``) gives back, and removes the scratch files an interrupted run left (temporary files, forward runs: nothing a
+Opening a local build takes the directory's lock (:func:`pipeline.resources.lock_build_dir`),
+which :meth:`Build.close` (or leaving ``with open_build(...) as b:``) gives back; an object
+store has no lock, so one build per prefix is the user's to ensure. Opening removes the
+scratch files an interrupted run left (temporary files, forward runs, merge parts: nothing a
 finished step refers to). Files no finished step records are never read: a step clears its
 output directory before it starts, and what the manifest records is verified by checksum
 before it is relied on, never recomputed.
