@@ -162,9 +162,11 @@ def make_plan(board: str | Board, workers: int, memory_per_worker: int,
     if any(p.source.startswith("Table 1") for p in plan.plies):
         plan.notes.append("per-ply figures spread Böck's Table 1 total with the 7x6 profile: "
                           "measure a forward run (--from) for better figures")
-    rows = memory_per_worker // (8 * (2 * board.width + 2))
+    rows = min(memory_per_worker // (8 * (2 * board.width + 2)), 1 << 24)
+    tasks = -(-plan.peak_entries // max(1, rows))
     plan.notes.append(
-        f"shards of at most {min(rows, 1 << 24):,} entries per task: the largest generation "
-        f"is {-(-plan.peak_entries // min(rows, 1 << 24)):,} tasks per stage; no task reads "
-        "another range's shards, only its slice of the runs and messages")
+        f"shards of at most {rows:,} entries per task: the largest generation is {tasks:,} tasks "
+        "per stage; no task reads another range's shards, only its slice of every run or "
+        f"message file of the step before, so a shuffle there is up to {tasks * tasks:,} ranged "
+        "reads (mind the object store's request rate)")
     return plan
