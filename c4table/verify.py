@@ -76,13 +76,15 @@ def _keys_of(rows: np.ndarray, key_bytes: int) -> np.ndarray:
 
 def verify_table(path: str | Path, board: str | Board | None = None, sha256: str | None = None,
                  quiet: bool = False, stream=None, shards: bool = True) -> VerifyReport:
-    """Hash and check a table file; see the module docstring. ``shards=False`` skips the
-    build directory's shards."""
-    path = Path(path)
-    if not path.is_file():
+    """Hash and check a table file (a path, or a ``pyarrow.fs`` URI such as
+    ``s3://bucket/c4/connect4_6x4.dat``); see the module docstring. ``shards=False`` skips
+    the build directory's shards."""
+    store, name = _locate(path)
+    path = Path(path) if store.local else _Remote(store.display(name))
+    if not store.exists(name):
         raise MissingTableError(f"{path}: no such table file")
     try:
-        b = board_of_table(path, board)
+        b = board_of_table(path, board) if store.local else _remote_board(store, name, board)
     except AttributeError:  # a manifest that is JSON but not an object: judge by the file name
         from c4table.table import _NAME
         from c4table.errors import TableError
@@ -92,7 +94,7 @@ def verify_table(path: str | Path, board: str | Board | None = None, sha256: str
         b = Board(int(mm.group(1)), int(mm.group(2)))
     rep = VerifyReport(path, b)
     E, K = b.entry_size, b.key_bytes
-    size = path.stat().st_size
+    size = store.size(name)
     rep.bytes = size
     if size == 0:
         rep.problems.append("empty file")
@@ -106,7 +108,7 @@ def verify_table(path: str | Path, board: str | Board | None = None, sha256: str
     seen = 0
     t0 = last_report = time.perf_counter()
     first_problem = {"order": None, "range": None, "outcome": None}
-    with open(path, "rb") as f:
+    with store.open_input_stream(name) as f:
         while True:
             chunk = f.read(CHUNK_ENTRIES * E)
             if not chunk:
@@ -150,43 +152,94 @@ def verify_table(path: str | Path, board: str | Board | None = None, sha256: str
     if first_problem["outcome"] is not None:
         rep.problems.append(f"entry {first_problem['outcome']:,}: invalid outcome byte")
     rep.sha256, rep.md5 = sha.hexdigest(), md5.hexdigest()
-    _compare(rep, path, b, sha256)
+    _compare(rep, store, name, b, sha256)
     if shards:
-        rep.problems.extend(build_dir_problems(path.parent, path.name))
+        rep.problems.extend(build_dir_problems(store, name))
     return rep
 
 
-def build_dir_problems(root: Path, table_name: str | None = None, limit: int = 10) -> list[str]:
-    """Problems of the build directory ``root``: a manifest whose checksum or layout does not
-    hold, and shards listed in it that are missing or whose xxh64 differs. Only manifests that
-    describe ``table_name`` (when given) are looked at; at most ``limit`` shard problems."""
+class _Remote(str):
+    """A table's URI, with the ``name`` a report shows."""
+
+    @property
+    def name(self) -> str:
+        return self.rpartition("/")[2]
+
+
+def _locate(path):
+    """The storage of a table's directory and the table's file name (path or URI)."""
+    from pipeline.storage import is_url, open_storage
+    s = str(path)
+    if is_url(s):
+        d, _, name = s.rstrip("/").rpartition("/")
+        return open_storage(d), name
+    p = Path(path).absolute()
+    return open_storage(p.parent), p.name
+
+
+def _read_sibling(store, name: str) -> str | None:
+    """Text of file ``name`` of ``store``, or None if there is none."""
+    if not store.exists(name):
+        return None
+    return store.read_bytes(name).decode("utf-8", errors="replace")
+
+
+def _remote_board(store, name: str, board) -> Board:
+    """:func:`c4table.table.board_of_table` for a table on an object store."""
+    from c4table.table import _NAME
+    from c4table.errors import TableError
+    if board is not None:
+        return Board.parse(board)
+    text = _read_sibling(store, "manifest.json")
+    if text is not None:
+        try:
+            data = json.loads(text)
+            if data.get("table", {}).get("file", name) == name:
+                return Board(data["width"], data["height"], data.get("k", 4))
+        except (ValueError, KeyError, TypeError):
+            pass
+    m = _NAME.search(name)
+    if m:
+        return Board(int(m.group(1)), int(m.group(2)))
+    raise TableError(f"{store.display(name)}: cannot tell the board of this table; name it "
+                     "connect4_WxH.dat or give the board (--board WxH)")
+
+
+def build_dir_problems(root, table_name: str | None = None, limit: int = 10) -> list[str]:
+    """Problems of the build directory ``root`` (a path, URI or storage): a manifest whose
+    checksum or layout does not hold, and shards listed in it that are missing or whose xxh64
+    differs. Only manifests that describe ``table_name`` (when given) are looked at; at most
+    ``limit`` shard problems."""
     from pipeline.manifest import Manifest
-    from pipeline.shards import file_xxh64
+    from pipeline.shards import stored_xxh64
+    from pipeline.storage import Storage, open_storage
     from c4table.errors import CorruptDataError
-    mpath = Path(root) / "manifest.json"
-    if not mpath.exists():
+    store = root if isinstance(root, Storage) else open_storage(root)
+    text = _read_sibling(store, "manifest.json")
+    if text is None:
         return []
     try:
-        raw = json.loads(mpath.read_text())
-    except (ValueError, UnicodeDecodeError):
+        raw = json.loads(text)
+    except ValueError:
         return []   # reported by _compare
     if not isinstance(raw, dict) or (table_name and (raw.get("table") or {}).get("file", table_name) != table_name):
         return []
     try:
-        m = Manifest.load(root)
+        m = Manifest.load(store)
     except (CorruptDataError, BuildError) as e:
         return [str(e)]
-    if not (Path(root) / "work").exists():
+    has_work = (store.root / "work").exists() if store.local else bool(store.list_files("work"))
+    if not has_work:
         return []   # built with --clean: nothing more to check
     out = []
     for stage in ("forward", "backward"):
         for ply in sorted(m.data["steps"][stage], key=int):
             for info in m.shards(stage, int(ply)):
-                f = Path(root) / info.file
-                if not f.is_file():
+                f = store.display(info.file)
+                if not store.exists(info.file):
                     out.append(f"{f}: shard listed in the manifest is missing")
                 else:
-                    digest = file_xxh64(f)
+                    digest = stored_xxh64(store, info.file)
                     if digest != info.xxh64:
                         out.append(f"{f}: checksum {digest} does not match manifest {info.xxh64} "
                                    "(damaged shard)")
@@ -195,7 +248,7 @@ def build_dir_problems(root: Path, table_name: str | None = None, limit: int = 1
     return out
 
 
-def _compare(rep: VerifyReport, path: Path, b: Board, sha256: str | None) -> None:
+def _compare(rep: VerifyReport, store, name: str, b: Board, sha256: str | None) -> None:
     def check(label: str, ref: dict) -> None:
         diffs = []
         for fld, mine in (("entries", rep.entries), ("bytes", rep.bytes), ("sha256", rep.sha256),
@@ -209,16 +262,17 @@ def _compare(rep: VerifyReport, path: Path, b: Board, sha256: str | None) -> Non
 
     if sha256:
         check("the given --sha256", {"sha256": sha256.strip().lower()})
-    manifest = path.parent / "manifest.json"
+    manifest = store.display("manifest.json")
     plies = None
-    if manifest.exists():
+    text = _read_sibling(store, "manifest.json")
+    if text is not None:
         try:
-            data = json.loads(manifest.read_text())
+            data = json.loads(text)
             table = data.get("table")
-        except (ValueError, UnicodeDecodeError, AttributeError):
+        except (ValueError, AttributeError):
             rep.problems.append(f"{manifest}: not a valid manifest (not a JSON object)")
             table = None
-        if table and table.get("file") == path.name:
+        if table and table.get("file") == name:
             check("manifest.json", table)
             plies = data.get("plies")
     ref = known_tables().get(b.name)
@@ -228,7 +282,7 @@ def _compare(rep: VerifyReport, path: Path, b: Board, sha256: str | None) -> Non
             _compare_plies(rep, manifest, plies, ref)
 
 
-def _compare_plies(rep: VerifyReport, manifest: Path, plies: list, ref: dict) -> None:
+def _compare_plies(rep: VerifyReport, manifest: str, plies: list, ref: dict) -> None:
     """Per-ply counts of the manifest against those recorded for the known table."""
     fields = ref["ply_fields"]
     if len(plies) != len(ref["plies"]):

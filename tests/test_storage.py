@@ -104,6 +104,10 @@ def test_s3_build_is_byte_identical_to_local(s3, built):
     names = {i.path for i in s3.get_file_info(pafs.FileSelector(f"{BUCKET}/b45", recursive=True))}
     assert f"{BUCKET}/b45/manifest.json" in names
     assert not [n for n in names if "/work/messages/" in n and n.endswith(".u64")]  # spent runs deleted
+    code, out, err = run_cli("verify", f"{uri}/connect4_4x5.dat", "-q")
+    assert code == 0, out + err
+    assert "OK connect4_4x5.dat" in out and "sha256 matches manifest.json" in out
+    assert "known table 4x5" in out
 
 
 def test_s3_build_on_a_dask_cluster(s3, built):
@@ -129,6 +133,22 @@ def test_damaged_shard_on_s3_is_reported(s3, built):
     assert code == 1
     assert len(err.strip().splitlines()) == 1
     assert "s3://" in err and "ply_05/part-00000.parquet" in err
+
+
+def test_verify_reports_a_damaged_shard_of_a_build_on_s3(s3):
+    uri = f"s3://{BUCKET}/v44"
+    code, _, err = run_cli("build", "4x4", "--out", uri, "-q", "--workers", "1")
+    assert code == 0, err
+    code, out, _ = run_cli("verify", f"{uri}/connect4_4x4.dat", "-q")
+    assert code == 0 and "sha256 matches" in out and "published" in out
+    key = f"{BUCKET}/v44/work/backward/ply_07/part-00000.parquet"
+    data = bytearray(s3_bytes(s3, key.split("/", 1)[1]))
+    data[-100] ^= 0xFF
+    with s3.open_output_stream(key) as f:
+        f.write(bytes(data))
+    code, out, _ = run_cli("verify", f"{uri}/connect4_4x4.dat", "-q")
+    assert code == 1
+    assert "MISMATCH" in out and f"{uri}/work/backward/ply_07/part-00000.parquet" in out
 
 
 def test_unusable_storage_uri_is_one_line(s3):
