@@ -30,15 +30,15 @@ from c4table.errors import BuildError
 from pipeline.progress import published_totals
 
 # Measured with tools/bench_build.py on the 2-core development machine: 7x4 build, 1,132.9 M
-# entries, 2 workers, --memory 4GiB, stage wall time x 2 / entries (forward 112.3 s, backward
-# 140.7 s, merge 81.7 s), in core-seconds per table entry; bytes per entry on disk.
+# entries, 2 workers, --memory 4GiB, stage wall time x 2 / entries (forward 95.5 s, backward
+# 121.8 s, merge 74.3 s), in core-seconds per table entry; bytes per entry on disk.
 # messages_per_entry: 1.15-1.17 kept per sending entry on 5x5 and 6x4 with 2 workers; each task
 # keeps one message per parent, so more, smaller tasks keep more: 2.0 allows for that.
 # parallel_efficiency is an assumption for a cluster, not a measurement.
 COSTS = {
-    "forward_core_s": 0.198e-6,
-    "backward_core_s": 0.248e-6,
-    "merge_core_s": 0.144e-6,
+    "forward_core_s": 0.169e-6,
+    "backward_core_s": 0.215e-6,
+    "merge_core_s": 0.131e-6,
     "children_per_entry": 2.15,   # child keys emitted per distinct next-generation entry (5x5)
     "forward_shard_bytes": 3.2,   # parquet delta+zstd per key, 48-bit keys (engineering notes)
     "backward_shard_bytes": 4.2,
