@@ -105,7 +105,7 @@ def line_owners(board: Board, cols: Sequence[Sequence[int]]) -> set[int]:
     >>> line_owners(Board(4, 4), [[1], [1], [1], [1]])
     {1}
     """
-    w, h, k = board.width, board.height, board.k
+    w, k = board.width, board.k
 
     def at(c: int, r: int) -> int:
         if not 0 <= c < w:

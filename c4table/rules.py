@@ -13,7 +13,7 @@ the empty board). Boards wider than 9 columns are not addressable by single digi
 """
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from typing import Iterable
 
 from c4table.board import A, B, EMPTY, Board
 from c4table.codec import key_of_codes, readings

@@ -244,6 +244,7 @@ def test_export_mirror_nonterminal_and_sources_agree(t54, manifest54, tmp_path):
     n = export_positions(t54, tmp_path / "n.parquet", 11, nonterminal=True, source="table")
     assert n.rows == rec["entries"] - rec["terminal_entries"] and n.source == "table"
     s = export_positions(t54, tmp_path / "s.parquet", 11, nonterminal=True, source="shards")
+    assert s.rows == n.rows and s.source == "shards"
     # same rows either way (move strings may differ: any order reaching the position will do)
     cols = [c for c in pq.read_table(tmp_path / "n.parquet").column_names if c != "moves"]
     assert pq.read_table(tmp_path / "n.parquet", columns=cols).equals(
