@@ -49,15 +49,9 @@ class Manifest:
 
     def __init__(self, root, data: dict):
         self.store = _storage(root)
-        self.root = self.store.root if self.store.local else self.store.uri
         self.data = data
 
     # ----------------------------------------------------------- creating
-    @classmethod
-    def path_in(cls, root) -> str:
-        """Where the manifest of ``root`` lives, for messages (a path or URI)."""
-        return _storage(root).display(MANIFEST)
-
     @classmethod
     def load(cls, root) -> "Manifest":
         store = _storage(root)

@@ -17,7 +17,6 @@ import math
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import numpy as np
 
@@ -92,12 +91,6 @@ def choose_ranges(store: Storage, shards: list[ShardInfo], n_ranges: int) -> lis
         acc += n
     bounds.append(int(np.iinfo(np.uint64).max))
     return bounds
-
-
-def hash_file(path: Path, progress=None, chunk: int = 1 << 24) -> dict:
-    """sha256 and md5 of a local file, streamed."""
-    with open(path, "rb") as f:
-        return _hash_stream(f, progress, chunk)
 
 
 def hash_stored(store: Storage, rel: str, progress=None, chunk: int = 1 << 24) -> dict:
