@@ -17,6 +17,7 @@ import hashlib
 import json
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
@@ -38,6 +39,26 @@ def known_tables() -> dict[str, dict]:
     """Board name -> reference figures (entries, bytes, sha256, md5, source)."""
     text = resources.files("c4table").joinpath("data/known_tables.json").read_text()
     return json.loads(text)
+
+
+class Hashes:
+    """sha256 and md5 of a stream of chunks, the two digests computed on two cores (hashlib
+    releases the GIL on large buffers), so hashing a table costs the slower of the two."""
+
+    def __init__(self):
+        self.sha, self.md5, self.size = hashlib.sha256(), hashlib.md5(), 0
+        self._pool = ThreadPoolExecutor(1)
+
+    def update(self, b) -> None:
+        done = self._pool.submit(self.md5.update, b)
+        self.sha.update(b)
+        done.result()
+        self.size += len(b)
+
+    def result(self) -> dict:
+        """``{"sha256", "md5", "bytes"}``; the object is finished after this."""
+        self._pool.shutdown()
+        return {"sha256": self.sha.hexdigest(), "md5": self.md5.hexdigest(), "bytes": self.size}
 
 
 @dataclass
@@ -102,7 +123,7 @@ def verify_table(path: str | Path, board: str | Board | None = None, sha256: str
         rep.problems.append(f"size {size:,} is not a multiple of the {E}-byte entry (truncated?)")
     rep.entries = size // E
     stream = stream or sys.stderr
-    sha, md5 = hashlib.sha256(), hashlib.md5()
+    hashes = Hashes()
     prev = -1
     limit = b.key_limit
     seen = 0
@@ -113,8 +134,7 @@ def verify_table(path: str | Path, board: str | Board | None = None, sha256: str
             chunk = f.read(CHUNK_ENTRIES * E)
             if not chunk:
                 break
-            sha.update(chunk)
-            md5.update(chunk)
+            hashes.update(chunk)
             n = len(chunk) // E
             if n:
                 rows = np.frombuffer(chunk, np.uint8, count=n * E).reshape(n, E)
@@ -151,7 +171,8 @@ def verify_table(path: str | Path, board: str | Board | None = None, sha256: str
         rep.problems.append(f"entry {first_problem['range']:,}: key out of range for board {b}")
     if first_problem["outcome"] is not None:
         rep.problems.append(f"entry {first_problem['outcome']:,}: invalid outcome byte")
-    rep.sha256, rep.md5 = sha.hexdigest(), md5.hexdigest()
+    digests = hashes.result()
+    rep.sha256, rep.md5 = digests["sha256"], digests["md5"]
     _compare(rep, store, name, b, sha256)
     if shards:
         rep.problems.extend(build_dir_problems(store, name))

@@ -12,16 +12,15 @@ records its size and hashes in the manifest, and only then renames it into place
 """
 from __future__ import annotations
 
-import hashlib
 import math
 import os
 import time
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
 from c4table.board import Board
 from c4table.errors import BuildError
+from c4table.verify import Hashes
 from pipeline import resources
 from pipeline.kernels import pack_entries, strictly_increasing_keys
 from pipeline.shards import (ShardInfo, read_row_groups, row_group_starts, row_groups_in_range,
@@ -93,40 +92,12 @@ def choose_ranges(store: Storage, shards: list[ShardInfo], n_ranges: int) -> lis
     return bounds
 
 
-def hash_stored(store: Storage, rel: str, progress=None, chunk: int = 1 << 24) -> dict:
-    """sha256 and md5 of a file of ``store``, streamed."""
-    with store.open_input_stream(rel) as f:
-        return _hash_stream(f, progress, chunk)
-
-
-class Hashes:
-    """sha256 and md5 of a stream of chunks, the two digests computed on two cores (hashlib
-    releases the GIL on large buffers), so hashing a table costs the slower of the two."""
-
-    def __init__(self):
-        self.sha, self.md5, self.size = hashlib.sha256(), hashlib.md5(), 0
-        self._pool = ThreadPoolExecutor(1)
-
-    def update(self, b) -> None:
-        done = self._pool.submit(self.md5.update, b)
-        self.sha.update(b)
-        done.result()
-        self.size += len(b)
-
-    def result(self) -> dict:
-        self._pool.shutdown()
-        return {"sha256": self.sha.hexdigest(), "md5": self.md5.hexdigest(), "bytes": self.size}
-
-
-def _hash_stream(f, progress, chunk: int) -> dict:
+def hash_stored(store: Storage, rel: str, chunk: int = 1 << 24) -> dict:
+    """sha256, md5 and size of a file of ``store``, streamed."""
     h = Hashes()
-    while True:
-        b = f.read(chunk)
-        if not b:
-            break
-        h.update(b)
-        if progress is not None:
-            progress(len(b))
+    with store.open_input_stream(rel) as f:
+        while b := f.read(chunk):
+            h.update(b)
     return h.result()
 
 
