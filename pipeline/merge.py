@@ -23,8 +23,7 @@ from c4table.errors import BuildError
 from c4table.verify import Hashes
 from pipeline import resources
 from pipeline.kernels import pack_entries, strictly_increasing_keys
-from pipeline.shards import (ShardInfo, read_row_groups, row_group_starts, row_groups_in_range,
-                             verify_shards)
+from pipeline.shards import ShardInfo, open_row_groups, read_row_groups, verify_shards
 from pipeline.storage import Storage, open_storage
 
 WORD = 8
@@ -48,17 +47,15 @@ def range_task(root: str, shards: list[dict], lo: int, hi: int, rel: str, entry_
     row group), sorted in place, then converted and written in chunks."""
     store = open_storage(root)
     picks = []
-    upper = 0
     for d in shards:
         info = ShardInfo.from_json(d)
-        groups = row_groups_in_range(store, info, lo, hi)
-        picks.append((info, groups))
-        upper += sum(n for _, n in groups)
-    packed = np.empty(upper, np.uint64)
+        pf, groups = open_row_groups(store, info)
+        picks.append((store.display(info.file), pf, [g for g in groups if g.last >= lo and g.first < hi]))
+    packed = np.empty(sum(g.rows for _, _, groups in picks for g in groups), np.uint64)
     pos = 0
-    for info, groups in picks:
+    for where, pf, groups in picks:
         for i in range(0, len(groups), READ_GROUPS):
-            keys, outs = read_row_groups(store, info, [g for g, _ in groups[i: i + READ_GROUPS]])
+            keys, outs = read_row_groups(pf, where, [g.index for g in groups[i: i + READ_GROUPS]])
             a = int(np.searchsorted(keys, np.uint64(lo), "left"))
             b = int(np.searchsorted(keys, np.uint64(hi), "left"))
             pack_entries(keys[a:b], outs[a:b], packed[pos: pos + b - a])
@@ -80,7 +77,7 @@ def range_task(root: str, shards: list[dict], lo: int, hi: int, rel: str, entry_
 def choose_ranges(store: Storage, shards: list[ShardInfo], n_ranges: int) -> list[int]:
     """``n_ranges + 1`` (or fewer) increasing key boundaries with about equal entries between
     them, from the row groups' smallest keys; the first is 0, the last 2**64 - 1."""
-    starts = sorted(st for s in shards for st in row_group_starts(store, s))
+    starts = sorted((g.first, g.rows) for s in shards for g in open_row_groups(store, s)[1])
     total = sum(n for _, n in starts)
     bounds, acc = [0], 0
     step = total / max(1, n_ranges)

@@ -122,41 +122,38 @@ def _open_parquet(store: Storage, rel: str) -> pq.ParquetFile:
         raise CorruptDataError(f"{store.display(rel)}: unreadable shard ({e.__class__.__name__}: {e})") from None
 
 
-def row_group_starts(store: Storage, info: ShardInfo) -> list[tuple[int, int]]:
-    """``(smallest key, rows)`` of each row group of a shard, from its footer statistics."""
-    md = _open_parquet(store, info.file).metadata
-    out = []
+@dataclass
+class RowGroup:
+    """One row group of a shard, from its footer: index, key statistics and rows."""
+
+    index: int
+    first: int
+    last: int
+    rows: int
+
+
+def open_row_groups(store: Storage, info: ShardInfo) -> tuple[pq.ParquetFile, list[RowGroup]]:
+    """A shard opened for reading by row group, and its non-empty row groups (footer only: no
+    data is read)."""
+    pf = _open_parquet(store, info.file)
+    md = pf.metadata
+    groups = []
     for i in range(md.num_row_groups):
         rg = md.row_group(i)
-        st = rg.column(0).statistics
         if rg.num_rows:
-            out.append((int(st.min), rg.num_rows))
-    return out
+            st = rg.column(0).statistics
+            groups.append(RowGroup(i, int(st.min), int(st.max), rg.num_rows))
+    return pf, groups
 
 
-def row_groups_in_range(store: Storage, info: ShardInfo, lo: int, hi: int) -> list[tuple[int, int]]:
-    """``(index, rows)`` of the row groups of a backward shard whose key statistics overlap
-    ``[lo, hi)``."""
-    md = _open_parquet(store, info.file).metadata
-    out = []
-    for i in range(md.num_row_groups):
-        rg = md.row_group(i)
-        st = rg.column(0).statistics
-        if rg.num_rows and int(st.max) >= lo and int(st.min) < hi:
-            out.append((i, rg.num_rows))
-    return out
-
-
-def read_row_groups(store: Storage, info: ShardInfo, groups: list[int]) -> tuple[np.ndarray, np.ndarray]:
-    """Keys and outcomes of some row groups of a backward shard. The checksum is not checked
-    here: the caller verifies the shards once (:func:`verify_shards`)."""
+def read_row_groups(pf: pq.ParquetFile, where: str, indices: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """Keys and outcomes of some row groups of an opened backward shard (``where`` names it in
+    errors). The checksum is not checked here: the caller verifies the shards once
+    (:func:`verify_shards`)."""
     try:
-        table = _open_parquet(store, info.file).read_row_groups(groups, columns=["key", "outcome"])
-    except CorruptDataError:
-        raise
+        table = pf.read_row_groups(indices, columns=["key", "outcome"])
     except Exception as e:
-        raise CorruptDataError(f"{store.display(info.file)}: unreadable shard "
-                               f"({e.__class__.__name__}: {e})") from None
+        raise CorruptDataError(f"{where}: unreadable shard ({e.__class__.__name__}: {e})") from None
     return table.column("key").to_numpy().view(np.uint64), table.column("outcome").to_numpy()
 
 
