@@ -82,22 +82,31 @@ def move_rank(m: MoveProbe, mover: str) -> tuple:
 
 def board_of_table(path: Path, board: str | Board | None = None) -> Board:
     """The board a table file is for (see module docstring)."""
+    manifest = path.parent / "manifest.json"
+    text = manifest.read_bytes().decode("utf-8", "replace") if board is None and manifest.exists() else None
+    return board_from(path.name, text, board, where=str(path))
+
+
+def board_from(name: str, manifest_text: str | None, board: str | Board | None = None,
+               where: str | None = None) -> Board:
+    """The board of the table file ``name``: ``board`` if given, else the manifest beside it
+    (its text, if there is one) when it describes that file, else the file name
+    (``connect4_WxH.dat``). ``where`` names the file in the error."""
     if board is not None:
         return Board.parse(board)
-    manifest = path.parent / "manifest.json"
-    if manifest.exists():
+    if manifest_text is not None:
         try:
-            data = json.loads(manifest.read_text())
-            if data.get("table", {}).get("file", path.name) == path.name or \
-                    Board.parse(data["board"]).table_filename == path.name:
+            data = json.loads(manifest_text)
+            if data.get("table", {}).get("file", name) == name or \
+                    Board.parse(data["board"]).table_filename == name:
                 return Board(data["width"], data["height"], data.get("k", 4))
         except (ValueError, KeyError, TypeError, AttributeError):  # not a manifest object
             pass
-    m = _NAME.search(path.name)
+    m = _NAME.search(name)
     if m:
         return Board(int(m.group(1)), int(m.group(2)))
-    raise TableError(f"{path}: cannot tell the board of this table; name it connect4_WxH.dat "
-                     "or give the board (--board WxH)")
+    raise TableError(f"{where or name}: cannot tell the board of this table; name it "
+                     "connect4_WxH.dat or give the board (--board WxH)")
 
 
 class Table:

@@ -27,7 +27,7 @@ import numpy as np
 
 from c4table.board import Board
 from c4table.errors import BuildError, MissingTableError
-from c4table.table import board_of_table
+from c4table.table import board_from
 from c4table.units import format_seconds, format_size
 
 CHUNK_ENTRIES = 1 << 20
@@ -105,7 +105,8 @@ def verify_table(path: str | Path, board: str | Board | None = None, sha256: str
     if not store.exists(name):
         raise MissingTableError(f"{path}: no such table file")
     try:
-        b = board_of_table(path, board) if store.local else _remote_board(store, name, board)
+        text = _read_sibling(store, "manifest.json") if board is None else None
+        b = board_from(name, text, board, where=str(path))
     except AttributeError:  # a manifest that is JSON but not an object: judge by the file name
         from c4table.table import _NAME
         from c4table.errors import TableError
@@ -203,27 +204,6 @@ def _read_sibling(store, name: str) -> str | None:
     if not store.exists(name):
         return None
     return store.read_bytes(name).decode("utf-8", errors="replace")
-
-
-def _remote_board(store, name: str, board) -> Board:
-    """:func:`c4table.table.board_of_table` for a table on an object store."""
-    from c4table.table import _NAME
-    from c4table.errors import TableError
-    if board is not None:
-        return Board.parse(board)
-    text = _read_sibling(store, "manifest.json")
-    if text is not None:
-        try:
-            data = json.loads(text)
-            if data.get("table", {}).get("file", name) == name:
-                return Board(data["width"], data["height"], data.get("k", 4))
-        except (ValueError, KeyError, TypeError):
-            pass
-    m = _NAME.search(name)
-    if m:
-        return Board(int(m.group(1)), int(m.group(2)))
-    raise TableError(f"{store.display(name)}: cannot tell the board of this table; name it "
-                     "connect4_WxH.dat or give the board (--board WxH)")
 
 
 def build_dir_problems(root, table_name: str | None = None, limit: int = 10) -> list[str]:
