@@ -307,20 +307,27 @@ def test_damaged_or_partial_messages_are_never_reused(partial, reference, tmp_pa
 
 
 # ------------------------------------------------------------------ full disk
-ENOSPC_DRIVER = r"""
-import errno, os, sys
+def fault_driver(fault: str) -> str:
+    """Source of a CLI run in which a worker process's write of a file whose path contains
+    ``sys.argv[1]`` runs ``fault`` first (the CLI's arguments follow)."""
+    return r"""
+import errno, os, signal, sys
 from pipeline.storage import Storage
 parent = os.getpid()
 real = Storage.write_atomic
 def write_atomic(self, rel, data, *a, **kw):
     if os.getpid() != parent and sys.argv[1] in rel:
-        # what a write on a full disk raises
-        raise OSError(errno.ENOSPC, "No space left on device", str(self.root / rel))
+        %s
     return real(self, rel, data, *a, **kw)
 Storage.write_atomic = write_atomic
 from c4table.cli import main
 main(sys.argv[2:])
-"""
+""" % fault
+
+
+# what a write on a full disk raises
+ENOSPC_DRIVER = fault_driver(
+    'raise OSError(errno.ENOSPC, "No space left on device", str(self.root / rel))')
 
 
 @pytest.mark.parametrize("stage,ply,finished", [("forward", 13, "forward generations 0-12"),
@@ -343,19 +350,7 @@ def test_enospc_in_a_worker_process_keeps_finished_steps(reference, tmp_path, st
     assert soak.sha256_file(out / TABLE) == reference[0]
 
 
-WORKER_DEATH_DRIVER = r"""
-import os, signal, sys
-from pipeline.storage import Storage
-parent = os.getpid()
-real = Storage.write_atomic
-def write_atomic(self, rel, data, *a, **kw):
-    if os.getpid() != parent and sys.argv[1] in rel:
-        os.kill(os.getpid(), signal.SIGKILL)     # the OOM killer takes a worker
-    return real(self, rel, data, *a, **kw)
-Storage.write_atomic = write_atomic
-from c4table.cli import main
-main(sys.argv[2:])
-"""
+WORKER_DEATH_DRIVER = fault_driver("os.kill(os.getpid(), signal.SIGKILL)")   # the OOM killer
 
 
 def test_worker_process_killed_is_one_line_and_resumable(reference, tmp_path):
