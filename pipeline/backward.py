@@ -181,8 +181,8 @@ def run(build) -> None:
         t0 = time.perf_counter()
         what = f"backward generation {ply}"
         resources.check_free(build.store, resources.backward_need(build, ply), what)
-        for stale in (gen_dir(ply), messages_dir(ply - 1)):   # an unfinished attempt's output
-            build.store.delete_tree(stale)
+        for stale in (gen_dir(ply), *([messages_dir(ply - 1)] if ply else [])):
+            build.store.delete_tree(stale)   # an unfinished attempt's output
         finished = f"backward generations {ply + 1}-{last}" if ply < last else "the forward pass"
         with resources.disk_full_guard(build.store, what, finished):
             runs = incoming_runs(build, ply) if ply < last else []

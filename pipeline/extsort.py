@@ -103,10 +103,10 @@ def read_range(store: Storage, rels: list[str], lo: int, hi: int) -> np.ndarray:
         a = int(np.searchsorted(buf, lo_u, "left"))
         b = int(np.searchsorted(buf, hi_u, "left")) if hi_u is not None else buf.shape[0]
         if b > a:
-            parts.append(buf[a:b] if (a, b) != (0, buf.shape[0]) else buf)
+            parts.append(buf[a:b])
     if not parts:
         return np.empty(0, np.uint64)
-    return np.concatenate(parts) if len(parts) > 1 else parts[0].copy()
+    return np.concatenate(parts) if len(parts) > 1 else parts[0]   # one part: its window's view
 
 
 def merge_range(store: Storage, rels: list[str], lo: int, hi: int) -> np.ndarray:

@@ -116,8 +116,6 @@ class Storage:
         try:
             with self.fs.open_input_stream(self.path(rel)) as f:
                 return f.read()
-        except FileNotFoundError:
-            raise
         except OSError as e:
             if not self.exists(rel):
                 raise FileNotFoundError(self.display(rel)) from None
