@@ -12,8 +12,8 @@ bytes), :mod:`c4table.rules` (positions and moves), :mod:`c4table.table` (lookup
 :mod:`c4table.verify` (hashes and checks), :mod:`c4table.errors` (exceptions),
 :mod:`c4table.drawing` (board drawings), :mod:`c4table.play`, :mod:`c4table.stats` (per-ply
 counts, plots), :mod:`c4table.export` (parquet datasets), :mod:`c4table.cli` and
-:mod:`c4table.cli_use` (the command line). Building lives in the ``pipeline`` package
-(:func:`pipeline.build.build_table`).
+:mod:`c4table.cli_use` (the command line). Building lives in the ``c4table.pipeline`` package (the ``pipeline/`` folder)
+(:func:`c4table.pipeline.build.build_table`).
 """
 from c4table.board import Board
 from c4table.codec import Outcome, decode_outcome, encode_outcome
@@ -35,6 +35,6 @@ __all__ = ["Board", "Outcome", "decode_outcome", "encode_outcome", "Position", "
 
 
 def build_table(*args, **kwargs):
-    """Build a table; see :func:`pipeline.build.build_table`."""
-    from pipeline.build import build_table as _build
+    """Build a table; see :func:`c4table.pipeline.build.build_table`."""
+    from c4table.pipeline.build import build_table as _build
     return _build(*args, **kwargs)

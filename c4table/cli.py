@@ -50,8 +50,8 @@ def _build_options(f):
 
 def _open(board, out, memory, workers, scheduler, quiet, restart):
     from c4table.units import parse_size
-    from pipeline.build import open_build
-    from pipeline.storage import is_url, open_storage
+    from c4table.pipeline.build import open_build
+    from c4table.pipeline.storage import is_url, open_storage
     try:
         parse_size(memory)
     except ValueError as e:
@@ -78,7 +78,7 @@ def build(board, out, memory, workers, scheduler, quiet, restart, clean):
     """Build the complete table of BOARD (default 5x4): forward, backward and merge.
 
     Writes DIR/connect4_WxH.dat and DIR/manifest.json. Rerunning on a partial build resumes it."""
-    from pipeline.build import run_build
+    from c4table.pipeline.build import run_build
     b = _open(board, out, memory, workers, scheduler, quiet, restart)
     path = run_build(b, keep_work=not clean)
     click.echo(f"{path}  {b.manifest.table['entries']:,} entries  sha256 {b.manifest.table['sha256']}")
@@ -91,7 +91,7 @@ def build(board, out, memory, workers, scheduler, quiet, restart, clean):
               help="stop after this generation (default: the full board)")
 def forward(board, out, memory, workers, scheduler, quiet, restart, max_ply):
     """Forward pass only: every generation's sorted, deduplicated keys, and per-ply counts."""
-    from pipeline import forward as fwd
+    from c4table.pipeline import forward as fwd
     with _open(board, out, memory, workers, scheduler, quiet, restart) as b:
         fwd.run(b, max_ply)
     plies = b.manifest.data["plies"]
@@ -106,7 +106,7 @@ def forward(board, out, memory, workers, scheduler, quiet, restart, max_ply):
 @_build_options
 def backward(board, out, memory, workers, scheduler, quiet, restart):
     """Backward pass only (after forward): outcome and distance of every position."""
-    from pipeline import backward as bwd
+    from c4table.pipeline import backward as bwd
     with _open(board, out, memory, workers, scheduler, quiet, restart) as b:
         bwd.run(b)
     t = {k: sum(p[k] for p in b.manifest.data["plies"]) for k in ("a_wins", "draws", "b_wins")}
@@ -119,7 +119,7 @@ def backward(board, out, memory, workers, scheduler, quiet, restart):
 @_build_options
 def merge(board, out, memory, workers, scheduler, quiet, restart):
     """Final merge only (after backward): write DIR/connect4_WxH.dat."""
-    from pipeline import merge as mrg
+    from c4table.pipeline import merge as mrg
     with _open(board, out, memory, workers, scheduler, quiet, restart) as b:
         path = mrg.run(b)
     click.echo(f"{path}  {b.manifest.table['entries']:,} entries  sha256 {b.manifest.table['sha256']}")
@@ -137,7 +137,7 @@ def plan(board, workers, memory_per_worker, from_dir, as_json):
     """Estimate a build of BOARD: entries per generation, final size, peak disk, shuffle volume
     and wall time on WORKERS workers, from published counts and measured per-entry costs."""
     from c4table.units import format_seconds, format_size, parse_size
-    from pipeline.plan import make_plan
+    from c4table.pipeline.plan import make_plan
     try:
         mem = parse_size(memory_per_worker)
     except ValueError as e:
@@ -288,7 +288,7 @@ def main(argv: list[str] | None = None) -> None:
         _fail("out of memory; finished steps are kept: lower --memory or --workers and rerun to "
               "resume", 1)
     except OSError as e:
-        from pipeline.resources import is_disk_full
+        from c4table.pipeline.resources import is_disk_full
         if is_disk_full(e):
             _fail(f"disk full ({e.filename or 'build directory'}); finished steps are kept, free "
                   "space and rerun to resume", 1)

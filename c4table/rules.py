@@ -1,6 +1,6 @@
 """Game rules on one position at a time: dropping chips, detecting the end of the game, parsing
 move strings. This is the readable, per-position statement of the rules (FORMAT.md "Board"); the
-pipeline applies the same rules to whole arrays in :mod:`pipeline.kernels`.
+pipeline applies the same rules to whole arrays in :mod:`c4table.pipeline.kernels`.
 
 A move string is a sequence of 1-based column digits played from the empty board (``""`` is
 the empty board). Boards wider than 9 columns are not addressable by single digits; there, use

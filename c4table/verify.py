@@ -190,7 +190,7 @@ class _Remote(str):
 
 def _locate(path):
     """The storage of a table's directory and the table's file name (path or URI)."""
-    from pipeline.storage import is_url, open_storage
+    from c4table.pipeline.storage import is_url, open_storage
     s = str(path)
     if is_url(s):
         d, _, name = s.rstrip("/").rpartition("/")
@@ -211,9 +211,9 @@ def build_dir_problems(root, table_name: str | None = None, limit: int = 10) -> 
     checksum or layout does not hold, and shards listed in it that are missing or whose xxh64
     differs. Only manifests that describe ``table_name`` (when given) are looked at; at most
     ``limit`` shard problems."""
-    from pipeline.manifest import Manifest
-    from pipeline.shards import stored_xxh64
-    from pipeline.storage import Storage, open_storage
+    from c4table.pipeline.manifest import Manifest
+    from c4table.pipeline.shards import stored_xxh64
+    from c4table.pipeline.storage import Storage, open_storage
     from c4table.errors import CorruptDataError
     store = root if isinstance(root, Storage) else open_storage(root)
     text = _read_sibling(store, "manifest.json")

@@ -4,19 +4,19 @@ generation down to 0, as a key-range shuffle of *messages*.
 A generation's positions learn their outcome from their children, and the children live all
 over the next generation's key space. Rather than letting every task read the whole next
 generation, each annotated position *sends* one message per parent, the word
-``parent_key << 8 | score`` (:func:`pipeline.kernels.resolve`), where the score ranks the
+``parent_key << 8 | score`` (:func:`c4table.pipeline.kernels.resolve`), where the score ranks the
 child's outcome for the parent's mover. So one step, for generation g:
 
 1. one task per forward shard of g (a key range) reads its keys and, from every message run
    that generation g+1's tasks wrote, only the slice inside its key range
-   (:func:`pipeline.extsort.read_range`); it sorts the slices together, and each key's best
+   (:func:`c4table.pipeline.extsort.read_range`); it sorts the slices together, and each key's best
    message decides it (terminal positions are decided on the board);
 2. the same task writes its backward shard ``(key, outcome)`` and sorts the messages it sends
    to generation g-1, keeps the best per parent key, and spills them as one sorted run under
    ``work/messages/ply_{g-1}/``.
 
 No task holds more than its shard, its messages in and its messages out (what
-:attr:`pipeline.build.Build.shard_rows` sizes), and tasks share no memory-mapped state: they
+:attr:`c4table.pipeline.build.Build.shard_rows` sizes), and tasks share no memory-mapped state: they
 run wherever the build's storage (local, shared or an object store) can be reached.
 
 Resume: a step records its backward shards and its message runs (xxh64) in the manifest. The
@@ -31,10 +31,10 @@ import numpy as np
 
 from c4table.board import Board
 from c4table.errors import BuildError, CorruptDataError
-from pipeline import extsort, resources
-from pipeline.kernels import board_tables, emit_parents, keep_best, resolve, unmove_tables
-from pipeline.shards import ShardInfo, read_shard, stored_xxh64, verify_shards, write_shard
-from pipeline.storage import Storage, open_storage
+from c4table.pipeline import extsort, resources
+from c4table.pipeline.kernels import board_tables, emit_parents, keep_best, resolve, unmove_tables
+from c4table.pipeline.shards import ShardInfo, read_shard, stored_xxh64, verify_shards, write_shard
+from c4table.pipeline.storage import Storage, open_storage
 
 def gen_dir(ply: int) -> str:
     return f"work/backward/ply_{ply:02d}"

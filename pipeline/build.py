@@ -1,17 +1,17 @@
 """A build: one board, one build directory, a memory budget and an executor; runs the stages.
 
->>> from pipeline.build import build_table
+>>> from c4table.pipeline.build import build_table
 >>> path = build_table("4x4", "/tmp/c4-4x4", quiet=True)   # doctest: +SKIP
 >>> path.name                                               # doctest: +SKIP
 'connect4_4x4.dat'
 
 Stages (each resumable, each recorded in ``DIR/manifest.json``):
-``forward`` -> ``backward`` -> ``merge`` (see :mod:`pipeline.forward`, :mod:`pipeline.backward`,
-:mod:`pipeline.merge`). ``DIR/work/`` holds the generations' shards and scratch files;
+``forward`` -> ``backward`` -> ``merge`` (see :mod:`c4table.pipeline.forward`, :mod:`c4table.pipeline.backward`,
+:mod:`c4table.pipeline.merge`). ``DIR/work/`` holds the generations' shards and scratch files;
 ``DIR/connect4_WxH.dat`` is the table. ``DIR`` is a local directory or a ``pyarrow.fs`` URI
-(:mod:`pipeline.storage`).
+(:mod:`c4table.pipeline.storage`).
 
-Opening a local build takes the directory's lock (:func:`pipeline.resources.lock_build_dir`),
+Opening a local build takes the directory's lock (:func:`c4table.pipeline.resources.lock_build_dir`),
 which :meth:`Build.close` (or leaving ``with open_build(...) as b:``) gives back; an object
 store has no lock, so one build per prefix is the user's to ensure. Opening removes the
 scratch files an interrupted run left (temporary files, forward runs, merge parts: nothing a
@@ -27,12 +27,12 @@ from pathlib import Path
 from c4table.board import Board
 from c4table.errors import BudgetError, BuildError, CorruptDataError
 from c4table.units import format_size, parse_size
-from pipeline import backward, forward, merge, resources
-from pipeline.execution import Executor, default_workers, make_executor
-from pipeline.kernels import key_bits
-from pipeline.manifest import Manifest
-from pipeline.progress import Progress
-from pipeline.storage import Storage, open_storage
+from c4table.pipeline import backward, forward, merge, resources
+from c4table.pipeline.execution import Executor, default_workers, make_executor
+from c4table.pipeline.kernels import key_bits
+from c4table.pipeline.manifest import Manifest
+from c4table.pipeline.progress import Progress
+from c4table.pipeline.storage import Storage, open_storage
 
 DEFAULT_MEMORY = "4GiB"
 MAX_SHARD_ROWS = 1 << 24

@@ -8,7 +8,7 @@ equal size; one task per range reads only its slice of every run (found through 
 :func:`read_range`), sorts the slices together and drops duplicates. Ranges are disjoint and
 ordered, so their outputs concatenated in order are the sorted, deduplicated whole, and no task
 ever holds more than its range: a generation larger than RAM still sorts. Runs live in the
-build's :class:`~pipeline.storage.Storage`, local or remote.
+build's :class:`~c4table.pipeline.storage.Storage`, local or remote.
 """
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ import numpy as np
 import xxhash
 
 from c4table.errors import CorruptDataError
-from pipeline.kernels import dedup_sorted
-from pipeline.storage import Storage
+from c4table.pipeline.kernels import dedup_sorted
+from c4table.pipeline.storage import Storage
 
 SAMPLE_PER_RUN = 256
 FENCE = 1 << 16   # one fence value per this many run values

@@ -3,10 +3,10 @@
 Generation 0 is the empty board (key 0). For each g, tasks expand slices of generation g's
 shards into canonical child keys (terminal positions are counted but not expanded), sort and
 deduplicate them into runs, and range tasks merge the runs into generation g+1's shards
-(:mod:`pipeline.extsort`). The manifest records generation g+1's shards together with
+(:mod:`c4table.pipeline.extsort`). The manifest records generation g+1's shards together with
 generation g's counts (entries, symmetric entries, terminal entries), so a rerun resumes at
 the first generation not recorded, after verifying the finished generations' shards; each
-generation starts with a free-disk check (:mod:`pipeline.resources`).
+generation starts with a free-disk check (:mod:`c4table.pipeline.resources`).
 """
 from __future__ import annotations
 
@@ -16,10 +16,10 @@ import time
 import numpy as np
 
 from c4table.board import Board
-from pipeline import extsort, resources
-from pipeline.kernels import board_tables, expand
-from pipeline.shards import ShardInfo, read_shard, verify_shards, write_shard
-from pipeline.storage import open_storage
+from c4table.pipeline import extsort, resources
+from c4table.pipeline.kernels import board_tables, expand
+from c4table.pipeline.shards import ShardInfo, read_shard, verify_shards, write_shard
+from c4table.pipeline.storage import open_storage
 
 KEY_BYTES_IN_RAM = 8
 
@@ -146,7 +146,7 @@ def _merge_runs(build, ply: int, run_rels: list[str], results) -> list[ShardInfo
 
 
 def _expected_positions(board: Board, last: int) -> int | None:
-    from pipeline.progress import published_totals
+    from c4table.pipeline.progress import published_totals
     if board.k != 4 or last != board.cells:
         return None
     return published_totals().get((board.width, board.height))

@@ -32,8 +32,8 @@ import xxhash
 
 from c4table.board import Board
 from c4table.errors import BoardError, BuildError, CorruptDataError
-from pipeline.shards import ShardInfo
-from pipeline.storage import Storage, open_storage
+from c4table.pipeline.shards import ShardInfo
+from c4table.pipeline.storage import Storage, open_storage
 
 FORMAT = "c4table-manifest/1"
 MANIFEST = "manifest.json"
@@ -45,7 +45,7 @@ def _storage(root) -> Storage:
 
 class Manifest:
     """In-memory manifest of one build directory (a path, a URI or a
-    :class:`~pipeline.storage.Storage`); :meth:`save` writes it atomically."""
+    :class:`~c4table.pipeline.storage.Storage`); :meth:`save` writes it atomically."""
 
     def __init__(self, root, data: dict):
         self.store = _storage(root)

@@ -21,10 +21,10 @@ import numpy as np
 from c4table.board import Board
 from c4table.errors import BuildError
 from c4table.verify import Hashes
-from pipeline import resources
-from pipeline.kernels import pack_entries, strictly_increasing_keys
-from pipeline.shards import ShardInfo, open_row_groups, read_row_groups, verify_shards
-from pipeline.storage import Storage, open_storage
+from c4table.pipeline import resources
+from c4table.pipeline.kernels import pack_entries, strictly_increasing_keys
+from c4table.pipeline.shards import ShardInfo, open_row_groups, read_row_groups, verify_shards
+from c4table.pipeline.storage import Storage, open_storage
 
 WORD = 8
 READ_GROUPS = 8          # row groups decoded at a time by a range task (~1 M entries)

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from c4table.board import Board
 from c4table.errors import BuildError
-from pipeline.progress import published_totals
+from c4table.pipeline.progress import published_totals
 
 # Measured with tools/bench_build.py on the 2-core development machine: 7x4 build, 1,132.9 M
 # entries, 2 workers, --memory 4GiB, stage wall time x 2 / entries (forward 95.5 s, backward

@@ -5,7 +5,7 @@ adds ``outcome`` (uint8). Keys use DELTA_BINARY_PACKED encoding with zstd level 
 measured here at ~3.2 bytes/key and 250-380 MB/s writes (engineering notes section 3).
 
 A shard is encoded in memory, checksummed and written atomically through the build's
-:class:`~pipeline.storage.Storage` (a local directory or an object store), so a file that
+:class:`~c4table.pipeline.storage.Storage` (a local directory or an object store), so a file that
 exists under its final name is complete. Its xxh64 checksum goes into the manifest; :func:`read_shard` checks it on every read and
 :func:`verify_shards` checks finished shards up front when a build resumes.
 """
@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 import xxhash
 
 from c4table.errors import CorruptDataError
-from pipeline.storage import Storage, open_storage
+from c4table.pipeline.storage import Storage, open_storage
 
 ROW_GROUP = 1 << 20
 # Backward shards are read by key range in the final merge: smaller row groups (each with its

@@ -11,7 +11,7 @@ local disk, a shared POSIX file system or an object store. What differs:
 * **Reads.** Whole files (:meth:`Storage.read_bytes`), byte ranges (:meth:`Storage.read_into`:
   ``pread`` locally, a ranged GET remotely) and random-access files for parquet footers.
 * **What only a local directory has**: a lock file, free-disk checks and ENOSPC handling
-  (:mod:`pipeline.resources` skips them for URIs).
+  (:mod:`c4table.pipeline.resources` skips them for URIs).
 
 Credentials and endpoints come from the environment, as for any ``pyarrow.fs`` user
 (``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``, ``AWS_DEFAULT_REGION``, ``AWS_ENDPOINT_URL``

@@ -33,7 +33,7 @@ def run_cli(*args, stdin=None):
 @pytest.fixture(scope="session")
 def built(tmp_path_factory):
     """``built("5x4")`` -> build directory of that board, built once per session."""
-    from pipeline.build import build_table
+    from c4table.pipeline.build import build_table
     cache: dict[str, Path] = {}
 
     def get(board: str) -> Path:

@@ -11,7 +11,7 @@ from c4table.board import Board
 from c4table.verify import verify_table
 from conftest import published_totals
 from oracle import oracle_bytes, oracle_ply_counts
-from pipeline.build import build_table, open_build
+from c4table.pipeline.build import build_table, open_build
 
 SHA_4X4 = "b4a8e976725a6bac6de92968062dc45605b4da7cc861e05bef06779be7fea7d1"
 
@@ -84,7 +84,7 @@ def test_one_worker_equals_two(built, tmp_path):
 
 
 def test_resume_after_forward_only(built, tmp_path):
-    from pipeline import forward
+    from c4table.pipeline import forward
     b = open_build("5x4", tmp_path, workers=1, quiet=True)
     forward.run(b, max_ply=9)
     b.close()

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from c4table.errors import BuildError
-from pipeline.manifest import Manifest
+from c4table.pipeline.manifest import Manifest
 
 ROOT = Path(__file__).resolve().parents[1]
 BOARD = "5x4"
@@ -59,8 +59,8 @@ def reference(built):
 @pytest.fixture(scope="module")
 def partial(tmp_path_factory):
     """A build directory whose forward pass is finished and backward pass is half done."""
-    from pipeline import backward, forward
-    from pipeline.build import open_build
+    from c4table.pipeline import backward, forward
+    from c4table.pipeline.build import open_build
     d = tmp_path_factory.mktemp("partial")
     b = open_build(BOARD, d, workers=1, quiet=True)
     try:
@@ -312,7 +312,7 @@ def fault_driver(fault: str) -> str:
     ``sys.argv[1]`` runs ``fault`` first (the CLI's arguments follow)."""
     return r"""
 import errno, os, signal, sys
-from pipeline.storage import Storage
+from c4table.pipeline.storage import Storage
 parent = os.getpid()
 real = Storage.write_atomic
 def write_atomic(self, rel, data, *a, **kw):
@@ -367,8 +367,8 @@ def test_worker_process_killed_is_one_line_and_resumable(reference, tmp_path):
 
 
 def test_free_disk_check_refuses_with_needed_and_free(reference, tmp_path, monkeypatch):
-    from pipeline import resources
-    from pipeline.build import build_table
+    from c4table.pipeline import resources
+    from c4table.pipeline.build import build_table
     free = {"bytes": 1 << 40}
 
     def fake_free(path):

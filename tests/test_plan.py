@@ -5,9 +5,9 @@ import json
 
 from c4table.board import Board
 from conftest import REFERENCE
-from pipeline.build import open_build
-from pipeline import forward
-from pipeline.plan import make_plan
+from c4table.pipeline.build import open_build
+from c4table.pipeline import forward
+from c4table.pipeline.plan import make_plan
 
 
 def table2() -> dict[int, dict]:

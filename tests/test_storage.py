@@ -51,7 +51,7 @@ def s3_bytes(fs, key: str) -> bytes:
 
 
 def test_storage_round_trip_on_s3_and_local(s3, tmp_path):
-    from pipeline.storage import Storage
+    from c4table.pipeline.storage import Storage
     for where in (f"s3://{BUCKET}/unit", str(tmp_path / "unit")):
         st = Storage(where)
         st.write_atomic("a/b.bin", bytes(range(256)))
@@ -75,8 +75,8 @@ def test_storage_round_trip_on_s3_and_local(s3, tmp_path):
 def test_runs_read_by_range_through_fences(s3):
     """A run's slice is found from its fences and read with one ranged GET; a slice equals
     numpy's own selection for ranges across, inside and outside the run."""
-    from pipeline import extsort
-    from pipeline.storage import Storage
+    from c4table.pipeline import extsort
+    from c4table.pipeline.storage import Storage
     st = Storage(f"s3://{BUCKET}/runs")
     rng = np.random.default_rng(7)
     vals = np.unique(rng.integers(0, 1 << 40, size=3 * extsort.FENCE + 123, dtype=np.uint64))
@@ -91,7 +91,7 @@ def test_runs_read_by_range_through_fences(s3):
 def test_s3_build_is_byte_identical_to_local(s3, built):
     """4x5 on S3 with two spawned worker processes, stage by stage through the CLI (each
     stage resumes from the manifest on S3), then the whole build again (nothing to do)."""
-    from pipeline.build import build_table
+    from c4table.pipeline.build import build_table
     uri = f"s3://{BUCKET}/b45"
     for stage in ("forward", "backward", "merge"):
         code, out, err = run_cli(stage, "4x5", "--out", uri, "-q", "--workers", "2")
@@ -113,7 +113,7 @@ def test_s3_build_is_byte_identical_to_local(s3, built):
 def test_s3_build_on_a_dask_cluster(s3, built):
     """A dask LocalCluster's workers (started with this environment) build 5x4 on S3."""
     pytest.importorskip("dask.distributed")
-    from pipeline.build import build_table
+    from c4table.pipeline.build import build_table
     uri = f"s3://{BUCKET}/b54"
     build_table("5x4", uri, quiet=True, workers=2, scheduler="local")
     assert s3_bytes(s3, "b54/connect4_5x4.dat") == (built("5x4") / "connect4_5x4.dat").read_bytes()

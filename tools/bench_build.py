@@ -24,8 +24,8 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pipeline import backward, forward, merge  # noqa: E402
-from pipeline.build import open_build  # noqa: E402
+from c4table.pipeline import backward, forward, merge  # noqa: E402
+from c4table.pipeline.build import open_build  # noqa: E402
 
 
 def rss_anon(pid: int) -> int:
