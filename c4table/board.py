@@ -33,7 +33,9 @@ import numpy as np
 from c4table.errors import BoardError
 
 EMPTY, A, B = 0, 1, 2
-_SPEC = re.compile(r"^\s*(\d+)\s*[xX]\s*(\d+)\s*$")
+_SPEC = re.compile(r"^\s*(\d+)\s*[xX]\s*(\d+)\s*(?:[kK]\s*(\d+))?\s*$")
+#: Table file names, as Cadot's script writes them: ``connect{K}_{W}x{H}.dat``.
+TABLE_NAME = re.compile(r"connect(\d+)_(\d+)x(\d+)\.dat$")
 
 
 def _valid_columns(h: int, k: int) -> list[tuple[int, ...]]:
@@ -78,19 +80,43 @@ class Board:
             raise BoardError(
                 f"board {self.width}x{self.height}: bitboard needs w*(h+1) = "
                 f"{self.width * (self.height + 1)} bits, more than 64")
-        if self.k < 2:
-            raise BoardError(f"connect length k={self.k} must be at least 2")
+        if not isinstance(self.k, int) or self.k < 2:
+            raise BoardError(f"connect length k={self.k} must be an integer of at least 2")
+        if self.k > max(self.width, self.height, 4):
+            raise BoardError(
+                f"connect length {self.k} does not fit board {self.width}x{self.height}: no line "
+                f"of {self.k} cells; at most {max(self.width, self.height)}")
 
     # ----------------------------------------------------------------- naming
     @classmethod
     def parse(cls, spec: str | "Board", k: int = 4) -> "Board":
-        """Parse ``"WxH"`` (width x height, e.g. ``"7x6"``) into a :class:`Board`."""
+        """Parse ``"WxH"`` (width x height, e.g. ``"7x6"``) into a :class:`Board` where ``k`` in
+        a row wins; ``"WxHkK"`` (the form of :attr:`name`, e.g. ``"5x4k3"``) names ``k`` too.
+
+        >>> Board.parse("5x4", k=3) == Board.parse("5x4k3") == Board(5, 4, 3)
+        True
+        """
         if isinstance(spec, Board):
             return spec
         m = _SPEC.match(str(spec))
         if not m:
             raise BoardError(f"bad board {spec!r}: expected WIDTHxHEIGHT such as 7x6")
+        if m.group(3) is not None:
+            named = int(m.group(3))
+            if k not in (4, named):
+                raise BoardError(f"board {spec!r} names connect length {named}, not {k}")
+            k = named
         return cls(int(m.group(1)), int(m.group(2)), k)
+
+    @classmethod
+    def of_table_name(cls, name: str) -> "Board | None":
+        """The board a table file name ``connect{K}_{W}x{H}.dat`` names, or None.
+
+        >>> Board.of_table_name("tables/connect3_5x4.dat")
+        Board(width=5, height=4, k=3)
+        """
+        m = TABLE_NAME.search(str(name))
+        return cls(int(m.group(2)), int(m.group(3)), int(m.group(1))) if m else None
 
     @property
     def name(self) -> str:
@@ -110,7 +136,9 @@ class Board:
 
     @property
     def table_filename(self) -> str:
-        return f"connect4_{self.width}x{self.height}.dat"
+        """``connect{K}_{W}x{H}.dat``, the name Cadot's script gives the table
+        (``connect${CONNECT_Q}_${H_SIZE}x${V_SIZE}.dat``)."""
+        return f"connect{self.k}_{self.width}x{self.height}.dat"
 
     # ----------------------------------------------------------- column codes
     @cached_property

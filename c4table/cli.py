@@ -25,11 +25,30 @@ def _fail(msg: str, code: int) -> None:
 
 
 def board_arg(value: str):
+    """The BOARD argument, with the connect length of ``--connect`` (see :func:`connect_option`)."""
     from c4table.board import Board
+    ctx = click.get_current_context(silent=True)
+    k = ctx.meta.get(_CONNECT, 4) if ctx is not None else 4
     try:
-        return Board.parse(value)
+        return Board.parse(value, k)
     except BoardError as e:
         raise click.BadParameter(str(e)) from None
+
+
+_CONNECT = "c4table.connect"
+
+
+def _remember_connect(ctx, param, value):
+    if value is not None:
+        ctx.meta[_CONNECT] = value
+
+
+def connect_option(f):
+    """``--connect K``: K in a row wins (default 4). Eager, so BOARD (:func:`board_arg`) is
+    parsed with it whatever the order on the command line."""
+    return click.option("--connect", type=click.IntRange(2, 64), default=None, is_eager=True,
+                        expose_value=False, callback=_remember_connect, metavar="K",
+                        help="K in a row wins (default 4); the table is connectK_WxH.dat")(f)
 
 
 def _build_options(f):
@@ -45,6 +64,7 @@ def _build_options(f):
                           "(default: local processes, no dask)")(f)
     f = click.option("-q", "--quiet", is_flag=True, help="no progress lines")(f)
     f = click.option("--restart", is_flag=True, help="discard a partial build in --out and start over")(f)
+    f = connect_option(f)
     return f
 
 
@@ -77,7 +97,7 @@ def cli() -> None:
 def build(board, out, memory, workers, scheduler, quiet, restart, clean):
     """Build the complete table of BOARD (default 5x4): forward, backward and merge.
 
-    Writes DIR/connect4_WxH.dat and DIR/manifest.json. Rerunning on a partial build resumes it."""
+    Writes DIR/connect4_WxH.dat (connectK_WxH.dat with --connect K) and DIR/manifest.json. Rerunning on a partial build resumes it."""
     from c4table.pipeline.build import run_build
     b = _open(board, out, memory, workers, scheduler, quiet, restart)
     path = run_build(b, keep_work=not clean)
@@ -118,7 +138,7 @@ def backward(board, out, memory, workers, scheduler, quiet, restart):
 @click.argument("board", type=board_arg, default=DEFAULT_BOARD, required=False)
 @_build_options
 def merge(board, out, memory, workers, scheduler, quiet, restart):
-    """Final merge only (after backward): write DIR/connect4_WxH.dat."""
+    """Final merge only (after backward): write DIR/connectK_WxH.dat."""
     from c4table.pipeline import merge as mrg
     with _open(board, out, memory, workers, scheduler, quiet, restart) as b:
         path = mrg.run(b)
@@ -127,6 +147,7 @@ def merge(board, out, memory, workers, scheduler, quiet, restart):
 
 @cli.command()
 @click.argument("board", type=board_arg)
+@connect_option
 @click.option("--workers", type=click.IntRange(1, 1_000_000), default=1, show_default=True,
               help="workers (cores) of the cluster")
 @click.option("--memory-per-worker", default="4GiB", show_default=True, help="memory of one worker")

@@ -57,9 +57,9 @@ def _fail(ctx: click.Context, message: str, status: int) -> None:
     ctx.exit(status)
 
 
-def _parse_board(ctx: click.Context, spec: str) -> Board:
+def _parse_board(ctx: click.Context, spec: str, connect: int | None = None) -> Board:
     try:
-        return Board.parse(spec)
+        return Board.parse(spec, connect or 4)
     except BoardError as e:
         _fail(ctx, str(e), 2)
 
@@ -92,6 +92,9 @@ def _engine_options(f):
                      show_default=True,
                      help="one transition relation, or one image per column OR-ed together."),
         click.option("-q", "--quiet", is_flag=True, help="No progress lines on stderr."),
+        click.option("--connect", type=click.IntRange(2, 64), default=None, metavar="K",
+                     help="K in a row wins (default 4; crosscheck: the manifest's K, which "
+                          "--connect must match)."),
     ]
     for o in reversed(opts):
         f = o(f)
@@ -151,9 +154,9 @@ def bdd() -> None:
 
 
 def _command(solve_it: bool):
-    def cmd(board, as_json, encoding, nodes, threads, flavour, terminal, image, quiet):
+    def cmd(board, as_json, encoding, nodes, threads, flavour, terminal, image, quiet, connect):
         ctx = click.get_current_context()
-        b = _parse_board(ctx, board)
+        b = _parse_board(ctx, board, connect)
         result = _run(ctx, b, solve_it, encoding, nodes, threads, flavour, terminal, image, quiet)
         if as_json:
             click.echo(json.dumps(result.to_json()))
@@ -185,7 +188,7 @@ def solve_cmd(**kw) -> None:
 @click.command("crosscheck")
 @click.argument("path", type=click.Path())
 @_engine_options
-def crosscheck(path, encoding, nodes, threads, flavour, terminal, image, quiet) -> None:
+def crosscheck(path, encoding, nodes, threads, flavour, terminal, image, quiet, connect) -> None:
     """Compare the BDD figures with an explicit table's manifest.
 
     PATH is a table directory holding manifest.json, or the manifest itself. Per ply,
@@ -200,6 +203,9 @@ def crosscheck(path, encoding, nodes, threads, flavour, terminal, image, quiet) 
         board = manifest_board(man)
     except (ManifestError, BoardError, ValueError, TypeError) as e:
         _fail(ctx, str(e), 2)
+    if connect is not None and connect != board.k:
+        _fail(ctx, f"{mpath} is a build of board {board.width}x{board.height} with connect "
+                   f"length {board.k}, not --connect {connect}", 2)
     t0 = time.perf_counter()
     result = _run(ctx, board, has_wdl(man), encoding, nodes, threads, flavour, terminal,
                   image, quiet)

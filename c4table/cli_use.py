@@ -12,6 +12,7 @@ Registered on the ``c4table`` group by :func:`c4table.cli._register_optional`; e
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -178,7 +179,9 @@ def stats(path, fmt, png, scan, board, quiet):
     if png:
         p = Path(path)
         title = p.name if p.is_dir() else p.stem
-        plot_stats(rows, png, f"Connect-4 {title.replace('connect4_', '')}: positions per ply")
+        named = re.match(r"connect(\d+)_(.+)$", title)   # connect3_5x4 -> Connect-3 5x4
+        label = f"Connect-{named[1]} {named[2]}" if named else f"Connect-4 {title}"
+        plot_stats(rows, png, f"{label}: positions per ply")
         click.echo(f"plot written to {png}", err=True)
 
 

@@ -115,7 +115,7 @@ def scan_stats(table, quiet: bool = True, stream: TextIO | None = None) -> list[
 
 
 def _find_table(d: Path) -> Path | None:
-    found = sorted(d.glob("connect4_*x*.dat"))
+    found = sorted(d.glob("connect*_*x*.dat"))
     return found[0] if len(found) == 1 else None
 
 
@@ -152,7 +152,7 @@ def ply_stats(path: str | os.PathLike, scan: bool = False, board: str | Board | 
             raise TableError(f"{manifest}: not valid JSON ({e})") from None
         return stats_from_manifest(data)
     if table is None:
-        raise MissingTableError(f"{p}: no manifest.json and no single connect4_WxH.dat to scan")
+        raise MissingTableError(f"{p}: no manifest.json and no single connectK_WxH.dat to scan")
     from c4table.table import open_table
     with open_table(table, board) as t:
         return scan_stats(t, quiet)

@@ -10,26 +10,27 @@ of 7 bytes per lookup).
 ('A', 9, [2])
 
 The board of a table is taken from, in order: the ``board`` argument, the ``manifest.json``
-beside the file, the file name ``connect4_WxH.dat``.
+beside the file, the file name ``connect{K}_WxH.dat`` (Cadot's ``connect${CONNECT_Q}_WxH.dat``:
+``connect3_5x4.dat`` is 5x4 with three in a row to win). A ``board`` given as ``"WxH"`` takes
+the connect length from the file name, ``"WxHkK"`` names it.
 """
 from __future__ import annotations
 
 import json
 import mmap
 import os
-import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Iterator
 
 import numpy as np
 
-from c4table.board import Board
+from c4table.board import TABLE_NAME, Board
 from c4table.codec import decode_outcome
 from c4table.errors import MissingTableError, PositionNotFoundError, TableError
 from c4table.rules import Position
 
-_NAME = re.compile(r"connect4_(\d+)x(\d+)\.dat$")
+_NAME = TABLE_NAME  # groups: connect length, width, height
 
 #: dtype of the chunks :meth:`Table.iter_entries` yields: the key as a number, the outcome byte.
 ENTRY_DTYPE = np.dtype([("key", "<u8"), ("outcome", "u1")])
@@ -91,22 +92,25 @@ def board_from(name: str, manifest_text: str | None, board: str | Board | None =
                where: str | None = None) -> Board:
     """The board of the table file ``name``: ``board`` if given, else the manifest beside it
     (its text, if there is one) when it describes that file, else the file name
-    (``connect4_WxH.dat``). ``where`` names the file in the error."""
+    (``connect{K}_WxH.dat``). ``where`` names the file in the error."""
+    named = Board.of_table_name(name)
     if board is not None:
+        if isinstance(board, str) and named is not None:
+            return Board.parse(board, named.k)
         return Board.parse(board)
     if manifest_text is not None:
         try:
             data = json.loads(manifest_text)
             if data.get("table", {}).get("file", name) == name or \
-                    Board.parse(data["board"]).table_filename == name:
+                    Board(data["width"], data["height"], data.get("k", 4)).table_filename == name:
                 return Board(data["width"], data["height"], data.get("k", 4))
         except (ValueError, KeyError, TypeError, AttributeError):  # not a manifest object
             pass
-    m = _NAME.search(name)
-    if m:
-        return Board(int(m.group(1)), int(m.group(2)))
+    if named is not None:
+        return named
     raise TableError(f"{where or name}: cannot tell the board of this table; name it "
-                     "connect4_WxH.dat or give the board (--board WxH)")
+                     "connect4_WxH.dat (connectK_WxH.dat for K in a row) or give the board "
+                     "(--board WxH)")
 
 
 class Table:

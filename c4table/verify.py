@@ -108,12 +108,10 @@ def verify_table(path: str | Path, board: str | Board | None = None, sha256: str
         text = _read_sibling(store, "manifest.json") if board is None else None
         b = board_from(name, text, board, where=str(path))
     except AttributeError:  # a manifest that is JSON but not an object: judge by the file name
-        from c4table.table import _NAME
         from c4table.errors import TableError
-        mm = _NAME.search(path.name)
-        if not mm:
+        b = Board.of_table_name(path.name)
+        if b is None:
             raise TableError(f"{path}: cannot tell the board of this table; give --board WxH") from None
-        b = Board(int(mm.group(1)), int(mm.group(2)))
     rep = VerifyReport(path, b)
     E, K = b.entry_size, b.key_bytes
     size = store.size(name)

@@ -46,10 +46,15 @@ def key_bits(board: Board) -> int:
 
 @njit(cache=True, inline="always")
 def _has_line(bb, stride, k):
-    """True if bitboard ``bb`` holds ``k`` chips in a row in any direction."""
+    """True if bitboard ``bb`` holds ``k`` chips in a row in any direction. A shift of 64 bits
+    or more (a long line on a tall board: no such line fits) leaves nothing, as in numpy;
+    numba's ``>>`` would wrap the shift count instead."""
     for s in (1, stride, stride - 1, stride + 1):
         m = bb
         for i in range(1, k):
+            if i * s >= 64:
+                m = np.uint64(0)
+                break
             m &= bb >> np.uint64(i * s)
         if m != 0:
             return True
