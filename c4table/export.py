@@ -383,13 +383,15 @@ def _batch(board: Board, schema, keys, outs, codes, ply, terminal, mirrored: boo
 
 
 def export_positions(table, out: str | os.PathLike, ply: int | None = None, *,
-                     nonterminal: bool = False, mirror: bool = False, board: str | Board | None = None,
+                     nonterminal: bool = False, mirror: bool = False, quiet_positions: bool = False,
+                     board: str | Board | None = None,
                      chunk_entries: int = 1 << 18, source: str = "auto", quiet: bool = True,
                      stream: TextIO | None = None) -> ExportReport:
     """Write every position of ``ply`` (all plies when ``None``) of ``table`` (a
     :class:`~c4table.table.Table` or a path) to the parquet file ``out``; see the module
     docstring for the columns. ``nonterminal`` drops finished games, ``mirror`` adds mirror
-    images. Progress lines go to ``stream`` (stderr) unless ``quiet``.
+    images, ``quiet_positions`` keeps only the quiet positions of :mod:`c4table.quiet` (nobody
+    has won, neither side can win with one move: John Tromp's 8-ply selection). Progress lines go to ``stream`` (stderr) unless ``quiet``.
 
     >>> export_positions("tables/5x4/connect4_5x4.dat", "p8.parquet", ply=8).rows  # doctest: +SKIP
     10076
@@ -409,6 +411,7 @@ def export_positions(table, out: str | os.PathLike, ply: int | None = None, *,
         src = "shards" if files is not None else "table"
         meta = {"board": b.name, "width": b.width, "height": b.height, "k": b.k,
                 "ply": "all" if ply is None else ply, "nonterminal": nonterminal, "mirror": mirror,
+                "quiet_positions": quiet_positions,
                 "table": str(t.path), "cells": "a1..: column letter from the left, row number from "
                 "the bottom; 0 empty, 1 A (first player), 2 B",
                 "outcome": "A, B or draw, reached in `distance` plies under optimal play"}
@@ -426,8 +429,11 @@ def export_positions(table, out: str | os.PathLike, ply: int | None = None, *,
                 entries += keys.shape[0]
                 plies = plies_of_codes(b, codes)
                 term = terminal_of_codes(b, codes, plies)
-                if nonterminal:
+                if nonterminal or quiet_positions:
                     keep = ~term
+                    if quiet_positions:
+                        from c4table.quiet import quiet_mask
+                        keep = quiet_mask(b, codes, plies)
                     keys, outs, codes, plies, term = keys[keep], outs[keep], codes[keep], plies[keep], term[keep]
                 if keys.shape[0]:
                     writer.write_table(_batch(b, schema, keys, outs, codes, plies, term,
