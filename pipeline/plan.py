@@ -145,6 +145,10 @@ def make_plan(board: str | Board, workers: int, memory_per_worker: int,
     published = _profile_7x6() if (board.width, board.height, board.k) == (7, 6, 4) else None
     total = published_totals().get((board.width, board.height)) if board.k == 4 else None
     if published is None and total is None and len(measured) < n:
+        if board.k != 4:   # nothing published to spread the rest of the plies over
+            raise BuildError(f"no published figures for board {board}: run the whole forward "
+                             f"pass, `c4table forward {board.width}x{board.height} --connect "
+                             f"{board.k} --out DIR`, and pass --from DIR")
         raise BuildError(f"no published figures for board {board}: run `c4table forward {board} "
                          "--max-ply N --out DIR` and pass --from DIR")
     if published is None and total is not None:

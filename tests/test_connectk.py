@@ -62,7 +62,7 @@ def _oracle_params():
 def test_tiers_cover_every_small_board():
     listed = {(w, h, k) for k, boards in ALL_SMALL.items() for w, h in boards}
     assert SLOW | FULL | BDD_ONLY <= listed
-    assert len(listed) == 40 + 33   # K = 3: 40 boards, K = 5: 33 boards
+    assert len(listed) == 46 + 34   # K = 3: 46 boards, K = 5: 34 boards (K <= max(w, h))
 
 
 @pytest.mark.parametrize("w,h,k", _oracle_params())
@@ -111,7 +111,7 @@ def test_column_counts_equal_cadots_table():
         return (2 << n) - 1 if n <= q else sum(cadot(q, a) for a in range(n - q + 1, n)) + q + 2
 
     for q in range(2, 8):
-        for n in range(max(1, q - 3), 64 // q):
+        for n in range(max(1, q - 3), min(64 // q, 15)):   # 2**15 stacks: fast enough
             assert Board(q, n, q).base == cadot(q, n), (q, n)
 
 
@@ -183,15 +183,17 @@ def tla_states(width: int = 4, height: int = 4, length: int = 3) -> dict:
     successors. ``board`` is a tuple of rows (row 1 first), cells "empty", "red", "yellow"."""
     players = ("red", "yellow")
 
-    def has_line(b, p):
-        for r in range(height):
-            for c in range(width):
-                for dr, dc in ((0, 1), (1, 0), (1, 1), (-1, 1)):
-                    cells = [(r + i * dr, c + i * dc) for i in range(length)]
-                    if all(0 <= rr < height and 0 <= cc < width and b[rr][cc] == p
-                           for rr, cc in cells):
-                        return True
-        return False
+    lines = [[(r + i * dr, c + i * dc) for i in range(length)]
+             for r in range(height) for c in range(width)
+             for dr, dc in ((0, 1), (1, 0), (1, 1), (-1, 1))]
+    lines = [ln for ln in lines if all(0 <= rr < height and 0 <= cc < width for rr, cc in ln)]
+    through = {(r, c): [ln for ln in lines if (r, c) in ln]
+               for r in range(height) for c in range(width)}
+
+    def has_line(b, p, cell):
+        """A line of ``p`` through ``cell``: before the move nobody had one (winner "none"), so
+        any line on the new board contains the chip just placed, which is ``p``'s."""
+        return any(all(b[rr][cc] == p for rr, cc in ln) for ln in through[cell])
 
     empty = tuple(("empty",) * width for _ in range(height))
     todo = [(empty, p, "none") for p in players]
@@ -211,8 +213,8 @@ def tla_states(width: int = 4, height: int = 4, length: int = 3) -> dict:
                 r = rows[0]
                 nb = tuple(tuple(player if (rr, cc) == (r, col) else board[rr][cc]
                                  for cc in range(width)) for rr in range(height))
-                won = [p for p in players if has_line(nb, p)]
-                succ.append((nb, "yellow" if player == "red" else "red", won[0] if won else "none"))
+                won = player if has_line(nb, player, (r, col)) else "none"
+                succ.append((nb, "yellow" if player == "red" else "red", won))
         graph[s] = succ
         todo.extend(succ)
     return graph
@@ -259,7 +261,7 @@ def test_tla_model_states_and_value(built_k):
 # -------------------------------------------------------------- published K = 4 game values
 @pytest.mark.parametrize("row", [
     pytest.param(r, id=r["board"],
-                 marks=[pytest.mark.slow] if r["board"] in ("6x4", "5x5") else [])
+                 marks=[pytest.mark.slow] if r["board"] in ("6x4", "5x5", "4x6") else [])
     for r in DATA["known_values_k4"]["boards"] if r["board"] in ("4x4", "5x4", "4x5", "4x6", "6x4", "5x5")])
 def test_known_game_values(built, row):
     from c4table.table import open_table
@@ -271,9 +273,10 @@ def test_known_game_values(built, row):
 
 # --------------------------------------------------------------------------- CLI, readers
 def test_cli_build_names_table_and_readers_take_k(tmp_path):
-    code, out, err = run_cli("build", "--connect", "3", "4x3", "--out", str(tmp_path / "b"),
-                             "--quiet", "--workers", "1")
-    assert code == 0, err
+    from c4table.cli import cli
+    r = CliRunner().invoke(cli, ["build", "--connect", "3", "4x3", "--out", str(tmp_path / "b"),
+                                 "--quiet", "--workers", "1"])
+    assert r.exit_code == 0, r.output
     table = tmp_path / "b" / "connect3_4x3.dat"
     assert table.read_bytes() == oracle_bytes(4, 3, 3)
     man = json.loads((tmp_path / "b" / "manifest.json").read_text())
@@ -283,12 +286,12 @@ def test_cli_build_names_table_and_readers_take_k(tmp_path):
     alone.mkdir()
     shutil.copy(table, alone / table.name)
     for extra in ([], ["--board", "4x3"]):
-        code, out, err = run_cli("lookup", "--json", "--table", str(alone / table.name), *extra,
-                                 "", "2233")
-        assert code == 0, err
-        rows = [json.loads(line) for line in out.splitlines()]
+        r = CliRunner().invoke(cli, ["lookup", "--json", "--table", str(alone / table.name),
+                                     *extra, "", "2233"])
+        assert r.exit_code == 0, r.output
+        rows = [json.loads(line) for line in r.output.splitlines()]
         assert rows[1]["terminal"] is False and rows[1]["ply"] == 4
-    code, out, err = run_cli("lookup", "--table", str(alone / table.name), "22334")
+    code, out, err = run_cli("lookup", "--table", str(alone / table.name), "21324")
     assert code == 0, err
     assert "A has won" in out   # 3 in a row on the bottom row ends a K=3 game
 
@@ -311,10 +314,23 @@ def test_board_names_round_trip():
         Board.parse("5x4k3", 5)
 
 
-def test_plan_takes_connect():
-    code, out, err = run_cli("plan", "5x4", "--connect", "3", "--json")
-    assert code == 0, err
-    assert json.loads(out)["board"] == "5x4k3"
+def test_forward_and_plan_take_connect(tmp_path):
+    from c4table.cli import cli
+    d = tmp_path / "fwd"
+    r = CliRunner().invoke(cli, ["plan", "4x3", "--connect", "3"])
+    assert r.exit_code == 1 and "forward 4x3 --connect 3" in str(r.exception)
+    for max_ply in (["--max-ply", "6"], []):
+        r = CliRunner().invoke(cli, ["forward", "4x3", "--connect", "3", *max_ply, "--out",
+                                     str(d), "--quiet", "--workers", "1"])
+        assert r.exit_code == 0, r.output
+        last = 6 if max_ply else 12
+        ref = oracle_ply_counts(4, 3, 3)
+        assert f": forward pass to ply {last}: {sum(p['positions'] for p in ref[:last + 1]):,} " \
+            "positions" in r.output
+    r = CliRunner().invoke(cli, ["plan", "4x3", "--connect", "3", "--from", str(d), "--json"])
+    assert r.exit_code == 0, r.output
+    got = json.loads(r.output)
+    assert got["board"] == "4x3k3"
 
 
 # --------------------------------------------------------------------- quiet positions
