@@ -7,7 +7,9 @@ A :class:`Board` owns every fact about a board size that does not depend on a po
   when its chips are contiguous from the bottom and it holds no ``k`` equal chips in a row
   except as its topmost ``k`` chips. The *code* of a column is its rank among the valid
   columns sorted by value; ``B`` (the key base) is the number of valid columns. Taller boards
-  only append codes, so a column has the same code whatever the height.
+  only append codes, so a column has the same code whatever the height. ``B`` is Cadot's
+  ``number_of_possible_columns(k, h)``: ``2**(h+1) - 1`` while ``h <= k``, and beyond it the
+  recurrence of his ``number_of_possible_columns.h`` (checked in ``tests/test_connectk.py``).
 * **Key width**: ``K`` bytes, the smallest ``K`` with ``256**K >= B**w``; an entry is ``K + 1``
   bytes.
 * **Bitboard layout** (Pons' layout). Column ``c`` owns bits ``c*(h+1) .. c*(h+1)+h-1``, bottom
@@ -26,7 +28,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
-from itertools import product
 
 import numpy as np
 
@@ -39,17 +40,19 @@ TABLE_NAME = re.compile(r"connect(\d+)_(\d+)x(\d+)\.dat$")
 
 
 def _valid_columns(h: int, k: int) -> list[tuple[int, ...]]:
-    """All valid columns of height ``h`` as tuples of cell digits, bottom first."""
+    """All valid columns of height ``h`` as tuples of cell digits, bottom first (unsorted).
+
+    Grown chip by chip from the empty column: a chip may go on top unless the column is full
+    or its topmost ``k`` chips are equal (that line ended the game), so every valid column is
+    reached once and nothing else is visited."""
     cols = []
-    for n in range(h + 1):
-        for chips in product((A, B), repeat=n):
-            ok = True
-            for top in range(k - 1, n - 1):  # a run of k ending below the topmost chip
-                if all(chips[top - j] == chips[top] for j in range(k)):
-                    ok = False
-                    break
-            if ok:
-                cols.append(tuple(chips) + (EMPTY,) * (h - n))
+    stack: list[tuple[int, ...]] = [()]
+    while stack:
+        chips = stack.pop()
+        cols.append(chips + (EMPTY,) * (h - len(chips)))
+        n = len(chips)
+        if n < h and not (n >= k and len(set(chips[n - k:])) == 1):
+            stack.extend((chips + (A,), chips + (B,)))
     return cols
 
 

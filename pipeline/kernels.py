@@ -23,6 +23,8 @@ Each kernel works on sorted uint64 keys of one generation (ply) and the per-boar
 """
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 from numba import njit
 
@@ -33,8 +35,10 @@ DRAW, A_WINS, B_WINS = 0x00, 0x40, 0x80
 NO_CHILD = 0xFF  # marker in the child-result buffer: column not playable
 
 
+@lru_cache(maxsize=16)
 def board_tables(board: Board) -> tuple:
-    """The arrays and scalars every kernel takes, in order."""
+    """The arrays and scalars every kernel takes, in order (computed once per board and
+    process: every task rebuilds its :class:`Board` from ``board.spec``)."""
     return (board.width, board.stride, board.k, board.base, board.cells,
             board.child_code, board.col_bits_a, board.col_bits_b, board.powers)
 
@@ -173,6 +177,7 @@ def _gallop(arr, n, start, key):
     return hi
 
 
+@lru_cache(maxsize=16)
 def unmove_tables(board: Board) -> tuple[np.ndarray, np.ndarray]:
     """``(parent_code, top_owner)`` by column code: the code with the top chip removed and
     who owns that chip (0 = A, 1 = B); both -1 for an empty column. The inverse of

@@ -38,6 +38,7 @@ DATA = json.loads((Path(__file__).parent / "data" / "connectk_sources.json").rea
 ALL_SMALL = {k: sorted((w, h) for w in range(1, 17) for h in range(1, 17)
                        if w * h <= 16 and max(w, h) >= k) for k in (3, 5)}
 SLOW = {(4, 4, 3), (6, 2, 3), (10, 1, 3), (1, 16, 3), (1, 16, 5), (3, 5, 5), (2, 8, 5),
+        (1, 13, 3), (1, 14, 3), (1, 15, 3), (1, 13, 5), (1, 14, 5), (1, 15, 5),
         (10, 1, 5), (11, 1, 5)}
 FULL = {(5, 3, 3), (7, 2, 3), (11, 1, 3), (12, 1, 3), (5, 3, 5), (7, 2, 5), (12, 1, 5)}
 BDD_ONLY = {(w, h, k) for k in (3, 5) for (w, h) in [(8, 2), (13, 1), (14, 1), (15, 1), (16, 1)]}
