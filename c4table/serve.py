@@ -460,6 +460,8 @@ def create_app(tables: Iterable[str | os.PathLike | Table] | dict[str, Table], c
                 items = json.loads(body)
             except (ValueError, UnicodeDecodeError) as e:
                 raise ApiError(400, f"body is not valid JSON: {' '.join(str(e).split())}") from None
+            except RecursionError:
+                raise ApiError(400, "body is not valid JSON: nested too deeply") from None
             if not isinstance(items, list):
                 raise ApiError(400, "body must be a JSON list of move strings")
             text = await run_in_threadpool(service.batch, board, items)
