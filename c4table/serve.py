@@ -48,6 +48,7 @@ from starlette.staticfiles import StaticFiles
 
 from c4table.cli_use import error_json, lookup_json
 from c4table.errors import C4Error, IllegalPositionError, PositionNotFoundError
+from c4table.fastprobe import FastProber
 from c4table.play import choose_move
 from c4table.table import Table, open_table
 
@@ -200,8 +201,10 @@ class ProbeService:
     'A'
     """
 
-    def __init__(self, tables: dict[str, Table], cache_size: int = DEFAULT_CACHE):
+    def __init__(self, tables: dict[str, Table], cache_size: int = DEFAULT_CACHE, fast: bool = True):
         self.tables = tables
+        self.use_fast = fast
+        self.fast: dict[str, FastProber | None] = {}
         self.cache = LRUCache(cache_size)
         self.metrics = Metrics()
 
@@ -218,11 +221,38 @@ class ProbeService:
         if "\n" in text.strip():
             if len(text) > 4 * (b.width + 2) * b.height + 64:
                 raise ApiError(400, f"drawing of {len(text)} characters is too long for board {b}")
-        elif len(text.strip()) > b.cells:
+        elif len(text.strip()) > 2 * b.cells + 16:   # shorter ones get the CLI's own message
             raise ApiError(400, f"{len(text.strip())} moves: board {b} has only {b.cells} cells")
 
     def _not_found(self, t: Table, board: str, e: Exception) -> ApiError:
         return ApiError(404, str(e).replace(str(t.path), f"table {board}"))
+
+    def _probe(self, board: str, t: Table, texts: list[str]) -> list:
+        """Probe or error of each text: :class:`FastProber` when the table allows it, else
+        :meth:`Table.probe` one by one (the same answers)."""
+        if board not in self.fast:
+            self.fast[board] = FastProber.for_table(t) if self.use_fast else None
+        fp = self.fast[board]
+        self.metrics.probes += len(texts)
+        if fp is not None:
+            return fp.probe_many(texts)
+        out = []
+        for s in texts:
+            try:
+                out.append(t.probe(s))
+            except C4Error as e:
+                out.append(e)
+        return out
+
+    def _body(self, t: Table, board: str, res) -> str:
+        """JSON text of one probe result, or the :class:`ApiError` of one error."""
+        if isinstance(res, IllegalPositionError):
+            raise ApiError(400, str(res))
+        if isinstance(res, PositionNotFoundError):
+            raise self._not_found(t, board, res)
+        if isinstance(res, Exception):
+            raise res
+        return json.dumps(lookup_json(res))
 
     def position(self, board: str, text: str) -> str:
         """JSON text of ``lookup --json`` for one position (cached)."""
@@ -234,19 +264,14 @@ class ProbeService:
             return hit
         self.metrics.cache_misses += 1
         self._check(t, text)
-        try:
-            self.metrics.probes += 1
-            body = json.dumps(lookup_json(t.probe(text)))
-        except IllegalPositionError as e:
-            raise ApiError(400, str(e)) from None
-        except PositionNotFoundError as e:
-            raise self._not_found(t, board, e) from None
+        body = self._body(t, board, self._probe(board, t, [text])[0])
         self.cache.put(key, body)
         return body
 
     def batch(self, board: str, items: list) -> str:
         """JSON list answering each move string in order: its ``lookup --json`` object, or
-        ``{"position": ..., "error": ...}`` as ``lookup --json -`` prints for a bad line."""
+        ``{"position": ..., "error": ...}`` as ``lookup --json -`` prints for a bad line (here
+        also for a position absent from the table)."""
         t = self.table(board)
         if len(items) > MAX_BATCH:
             raise ApiError(400, f"batch of {len(items):,} positions: at most {MAX_BATCH:,} per request")
@@ -254,13 +279,26 @@ class ProbeService:
             if not isinstance(s, str):
                 raise ApiError(400, f"item {i} of the batch is {type(s).__name__}, not a move string")
         self.metrics.batch_positions += len(items)
-        parts = []
-        for s in items:
+        parts: list[str | None] = [None] * len(items)
+        todo: list[int] = []
+        for i, s in enumerate(items):
+            hit = self.cache.get((board, s))
+            if hit is not None:
+                self.metrics.cache_hits += 1
+                parts[i] = hit
+                continue
+            self.metrics.cache_misses += 1
             try:
-                parts.append(self.position(board, s))
+                self._check(t, s)
+                todo.append(i)
             except ApiError as e:
-                parts.append(json.dumps(error_json(s if len(s) <= 2 * t.board.cells else s[:t.board.cells] + "...",
-                                                   e.message)))
+                parts[i] = json.dumps(error_json(s if len(s) <= 64 else s[:64] + "...", e.message))
+        for i, res in zip(todo, self._probe(board, t, [items[i] for i in todo])):
+            try:
+                parts[i] = self._body(t, board, res)
+                self.cache.put((board, items[i]), parts[i])
+            except ApiError as e:
+                parts[i] = json.dumps(error_json(items[i], e.message))
         return "[" + ", ".join(parts) + "]"
 
     def mainline(self, board: str, text: str) -> str:
@@ -275,25 +313,23 @@ class ProbeService:
             return hit
         self.metrics.cache_misses += 1
         self._check(t, text)
-        try:
-            pos = t.position(text)
-            probe = t.probe(pos)
-            start = lookup_json(probe)
-            line = []
-            while not probe.terminal:
-                m = choose_move(probe, t.board.width)
-                line.append({"column": m.column, "outcome": m.outcome, "distance": m.distance})
-                pos = pos.child(m.column - 1)
-                probe = t.probe(pos)
-            self.metrics.probes += len(line) + 1
-        except IllegalPositionError as e:
-            raise ApiError(400, str(e)) from None
-        except PositionNotFoundError as e:
-            raise self._not_found(t, board, e) from None
+
+        def probe(cur: str):
+            res = self._probe(board, t, [cur])[0]
+            if isinstance(res, Exception):
+                self._body(t, board, res)      # raises its ApiError
+            return res
+
+        first = probe(text)
+        start, cur, res, line = lookup_json(first), first.position, first, []
+        while not res.terminal:
+            m = choose_move(res, t.board.width)
+            line.append({"column": m.column, "outcome": m.outcome, "distance": m.distance})
+            cur += str(m.column)
+            res = probe(cur)
         body = json.dumps({"position": start["position"], "outcome": start["outcome"],
                            "distance": start["distance"], "mainline": line,
-                           "end": pos.move_string(),
-                           "winner": "draw" if pos.winner is None else probe.outcome})
+                           "end": cur, "winner": res.outcome})
         self.cache.put(key, body)
         return body
 

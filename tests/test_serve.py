@@ -22,7 +22,7 @@ import pytest
 pytest.importorskip("starlette")
 pytest.importorskip("httpx")
 with warnings.catch_warnings():   # Starlette >= 1.x suggests httpx2; httpx still works
-    warnings.simplefilter("ignore", DeprecationWarning)
+    warnings.simplefilter("ignore")
     from starlette.testclient import TestClient  # noqa: E402
 
 from c4table.board import Board  # noqa: E402
