@@ -35,6 +35,7 @@ import time
 from collections import OrderedDict
 from pathlib import Path
 from typing import Iterable
+from urllib.parse import parse_qsl
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
@@ -203,8 +204,8 @@ class ProbeService:
 
     def __init__(self, tables: dict[str, Table], cache_size: int = DEFAULT_CACHE, fast: bool = True):
         self.tables = tables
-        self.use_fast = fast
-        self.fast: dict[str, FastProber | None] = {}
+        # kernels compiled (first run after install) or loaded from numba's cache at startup
+        self.fast = {name: FastProber.for_table(t) if fast else None for name, t in tables.items()}
         self.cache = LRUCache(cache_size)
         self.metrics = Metrics()
 
@@ -230,8 +231,6 @@ class ProbeService:
     def _probe(self, board: str, t: Table, texts: list[str]) -> list:
         """Probe or error of each text: :class:`FastProber` when the table allows it, else
         :meth:`Table.probe` one by one (the same answers)."""
-        if board not in self.fast:
-            self.fast[board] = FastProber.for_table(t) if self.use_fast else None
         fp = self.fast[board]
         self.metrics.probes += len(texts)
         if fp is not None:
@@ -362,17 +361,35 @@ def _route_label(path: str) -> str:
     return path if path in ("/", "/healthz", "/metrics", "/openapi.json") else "other"
 
 
-class _MetricsMiddleware:
-    """Counts every HTTP request by route, method and status, and its latency."""
+class _FrontDoor:
+    """Outermost ASGI layer: counts every HTTP request by route, method and status, with its
+    latency; and answers ``GET /api/{board}`` itself when ``direct`` (no CORS layer to pass),
+    with the same bytes the Starlette route sends, saving the router's work on the hot path."""
 
-    def __init__(self, app, metrics: Metrics):
+    def __init__(self, app, service: "ProbeService", direct: bool):
         self.app = app
-        self.metrics = metrics
+        self.service = service
+        self.metrics = service.metrics
+        self.direct = direct
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         t0 = time.perf_counter()
+        path, method = scope.get("path", ""), scope.get("method", "")
+        if self.direct and method == "GET" and path.startswith("/api/") and path[5:] in self.service.tables:
+            query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True))
+            try:
+                status, body = 200, self.service.position(path[5:], query.get("moves", "")).encode()
+            except ApiError as e:
+                status, body = e.status, json.dumps({"error": e.message}, ensure_ascii=False,
+                                                    separators=(",", ":")).encode()
+            await send({"type": "http.response.start", "status": status,
+                        "headers": [(b"content-length", str(len(body)).encode()),
+                                    (b"content-type", JSON_TYPE.encode())]})
+            await send({"type": "http.response.body", "body": body})
+            self.metrics.observe("/api/{board}", method, status, time.perf_counter() - t0)
+            return
         status = [500]
 
         async def send_wrapper(message):
@@ -383,8 +400,7 @@ class _MetricsMiddleware:
         try:
             await self.app(scope, receive, send_wrapper)
         finally:
-            self.metrics.observe(_route_label(scope.get("path", "")), scope.get("method", ""),
-                                 status[0], time.perf_counter() - t0)
+            self.metrics.observe(_route_label(path), method, status[0], time.perf_counter() - t0)
 
 
 def _moves_param(request: Request) -> str:
@@ -545,7 +561,7 @@ def create_app(tables: Iterable[str | os.PathLike | Table] | dict[str, Table], c
     app = Starlette(routes=routes, middleware=middleware,
                     exception_handlers={HTTPException: http_error, Exception: server_error})
     app.state.service = service
-    return _MetricsMiddleware(app, service.metrics)
+    return _FrontDoor(app, service, direct=not cors)
 
 
 # ------------------------------------------------------------------------------ running

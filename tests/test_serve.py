@@ -242,6 +242,12 @@ def test_cors_off_by_default_and_one_origin_when_asked(t54):
         assert "access-control-allow-origin" not in c.get("/api/5x4", headers=origin).headers
     with TestClient(create_app([t54], cors="https://example.org")) as c:
         assert c.get("/api/5x4", headers=origin).headers["access-control-allow-origin"] == "https://example.org"
+        # with CORS the Starlette route answers, without it the front door: the same bytes
+        with TestClient(create_app([t54])) as plain:
+            for q in ["3344", "9", "", "33333"]:
+                a, b = c.get("/api/5x4", params={"moves": q}), plain.get("/api/5x4", params={"moves": q})
+                assert (a.status_code, a.content, a.headers["content-type"]) == \
+                    (b.status_code, b.content, b.headers["content-type"])
         assert "access-control-allow-origin" not in c.get("/api/5x4", headers={"Origin": "https://evil.test"}).headers
 
 

@@ -52,6 +52,25 @@ def positions(board, n: int, seed: int) -> list[str]:
     return sorted(out)
 
 
+def server_cpu(pid: int | None) -> float:
+    """CPU seconds (user + system) used so far by a process and its children."""
+    if not pid:
+        return float("nan")
+    try:
+        p = psutil.Process(pid)
+        procs = [p] + p.children(recursive=True)
+    except psutil.NoSuchProcess:
+        return float("nan")
+    total = 0.0
+    for q in procs:
+        try:
+            t = q.cpu_times()
+            total += t.user + t.system
+        except psutil.NoSuchProcess:
+            pass
+    return total
+
+
 def server_rss(pid: int) -> int:
     """Resident memory of a process and its children (uvicorn's workers), bytes."""
     try:
@@ -136,17 +155,18 @@ async def run_clients(host: str, port: int, board: str, pool: list[str], clients
     return {"latencies": lat, "errors": errors, "wall": time.perf_counter() - t0, "rss": rss_samples}
 
 
-async def time_batch(host: str, port: int, board: str, pool: list[str], n: int, repeats: int) -> list[tuple]:
+async def time_batch(host: str, port: int, board: str, pool: list[str], n: int, repeats: int,
+                     pid: int | None) -> list[tuple]:
     out = []
     c = Client(host, port)
     for r in range(repeats):
         items = pool[r * n: (r + 1) * n] if len(pool) >= (r + 1) * n else pool[:n]
         body = json.dumps(items).encode()
-        s = time.perf_counter()
+        s, cpu = time.perf_counter(), server_cpu(pid)
         status, data = await asyncio.wait_for(c.request("POST", f"/api/{board}/batch", body), 120)
-        dt = time.perf_counter() - s
+        dt, cpu = time.perf_counter() - s, server_cpu(pid) - cpu
         answers = json.loads(data) if status == 200 else []
-        out.append((len(items), status, dt, sum("error" in a for a in answers), len(data)))
+        out.append((len(items), status, dt, cpu, sum("error" in a for a in answers), len(data)))
     c.close()
     return out
 
@@ -222,19 +242,24 @@ def main(argv=None) -> None:
               f"{os.cpu_count()} cores; pool of {len(pool):,} positions of {name}")
         rss0 = server_rss(pid) if pid else 0
         if args.seconds > 0:
+            cpu0 = server_cpu(pid)
             res = asyncio.run(run_clients(host, port, name, pool, args.clients, args.seconds, pid))
+            cpu = server_cpu(pid) - cpu0
             lat, n = res["latencies"], len(res["latencies"])
             print(f"{args.clients} clients, {res['wall']:.1f} s, server workers {args.workers}, "
                   f"cache {args.cache}: {n:,} requests, {n / res['wall']:,.0f} requests/s")
             print(f"latency ms: p50 {pct(lat, 50) * 1e3:.2f}  p90 {pct(lat, 90) * 1e3:.2f}  "
                   f"p99 {pct(lat, 99) * 1e3:.2f}  max {max(lat, default=float('nan')) * 1e3:.1f}")
             print(f"errors: {sum(res['errors'].values())} {res['errors'] or ''}".rstrip())
+            if pid:
+                print(f"server CPU: {cpu:.1f} s in {res['wall']:.1f} s "
+                      f"({cpu / max(n, 1) * 1e6:.0f} us a request)")
             if res["rss"]:
                 print("server RSS during the run: " + ", ".join(f"{t:.0f}s {r / 2**20:.1f} MiB" for t, r in res["rss"]))
-        for items, status, dt, errs, size in (asyncio.run(time_batch(host, port, name, pool, args.batch,
-                                                                     args.batch_repeats)) if args.batch else []):
-            print(f"batch of {items:,} positions: HTTP {status}, {dt:.3f} s, {errs} error answers, "
-                  f"{size / 2**20:.1f} MiB answer")
+        for items, status, dt, cpu, errs, size in (asyncio.run(time_batch(
+                host, port, name, pool, args.batch, args.batch_repeats, pid)) if args.batch else []):
+            print(f"batch of {items:,} positions: HTTP {status}, {dt:.3f} s (server CPU {cpu:.2f} s), "
+                  f"{errs} error answers, {size / 2**20:.1f} MiB answer")
         if pid:
             print(f"server RSS: before {rss0 / 2**20:.1f} MiB, after {server_rss(pid) / 2**20:.1f} MiB")
         print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
