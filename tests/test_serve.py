@@ -79,6 +79,9 @@ def test_position_is_the_lookup_json_object(client, t54):
         assert r.json() == json.loads(line)
         assert r.text == line          # the very text lookup --json prints
     assert client.get("/api/5x4").json() == json.loads(lines[0])   # no moves: the empty board
+    drawing = ".....\n.....\n..o..\n.xxo.\n"                       # a drawing, as lookup --drawing
+    code, out, err = run_cli("lookup", "--json", "--table", str(t54), "--drawing", "-", stdin=drawing)
+    assert code == 0 and client.get("/api/5x4", params={"moves": drawing}).text == out.strip()
 
 
 def test_batch_is_lookup_json_of_stdin(client, t54):
