@@ -311,3 +311,13 @@ def test_serve_command_runs_uvicorn_with_workers(t54, t44):
         proc.terminate()
         proc.wait(timeout=30)
     assert "Traceback" not in proc.stderr.read()
+
+
+def test_load_tool_runs_briefly_without_errors(t54):
+    tool = Path(__file__).resolve().parents[1] / "tools" / "load_serve.py"
+    p = subprocess.run([sys.executable, str(tool), "--table", str(t54), "--clients", "2", "--seconds", "1",
+                        "--pool", "200", "--batch", "50", "--batch-repeats", "1"],
+                       capture_output=True, text=True, timeout=180)
+    assert p.returncode == 0, p.stderr
+    assert "errors: 0" in p.stdout and "batch of 50 positions: HTTP 200" in p.stdout, p.stdout
+    assert "server RSS: before" in p.stdout
