@@ -398,3 +398,15 @@ def test_tromp_8ply_selection_count(tmp_path):
     finally:
         b.close()
     assert n == ref["positions"] == 67_557
+
+
+def test_serve_answers_a_connect3_table_like_lookup(built_k):
+    pytest.importorskip("starlette")
+    from starlette.testclient import TestClient
+    from c4table.serve import create_app
+    from c4table.table import open_table
+    path = built_k("4x4", 3) / "connect3_4x4.dat"
+    with TestClient(create_app([str(path)], cache_size=0)) as client, open_table(path) as t:
+        for moves in ("", "23", "2132", "12121"):
+            got = client.get("/api/4x4k3", params={"moves": moves}).json()
+            assert got == t.probe(moves).to_json(), moves
