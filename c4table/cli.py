@@ -97,7 +97,8 @@ def cli() -> None:
 def build(board, out, memory, workers, scheduler, quiet, restart, clean):
     """Build the complete table of BOARD (default 5x4): forward, backward and merge.
 
-    Writes DIR/connect4_WxH.dat (connectK_WxH.dat with --connect K) and DIR/manifest.json. Rerunning on a partial build resumes it."""
+    Writes DIR/connect4_WxH.dat (connectK_WxH.dat with --connect K) and DIR/manifest.json.
+    Rerunning on a partial build resumes it."""
     from c4table.pipeline.build import run_build
     b = _open(board, out, memory, workers, scheduler, quiet, restart)
     path = run_build(b, keep_work=not clean)

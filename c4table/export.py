@@ -391,7 +391,8 @@ def export_positions(table, out: str | os.PathLike, ply: int | None = None, *,
     :class:`~c4table.table.Table` or a path) to the parquet file ``out``; see the module
     docstring for the columns. ``nonterminal`` drops finished games, ``mirror`` adds mirror
     images, ``quiet_positions`` keeps only the quiet positions of :mod:`c4table.quiet` (nobody
-    has won, neither side can win with one move: John Tromp's 8-ply selection). Progress lines go to ``stream`` (stderr) unless ``quiet``.
+    has won, neither side can win with one move: John Tromp's 8-ply selection). Progress lines
+    go to ``stream`` (stderr) unless ``quiet``.
 
     >>> export_positions("tables/5x4/connect4_5x4.dat", "p8.parquet", ply=8).rows  # doctest: +SKIP
     10076
