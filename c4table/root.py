@@ -127,7 +127,7 @@ class Root:
     def not_reachable(self, pos: Position, where: str | Path = "") -> NotReachableError:
         """The error for a position the rooted table does not hold."""
         shown = pos.move_string() or "(empty)"
-        why = f": it has {pos.ply} chip(s), the root {self.ply}" if pos.ply < self.ply else ""
+        why = ": it has fewer chips than the root" if pos.ply < self.ply else ""
         at = f"{where}: " if where else ""
         return NotReachableError(f"{at}position {shown} (ply {pos.ply}) is not reachable from "
                                  f"the root {self} of this rooted table{why}")
@@ -163,3 +163,18 @@ def root_argument(board: Board, value: str) -> Root:
         return Root.parse(board, path.read_text())
     raise IllegalPositionError(f"root {value!r} is neither a move string (columns 1-{board.width}) "
                                "nor a drawing file")
+
+
+def root_of_table(path: str | Path, board: Board) -> Root | None:
+    """The root of the local table file ``path`` (see :func:`root_of`), reading the
+    ``manifest.json`` beside it if there is one."""
+    import json
+    path = Path(path)
+    manifest = path.parent / "manifest.json"
+    data = None
+    if manifest.is_file():
+        try:
+            data = json.loads(manifest.read_text())
+        except (ValueError, UnicodeDecodeError, OSError):
+            data = None
+    return root_of(board, path.name, data if isinstance(data, dict) else None)
