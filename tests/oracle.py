@@ -290,8 +290,9 @@ def position_of_key(w: int, h: int, key: int, k: int = 4):
 def subtree_table(w: int, h: int, root, k: int = 4) -> dict[int, int]:
     """key -> outcome byte of every position reachable from ``root`` (a position of
     :func:`oracle_position` or :func:`position_of_key`; the root included), solved by plain
-    minimax over exactly those positions: what a table rooted there must hold."""
-    assert len(root) == w and terminal_outcome(root, h, k) is None, "root must be a live position"
+    minimax over exactly those positions: what a table rooted there must hold (a finished game:
+just its own entry)."""
+    assert len(root) == w, "root of another board width"
     levels, outcome, _ = _solve_from(root, h, k)
     table: dict[int, int] = {}
     for level in levels:
