@@ -142,7 +142,12 @@ def merge(board, out, memory, workers, scheduler, quiet, restart, root):
 @click.option("--from", "from_dir", type=click.Path(file_okay=False, exists=True), default=None,
               help="build directory of a measured forward run (c4table forward --max-ply N)")
 @click.option("--json", "as_json", is_flag=True, help="the plan as one JSON object")
-def plan(board, workers, memory_per_worker, from_dir, as_json):
+@click.option("--root", "root", default=None, metavar="MOVES|FILE|-",
+              help="plan the rooted build from this position (see build --root), from a short "
+                   "forward run (or the forward run in --from)")
+@click.option("--probe-plies", type=click.IntRange(1, 64), default=8, show_default=True,
+              help="with --root: plies the forward run counts at most")
+def plan(board, workers, memory_per_worker, from_dir, as_json, root, probe_plies):
     """Estimate a build of BOARD: entries per generation, final size, peak disk, shuffle volume
     and wall time on WORKERS workers, from published counts and measured per-entry costs."""
     from c4table.units import format_seconds, format_size, parse_size
@@ -151,7 +156,11 @@ def plan(board, workers, memory_per_worker, from_dir, as_json):
         mem = parse_size(memory_per_worker)
     except ValueError as e:
         raise click.BadParameter(str(e), param_hint="--memory-per-worker") from None
-    p = make_plan(board, workers, mem, from_dir)
+    if root is not None:
+        from c4table.root import plan_rooted
+        p = plan_rooted(board, root, workers, mem, from_dir, probe_plies)
+    else:
+        p = make_plan(board, workers, mem, from_dir)
     if as_json:
         click.echo(json.dumps(p.to_json()))
         return

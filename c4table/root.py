@@ -178,3 +178,24 @@ def root_of_table(path: str | Path, board: Board) -> Root | None:
         except (ValueError, UnicodeDecodeError, OSError):
             data = None
     return root_of(board, path.name, data if isinstance(data, dict) else None)
+
+
+def plan_rooted(board: Board, value: str, workers: int, memory_per_worker: int,
+                from_dir: str | None = None, probe_plies: int = 8):
+    """The build plan (:func:`c4table.pipeline.plan.make_rooted_plan`) of the rooted table
+    from the ``--root`` value ``value``: from the forward run of the build directory
+    ``from_dir`` (rooted there), else from a short forward run in a temporary directory."""
+    from c4table.errors import BuildError
+    from c4table.pipeline.plan import make_rooted_plan, probe_forward
+    origin = root_argument(board, value)
+    if from_dir is not None:
+        from c4table.pipeline.manifest import Manifest
+        m = Manifest.load(from_dir)
+        mine = m.origin()
+        if m.board != board or mine is None or mine.key != origin.key:
+            raise BuildError(f"{from_dir}: holds no forward run of board {board} rooted at {origin}")
+        measured = {p: rec["entries"] for p, rec in enumerate(m.data["plies"])
+                    if p >= origin.ply and "entries" in rec}
+    else:
+        measured = probe_forward(board, origin, probe_plies)
+    return make_rooted_plan(board, origin, workers, memory_per_worker, measured)

@@ -88,21 +88,31 @@ def main() -> None:
     ap.add_argument("--timeout", type=float, default=900)
     ap.add_argument("--keep", type=Path, default=None)
     ap.add_argument("--json", action="store_true", help="one JSON object per root")
+    ap.add_argument("--plan", action="store_true",
+                    help="also print `c4table plan --root`'s estimate (entries, wall time) first")
     args = ap.parse_args()
     board = Board.parse(args.board)
     rng = random.Random(args.seed)
     print(f"# load before: {load()}", flush=True)
     for ply in args.plies:
         for _ in range(args.per_ply):
-            r = bench_root(board, random_root(rng, board, ply), args.workers, args.memory,
-                           args.timeout, args.keep)
+            moves = random_root(rng, board, ply)
+            est = ""
+            if args.plan:
+                from c4table.root import plan_rooted
+                t = time.perf_counter()
+                p = plan_rooted(board, moves, args.workers, 2**31)
+                est = (f"  plan: {p.entries:,} entries, {p.wall_seconds:.0f} s "
+                       f"(planned in {time.perf_counter() - t:.1f} s)")
+            r = bench_root(board, moves, args.workers, args.memory, args.timeout, args.keep)
+            r["plan"] = est.strip()
             if args.json:
                 print(json.dumps(r), flush=True)
             else:
                 print(f"ply {r['ply']:>2}  {r['root']:<{board.cells}}  entries {r.get('entries', 0):>13,}  "
                       f"{r['seconds']:8.1f} s  peak PSS {r['peak_pss_mib']:6,} MiB  "
                       f"disk peak {r['peak_disk_mib']:9,.1f} MiB  final {r.get('final_mib', 0):9,.2f} MiB  "
-                      f"{r['status']}", flush=True)
+                      f"{r['status']}{est}", flush=True)
     print(f"# load after: {load()}", flush=True)
 
 
