@@ -8,6 +8,7 @@ import random
 import numpy as np
 import pytest
 
+from c4table.board import Board
 from c4table.errors import IllegalPositionError
 from c4table.pipeline.build import build_table
 from c4table.root import NotReachableError, Root
@@ -194,3 +195,20 @@ def test_root_parsing():
     assert (r.ply, r.table_filename) == (4, "connect4_7x6_root-4453.dat")
     with pytest.raises(IllegalPositionError, match="finished game"):
         Root.parse("4x4", "1212121")
+
+
+def test_plan_root_counts_the_forward_run_exactly(tmp_path):
+    """With enough probe plies to reach the last generation, the plan's entries are the
+    rooted table's; with fewer, the counted plies are exact and the rest estimated."""
+    moves = random_live_moves(random.Random(21), 7, 6, 30)
+    path = build_table("7x6", tmp_path, quiet=True, workers=1, root=moves)
+    m = json.loads((tmp_path / "manifest.json").read_text())
+    code, out, err = run_cli("plan", "7x6", "--root", moves, "--probe-plies", "12", "--json")
+    assert code == 0, err
+    p = json.loads(out)
+    assert p["entries"] == m["table"]["entries"] == path.stat().st_size // 7
+    from c4table.root import plan_rooted
+    plies = plan_rooted(Board(7, 6), moves, 2, 2**30, probe_plies=3).plies
+    assert [x.entries for x in plies[30:34]] == [r["entries"] for r in m["plies"][30:34]]
+    assert all(x.source.startswith("estimated") for x in plies[34:])
+    assert all(x.entries == 0 for x in plies[:30])
