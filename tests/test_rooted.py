@@ -212,3 +212,22 @@ def test_plan_root_counts_the_forward_run_exactly(tmp_path):
     assert [x.entries for x in plies[30:34]] == [r["entries"] for r in m["plies"][30:34]]
     assert all(x.source.startswith("estimated") for x in plies[34:])
     assert all(x.entries == 0 for x in plies[:30])
+
+
+def test_rooted_build_resumes_and_ignores_budget_and_workers(tmp_path):
+    """A rooted build stopped after part of its forward pass resumes to the same bytes, and
+    a small memory budget (many shards and ranges) with 2 workers changes nothing."""
+    from c4table.pipeline import forward
+    from c4table.pipeline.build import open_build, run_build
+    ref = build_table("5x4", tmp_path / "ref", quiet=True, workers=1, root="3")
+    b = open_build("5x4", tmp_path / "part", quiet=True, workers=1, root="3")
+    with b:
+        forward.run(b, max_ply=9)
+    b = open_build("5x4", tmp_path / "part", quiet=True, workers=2, memory="4MiB")   # no root
+    assert b.origin.moves == "3"
+    path = run_build(b)
+    assert path.read_bytes() == ref.read_bytes()
+    small = build_table("5x4", tmp_path / "small", quiet=True, workers=2, memory="4MiB", root="3")
+    assert small.read_bytes() == ref.read_bytes()
+    m = json.loads((tmp_path / "small" / "manifest.json").read_text())
+    assert max(len(s["shards"]) for s in m["steps"]["backward"].values()) > 1
