@@ -63,6 +63,9 @@ class Root:
             shown = pos.move_string() or "(empty)"
             raise IllegalPositionError(f"root {shown} is a finished game ({how}): a rooted table "
                                        "needs a position where the game goes on")
+        if pos.board.width > 9 and pos.ply:
+            raise IllegalPositionError(f"board {pos.board} has more than 9 columns: a root other "
+                                       "than the empty board cannot be named by a move string")
         return cls(pos.board, pos.move_string(), pos.ply, pos.key())
 
     @classmethod
