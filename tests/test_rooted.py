@@ -160,6 +160,10 @@ def test_cli_on_a_rooted_table(rooted_5x4):
     assert rows[0][0] == "4" and rows[-1][0] == "20"
     code, scan, err = run_cli("stats", T, "--scan")
     assert scan == out
+    crosscheck = pytest.importorskip("c4table.cli_bdd").crosscheck
+    from click.testing import CliRunner
+    res = CliRunner().invoke(crosscheck, [str(rooted_5x4.parent)])
+    assert res.exit_code == 2 and "compares full builds only" in res.output
 
 
 @pytest.mark.parametrize("root,why", [("1212121", "finished game"), ("11111", "column 1 is full"),
