@@ -9,8 +9,8 @@ Stages (each resumable, each recorded in ``DIR/manifest.json``):
 ``forward`` -> ``backward`` -> ``merge`` (see :mod:`c4table.pipeline.forward`, :mod:`c4table.pipeline.backward`,
 :mod:`c4table.pipeline.merge`). ``DIR/work/`` holds the generations' shards and scratch files;
 ``DIR/connect4_WxH.dat`` is the table. A rooted build (``origin``, a :class:`c4table.root.Root`)
-starts at the root's generation and writes ``DIR/connect4_WxH_root-MOVES.dat``. ``DIR`` is a local directory or a ``pyarrow.fs`` URI
-(:mod:`c4table.pipeline.storage`).
+starts at the root's generation and writes ``DIR/connect4_WxH_root-MOVES.dat``. ``DIR`` is a
+local directory or a ``pyarrow.fs`` URI (:mod:`c4table.pipeline.storage`).
 
 Opening a local build takes the directory's lock (:func:`c4table.pipeline.resources.lock_build_dir`),
 which :meth:`Build.close` (or leaving ``with open_build(...) as b:``) gives back; an object
