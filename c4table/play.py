@@ -69,6 +69,7 @@ def play_game(table: Table, human: str = "A", start: str | Position = "", inp: T
     if table.root is not None and isinstance(start, str) and not start.strip():
         start = table.root.moves   # a rooted table starts at its root
     pos = table.position(start)
+    table.wdl(pos)   # a position the table does not hold fails here, before the greeting
     history: list[Position] = []
 
     def say(text: str = "", end: str = "\n") -> None:
