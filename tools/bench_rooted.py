@@ -7,6 +7,9 @@ build wall time, peak memory (PSS of the process tree) and disk (peak temporary 
 
 Roots are random legal positions: uniformly random legal moves from the empty board with a
 seeded RNG, drawn again whenever someone has won on the way (so no one has won at the root).
+``--quiet`` plays only moves after which neither side has a winning move (fewer threats, larger
+subtrees); ``--rank N`` plans N random roots per build (``c4table plan --root``, 6 probe plies)
+and builds the one with the largest estimate.
 Each build runs the real CLI in a subprocess (killed after ``--timeout`` seconds, reported as
 such). Prints one line per root and the machine's load (``uptime``) before and after; a
 benchmark, not a test.
@@ -40,6 +43,29 @@ def random_root(rng: random.Random, board: Board, ply: int) -> str:
             pos.play(rng.choice(pos.legal_moves()))
             if pos.winner is not None:
                 break
+        else:
+            return pos.move_string()
+
+
+def _threat(pos: Position) -> bool:
+    """Either side has a move that wins at once."""
+    for mover in (pos.ply, pos.ply + 1):
+        q = pos.copy()
+        q.ply = mover   # the side whose chip drops is decided by the ply's parity
+        if any(q.child(c).winner is not None for c in q.legal_moves()):
+            return True
+    return False
+
+
+def quiet_root(rng: random.Random, board: Board, ply: int) -> str:
+    """A move string of ``ply`` random moves, each leaving neither side a winning move."""
+    while True:
+        pos = Position(board)
+        for _ in range(ply):
+            safe = [c for c in pos.legal_moves() if not _threat(pos.child(c))]
+            if not safe:
+                break
+            pos.play(rng.choice(safe))
         else:
             return pos.move_string()
 
@@ -88,6 +114,8 @@ def main() -> None:
     ap.add_argument("--timeout", type=float, default=900)
     ap.add_argument("--keep", type=Path, default=None)
     ap.add_argument("--json", action="store_true", help="one JSON object per root")
+    ap.add_argument("--quiet", action="store_true", help="quiet roots (see above)")
+    ap.add_argument("--rank", type=int, default=0, help="build the largest planned of N roots")
     ap.add_argument("--plan", action="store_true",
                     help="also print `c4table plan --root`'s estimate (entries, wall time) first")
     args = ap.parse_args()
@@ -96,7 +124,15 @@ def main() -> None:
     print(f"# load before: {load()}", flush=True)
     for ply in args.plies:
         for _ in range(args.per_ply):
-            moves = random_root(rng, board, ply)
+            pick = quiet_root if args.quiet else random_root
+            moves = pick(rng, board, ply)
+            if args.rank:
+                from c4table.root import plan_rooted
+                ranked = []
+                for _ in range(args.rank):
+                    m = pick(rng, board, ply)
+                    ranked.append((plan_rooted(board, m, args.workers, 2**31, probe_plies=6).entries, m))
+                moves = max(ranked)[1]
             est = ""
             if args.plan:
                 from c4table.root import plan_rooted
