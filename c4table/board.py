@@ -36,7 +36,7 @@ from c4table.errors import BoardError
 EMPTY, A, B = 0, 1, 2
 _SPEC = re.compile(r"^\s*(\d+)\s*[xX]\s*(\d+)\s*(?:[kK]\s*(\d+))?\s*$")
 #: Table file names, as Cadot's script writes them: ``connect{K}_{W}x{H}.dat``.
-TABLE_NAME = re.compile(r"connect(\d+)_(\d+)x(\d+)\.dat$")
+TABLE_NAME = re.compile(r"connect(\d+)_(\d+)x(\d+)(?:_root-\w+)?\.dat$")  # or a rooted table
 
 
 def _valid_columns(h: int, k: int) -> list[tuple[int, ...]]:

@@ -203,6 +203,9 @@ def crosscheck(path, encoding, nodes, threads, flavour, terminal, image, quiet, 
         board = manifest_board(man)
     except (ManifestError, BoardError, ValueError, TypeError) as e:
         _fail(ctx, str(e), 2)
+    if isinstance(man.get("root"), dict):   # c4table.root: counts of a subtree, not the board's
+        _fail(ctx, f"{mpath}: a build rooted at {man['root'].get('moves') or '(empty)'}; the BDD "
+                   "counts every position of the board, so crosscheck compares full builds only", 2)
     if connect is not None and connect != board.k:
         _fail(ctx, f"{mpath} is a build of board {board.width}x{board.height} with connect "
                    f"length {board.k}, not --connect {connect}", 2)
