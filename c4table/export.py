@@ -31,7 +31,9 @@ dead end for about 2 % of positions (5x4); those are walked again with random ti
 
 Entries of one ply come from the build directory's backward shards
 (``work/backward/ply_XX/*.parquet``) when the table sits in its build directory and the
-shards are still there, otherwise from one streaming scan of the table file. Memory stays
+shards are still there, otherwise from one streaming scan of the table file. Shards and
+manifest are read through :mod:`c4table.builddir`, which checks each shard's xxh64 before use:
+a damaged one is an error naming it, never different output. Memory stays
 bounded: ``chunk_entries`` entries at a time, each written as a parquet row group.
 
 >>> rep = export_positions("tables/5x4/connect4_5x4.dat", "ply8.parquet", ply=8)  # doctest: +SKIP
@@ -273,31 +275,18 @@ def cell_names(board: Board) -> list[str]:
     return [f"{letters[c]}{r + 1}" for c in range(board.width) for r in range(board.height)]
 
 
-def _manifest_beside(path: Path) -> dict | None:
-    m = path.parent / "manifest.json"
-    if not m.is_file():
-        return None
-    try:
-        data = json.loads(m.read_text())
-    except ValueError:
-        return None
-    if (data.get("table") or {}).get("file") != path.name:
-        return None
-    return data
+def _build_beside(table) -> "BuildDir | None":
+    """The checked build directory of ``table`` when its manifest describes the table."""
+    return table.build
 
 
-def _shard_files(path: Path, ply: int) -> list[Path] | None:
-    """Backward shards of ``ply`` in the build directory of the table at ``path``, if all there."""
-    data = _manifest_beside(path)
-    if data is None:
+def _shard_source(table, ply: int | None, source: str) -> "BuildDir | None":
+    """The build directory to read ``ply`` from (its backward shards, all still there), or
+    ``None`` to scan the table."""
+    if ply is None or source == "table":
         return None
-    step = data.get("steps", {}).get("backward", {}).get(str(ply))
-    if not step:
-        return None
-    files = [path.parent / s["file"] for s in step["shards"]]
-    if not all(f.is_file() for f in files):
-        return None
-    return files
+    bd = _build_beside(table)
+    return bd if bd is not None and bd.has_backward_files(ply) else None
 
 
 def iter_ply_entries(table, ply: int | None = None, chunk_entries: int = 1 << 18,
@@ -312,16 +301,14 @@ def iter_ply_entries(table, ply: int | None = None, chunk_entries: int = 1 << 18
     ...     n = sum(len(k) for k, _, _ in iter_ply_entries(t, 8))
     """
     board = table.board
-    files = _shard_files(table.path, ply) if ply is not None and source != "table" else None
-    if source == "shards" and files is None:
+    bd = _shard_source(table, ply, source)
+    if source == "shards" and bd is None:
         raise TableError(f"{table.path}: no backward shards of ply {ply} beside this table")
-    if files is not None:
-        import pyarrow.parquet as pq
-        for f in files:
-            for batch in pq.ParquetFile(f).iter_batches(batch_size=chunk_entries):
-                keys = batch.column("key").to_numpy().view(np.uint64)
-                outs = batch.column("outcome").to_numpy().astype(np.uint8)
-                yield keys, outs, decode_keys(board, keys)
+    if bd is not None:   # each shard's xxh64 is checked before its rows are used
+        for keys, outs in bd.read_backward(ply):
+            for lo in range(0, keys.shape[0], chunk_entries):
+                k = keys[lo: lo + chunk_entries]
+                yield k, outs[lo: lo + chunk_entries], decode_keys(board, k)
         return
     for chunk in table.iter_entries(chunk_entries):
         if scanned is not None:
@@ -405,8 +392,7 @@ def export_positions(table, out: str | os.PathLike, ply: int | None = None, *,
         stream = stream or sys.stderr
         out = Path(out)
         out.parent.mkdir(parents=True, exist_ok=True)
-        files = _shard_files(t.path, ply) if ply is not None and source != "table" else None
-        src = "shards" if files is not None else "table"
+        src = "shards" if _shard_source(t, ply, source) is not None else "table"
         meta = {"board": b.name, "width": b.width, "height": b.height, "k": b.k,
                 "ply": "all" if ply is None else ply, "nonterminal": nonterminal, "mirror": mirror,
                 "table": str(t.path), "cells": "a1..: column letter from the left, row number from "
@@ -414,9 +400,9 @@ def export_positions(table, out: str | os.PathLike, ply: int | None = None, *,
                 "outcome": "A, B or draw, reached in `distance` plies under optimal play"}
         schema = _schema(b, mirror, meta)
         total = None
-        data = _manifest_beside(t.path)
-        if data is not None and ply is not None and len(data.get("plies", [])) > ply:
-            total = data["plies"][ply].get("entries")
+        bd = _build_beside(t)
+        if bd is not None and ply is not None and len(bd.plies) > ply:
+            total = bd.plies[ply].get("entries")
         tmp = out.with_name(out.name + ".tmp")
         rows = entries = 0
         scanned = [0]

@@ -16,7 +16,10 @@ import pytest
 from click.testing import CliRunner
 
 from c4table.bdd import count_positions, solve
+from c4table.board import Board
 from c4table.cli_bdd import bdd, crosscheck
+from c4table.pipeline.manifest import Manifest
+from conftest import run_cli
 
 REFERENCE = Path(__file__).resolve().parents[1].parent / "shared" / "reference"
 
@@ -226,8 +229,9 @@ def write_manifest(tmp_path: Path, w: int, h: int, wdl: bool = True, tweak=None)
         plies[ply][field] = value
     d = tmp_path / f"{w}x{h}"
     d.mkdir()
-    (d / "manifest.json").write_text(json.dumps({"board": f"{w}x{h}", "width": w, "height": h,
-                                                 "k": 4, "plies": plies}))
+    m = Manifest.open_or_create(d, Board(w, h))   # a real manifest, with its own checksum
+    m.data["plies"] = plies
+    m.save()
     return d
 
 
@@ -266,10 +270,10 @@ def test_crosscheck_accepts_full_board_draws_counted_as_terminal(tmp_path):
     assert "full-board draws" in r.stdout
 
 
-def test_crosscheck_missing_or_bad_manifest_exits_2(tmp_path):
+def test_crosscheck_missing_manifest_exits_2_damaged_exits_1(tmp_path):
     assert CliRunner().invoke(crosscheck, [str(tmp_path / "nope")]).exit_code == 2
-    (tmp_path / "manifest.json").write_text("{not json")
-    r = CliRunner().invoke(crosscheck, [str(tmp_path)])
-    assert r.exit_code == 2 and r.stderr.startswith("Error:")
-    (tmp_path / "manifest.json").write_text(json.dumps({"board": "7by6", "plies": []}))
-    assert CliRunner().invoke(crosscheck, [str(tmp_path)]).exit_code == 2
+    m = tmp_path / "manifest.json"
+    for text in ("{not json", json.dumps({"board": "7by6", "plies": []}), "[]"):
+        m.write_text(text)
+        code, out, err = run_cli("crosscheck", str(tmp_path), "-q")
+        assert code == 1 and out == "" and err.count("\n") == 1 and str(m) in err, err
