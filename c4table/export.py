@@ -48,13 +48,16 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, TextIO
+from typing import TYPE_CHECKING, Iterator, TextIO
 
 import numpy as np
 
 from c4table.board import A, B, Board
 from c4table.errors import CorruptDataError, TableError
 from c4table.units import format_count, format_seconds
+
+if TYPE_CHECKING:
+    from c4table.builddir import BuildDir
 
 MOVE_CHARS = np.frombuffer(b"123456789abcdefghijklmnopqrstuvwxyz", np.uint8)
 OUTCOME_NAMES = {0x00: "draw", 0x40: "A", 0x80: "B"}
