@@ -4,7 +4,7 @@
 The excerpt holds the empty board (key 0, with a placeholder outcome byte: the file must start
 there) and the complete subtree below a late position of a real-looking game (ply 30, 12 empty
 cells). Keys and outcome bytes of the subtree are computed by the independent oracle
-(tests/oracle.py) with a small memoised minimax under FORMAT.md's rules, and the column codes
+(tests/oracle.py, its memoised minimax of a subtree) under FORMAT.md's rules, and the column codes
 are checked against the 111-row table printed in Cadot's README, so the keys are exactly those
 of the published file.
 """
@@ -38,49 +38,9 @@ def run(*args, stdin=None):
     return p.returncode, p.stdout, p.stderr
 
 
-def oracle_position(moves: str):
-    pos = tuple(() for _ in range(W))
-    for i, ch in enumerate(moves):
-        pos = oracle.play(pos, int(ch) - 1, oracle.A if i % 2 == 0 else oracle.B)
-    return pos
-
-
-def solve_subtree(root) -> dict:
-    """key -> (outcome byte, ply) of every position reachable from ``root`` (oracle code)."""
-    found: dict = {}
-    memo: dict = {}
-
-    def solve(pos) -> int:
-        if pos in memo:
-            return memo[pos]
-        ply = oracle.chips_played(pos)
-        t = oracle.terminal_outcome(pos, H, K)
-        if t is not None:
-            res = t
-        else:
-            mover = oracle.A if ply % 2 == 0 else oracle.B
-            mine = oracle.A_WINS if mover == oracle.A else oracle.B_WINS
-            kids = [solve(oracle.play(pos, c, mover)) for c in range(W) if len(pos[c]) < H]
-            kd = [(b & 0xC0, (b & 0x3F) + 1) for b in kids]
-            wins = [d for k, d in kd if k == mine]
-            draws = [d for k, d in kd if k == oracle.DRAW]
-            if wins:
-                res = mine | min(wins)
-            elif draws:
-                res = oracle.DRAW | (W * H - ply)
-            else:
-                res = kd[0][0] | max(d for _, d in kd)
-        memo[pos] = res
-        found[oracle.position_key(pos, H, K)] = (res, ply)
-        return res
-
-    solve(root)
-    return found
-
-
 @pytest.fixture(scope="module")
 def excerpt(tmp_path_factory):
-    entries = solve_subtree(oracle_position(GAME))
+    entries = oracle.solve_subtree(oracle.position_of_moves(W, GAME), W, H, K)
     entries[0] = (EMPTY_BOARD_BYTE, 0)
     d = tmp_path_factory.mktemp("t7x6")
     path = d / "connect4_7x6.dat"
