@@ -65,19 +65,37 @@ PROGRESS_EVERY = 2.0
 
 
 # ------------------------------------------------------------------ vectorised decoding
+# The rules themselves (key digits, lines, terminal positions, un-moves) are the build's:
+# numba kernels of c4table.pipeline.kernels and the column tables of c4table.board.
+def decode_entries(board: Board, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(codes (n, w), plies, terminal, symmetric)`` of each key, in one pass of the build's
+    kernel (:func:`c4table.pipeline.kernels.classify`): column codes of the canonical
+    orientation, chips on the board, game over (a line or a full board), own mirror image.
+
+    >>> codes, plies, term, sym = decode_entries(Board(4, 4), np.array([0, 31], np.uint64))
+    >>> codes.tolist(), plies.tolist(), term.tolist(), sym.tolist()
+    ([[0, 0, 0, 0], [0, 1, 0, 0]], [0, 1], [False, False], [True, False])
+    """
+    from c4table.pipeline import kernels
+    keys = np.ascontiguousarray(keys, dtype=np.uint64)
+    n = keys.shape[0]
+    codes = np.empty((n, board.width), np.int64)
+    plies = np.empty(n, np.int64)
+    term = np.empty(n, np.bool_)
+    sym = np.empty(n, np.bool_)
+    kernels.classify(keys, board.width, board.stride, board.k, board.base, board.cells,
+                     board.col_bits_a, board.col_bits_b, board.powers, board.col_height,
+                     codes, plies, term, sym)
+    return codes, plies, term, sym
+
+
 def decode_keys(board: Board, keys: np.ndarray) -> np.ndarray:
     """Column codes ``(n, w)`` of the canonical orientation of each key (inverse of ``v1``).
 
     >>> decode_keys(Board(4, 4), np.array([0, 31], np.uint64)).tolist()
     [[0, 0, 0, 0], [0, 1, 0, 0]]
     """
-    k = np.array(keys, dtype=np.uint64, copy=True)
-    base = np.uint64(board.base)
-    out = np.empty((k.shape[0], board.width), np.int64)
-    for c in range(board.width):
-        out[:, c] = k % base
-        k //= base
-    return out
+    return decode_entries(board, keys)[0]
 
 
 def plies_of_codes(board: Board, codes: np.ndarray) -> np.ndarray:
@@ -107,53 +125,31 @@ def cells_of_codes(board: Board, codes: np.ndarray) -> np.ndarray:
 
 def bitboards(board: Board, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Bitboards (uint64, Pons' layout of :mod:`c4table.board`) of A's and B's chips."""
-    a = np.zeros(codes.shape[0], np.uint64)
-    b = np.zeros(codes.shape[0], np.uint64)
-    for c in range(board.width):
-        shift = np.uint64(c * board.stride)
-        a |= board.col_bits_a[codes[:, c]] << shift
-        b |= board.col_bits_b[codes[:, c]] << shift
+    from c4table.pipeline.kernels import bitboards_of
+    a = np.empty(codes.shape[0], np.uint64)
+    b = np.empty(codes.shape[0], np.uint64)
+    bitboards_of(np.ascontiguousarray(codes, dtype=np.int64), board.col_bits_a, board.col_bits_b,
+                 board.stride, a, b)
     return a, b
 
 
 def has_line(board: Board, bb: np.ndarray) -> np.ndarray:
-    """Whether each bitboard holds ``k`` chips in a row (the sentinel bits stop wrapping)."""
-    out = np.zeros(bb.shape[0], bool)
-    for d in (1, board.stride, board.stride - 1, board.stride + 1):
-        m = bb.copy()
-        for i in range(1, board.k):
-            m &= bb >> np.uint64(d * i)
-        out |= m != 0
+    """Whether each bitboard holds ``k`` chips in a row (the build's line test)."""
+    from c4table.pipeline.kernels import has_lines
+    out = np.empty(bb.shape[0], np.bool_)
+    has_lines(np.ascontiguousarray(bb, dtype=np.uint64), board.stride, board.k, out)
     return out
 
 
-def terminal_of_codes(board: Board, codes: np.ndarray, ply: np.ndarray | None = None) -> np.ndarray:
-    """Whether each position is over: a line on the board, or the board full."""
-    a, b = bitboards(board, codes)
-    if ply is None:
-        ply = plies_of_codes(board, codes)
-    return has_line(board, a) | has_line(board, b) | (ply == board.cells)
-
-
-def symmetric_of_codes(codes: np.ndarray) -> np.ndarray:
-    """Whether each position is its own mirror image."""
-    return np.all(codes == codes[:, ::-1], axis=1)
-
-
 def _code_tables(board: Board) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per column code: its top chip, the chip below it (0 if none) and the code left when the
-    top chip is removed (valid columns stay valid)."""
+    """Per column code: its top chip (0 if none, 1 A, 2 B), the chip below it (0 if none) and
+    the code left when the top chip is removed (the empty column stays itself): the un-move
+    tables :attr:`Board.parent_code` / :attr:`Board.top_owner` in the form the walk needs."""
     got = board._cache.get("unplay_tables")
     if got is None:
-        top = np.zeros(board.base, np.uint8)
-        below = np.zeros(board.base, np.uint8)
-        pop = np.arange(board.base, dtype=np.int64)
-        for code, col in enumerate(board.columns):
-            n = sum(1 for d in col if d)
-            if n:
-                top[code] = col[n - 1]
-                below[code] = col[n - 2] if n > 1 else 0
-                pop[code] = board.code_of[tuple(col[: n - 1]) + (0,) * (board.height - n + 1)]
+        top = np.where(board.top_owner >= 0, board.top_owner + 1, 0).astype(np.uint8)
+        pop = np.where(board.parent_code >= 0, board.parent_code, np.arange(board.base))
+        below = top[pop]
         got = board._cache["unplay_tables"] = (top, below, pop)
     return got
 
@@ -411,19 +407,19 @@ def export_positions(table, out: str | os.PathLike, ply: int | None = None, *,
         scanned = [0]
         t0 = last = time.perf_counter()
         with pq.ParquetWriter(tmp, schema, compression="zstd") as writer:
-            for keys, outs, codes in iter_ply_entries(t, ply, chunk_entries, source, scanned):
+            for keys, outs, _ in iter_ply_entries(t, ply, chunk_entries, source, scanned):
                 entries += keys.shape[0]
-                plies = plies_of_codes(b, codes)
-                term = terminal_of_codes(b, codes, plies)
+                codes, plies, term, sym = decode_entries(b, keys)
                 if nonterminal:
                     keep = ~term
-                    keys, outs, codes, plies, term = keys[keep], outs[keep], codes[keep], plies[keep], term[keep]
+                    keys, outs, codes, plies, term, sym = (keys[keep], outs[keep], codes[keep],
+                                                          plies[keep], term[keep], sym[keep])
                 if keys.shape[0]:
                     writer.write_table(_batch(b, schema, keys, outs, codes, plies, term,
                                               False if mirror else None))
                     rows += keys.shape[0]
                     if mirror:
-                        asym = ~symmetric_of_codes(codes)
+                        asym = ~sym
                         if asym.any():
                             writer.write_table(_batch(b, schema, keys[asym], outs[asym], codes[asym],
                                                       plies[asym], term[asym], True))

@@ -68,7 +68,7 @@ def scan_stats(table, quiet: bool = True, stream: TextIO | None = None) -> list[
     >>> [s.positions for s in scan_stats("tables/4x4/connect4_4x4.dat")][:3]   # doctest: +SKIP
     [1, 4, 16]
     """
-    from c4table.export import decode_keys, plies_of_codes, symmetric_of_codes, terminal_of_codes
+    from c4table.export import decode_entries
     from c4table.table import Table, open_table
     own = not isinstance(table, Table)
     t = open_table(table) if own else table
@@ -81,10 +81,7 @@ def scan_stats(table, quiet: bool = True, stream: TextIO | None = None) -> list[
         t0 = last = time.perf_counter()
         seen = 0
         for chunk in t.iter_entries():
-            codes = decode_keys(b, chunk["key"])
-            ply = plies_of_codes(b, codes)
-            sym = symmetric_of_codes(codes)
-            term = terminal_of_codes(b, codes, ply)
+            _, ply, term, sym = decode_entries(b, chunk["key"])
             cls = chunk["outcome"] & 0xC0
 
             def count(mask=None):

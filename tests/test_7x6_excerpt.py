@@ -13,8 +13,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import subprocess
-import sys
 
 import pyarrow.parquet as pq
 import pytest
@@ -25,17 +23,11 @@ from c4table.errors import TableError
 from c4table.pipeline.manifest import Manifest
 from c4table.rules import Position
 from c4table.table import open_table
-from conftest import SHARED
+from conftest import SHARED, run_cli as run
 
 GAME = "164322464443433371372222555716"  # ply 30, nobody has four, a draw in 12: 2,381 entries
 W, H, K = 7, 6, 4
 EMPTY_BOARD_BYTE = 0x40 | 41  # placeholder for key 0 (not asserted anywhere)
-
-
-def run(*args, stdin=None):
-    p = subprocess.run([sys.executable, "-m", "c4table.cli", *args], input=stdin,
-                       capture_output=True, text=True, timeout=300)
-    return p.returncode, p.stdout, p.stderr
 
 
 @pytest.fixture(scope="module")
