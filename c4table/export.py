@@ -1,6 +1,8 @@
 """Dataset export: every position of a ply (or of the whole table) as a parquet file, plus the
 vectorised decoding of table entries it needs (keys to column codes, cells, plies, lines,
-terminal flags and one move string per position), which :mod:`c4table.stats` reuses.
+terminal flags and one move string per position), which :mod:`c4table.stats` reuses. The
+rules in that decoding are the build's own: the numba kernels of
+:mod:`c4table.pipeline.kernels` and the column and un-move tables of :mod:`c4table.board`.
 
 Columns of the parquet file, in this order (documented in the file's metadata too):
 

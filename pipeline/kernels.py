@@ -1,4 +1,7 @@
-"""numba kernels: the rules of :mod:`c4table.rules` applied to whole arrays of position keys.
+"""numba kernels: the rules of :mod:`c4table.rules` applied to whole arrays of position keys,
+for the build and for the readers (:func:`classify`, :func:`bitboards_of`, :func:`has_lines`
+serve export and stats). ``tests/test_rules.py`` checks them against the plain rules on every
+position of small boards.
 
 Each kernel works on sorted uint64 keys of one generation (ply) and the per-board tables of
 :class:`c4table.board.Board` (packed by :func:`board_tables`). Bit tricks used here:
