@@ -10,8 +10,10 @@ of 7 bytes per lookup).
 ('A', 3, [2])
 
 The board of a table is taken from, in order: the ``board`` argument, the ``manifest.json``
-beside the file, the file name ``connect4_WxH.dat``. Opening checks the file against what is
-known of it (:mod:`c4table.tablecheck`): its size against the manifest beside it or the known
+beside the file, the file name ``connect4_WxH.dat`` (or ``connect4_WxH_root-MOVES.dat``). A rooted
+table (:mod:`c4table.root`) knows its root (:attr:`Table.root`) and answers a position outside
+its subtree with :class:`~c4table.root.NotReachableError`. Opening checks the file against what
+is known of it (:mod:`c4table.tablecheck`): its size against the manifest beside it or the known
 table of its board, its first and last keys; a truncated or renamed table is refused there,
 not after a few answers.
 """
@@ -20,7 +22,7 @@ from __future__ import annotations
 import mmap
 import os
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
@@ -32,7 +34,7 @@ from c4table.errors import (ClosedTableError, IllegalPositionError, MissingTable
                             PositionNotFoundError, TableError)
 from c4table.rules import Position
 
-_NAME = re.compile(r"connect4_(\d+)x(\d+)\.dat$")
+_NAME = re.compile(r"connect4_(\d+)x(\d+)(?:_root-\w+)?\.dat$")
 
 #: dtype of the chunks :meth:`Table.iter_entries` yields: the key as a number, the outcome byte.
 ENTRY_DTYPE = np.dtype([("key", "<u8"), ("outcome", "u1")])
@@ -70,7 +72,10 @@ class Probe:
         return [m for m in ranked if move_rank(m, self.to_move) == best]
 
     def to_json(self) -> dict:
-        d = asdict(self)
+        """The fields as a plain dict, moves as dicts (``asdict`` without its deep copies, which
+        cost the server more than the probe itself)."""
+        d = dict(self.__dict__)
+        d["moves"] = [dict(m.__dict__) for m in self.moves]
         return d
 
 
@@ -122,15 +127,18 @@ class Table:
         #: when the manifest beside the file describes it; else ``None``
         self.build = build if build is not None and build.describes(self.path.name) else None
         self.board = board_from(self.path.name, build, board, where=str(self.path))
+        from c4table.root import root_of
+        self.root = root_of(self.board, self.path.name, build.data if build is not None else None)
         self.entry_size = self.board.entry_size
         self.key_bytes = self.board.key_bytes
         size = self.path.stat().st_size
-        check_size(self.path, self.board, size, build)
+        check_size(self.path, self.board, size, build, rooted=self.root is not None)
         self.entries = size // self.entry_size
         self._file = open(self.path, "rb")
         self._mm = mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ)
         try:
-            check_keys(self.path, self.board, self.key_at(0), self.key_at(self.entries - 1), build)
+            check_keys(self.path, self.board, self.key_at(0), self.key_at(self.entries - 1), build,
+                       first_key=self.root.key if self.root is not None else 0)
         except Exception:
             self.close()
             raise
@@ -214,13 +222,23 @@ class Table:
         """Outcome and distance of a position (a move string such as ``"4453"`` or a
         :class:`~c4table.rules.Position`), and of each legal move."""
         pos = self.position(moves)
-        res = decode_outcome(self.outcome_byte(pos.key()))
+        res = decode_outcome(self._byte_of(pos))
         probe = Probe(pos.move_string(), pos.ply, pos.to_move, res.result, res.distance,
                       pos.is_terminal)
         for c in pos.legal_moves():
-            child = decode_outcome(self.outcome_byte(pos.child(c).key()))
+            child = decode_outcome(self._byte_of(pos.child(c)))
             probe.moves.append(MoveProbe(c + 1, child.result, child.distance + 1))
         return probe
+
+    def _byte_of(self, pos: Position) -> int:
+        """Outcome byte of ``pos``; in a rooted table, a missing key means ``pos`` is outside the
+        root's subtree (:class:`~c4table.root.NotReachableError`)."""
+        try:
+            return self.outcome_byte(pos.key())
+        except PositionNotFoundError:
+            if self.root is None:
+                raise
+            raise self.root.not_reachable(pos, self.path) from None
 
     def best_moves(self, moves: str | Position) -> list[MoveProbe]:
         """Optimal moves of a position: fastest win, else a draw, else the slowest loss.
@@ -234,7 +252,7 @@ class Table:
         """``1`` if the side to move wins, ``0`` draw, ``-1`` loss (like python-chess'
         ``probe_wdl``); a finished game counts from the side to move too (a loss or a draw)."""
         pos = self.position(moves)
-        res = decode_outcome(self.outcome_byte(pos.key())).result
+        res = decode_outcome(self._byte_of(pos)).result
         return 0 if res == "draw" else (1 if res == pos.to_move else -1)
 
     def drawing(self, moves: str | Position, mark_best: bool = True) -> str:
@@ -262,7 +280,8 @@ class Table:
         return self.entries
 
     def __repr__(self) -> str:
-        return f"Table({str(self.path)!r}, board={self.board}, entries={self.entries})"
+        root = f", root={self.root.moves!r}" if self.root is not None else ""
+        return f"Table({str(self.path)!r}, board={self.board}, entries={self.entries}{root})"
 
 
 def open_table(path: str | os.PathLike, board: str | Board | None = None) -> Table:

@@ -5,7 +5,9 @@ manifest beside it, the package's list of known tables (``data/known_tables.json
 published 7x6 hashes, the 4x4 one, and boards built and cross-checked here) and a hash given
 by the user. When the file sits in a build directory, the manifest's own checksum and layout
 are checked too, and so is every shard it lists under ``work/`` (presence and xxh64), so a
-damaged build directory is reported before a resumed build would trip over it.
+damaged build directory is reported before a resumed build would trip over it. A rooted
+table (:mod:`c4table.root`) starts at its root's key instead of 0 and is compared with its
+manifest and ``--sha256`` only (the known tables are full ones).
 
 >>> r = verify_table("tables/4x4/connect4_4x4.dat", quiet=True)   # doctest: +SKIP
 >>> r.ok, r.verdict()                                              # doctest: +SKIP
@@ -119,6 +121,9 @@ def verify_table(path: str | Path, board: str | Board | None = None, sha256: str
             raise
         b = Board.parse(sized[0])
     rep = VerifyReport(path, b)
+    from c4table.root import root_of
+    origin = root_of(b, name, build.data if build is not None else None)
+    first_key = origin.key if origin is not None else 0
     E, K = b.entry_size, b.key_bytes
     size = store.size(name)
     rep.bytes = size
@@ -145,8 +150,9 @@ def verify_table(path: str | Path, board: str | Board | None = None, sha256: str
                 rows = np.frombuffer(chunk, np.uint8, count=n * E).reshape(n, E)
                 keys = _keys_of(rows, K)
                 outs = rows[:, K]
-                if seen == 0 and int(keys[0]) != 0:
-                    rep.problems.append(f"first key is {int(keys[0])}, not 0 (the empty board)")
+                if seen == 0 and int(keys[0]) != first_key:
+                    what = f"the root {origin}'s key" if origin is not None else "the empty board"
+                    rep.problems.append(f"first key is {int(keys[0])}, not {first_key} ({what})")
                 if first_problem["order"] is None:
                     bad = np.flatnonzero(keys[1:] <= keys[:-1])
                     if int(keys[0]) <= prev and seen:
@@ -181,7 +187,7 @@ def verify_table(path: str | Path, board: str | Board | None = None, sha256: str
     if build_problem:
         rep.problems.append(build_problem)
     mine = build if build is not None and build.describes(name) else None
-    _compare(rep, mine, b, sha256)
+    _compare(rep, mine, b, sha256, rooted=origin is not None)
     if shards and mine is not None:
         rep.problems.extend(mine.shard_problems())
     return rep
@@ -206,10 +212,10 @@ def _locate(path):
     return open_storage(p.parent), p.name
 
 
-def _compare(rep: VerifyReport, build, b: Board, sha256: str | None) -> None:
+def _compare(rep: VerifyReport, build, b: Board, sha256: str | None, rooted: bool = False) -> None:
     """Compare the report with the given hash, the checked manifest ``build`` of the file (or
-    ``None``) and the known tables, by board and by size and hash (a renamed known table is
-    named)."""
+    ``None``) and the known tables (not for a rooted table: they are full ones), by board and
+    by size and hash (a renamed known table is named)."""
     def check(label: str, ref: dict) -> None:
         diffs = []
         for fld, mine in (("entries", rep.entries), ("bytes", rep.bytes), ("sha256", rep.sha256),
@@ -227,7 +233,7 @@ def _compare(rep: VerifyReport, build, b: Board, sha256: str | None) -> None:
     if build is not None and build.table is not None:
         check("manifest.json", build.table)
         plies = build.plies
-    ref = known_tables().get(b.name)
+    ref = known_tables().get(b.name) if not rooted else None
     if ref:
         check(f"known table {b.name} ({ref.get('source', 'reference')})", ref)
         if plies is not None and "plies" in ref:
