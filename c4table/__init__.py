@@ -17,7 +17,7 @@ counts, plots), :mod:`c4table.export` (parquet datasets), :mod:`c4table.cli` and
 """
 from c4table.board import Board
 from c4table.codec import Outcome, decode_outcome, encode_outcome
-from c4table.errors import (BoardError, BuildError, C4Error, CorruptDataError,
+from c4table.errors import (BoardError, BuildError, C4Error, ClosedTableError, CorruptDataError,
                             IllegalPositionError, MissingTableError, PositionNotFoundError,
                             TableError)
 from c4table.drawing import parse_drawing, render
@@ -30,7 +30,7 @@ from c4table.verify import VerifyReport, verify_table
 __all__ = ["Board", "Outcome", "decode_outcome", "encode_outcome", "Position", "Table", "Probe",
            "MoveProbe", "open_table", "verify_table", "VerifyReport", "C4Error", "BoardError",
            "BuildError", "CorruptDataError", "IllegalPositionError", "MissingTableError",
-           "PositionNotFoundError", "TableError", "build_table", "parse_drawing", "render",
+           "PositionNotFoundError", "TableError", "ClosedTableError", "build_table", "parse_drawing", "render",
            "export_positions", "ExportReport", "ply_stats", "PlyStats"]
 
 

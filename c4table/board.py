@@ -214,6 +214,31 @@ class Board:
         return out
 
     @cached_property
+    def parent_code(self) -> np.ndarray:
+        """``parent_code[code]``: the code left when the top chip is taken back (the un-move);
+        -1 for the empty column. The inverse of :attr:`child_code`: every valid non-empty
+        column is ``child_code[parent, owner]`` of exactly one ``(parent, owner)`` (removing a
+        top chip never makes a column invalid)."""
+        return self._unmove[0]
+
+    @cached_property
+    def top_owner(self) -> np.ndarray:
+        """``top_owner[code]``: who owns the top chip (0 = A, 1 = B); -1 for the empty column."""
+        return self._unmove[1]
+
+    @cached_property
+    def _unmove(self) -> tuple[np.ndarray, np.ndarray]:
+        parent = np.full(self.base, -1, np.int64)
+        owner = np.full(self.base, -1, np.int64)
+        for code in range(self.base):
+            for p in (0, 1):
+                nc = self.child_code[code, p]
+                if nc >= 0:
+                    parent[nc] = code
+                    owner[nc] = p
+        return parent, owner
+
+    @cached_property
     def powers(self) -> np.ndarray:
         """``B**c`` for each column index, as uint64 (requires ``B**w <= 2**64``)."""
         return np.array([self.base**c for c in range(self.width)], dtype=np.uint64)

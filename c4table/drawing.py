@@ -41,7 +41,7 @@ from typing import Iterable, Sequence
 
 from c4table.board import A, B, EMPTY, Board
 from c4table.errors import IllegalPositionError
-from c4table.rules import Position
+from c4table.rules import Position, line_owners
 
 CELL_OF_CHAR = {".": EMPTY, "A": A, "x": A, "X": A, "B": B, "o": B, "O": B}
 CHAR_OF_CELL = {EMPTY: ".", A: "A", B: "B"}
@@ -97,33 +97,6 @@ def parse_grid(text: str, board: Board | None = None) -> tuple[Board, list[list[
                 f"row {n + 1} below it is empty")
         cols.append(cells[:n])
     return board, cols
-
-
-def line_owners(board: Board, cols: Sequence[Sequence[int]]) -> set[int]:
-    """Players (``A``/``B``) owning ``k`` in a row anywhere in ``cols``.
-
-    >>> line_owners(Board(4, 4), [[1], [1], [1], [1]])
-    {1}
-    """
-    w, k = board.width, board.k
-
-    def at(c: int, r: int) -> int:
-        if not 0 <= c < w:
-            return EMPTY
-        col = cols[c]
-        return col[r] if 0 <= r < len(col) else EMPTY
-
-    owners: set[int] = set()
-    for c in range(w):
-        for r in range(len(cols[c])):
-            p = cols[c][r]
-            if p in owners:
-                continue
-            for dc, dr in ((1, 0), (0, 1), (1, 1), (1, -1)):
-                if all(at(c + i * dc, r + i * dr) == p for i in range(1, k)):
-                    owners.add(p)
-                    break
-    return owners
 
 
 def reconstruct_moves(board: Board, cols: Sequence[Sequence[int]]) -> list[int] | None:

@@ -27,6 +27,10 @@ class TableError(C4Error):
     """A table file that is missing, truncated, unsorted or does not match its board."""
 
 
+class ClosedTableError(TableError, ValueError):
+    """A table used after :meth:`~c4table.table.Table.close` (like I/O on a closed file)."""
+
+
 class MissingTableError(TableError, FileNotFoundError):
     """No table file at the given path."""
 

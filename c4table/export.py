@@ -1,6 +1,8 @@
 """Dataset export: every position of a ply (or of the whole table) as a parquet file, plus the
 vectorised decoding of table entries it needs (keys to column codes, cells, plies, lines,
-terminal flags and one move string per position), which :mod:`c4table.stats` reuses.
+terminal flags and one move string per position), which :mod:`c4table.stats` reuses. The
+rules in that decoding are the build's own: the numba kernels of
+:mod:`c4table.pipeline.kernels` and the column and un-move tables of :mod:`c4table.board`.
 
 Columns of the parquet file, in this order (documented in the file's metadata too):
 
@@ -31,7 +33,9 @@ dead end for about 2 % of positions (5x4); those are walked again with random ti
 
 Entries of one ply come from the build directory's backward shards
 (``work/backward/ply_XX/*.parquet``) when the table sits in its build directory and the
-shards are still there, otherwise from one streaming scan of the table file. Memory stays
+shards are still there, otherwise from one streaming scan of the table file. Shards and
+manifest are read through :mod:`c4table.builddir`, which checks each shard's xxh64 before use:
+a damaged one is an error naming it, never different output. Memory stays
 bounded: ``chunk_entries`` entries at a time, each written as a parquet row group.
 
 >>> rep = export_positions("tables/5x4/connect4_5x4.dat", "ply8.parquet", ply=8)  # doctest: +SKIP
@@ -46,7 +50,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, TextIO
+from typing import TYPE_CHECKING, Iterator, TextIO
 
 import numpy as np
 
@@ -54,25 +58,46 @@ from c4table.board import A, B, Board
 from c4table.errors import CorruptDataError, TableError
 from c4table.units import format_count, format_seconds
 
+if TYPE_CHECKING:
+    from c4table.builddir import BuildDir
+
 MOVE_CHARS = np.frombuffer(b"123456789abcdefghijklmnopqrstuvwxyz", np.uint8)
 OUTCOME_NAMES = {0x00: "draw", 0x40: "A", 0x80: "B"}
 PROGRESS_EVERY = 2.0
 
 
 # ------------------------------------------------------------------ vectorised decoding
+# The rules themselves (key digits, lines, terminal positions, un-moves) are the build's:
+# numba kernels of c4table.pipeline.kernels and the column tables of c4table.board.
+def decode_entries(board: Board, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(codes (n, w), plies, terminal, symmetric)`` of each key, in one pass of the build's
+    kernel (:func:`c4table.pipeline.kernels.classify`): column codes of the canonical
+    orientation, chips on the board, game over (a line or a full board), own mirror image.
+
+    >>> codes, plies, term, sym = decode_entries(Board(4, 4), np.array([0, 31], np.uint64))
+    >>> codes.tolist(), plies.tolist(), term.tolist(), sym.tolist()
+    ([[0, 0, 0, 0], [0, 1, 0, 0]], [0, 1], [False, False], [True, False])
+    """
+    from c4table.pipeline import kernels
+    keys = np.ascontiguousarray(keys, dtype=np.uint64)
+    n = keys.shape[0]
+    codes = np.empty((n, board.width), np.int64)
+    plies = np.empty(n, np.int64)
+    term = np.empty(n, np.bool_)
+    sym = np.empty(n, np.bool_)
+    kernels.classify(keys, board.width, board.stride, board.k, board.base, board.cells,
+                     board.col_bits_a, board.col_bits_b, board.powers, board.col_height,
+                     codes, plies, term, sym)
+    return codes, plies, term, sym
+
+
 def decode_keys(board: Board, keys: np.ndarray) -> np.ndarray:
     """Column codes ``(n, w)`` of the canonical orientation of each key (inverse of ``v1``).
 
     >>> decode_keys(Board(4, 4), np.array([0, 31], np.uint64)).tolist()
     [[0, 0, 0, 0], [0, 1, 0, 0]]
     """
-    k = np.array(keys, dtype=np.uint64, copy=True)
-    base = np.uint64(board.base)
-    out = np.empty((k.shape[0], board.width), np.int64)
-    for c in range(board.width):
-        out[:, c] = k % base
-        k //= base
-    return out
+    return decode_entries(board, keys)[0]
 
 
 def plies_of_codes(board: Board, codes: np.ndarray) -> np.ndarray:
@@ -102,53 +127,31 @@ def cells_of_codes(board: Board, codes: np.ndarray) -> np.ndarray:
 
 def bitboards(board: Board, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Bitboards (uint64, Pons' layout of :mod:`c4table.board`) of A's and B's chips."""
-    a = np.zeros(codes.shape[0], np.uint64)
-    b = np.zeros(codes.shape[0], np.uint64)
-    for c in range(board.width):
-        shift = np.uint64(c * board.stride)
-        a |= board.col_bits_a[codes[:, c]] << shift
-        b |= board.col_bits_b[codes[:, c]] << shift
+    from c4table.pipeline.kernels import bitboards_of
+    a = np.empty(codes.shape[0], np.uint64)
+    b = np.empty(codes.shape[0], np.uint64)
+    bitboards_of(np.ascontiguousarray(codes, dtype=np.int64), board.col_bits_a, board.col_bits_b,
+                 board.stride, a, b)
     return a, b
 
 
 def has_line(board: Board, bb: np.ndarray) -> np.ndarray:
-    """Whether each bitboard holds ``k`` chips in a row (the sentinel bits stop wrapping)."""
-    out = np.zeros(bb.shape[0], bool)
-    for d in (1, board.stride, board.stride - 1, board.stride + 1):
-        m = bb.copy()
-        for i in range(1, board.k):
-            m &= bb >> np.uint64(d * i)
-        out |= m != 0
+    """Whether each bitboard holds ``k`` chips in a row (the build's line test)."""
+    from c4table.pipeline.kernels import has_lines
+    out = np.empty(bb.shape[0], np.bool_)
+    has_lines(np.ascontiguousarray(bb, dtype=np.uint64), board.stride, board.k, out)
     return out
 
 
-def terminal_of_codes(board: Board, codes: np.ndarray, ply: np.ndarray | None = None) -> np.ndarray:
-    """Whether each position is over: a line on the board, or the board full."""
-    a, b = bitboards(board, codes)
-    if ply is None:
-        ply = plies_of_codes(board, codes)
-    return has_line(board, a) | has_line(board, b) | (ply == board.cells)
-
-
-def symmetric_of_codes(codes: np.ndarray) -> np.ndarray:
-    """Whether each position is its own mirror image."""
-    return np.all(codes == codes[:, ::-1], axis=1)
-
-
 def _code_tables(board: Board) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per column code: its top chip, the chip below it (0 if none) and the code left when the
-    top chip is removed (valid columns stay valid)."""
+    """Per column code: its top chip (0 if none, 1 A, 2 B), the chip below it (0 if none) and
+    the code left when the top chip is removed (the empty column stays itself): the un-move
+    tables :attr:`Board.parent_code` / :attr:`Board.top_owner` in the form the walk needs."""
     got = board._cache.get("unplay_tables")
     if got is None:
-        top = np.zeros(board.base, np.uint8)
-        below = np.zeros(board.base, np.uint8)
-        pop = np.arange(board.base, dtype=np.int64)
-        for code, col in enumerate(board.columns):
-            n = sum(1 for d in col if d)
-            if n:
-                top[code] = col[n - 1]
-                below[code] = col[n - 2] if n > 1 else 0
-                pop[code] = board.code_of[tuple(col[: n - 1]) + (0,) * (board.height - n + 1)]
+        top = np.where(board.top_owner >= 0, board.top_owner + 1, 0).astype(np.uint8)
+        pop = np.where(board.parent_code >= 0, board.parent_code, np.arange(board.base))
+        below = top[pop]
         got = board._cache["unplay_tables"] = (top, below, pop)
     return got
 
@@ -273,31 +276,18 @@ def cell_names(board: Board) -> list[str]:
     return [f"{letters[c]}{r + 1}" for c in range(board.width) for r in range(board.height)]
 
 
-def _manifest_beside(path: Path) -> dict | None:
-    m = path.parent / "manifest.json"
-    if not m.is_file():
-        return None
-    try:
-        data = json.loads(m.read_text())
-    except ValueError:
-        return None
-    if (data.get("table") or {}).get("file") != path.name:
-        return None
-    return data
+def _build_beside(table) -> "BuildDir | None":
+    """The checked build directory of ``table`` when its manifest describes the table."""
+    return table.build
 
 
-def _shard_files(path: Path, ply: int) -> list[Path] | None:
-    """Backward shards of ``ply`` in the build directory of the table at ``path``, if all there."""
-    data = _manifest_beside(path)
-    if data is None:
+def _shard_source(table, ply: int | None, source: str) -> "BuildDir | None":
+    """The build directory to read ``ply`` from (its backward shards, all still there), or
+    ``None`` to scan the table."""
+    if ply is None or source == "table":
         return None
-    step = data.get("steps", {}).get("backward", {}).get(str(ply))
-    if not step:
-        return None
-    files = [path.parent / s["file"] for s in step["shards"]]
-    if not all(f.is_file() for f in files):
-        return None
-    return files
+    bd = _build_beside(table)
+    return bd if bd is not None and bd.has_backward_files(ply) else None
 
 
 def iter_ply_entries(table, ply: int | None = None, chunk_entries: int = 1 << 18,
@@ -312,16 +302,14 @@ def iter_ply_entries(table, ply: int | None = None, chunk_entries: int = 1 << 18
     ...     n = sum(len(k) for k, _, _ in iter_ply_entries(t, 8))
     """
     board = table.board
-    files = _shard_files(table.path, ply) if ply is not None and source != "table" else None
-    if source == "shards" and files is None:
+    bd = _shard_source(table, ply, source)
+    if source == "shards" and bd is None:
         raise TableError(f"{table.path}: no backward shards of ply {ply} beside this table")
-    if files is not None:
-        import pyarrow.parquet as pq
-        for f in files:
-            for batch in pq.ParquetFile(f).iter_batches(batch_size=chunk_entries):
-                keys = batch.column("key").to_numpy().view(np.uint64)
-                outs = batch.column("outcome").to_numpy().astype(np.uint8)
-                yield keys, outs, decode_keys(board, keys)
+    if bd is not None:   # each shard's xxh64 is checked before its rows are used
+        for keys, outs in bd.read_backward(ply):
+            for lo in range(0, keys.shape[0], chunk_entries):
+                k = keys[lo: lo + chunk_entries]
+                yield k, outs[lo: lo + chunk_entries], decode_keys(board, k)
         return
     for chunk in table.iter_entries(chunk_entries):
         if scanned is not None:
@@ -408,8 +396,7 @@ def export_positions(table, out: str | os.PathLike, ply: int | None = None, *,
         stream = stream or sys.stderr
         out = Path(out)
         out.parent.mkdir(parents=True, exist_ok=True)
-        files = _shard_files(t.path, ply) if ply is not None and source != "table" else None
-        src = "shards" if files is not None else "table"
+        src = "shards" if _shard_source(t, ply, source) is not None else "table"
         meta = {"board": b.name, "width": b.width, "height": b.height, "k": b.k,
                 "ply": "all" if ply is None else ply, "nonterminal": nonterminal, "mirror": mirror,
                 "quiet_positions": quiet_positions,
@@ -419,30 +406,30 @@ def export_positions(table, out: str | os.PathLike, ply: int | None = None, *,
                 "outcome": "A, B or draw, reached in `distance` plies under optimal play"}
         schema = _schema(b, mirror, meta)
         total = None
-        data = _manifest_beside(t.path)
-        if data is not None and ply is not None and len(data.get("plies", [])) > ply:
-            total = data["plies"][ply].get("entries")
+        bd = _build_beside(t)
+        if bd is not None and ply is not None and len(bd.plies) > ply:
+            total = bd.plies[ply].get("entries")
         tmp = out.with_name(out.name + ".tmp")
         rows = entries = 0
         scanned = [0]
         t0 = last = time.perf_counter()
         with pq.ParquetWriter(tmp, schema, compression="zstd") as writer:
-            for keys, outs, codes in iter_ply_entries(t, ply, chunk_entries, source, scanned):
+            for keys, outs, _ in iter_ply_entries(t, ply, chunk_entries, source, scanned):
                 entries += keys.shape[0]
-                plies = plies_of_codes(b, codes)
-                term = terminal_of_codes(b, codes, plies)
+                codes, plies, term, sym = decode_entries(b, keys)
                 if nonterminal or quiet_positions:
                     keep = ~term
                     if quiet_positions:
                         from c4table.quiet import quiet_mask
                         keep = quiet_mask(b, codes, plies)
-                    keys, outs, codes, plies, term = keys[keep], outs[keep], codes[keep], plies[keep], term[keep]
+                    keys, outs, codes, plies, term, sym = (keys[keep], outs[keep], codes[keep],
+                                                          plies[keep], term[keep], sym[keep])
                 if keys.shape[0]:
                     writer.write_table(_batch(b, schema, keys, outs, codes, plies, term,
                                               False if mirror else None))
                     rows += keys.shape[0]
                     if mirror:
-                        asym = ~symmetric_of_codes(codes)
+                        asym = ~sym
                         if asym.any():
                             writer.write_table(_batch(b, schema, keys[asym], outs[asym], codes[asym],
                                                       plies[asym], term[asym], True))

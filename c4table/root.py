@@ -170,18 +170,11 @@ def root_argument(board: Board, value: str) -> Root:
 
 
 def root_of_table(path: str | Path, board: Board) -> Root | None:
-    """The root of the local table file ``path`` (see :func:`root_of`), reading the
-    ``manifest.json`` beside it if there is one."""
-    import json
-    path = Path(path)
-    manifest = path.parent / "manifest.json"
-    data = None
-    if manifest.is_file():
-        try:
-            data = json.loads(manifest.read_text())
-        except (ValueError, UnicodeDecodeError, OSError):
-            data = None
-    return root_of(board, path.name, data if isinstance(data, dict) else None)
+    """The root of the local table file ``path`` (see :func:`root_of`), from the checked
+    ``manifest.json`` beside it if there is one (:mod:`c4table.builddir`)."""
+    from c4table.builddir import BuildDir
+    build = BuildDir.beside(path)
+    return root_of(board, Path(path).name, build.data if build is not None else None)
 
 
 def plan_rooted(board: Board, value: str, workers: int, memory_per_worker: int,

@@ -1,6 +1,10 @@
-"""Game rules on one position at a time: dropping chips, detecting the end of the game, parsing
-move strings. This is the readable, per-position statement of the rules (FORMAT.md "Board"); the
-pipeline applies the same rules to whole arrays in :mod:`c4table.pipeline.kernels`.
+"""Game rules on one position at a time: dropping chips, detecting the end of the game (k in a
+row: :func:`line_through`, :func:`line_owners`), taking a chip back (:meth:`Position.unmoves`),
+keys, parsing move strings. This is the one plain, per-position statement of the rules
+(FORMAT.md "Board"); the build and the readers apply the same rules to whole arrays with the
+numba kernels of :mod:`c4table.pipeline.kernels`, over the column tables of
+:mod:`c4table.board`. ``tests/test_rules.py`` checks the two against each other on every
+position of small boards.
 
 A move string is a sequence of 1-based column digits played from the empty board (``""`` is
 the empty board). Boards wider than 9 columns are not addressable by single digits; there, use
@@ -13,7 +17,7 @@ the empty board). Boards wider than 9 columns are not addressable by single digi
 """
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Iterable, Sequence
 
 from c4table.board import A, B, EMPTY, Board
 from c4table.codec import key_of_codes, readings
@@ -122,7 +126,7 @@ class Position:
         self.cols[col].append(player)
         self.ply += 1
         self.moves.append(col)
-        if self._line_through(col, row, player):
+        if line_through(self.board, self.cols, col, row):
             self.winner = player
 
     def child(self, col: int) -> "Position":
@@ -130,23 +134,72 @@ class Position:
         p.play(col)
         return p
 
-    def _line_through(self, col: int, row: int, player: int) -> bool:
-        k = self.board.k
-        for dc, dr in ((1, 0), (0, 1), (1, 1), (1, -1)):
-            run = 1
-            for sign in (1, -1):
-                c, r = col + sign * dc, row + sign * dr
-                while 0 <= c < self.board.width and 0 <= r < self.board.height \
-                        and self.cell(c, r) == player:
-                    run += 1
-                    c += sign * dc
-                    r += sign * dr
-            if run >= k:
-                return True
-        return False
+    def unmoves(self) -> list[int]:
+        """0-based columns whose top chip belongs to the player who moved last: taking one
+        back is an un-move (the backward pass sends a position's result to each such parent).
+
+        >>> Position.from_moves(Board(4, 4), "112").unmoves()   # B's chip tops column 1
+        [1]
+        """
+        if self.ply == 0:
+            return []
+        last = A if self.ply % 2 == 1 else B
+        return [c for c in range(self.board.width) if self.cols[c] and self.cols[c][-1] == last]
+
+    def unplay(self, col: int) -> "Position":
+        """The position with the top chip of ``col`` taken back (one of :meth:`unmoves`). Its
+        move history is known only when ``col`` was the last move; else it is left empty."""
+        p = self.copy()
+        p.cols[col].pop()
+        p.ply -= 1
+        p.moves = p.moves[:-1] if p.moves and p.moves[-1] == col else []
+        owners = line_owners(p.board, p.cols)
+        p.winner = next(iter(owners)) if len(owners) == 1 else None
+        return p
 
     def __repr__(self) -> str:
         return f"Position({self.board}, {self.move_string()!r})"
+
+
+def line_through(board: Board, cols: Sequence[Sequence[int]], col: int, row: int) -> bool:
+    """Whether the chip at 0-based ``col``, ``row`` of ``cols`` (each column's chips, bottom
+    first) is part of ``k`` in a row: the rule for the end of the game.
+
+    >>> line_through(Board(4, 4), [[1], [1], [1], [1]], 2, 0)
+    True
+    """
+    w, h, k = board.width, board.height, board.k
+    player = cols[col][row]
+
+    def mine(c: int, r: int) -> bool:
+        return 0 <= c < w and 0 <= r < min(h, len(cols[c])) and cols[c][r] == player
+
+    for dc, dr in ((1, 0), (0, 1), (1, 1), (1, -1)):
+        run = 1
+        for sign in (1, -1):
+            c, r = col + sign * dc, row + sign * dr
+            while mine(c, r):
+                run += 1
+                c += sign * dc
+                r += sign * dr
+        if run >= k:
+            return True
+    return False
+
+
+def line_owners(board: Board, cols: Sequence[Sequence[int]]) -> set[int]:
+    """Players (``A``/``B``) owning ``k`` in a row anywhere in ``cols`` (each column's chips,
+    bottom first).
+
+    >>> line_owners(Board(4, 4), [[1], [1], [1], [1]])
+    {1}
+    """
+    owners: set[int] = set()
+    for c in range(board.width):
+        for r in range(len(cols[c])):
+            if cols[c][r] not in owners and line_through(board, cols, c, r):
+                owners.add(cols[c][r])
+    return owners
 
 
 def parse_moves(board: Board, moves: str) -> Position:

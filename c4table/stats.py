@@ -3,9 +3,10 @@
 terminal positions, and how many are won, drawn and lost from the first player's (A's) view;
 as TSV or markdown, and as a log-scale plot (matplotlib).
 
-A rooted table (:mod:`c4table.root`) has rows from its root's ply on. Figures come from the build's ``manifest.json`` (instant) or, for a table file without one
-(such as a downloaded table), from one streaming scan of the file that decodes every key with
-numpy (``scan=True`` forces the scan, a cross-check of the manifest).
+A rooted table (:mod:`c4table.root`) has rows from its root's ply on. Figures come from the
+build's ``manifest.json`` (instant, read and checked by :mod:`c4table.builddir`) or, for a
+table file without one (such as a downloaded table), from one streaming scan of the file that
+decodes every key with numpy (``scan=True`` forces the scan, a cross-check of the manifest).
 
 >>> rows = ply_stats("tables/5x4")                  # doctest: +SKIP
 >>> format_table(rows, "tsv").splitlines()[1].split()    # doctest: +SKIP
@@ -13,7 +14,6 @@ numpy (``scan=True`` forces the scan, a cross-check of the manifest).
 """
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
@@ -69,7 +69,7 @@ def scan_stats(table, quiet: bool = True, stream: TextIO | None = None) -> list[
     >>> [s.positions for s in scan_stats("tables/4x4/connect4_4x4.dat")][:3]   # doctest: +SKIP
     [1, 4, 16]
     """
-    from c4table.export import decode_keys, plies_of_codes, symmetric_of_codes, terminal_of_codes
+    from c4table.export import decode_entries
     from c4table.table import Table, open_table
     own = not isinstance(table, Table)
     t = open_table(table) if own else table
@@ -82,10 +82,7 @@ def scan_stats(table, quiet: bool = True, stream: TextIO | None = None) -> list[
         t0 = last = time.perf_counter()
         seen = 0
         for chunk in t.iter_entries():
-            codes = decode_keys(b, chunk["key"])
-            ply = plies_of_codes(b, codes)
-            sym = symmetric_of_codes(codes)
-            term = terminal_of_codes(b, codes, ply)
+            _, ply, term, sym = decode_entries(b, chunk["key"])
             cls = chunk["outcome"] & 0xC0
 
             def count(mask=None):
@@ -129,34 +126,23 @@ def ply_stats(path: str | os.PathLike, scan: bool = False, board: str | Board | 
     >>> ply_stats("tables/5x4")[4]          # doctest: +SKIP
     PlyStats(ply=4, won=..., drawn=..., lost=..., positions=..., entries=..., terminal=0)
     """
+    from c4table.builddir import BuildDir
+    from c4table.table import open_table
     p = Path(path)
     if not p.exists():
         raise MissingTableError(f"{p}: no such build directory or table file")
-    manifest = table = None
-    if p.is_dir():
-        manifest = p / "manifest.json" if (p / "manifest.json").is_file() else None
-        table = _find_table(p)
-    elif p.name.endswith(".json"):
-        manifest = p
+    if p.is_dir() or p.name.endswith(".json"):
+        has_manifest = p.is_file() or (p / "manifest.json").is_file()
+        if has_manifest and not scan:
+            return stats_from_manifest(BuildDir.load(p).data)   # checked: refuses a damaged one
+        table = _find_table(p) if p.is_dir() else None
+        if table is None:
+            raise MissingTableError(f"{p}: no manifest.json and no single connectK_WxH.dat to scan")
     else:
         table = p
-        m = p.parent / "manifest.json"
-        if m.is_file():
-            try:
-                if json.loads(m.read_text()).get("table", {}).get("file") == p.name:
-                    manifest = m
-            except ValueError:
-                pass
-    if manifest is not None and not scan:
-        try:
-            data = json.loads(manifest.read_text())
-        except ValueError as e:
-            raise TableError(f"{manifest}: not valid JSON ({e})") from None
-        return stats_from_manifest(data)
-    if table is None:
-        raise MissingTableError(f"{p}: no manifest.json and no single connectK_WxH.dat to scan")
-    from c4table.table import open_table
-    with open_table(table, board) as t:
+    with open_table(table, board) as t:   # refuses a truncated or renamed table
+        if t.build is not None and t.build.plies and not scan:
+            return stats_from_manifest(t.build.data)
         return scan_stats(t, quiet)
 
 

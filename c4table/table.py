@@ -7,18 +7,20 @@ of 7 bytes per lookup).
 >>> t = open_table("tables/5x4/connect4_5x4.dat")          # doctest: +SKIP
 >>> p = t.probe("3344")                                      # doctest: +SKIP
 >>> p.outcome, p.distance, [m.column for m in p.best_moves()]  # doctest: +SKIP
-('A', 9, [2])
+('A', 3, [2])
 
 The board of a table is taken from, in order: the ``board`` argument, the ``manifest.json``
 beside the file, the file name ``connect{K}_WxH.dat`` (Cadot's ``connect${CONNECT_Q}_WxH.dat``:
 ``connect3_5x4.dat`` is 5x4 with three in a row to win; or ``connect{K}_WxH_root-MOVES.dat``). A
 ``board`` given as ``"WxH"`` takes the connect length from the file name, ``"WxHkK"`` names it. A
 rooted table (:mod:`c4table.root`) knows its root (:attr:`Table.root`) and answers a position
-outside its subtree with :class:`~c4table.root.NotReachableError`.
+outside its subtree with :class:`~c4table.root.NotReachableError`. Opening checks the file
+against what is known of it (:mod:`c4table.tablecheck`): its size against the manifest beside it
+or the known table of its board, its first and last keys; a truncated or renamed table is
+refused there, not after a few answers.
 """
 from __future__ import annotations
 
-import json
 import mmap
 import os
 from dataclasses import dataclass, field
@@ -29,7 +31,8 @@ import numpy as np
 
 from c4table.board import TABLE_NAME, Board
 from c4table.codec import decode_outcome
-from c4table.errors import MissingTableError, PositionNotFoundError, TableError
+from c4table.errors import (ClosedTableError, IllegalPositionError, MissingTableError,
+                            PositionNotFoundError, TableError)
 from c4table.rules import Position
 
 _NAME = TABLE_NAME  # groups: connect length, width, height
@@ -87,30 +90,25 @@ def move_rank(m: MoveProbe, mover: str) -> tuple:
 
 
 def board_of_table(path: Path, board: str | Board | None = None) -> Board:
-    """The board a table file is for (see module docstring)."""
-    manifest = path.parent / "manifest.json"
-    text = manifest.read_bytes().decode("utf-8", "replace") if board is None and manifest.exists() else None
-    return board_from(path.name, text, board, where=str(path))
+    """The board a table file is for (see module docstring). A damaged ``manifest.json``
+    beside the file is refused (:class:`~c4table.errors.CorruptDataError`)."""
+    from c4table.builddir import BuildDir
+    return board_from(path.name, BuildDir.beside(path) if board is None else None, board,
+                      where=str(path))
 
 
-def board_from(name: str, manifest_text: str | None, board: str | Board | None = None,
+def board_from(name: str, build=None, board: str | Board | None = None,
                where: str | None = None) -> Board:
-    """The board of the table file ``name``: ``board`` if given, else the manifest beside it
-    (its text, if there is one) when it describes that file, else the file name
-    (``connect{K}_WxH.dat``). ``where`` names the file in the error."""
+    """The board of the table file ``name``: ``board`` if given, else the board of ``build``
+    (the :class:`~c4table.builddir.BuildDir` beside the file, if any) when it describes that
+    file, else the file name (``connect{K}_WxH.dat``). ``where`` names the file in the error."""
     named = Board.of_table_name(name)
     if board is not None:
         if isinstance(board, str) and named is not None:
             return Board.parse(board, named.k)
         return Board.parse(board)
-    if manifest_text is not None:
-        try:
-            data = json.loads(manifest_text)
-            if data.get("table", {}).get("file", name) == name or \
-                    Board(data["width"], data["height"], data.get("k", 4)).table_filename == name:
-                return Board(data["width"], data["height"], data.get("k", 4))
-        except (ValueError, KeyError, TypeError, AttributeError):  # not a manifest object
-            pass
+    if build is not None and build.describes(name):
+        return build.board
     if named is not None:
         return named
     raise TableError(f"{where or name}: cannot tell the board of this table; name it "
@@ -122,31 +120,48 @@ class Table:
     """A memory-mapped table file for one board. Use as a context manager or call :meth:`close`."""
 
     def __init__(self, path: str | os.PathLike, board: str | Board | None = None):
+        from c4table.builddir import BuildDir
+        from c4table.tablecheck import check_size, check_keys
+        self._mm = None
         self.path = Path(path)
         if not self.path.is_file():
             raise MissingTableError(f"{self.path}: no such table file")
-        self.board = board_of_table(self.path, board)
-        from c4table.root import root_of_table
-        self.root = root_of_table(self.path, self.board)   # None: a full table
+        build = BuildDir.beside(self.path)
+        #: the checked build directory of this table (:class:`~c4table.builddir.BuildDir`),
+        #: when the manifest beside the file describes it; else ``None``
+        self.build = build if build is not None and build.describes(self.path.name) else None
+        self.board = board_from(self.path.name, build, board, where=str(self.path))
+        from c4table.root import root_of
+        self.root = root_of(self.board, self.path.name, build.data if build is not None else None)
         self.entry_size = self.board.entry_size
         self.key_bytes = self.board.key_bytes
         size = self.path.stat().st_size
-        if size == 0:
-            raise TableError(f"{self.path}: empty file")
-        if size % self.entry_size:
-            raise TableError(f"{self.path}: size {size} is not a multiple of the {self.entry_size}-byte "
-                             f"entry of board {self.board} (truncated or wrong board?)")
+        check_size(self.path, self.board, size, build, rooted=self.root is not None)
         self.entries = size // self.entry_size
         self._file = open(self.path, "rb")
         self._mm = mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ)
+        try:
+            check_keys(self.path, self.board, self.key_at(0), self.key_at(self.entries - 1), build,
+                       first_key=self.root.key if self.root is not None else 0)
+        except Exception:
+            self.close()
+            raise
 
     # ----------------------------------------------------------- raw access
+    def _mapped(self) -> mmap.mmap:
+        if self._mm is None:
+            raise ClosedTableError(f"{self.path}: the table is closed (open it again with open_table)")
+        return self._mm
+
     def key_at(self, i: int) -> int:
+        """Key of entry ``i`` (file order)."""
+        mm = self._mapped()
         o = i * self.entry_size
-        return int.from_bytes(self._mm[o: o + self.key_bytes], "big")
+        return int.from_bytes(mm[o: o + self.key_bytes], "big")
 
     def outcome_byte(self, key: int) -> int:
         """Outcome byte stored for ``key``; :class:`PositionNotFoundError` if absent."""
+        mm = self._mapped()
         lo, hi = 0, self.entries
         while lo < hi:
             mid = (lo + hi) // 2
@@ -156,7 +171,7 @@ class Table:
             elif k > key:
                 hi = mid
             else:
-                return self._mm[mid * self.entry_size + self.key_bytes]
+                return mm[mid * self.entry_size + self.key_bytes]
         raise PositionNotFoundError(
             f"{self.path}: key {key} is not in the table (incomplete table, or not board {self.board})")
 
@@ -164,7 +179,7 @@ class Table:
         """The whole file as a numpy structured array (fields ``key`` as raw big-endian bytes
         ``V{K}`` and ``outcome`` uint8), memory-mapped, not loaded."""
         dt = np.dtype([("key", f"V{self.key_bytes}"), ("outcome", "u1")])
-        return np.frombuffer(self._mm, dtype=dt)
+        return np.frombuffer(self._mapped(), dtype=dt)
 
     def iter_entries(self, chunk_entries: int = 1 << 20, start: int = 0,
                      stop: int | None = None) -> Iterator[np.ndarray]:
@@ -176,11 +191,12 @@ class Table:
         >>> first["key"][0], first["outcome"][0]                       # doctest: +SKIP
         (0, 20)
         """
+        mm = self._mapped()
         stop = self.entries if stop is None else min(stop, self.entries)
         E, K = self.entry_size, self.key_bytes
         for lo in range(max(start, 0), stop, chunk_entries):
             hi = min(lo + chunk_entries, stop)
-            rows = np.frombuffer(self._mm, np.uint8, count=(hi - lo) * E, offset=lo * E).reshape(-1, E)
+            rows = np.frombuffer(mm, np.uint8, count=(hi - lo) * E, offset=lo * E).reshape(-1, E)
             buf = np.zeros((hi - lo, 8), np.uint8)
             buf[:, 8 - K:] = rows[:, :K]
             out = np.empty(hi - lo, ENTRY_DTYPE)
@@ -192,10 +208,15 @@ class Table:
     def position(self, moves: str | Position) -> Position:
         """The :class:`Position` of a move string, a drawing (a string of several lines, see
         :mod:`c4table.drawing`) or a :class:`Position` of this table's board."""
+        self._mapped()
         if isinstance(moves, Position):
             if moves.board != self.board:
                 raise TableError(f"position is for board {moves.board}, table for {self.board}")
             return moves
+        if not isinstance(moves, str):
+            raise IllegalPositionError(
+                f"a position is a move string such as \"3344\", a drawing or a Position, not "
+                f"{type(moves).__name__} {str(moves)[:40]!r}")
         if "\n" in moves.strip():
             from c4table.drawing import parse_drawing
             return parse_drawing(moves, self.board)

@@ -28,7 +28,8 @@ from pathlib import Path
 import numpy as np
 
 from c4table.board import Board
-from c4table.errors import BuildError, MissingTableError
+from c4table.builddir import BuildDir
+from c4table.errors import BuildError, MissingTableError, TableError
 from c4table.table import board_from
 from c4table.units import format_seconds, format_size
 
@@ -106,16 +107,22 @@ def verify_table(path: str | Path, board: str | Board | None = None, sha256: str
     path = Path(path) if store.local else _Remote(store.display(name))
     if not store.exists(name):
         raise MissingTableError(f"{path}: no such table file")
+    build, build_problem = None, None
     try:
-        text = _read_sibling(store, "manifest.json") if board is None else None
-        b = board_from(name, text, board, where=str(path))
-    except AttributeError:  # a manifest that is JSON but not an object: judge by the file name
-        from c4table.errors import TableError
-        b = Board.of_table_name(path.name)
-        if b is None:
-            raise TableError(f"{path}: cannot tell the board of this table; give --board WxH") from None
+        build = BuildDir.beside(name, store)
+    except BuildError as e:   # damaged manifest: reported, the file is still verified
+        build_problem = str(e)
+    try:
+        b = board_from(name, build, board, where=str(path))
+    except TableError:   # a renamed file: a known table of its size says which board to try
+        from c4table.tablecheck import known_of_size
+        sized = known_of_size(store.size(name))
+        if not sized:
+            raise
+        b = Board.parse(sized[0])
     rep = VerifyReport(path, b)
-    origin = _root_of(b, name, text if board is None else _read_sibling(store, "manifest.json"))
+    from c4table.root import root_of
+    origin = root_of(b, name, build.data if build is not None else None)
     first_key = origin.key if origin is not None else 0
     E, K = b.entry_size, b.key_bytes
     size = store.size(name)
@@ -177,9 +184,12 @@ def verify_table(path: str | Path, board: str | Board | None = None, sha256: str
         rep.problems.append(f"entry {first_problem['outcome']:,}: invalid outcome byte")
     digests = hashes.result()
     rep.sha256, rep.md5 = digests["sha256"], digests["md5"]
-    _compare(rep, store, name, b, sha256, rooted=origin is not None)
-    if shards:
-        rep.problems.extend(build_dir_problems(store, name))
+    if build_problem:
+        rep.problems.append(build_problem)
+    mine = build if build is not None and build.describes(name) else None
+    _compare(rep, mine, b, sha256, rooted=origin is not None)
+    if shards and mine is not None:
+        rep.problems.extend(mine.shard_problems())
     return rep
 
 
@@ -202,68 +212,10 @@ def _locate(path):
     return open_storage(p.parent), p.name
 
 
-def _read_sibling(store, name: str) -> str | None:
-    """Text of file ``name`` of ``store``, or None if there is none."""
-    if not store.exists(name):
-        return None
-    return store.read_bytes(name).decode("utf-8", errors="replace")
-
-
-def build_dir_problems(root, table_name: str | None = None, limit: int = 10) -> list[str]:
-    """Problems of the build directory ``root`` (a path, URI or storage): a manifest whose
-    checksum or layout does not hold, and shards listed in it that are missing or whose xxh64
-    differs. Only manifests that describe ``table_name`` (when given) are looked at; at most
-    ``limit`` shard problems."""
-    from c4table.pipeline.manifest import Manifest
-    from c4table.pipeline.shards import stored_xxh64
-    from c4table.pipeline.storage import Storage, open_storage
-    from c4table.errors import CorruptDataError
-    store = root if isinstance(root, Storage) else open_storage(root)
-    text = _read_sibling(store, "manifest.json")
-    if text is None:
-        return []
-    try:
-        raw = json.loads(text)
-    except ValueError:
-        return []   # reported by _compare
-    if not isinstance(raw, dict) or (table_name and (raw.get("table") or {}).get("file", table_name) != table_name):
-        return []
-    try:
-        m = Manifest.load(store)
-    except (CorruptDataError, BuildError) as e:
-        return [str(e)]
-    has_work = (store.root / "work").exists() if store.local else bool(store.list_files("work"))
-    if not has_work:
-        return []   # built with --clean: nothing more to check
-    out = []
-    for stage in ("forward", "backward"):
-        for ply in sorted(m.data["steps"][stage], key=int):
-            for info in m.shards(stage, int(ply)):
-                f = store.display(info.file)
-                if not store.exists(info.file):
-                    out.append(f"{f}: shard listed in the manifest is missing")
-                else:
-                    digest = stored_xxh64(store, info.file)
-                    if digest != info.xxh64:
-                        out.append(f"{f}: checksum {digest} does not match manifest {info.xxh64} "
-                                   "(damaged shard)")
-                if len(out) >= limit:
-                    return out
-    return out
-
-
-def _root_of(board: Board, name: str, manifest_text: str | None):
-    """The root of a rooted table (from its manifest or name), or None."""
-    from c4table.root import root_of
-    try:
-        data = json.loads(manifest_text) if manifest_text is not None else None
-    except ValueError:
-        data = None
-    return root_of(board, name, data if isinstance(data, dict) else None)
-
-
-def _compare(rep: VerifyReport, store, name: str, b: Board, sha256: str | None,
-             rooted: bool = False) -> None:
+def _compare(rep: VerifyReport, build, b: Board, sha256: str | None, rooted: bool = False) -> None:
+    """Compare the report with the given hash, the checked manifest ``build`` of the file (or
+    ``None``) and the known tables (not for a rooted table: they are full ones), by board and
+    by size and hash (a renamed known table is named)."""
     def check(label: str, ref: dict) -> None:
         diffs = []
         for fld, mine in (("entries", rep.entries), ("bytes", rep.bytes), ("sha256", rep.sha256),
@@ -277,24 +229,20 @@ def _compare(rep: VerifyReport, store, name: str, b: Board, sha256: str | None,
 
     if sha256:
         check("the given --sha256", {"sha256": sha256.strip().lower()})
-    manifest = store.display("manifest.json")
     plies = None
-    text = _read_sibling(store, "manifest.json")
-    if text is not None:
-        try:
-            data = json.loads(text)
-            table = data.get("table")
-        except (ValueError, AttributeError):
-            rep.problems.append(f"{manifest}: not a valid manifest (not a JSON object)")
-            table = None
-        if table and table.get("file") == name:
-            check("manifest.json", table)
-            plies = data.get("plies")
+    if build is not None and build.table is not None:
+        check("manifest.json", build.table)
+        plies = build.plies
     ref = known_tables().get(b.name) if not rooted else None
     if ref:
         check(f"known table {b.name} ({ref.get('source', 'reference')})", ref)
         if plies is not None and "plies" in ref:
-            _compare_plies(rep, manifest, plies, ref)
+            _compare_plies(rep, build.path, plies, ref)
+    from c4table.tablecheck import known_of_size
+    for other in known_of_size(rep.bytes, rep.sha256):
+        if other != b.name:
+            rep.problems.append(f"this file is known table {other} (size and sha256 match), read "
+                                f"as board {b.name}: renamed? give --board {other}")
 
 
 def _compare_plies(rep: VerifyReport, manifest: str, plies: list, ref: dict) -> None:

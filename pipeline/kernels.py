@@ -1,4 +1,7 @@
-"""numba kernels: the rules of :mod:`c4table.rules` applied to whole arrays of position keys.
+"""numba kernels: the rules of :mod:`c4table.rules` applied to whole arrays of position keys,
+for the build and for the readers (:func:`classify`, :func:`bitboards_of`, :func:`has_lines`
+serve export and stats). ``tests/test_rules.py`` checks them against the plain rules on every
+position of small boards.
 
 Each kernel works on sorted uint64 keys of one generation (ply) and the per-board tables of
 :class:`c4table.board.Board` (packed by :func:`board_tables`). Bit tricks used here:
@@ -179,19 +182,9 @@ def _gallop(arr, n, start, key):
 
 @lru_cache(maxsize=16)
 def unmove_tables(board: Board) -> tuple[np.ndarray, np.ndarray]:
-    """``(parent_code, top_owner)`` by column code: the code with the top chip removed and
-    who owns that chip (0 = A, 1 = B); both -1 for an empty column. The inverse of
-    ``child_code``: every valid non-empty column is ``child_code[parent, owner]`` of exactly one
-    ``(parent, owner)`` (removing a top chip never makes a column invalid)."""
-    parent = np.full(board.base, -1, np.int64)
-    owner = np.full(board.base, -1, np.int64)
-    for code in range(board.base):
-        for p in (0, 1):
-            nc = board.child_code[code, p]
-            if nc >= 0:
-                parent[nc] = code
-                owner[nc] = p
-    return parent, owner
+    """``(parent_code, top_owner)`` by column code (:attr:`Board.parent_code`,
+    :attr:`Board.top_owner`): the code with the top chip removed and who owns that chip."""
+    return board.parent_code, board.top_owner
 
 
 @njit(cache=True, inline="always")
@@ -338,3 +331,44 @@ def pack_entries(keys, outcomes, out):
     """``out[i] = keys[i] << 8 | outcomes[i]``: one sortable word per table entry."""
     for i in range(keys.shape[0]):
         out[i] = (keys[i] << np.uint64(8)) | np.uint64(outcomes[i])
+
+
+# ------------------------------------------------------------------ whole-array queries
+# What export and stats ask of a chunk of table entries, with the same rules as the build.
+@njit(cache=True)
+def classify(keys, w, stride, k, base, cells, bits_a, bits_b, powers, col_height,
+             codes, plies, terminal, symmetric):
+    """For each key: its column ``codes`` (canonical orientation, ``(n, w)``), ``plies``
+    (chips on the board), ``terminal`` (the last mover has k in a row, or the board is full;
+    :func:`_is_terminal`) and ``symmetric`` (its own mirror image)."""
+    row = np.empty(w, np.int64)
+    for i in range(keys.shape[0]):
+        key = keys[i]
+        bb_a, bb_b, v2 = _decode(key, w, base, row, bits_a, bits_b, powers, stride)
+        ply = 0
+        for c in range(w):
+            codes[i, c] = row[c]
+            ply += col_height[row[c]]
+        plies[i] = ply
+        terminal[i] = _is_terminal(ply, cells, bb_a, bb_b, stride, k) != 0
+        symmetric[i] = v2 == key
+
+
+@njit(cache=True)
+def bitboards_of(codes, bits_a, bits_b, stride, a_out, b_out):
+    """A's and B's bitboards of each row of column codes."""
+    for i in range(codes.shape[0]):
+        a = np.uint64(0)
+        b = np.uint64(0)
+        for c in range(codes.shape[1]):
+            a |= bits_a[codes[i, c]] << np.uint64(c * stride)
+            b |= bits_b[codes[i, c]] << np.uint64(c * stride)
+        a_out[i] = a
+        b_out[i] = b
+
+
+@njit(cache=True)
+def has_lines(bbs, stride, k, out):
+    """``out[i]``: bitboard ``bbs[i]`` holds k chips in a row (:func:`_has_line`)."""
+    for i in range(bbs.shape[0]):
+        out[i] = _has_line(bbs[i], stride, k)

@@ -56,19 +56,28 @@ class Manifest:
 
     # ----------------------------------------------------------- creating
     @classmethod
-    def load(cls, root) -> "Manifest":
+    def load(cls, root, name: str = MANIFEST, require_checksum: bool = False) -> "Manifest":
+        """Read and check the manifest ``name`` of ``root``: :class:`BuildError` if it is
+        missing, :class:`CorruptDataError` (one line naming the file) if it is not valid JSON,
+        not a manifest object, fails its own checksum (or has none, with
+        ``require_checksum``) or has a broken layout."""
         store = _storage(root)
-        path = store.display(MANIFEST)
+        path = store.display(name)
         try:
-            data = json.loads(store.read_bytes(MANIFEST).decode())
+            data = json.loads(store.read_bytes(name).decode())
         except FileNotFoundError:
             raise BuildError(f"{path}: no manifest (has this directory been built?)") from None
         except (json.JSONDecodeError, UnicodeDecodeError) as e:
-            raise BuildError(f"{path}: manifest is not valid JSON ({e})") from None
-        if not isinstance(data, dict) or data.get("format") != FORMAT:
-            fmt = data.get("format") if isinstance(data, dict) else None
-            raise CorruptDataError(f"{path}: unknown manifest format {fmt!r}")
+            raise CorruptDataError(f"{path}: manifest is not valid JSON ({e})") from None
+        if not isinstance(data, dict):
+            raise CorruptDataError(f"{path}: not a manifest (a JSON object is expected, found "
+                                   f"{type(data).__name__})")
+        if data.get("format") != FORMAT:
+            raise CorruptDataError(f"{path}: unknown manifest format {data.get('format')!r}")
         recorded = data.pop("xxh64", None)
+        if recorded is None and require_checksum:
+            raise CorruptDataError(f"{path}: the manifest has no checksum (\"xxh64\"): damaged "
+                                   "or edited by hand")
         if recorded is not None and recorded != checksum(data):
             raise CorruptDataError(f"{path}: contents do not match the manifest's own checksum "
                                    "(damaged or edited by hand); rerun with --restart to start over")

@@ -29,7 +29,6 @@ on the target machines to refresh them.
 """
 from __future__ import annotations
 
-import json
 import math
 import shutil
 import tempfile
@@ -156,7 +155,8 @@ def make_plan(board: str | Board, workers: int, memory_per_worker: int,
     n = board.cells + 1
     measured: dict[int, int] = {}
     if from_dir is not None:
-        m = json.loads((Path(from_dir) / "manifest.json").read_text())
+        from c4table.builddir import BuildDir
+        m = BuildDir.load(from_dir).data      # checked: a damaged manifest is refused
         if m.get("board") != board.name:
             raise BuildError(f"{from_dir}: manifest is for board {m.get('board')}, not {board}")
         measured = {p["ply"]: p["positions"] for p in m["plies"] if "positions" in p}

@@ -204,28 +204,34 @@ def _solve_from(root, h: int, k: int):
     outcome: dict = {}
     for ply in range(w * h, start - 1, -1):
         mover = A if ply % 2 == 0 else B
-        my_win = A_WINS if mover == A else B_WINS
         for pos in levels[ply]:
             if pos in terminal:
                 outcome[pos] = terminal[pos]  # d = 0
                 continue
             children = [outcome[play(pos, c, mover)] for c in range(w) if len(pos[c]) < h]
-            kinds_ds = [(b & 0xC0, (b & 0x3F) + 1) for b in children]
-            wins = [d for kind, d in kinds_ds if kind == my_win]
-            draws = [d for kind, d in kinds_ds if kind == DRAW]
-            losses = [d for kind, d in kinds_ds if kind not in (my_win, DRAW)]
-            if wins:
-                result = my_win | min(wins)
-            elif draws:
-                empties = w * h - ply
-                assert all(d == empties for d in draws)
-                result = DRAW | empties
-            else:
-                (lose_kind,) = {kind for kind, _ in kinds_ds}
-                result = lose_kind | max(losses)
-            assert (result & 0x3F) < 64 and max(d for _, d in kinds_ds) < 64
-            outcome[pos] = result
+            outcome[pos] = best_outcome(ply, w * h, children)
     return levels, outcome, terminal
+
+
+def best_outcome(ply: int, cells: int, children: list[int]) -> int:
+    """Outcome byte of a non-terminal position at ``ply`` from its children's bytes: each
+    child's d counts +1; the mover takes the fastest win, else a draw, else the slowest loss."""
+    my_win = A_WINS if ply % 2 == 0 else B_WINS
+    kinds_ds = [(b & 0xC0, (b & 0x3F) + 1) for b in children]
+    wins = [d for kind, d in kinds_ds if kind == my_win]
+    draws = [d for kind, d in kinds_ds if kind == DRAW]
+    losses = [d for kind, d in kinds_ds if kind not in (my_win, DRAW)]
+    if wins:
+        result = my_win | min(wins)
+    elif draws:
+        empties = cells - ply
+        assert all(d == empties for d in draws)
+        result = DRAW | empties
+    else:
+        (lose_kind,) = {kind for kind, _ in kinds_ds}
+        result = lose_kind | max(losses)
+    assert (result & 0x3F) < 64 and max(d for _, d in kinds_ds) < 64
+    return result
 
 
 @functools.lru_cache(maxsize=4)
@@ -317,6 +323,8 @@ just its own entry)."""
 
 
 def oracle_ply_counts(w: int, h: int, k: int = 4) -> list[dict]:
+    """Per ply: positions (mirror images counted), entries, terminal positions (a line, or a
+    full board), ``line_terminal`` (a line only: Böck's "terminal"), a_wins, draws, b_wins."""
     levels, outcome, terminal = _analyse(w, h, k)
     keys = _keys(w, h, k)
     rows = []
@@ -327,11 +335,43 @@ def oracle_ply_counts(w: int, h: int, k: int = 4) -> list[dict]:
             "positions": len(level),
             "entries": len({keys[pos] for pos in level}),
             "terminal": sum(1 for pos in level if pos in terminal),
+            "line_terminal": sum(1 for pos in level if terminal.get(pos, DRAW) != DRAW),
             "a_wins": kinds.count(A_WINS),
             "draws": kinds.count(DRAW),
             "b_wins": kinds.count(B_WINS),
         })
     return rows
+
+
+def position_of_moves(w: int, moves: str):
+    """The position (tuple of columns) reached by a string of 1-based column digits."""
+    pos = tuple(() for _ in range(w))
+    for i, ch in enumerate(moves):
+        pos = play(pos, int(ch) - 1, A if i % 2 == 0 else B)
+    return pos
+
+
+def solve_subtree(root, w: int, h: int, k: int = 4) -> dict[int, tuple[int, int]]:
+    """key -> (outcome byte, ply) of every position reachable from ``root``, by the same
+    minimax as :func:`_analyse` (memoised depth-first, for a subtree of a large board)."""
+    found: dict = {}
+    memo: dict = {}
+
+    def solve(pos) -> int:
+        if pos in memo:
+            return memo[pos]
+        ply = chips_played(pos)
+        res = terminal_outcome(pos, h, k)
+        if res is None:
+            mover = A if ply % 2 == 0 else B
+            res = best_outcome(ply, w * h,
+                               [solve(play(pos, c, mover)) for c in range(w) if len(pos[c]) < h])
+        memo[pos] = res
+        found[position_key(pos, h, k)] = (res, ply)
+        return res
+
+    solve(root)
+    return found
 
 
 def main(argv: list[str]) -> None:

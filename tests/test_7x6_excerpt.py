@@ -4,86 +4,50 @@
 The excerpt holds the empty board (key 0, with a placeholder outcome byte: the file must start
 there) and the complete subtree below a late position of a real-looking game (ply 30, 12 empty
 cells). Keys and outcome bytes of the subtree are computed by the independent oracle
-(tests/oracle.py) with a small memoised minimax under FORMAT.md's rules, and the column codes
+(tests/oracle.py, its memoised minimax of a subtree) under FORMAT.md's rules, and the column codes
 are checked against the 111-row table printed in Cadot's README, so the keys are exactly those
 of the published file.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import re
-import subprocess
-import sys
 
 import pyarrow.parquet as pq
 import pytest
 
 import oracle
 from c4table.board import Board, column_value
+from c4table.errors import TableError
+from c4table.pipeline.manifest import Manifest
 from c4table.rules import Position
 from c4table.table import open_table
-from conftest import SHARED
+from conftest import SHARED, run_cli as run
 
 GAME = "164322464443433371372222555716"  # ply 30, nobody has four, a draw in 12: 2,381 entries
 W, H, K = 7, 6, 4
 EMPTY_BOARD_BYTE = 0x40 | 41  # placeholder for key 0 (not asserted anywhere)
 
 
-def run(*args, stdin=None):
-    p = subprocess.run([sys.executable, "-m", "c4table.cli", *args], input=stdin,
-                       capture_output=True, text=True, timeout=300)
-    return p.returncode, p.stdout, p.stderr
-
-
-def oracle_position(moves: str):
-    pos = tuple(() for _ in range(W))
-    for i, ch in enumerate(moves):
-        pos = oracle.play(pos, int(ch) - 1, oracle.A if i % 2 == 0 else oracle.B)
-    return pos
-
-
-def solve_subtree(root) -> dict:
-    """key -> (outcome byte, ply) of every position reachable from ``root`` (oracle code)."""
-    found: dict = {}
-    memo: dict = {}
-
-    def solve(pos) -> int:
-        if pos in memo:
-            return memo[pos]
-        ply = oracle.chips_played(pos)
-        t = oracle.terminal_outcome(pos, H, K)
-        if t is not None:
-            res = t
-        else:
-            mover = oracle.A if ply % 2 == 0 else oracle.B
-            mine = oracle.A_WINS if mover == oracle.A else oracle.B_WINS
-            kids = [solve(oracle.play(pos, c, mover)) for c in range(W) if len(pos[c]) < H]
-            kd = [(b & 0xC0, (b & 0x3F) + 1) for b in kids]
-            wins = [d for k, d in kd if k == mine]
-            draws = [d for k, d in kd if k == oracle.DRAW]
-            if wins:
-                res = mine | min(wins)
-            elif draws:
-                res = oracle.DRAW | (W * H - ply)
-            else:
-                res = kd[0][0] | max(d for _, d in kd)
-        memo[pos] = res
-        found[oracle.position_key(pos, H, K)] = (res, ply)
-        return res
-
-    solve(root)
-    return found
-
-
 @pytest.fixture(scope="module")
 def excerpt(tmp_path_factory):
-    entries = solve_subtree(oracle_position(GAME))
+    entries = oracle.solve_subtree(oracle.position_of_moves(W, GAME), W, H, K)
     entries[0] = (EMPTY_BOARD_BYTE, 0)
     d = tmp_path_factory.mktemp("t7x6")
     path = d / "connect4_7x6.dat"
     with open(path, "wb") as f:
         for key in sorted(entries):
             f.write(key.to_bytes(6, "big") + bytes([entries[key][0]]))
+    # An excerpt is not Cadot's table: opened bare, it is refused as a truncated 7x6 table.
+    # A manifest beside it records what it is (its size and hash), so it opens.
+    with pytest.raises(TableError, match="known table 7x6"):
+        open_table(path)
+    data = path.read_bytes()
+    m = Manifest.open_or_create(d, Board.parse("7x6"))
+    m.data["table"] = {"file": path.name, "entries": len(entries), "bytes": len(data),
+                       "sha256": hashlib.sha256(data).hexdigest()}
+    m.save()
     return path, entries
 
 

@@ -1,7 +1,7 @@
 """Tests of BDD mode (c4table.bdd, c4table.cli_bdd) against independent evidence:
 
 * Table 1 of Böck's paper (``../shared/reference/positions_by_board.tsv``) for small boards;
-* a brute-force enumeration written here in plain Python (every position of small boards, per
+* the independent brute-force oracle (tests/oracle.py: every position of small boards, per
   ply, with mirror images; terminal positions; won/drawn/lost by plain minimax);
 * the CLI's JSON shape, exit statuses and the crosscheck contract.
 """
@@ -15,8 +15,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+import oracle
 from c4table.bdd import count_positions, solve
+from c4table.board import Board
 from c4table.cli_bdd import bdd, crosscheck
+from c4table.pipeline.manifest import Manifest
+from conftest import run_cli
 
 REFERENCE = Path(__file__).resolve().parents[1].parent / "shared" / "reference"
 
@@ -24,67 +28,12 @@ REFERENCE = Path(__file__).resolve().parents[1].parent / "shared" / "reference"
 # --------------------------------------------------------------------------- brute force
 @lru_cache(maxsize=None)
 def brute(w: int, h: int, k: int = 4) -> list[dict]:
-    """Per ply: positions, terminal (the last mover has k in a row) and won/drawn/lost from the
-    first player's view, by enumerating every position and minimax. Positions are tuples of
-    columns, each a tuple of chips bottom-up (1 = first player, 2 = second)."""
-
-    def wins(pos, c, player):
-        r = len(pos[c]) - 1
-
-        def at(cc, rr):
-            return 0 <= cc < w and 0 <= rr < len(pos[cc]) and pos[cc][rr] == player
-
-        for dc, dr in ((1, 0), (0, 1), (1, 1), (1, -1)):
-            run = 1
-            for s in (1, -1):
-                cc, rr = c + s * dc, r + s * dr
-                while at(cc, rr):
-                    run += 1
-                    cc, rr = cc + s * dc, rr + s * dr
-            if run >= k:
-                return True
-        return False
-
-    layers = [{tuple(() for _ in range(w)): False}]  # position -> terminal?
-    children = []
-    for ply in range(w * h):
-        player = 1 if ply % 2 == 0 else 2
-        nxt, kids = {}, {}
-        for pos, term in layers[-1].items():
-            if term:
-                continue
-            ks = []
-            for c in range(w):
-                if len(pos[c]) < h:
-                    child = pos[:c] + (pos[c] + (player,),) + pos[c + 1:]
-                    if child not in nxt:
-                        nxt[child] = wins(child, c, player)
-                    ks.append(child)
-            kids[pos] = ks
-        layers.append(nxt)
-        children.append(kids)
-
-    value = {}  # +1 first player wins, 0 draw, -1 second player wins
-    out = [None] * len(layers)
-    for ply in range(len(layers) - 1, -1, -1):
-        row = {"ply": ply, "positions": len(layers[ply]), "terminal": 0,
-               "won": 0, "drawn": 0, "lost": 0}
-        for pos, term in layers[ply].items():
-            if term:
-                v = 1 if ply % 2 == 1 else -1   # the last mover won
-                row["terminal"] += 1
-            elif ply == w * h:
-                v = 0
-            else:
-                vals = [value[c] for c in children[ply][pos]]
-                v = max(vals) if ply % 2 == 0 else min(vals)
-            value[pos] = v
-            row[{1: "won", 0: "drawn", -1: "lost"}[v]] += 1
-        out[ply] = row
-        if ply + 1 < len(layers):   # free the layer below
-            for pos in layers[ply + 1]:
-                del value[pos]
-    return out
+    """Per ply: positions, terminal (the last mover has k in a row: Böck's meaning, without
+    the full-board draws) and won/drawn/lost from the first player's view, from the
+    independent brute-force oracle (tests/oracle.py: every position, plain minimax)."""
+    return [{"ply": r["ply"], "positions": r["positions"], "terminal": r["line_terminal"],
+             "won": r["a_wins"], "drawn": r["draws"], "lost": r["b_wins"]}
+            for r in oracle.oracle_ply_counts(w, h, k)]
 
 
 def table1() -> dict[str, int]:
@@ -226,8 +175,9 @@ def write_manifest(tmp_path: Path, w: int, h: int, wdl: bool = True, tweak=None)
         plies[ply][field] = value
     d = tmp_path / f"{w}x{h}"
     d.mkdir()
-    (d / "manifest.json").write_text(json.dumps({"board": f"{w}x{h}", "width": w, "height": h,
-                                                 "k": 4, "plies": plies}))
+    m = Manifest.open_or_create(d, Board(w, h))   # a real manifest, with its own checksum
+    m.data["plies"] = plies
+    m.save()
     return d
 
 
@@ -266,10 +216,10 @@ def test_crosscheck_accepts_full_board_draws_counted_as_terminal(tmp_path):
     assert "full-board draws" in r.stdout
 
 
-def test_crosscheck_missing_or_bad_manifest_exits_2(tmp_path):
+def test_crosscheck_missing_manifest_exits_2_damaged_exits_1(tmp_path):
     assert CliRunner().invoke(crosscheck, [str(tmp_path / "nope")]).exit_code == 2
-    (tmp_path / "manifest.json").write_text("{not json")
-    r = CliRunner().invoke(crosscheck, [str(tmp_path)])
-    assert r.exit_code == 2 and r.stderr.startswith("Error:")
-    (tmp_path / "manifest.json").write_text(json.dumps({"board": "7by6", "plies": []}))
-    assert CliRunner().invoke(crosscheck, [str(tmp_path)]).exit_code == 2
+    m = tmp_path / "manifest.json"
+    for text in ("{not json", json.dumps({"board": "7by6", "plies": []}), "[]"):
+        m.write_text(text)
+        code, out, err = run_cli("crosscheck", str(tmp_path), "-q")
+        assert code == 1 and out == "" and err.count("\n") == 1 and str(m) in err, err

@@ -25,7 +25,6 @@ Example::
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -74,8 +73,10 @@ class CrosscheckResult:
 
 
 def load_manifest(path: str | Path) -> tuple[dict, Path]:
-    """Read ``path/manifest.json`` (or ``path`` itself if it is a file); raise
-    :class:`ManifestError` with a one-line message if missing, unreadable or malformed.
+    """Read ``path/manifest.json`` (or ``path`` itself if it is a file) through
+    :class:`~c4table.builddir.BuildDir`, which checks it: :class:`ManifestError` if there is
+    none, :class:`~c4table.errors.CorruptDataError` (one line naming the file) if it is
+    damaged, not an object, or fails its own checksum.
 
     >>> try:
     ...     load_manifest("/nonexistent")
@@ -83,21 +84,13 @@ def load_manifest(path: str | Path) -> tuple[dict, Path]:
     ...     print(e)
     no manifest at /nonexistent/manifest.json
     """
+    from c4table.builddir import BuildDir
     p = Path(path)
     if p.is_dir() or not p.suffix:
         p = p / "manifest.json"
     if not p.is_file():
         raise ManifestError(f"no manifest at {p}")
-    try:
-        man = json.loads(p.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise ManifestError(f"cannot read manifest {p}: {e}") from None
-    if not isinstance(man, dict) or not isinstance(man.get("plies"), list):
-        raise ManifestError(f"manifest {p} has no 'plies' list")
-    for i, row in enumerate(man["plies"]):
-        if not isinstance(row, dict) or not isinstance(row.get("ply"), int):
-            raise ManifestError(f"manifest {p}: plies[{i}] has no integer 'ply'")
-    return man, p
+    return BuildDir.load(p).data, p
 
 
 def manifest_board(man: dict) -> Board:
