@@ -260,12 +260,13 @@ def main(argv: list[str] | None = None) -> None:
     import os
     from concurrent.futures.process import BrokenProcessPool
     try:
-        cli.main(args=argv, prog_name="c4table", standalone_mode=False)
+        # without standalone mode click *returns* the code a command gave ctx.exit(n)
+        rc = cli.main(args=argv, prog_name="c4table", standalone_mode=False)
     except click.exceptions.Exit as e:
         sys.exit(e.exit_code)
     except getattr(click.exceptions, "NoArgsIsHelpError", ()) as e:
-        e.show()   # bare "c4table" or a bare group: the help text is the answer
-        sys.exit(e.exit_code)
+        click.echo(e.ctx.get_help())   # bare "c4table" or a bare group: the help is the answer
+        sys.exit(0)
     except click.UsageError as e:
         hint = f" (see '{e.ctx.command_path} --help')" if e.ctx is not None else ""
         _fail(_one_line(e.format_message()) + hint, e.exit_code)
@@ -298,7 +299,7 @@ def main(argv: list[str] | None = None) -> None:
             raise
         _fail(_one_line(f"internal error: {type(e).__name__}: {e} (set C4TABLE_TRACEBACK=1 "
                         "for the traceback)"), 1)
-    sys.exit(0)
+    sys.exit(rc if isinstance(rc, int) else 0)
 
 
 def _one_line(text: str) -> str:

@@ -29,7 +29,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from c4table.bdd.results import BddCounts
+from c4table.bdd.results import WON_GAMES, BddCounts
 from c4table.board import Board
 from c4table.errors import C4Error
 
@@ -43,6 +43,10 @@ class ManifestError(C4Error):
     """A manifest that is missing, unreadable or lacks the fields a cross-check needs."""
 
 
+class CorruptManifestError(ManifestError):
+    """A manifest whose contents do not match its own checksum (damaged or edited)."""
+
+
 @dataclass
 class Diff:
     """One differing value: ``table`` is ``None`` if the manifest has no such ply."""
@@ -54,7 +58,8 @@ class Diff:
 
     def __str__(self) -> str:
         show = lambda v: "absent" if v is None else f"{v}"  # noqa: E731
-        return f"ply {self.ply}: {self.field}: bdd {show(self.bdd)}, table {show(self.table)}"
+        name = WON_GAMES if self.field == "terminal" else self.field
+        return f"ply {self.ply}: {name}: bdd {show(self.bdd)}, table {show(self.table)}"
 
 
 @dataclass
@@ -88,12 +93,21 @@ def load_manifest(path: str | Path) -> tuple[dict, Path]:
         p = p / "manifest.json"
     if not p.is_file():
         raise ManifestError(f"no manifest at {p}")
+    hint = "crosscheck takes a build directory or its manifest.json"
     try:
-        man = json.loads(p.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise ManifestError(f"cannot read manifest {p}: {e}") from None
+        man = json.loads(p.read_bytes().decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        raise ManifestError(f"{p}: not a manifest (not JSON text); {hint}") from None
+    except OSError as e:
+        raise ManifestError(f"cannot read manifest {p}: {e.strerror or e}") from None
     if not isinstance(man, dict) or not isinstance(man.get("plies"), list):
-        raise ManifestError(f"manifest {p} has no 'plies' list")
+        raise ManifestError(f"manifest {p} has no 'plies' list; {hint}")
+    recorded = man.get("xxh64")
+    if recorded is not None:
+        from c4table.pipeline.manifest import checksum
+        if recorded != checksum(man):
+            raise CorruptManifestError(f"{p}: contents do not match the manifest's own checksum "
+                                       "(damaged or edited by hand); its figures are not trusted")
     for i, row in enumerate(man["plies"]):
         if not isinstance(row, dict) or not isinstance(row.get("ply"), int):
             raise ManifestError(f"manifest {p}: plies[{i}] has no integer 'ply'")
@@ -111,6 +125,16 @@ def manifest_board(man: dict) -> Board:
     raise ManifestError("manifest names no board ('board' or 'width'/'height')")
 
 
+def last_ply(man: dict) -> int:
+    """The last ply a manifest has counts for (``-1`` if none): a partial build
+    (``forward --max-ply N``) stops early.
+
+    >>> last_ply({"plies": [{"ply": 0, "positions": 1}, {"ply": 1, "positions": 5}]})
+    1
+    """
+    return max((row["ply"] for row in man.get("plies", []) if "positions" in row), default=-1)
+
+
 def has_wdl(man: dict) -> bool:
     """Whether every ply row of the manifest has ``a_wins``, ``draws`` and ``b_wins``."""
     rows = man.get("plies", [])
@@ -126,7 +150,7 @@ def compare(result: BddCounts, man: dict) -> CrosscheckResult:
     out = CrosscheckResult(result.board, fields=tuple(f for f, _ in fields))
     if not (solved and has_wdl(man)):
         out.notes.append("won/drawn/lost absent from the manifest: compared positions and "
-                         "terminal only")
+                         f"{WON_GAMES} only")
     rows = {row["ply"]: row for row in man["plies"]}
     last = result.plies[-1].ply
     for res in result.plies:
@@ -137,9 +161,9 @@ def compare(result: BddCounts, man: dict) -> CrosscheckResult:
             out.compared += 1
             if (ours == "terminal" and res.ply == last and other == res.positions
                     and mine != other):
-                out.notes.append(f"ply {last}: the manifest counts the {res.positions - mine} "
-                                 "full-board draws as terminal too; BDD terminal counts wins "
-                                 "only (Böck's Table 2); accepted")
+                out.notes.append(f"ply {last}: the manifest's finished games include the "
+                                 f"{res.positions - mine:,} full-board draws; the BDD's "
+                                 f"{WON_GAMES} count wins only (Böck's Table 2); accepted")
                 continue
             if mine != other:
                 if row is None and mine == 0:   # a table may omit empty plies
