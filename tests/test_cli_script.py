@@ -107,3 +107,51 @@ def test_bare_command_prints_help_and_exits_0():
     """Item 17."""
     rc, out, err = c4()
     assert rc == 0 and "Usage: c4table" in out and "lookup" in out and err == ""
+
+
+# ----------------------------------------------------------------------- 3: plan figures
+def _oracle_plies(w: int, h: int, plies: int, k: int = 4) -> list[tuple[int, int]]:
+    """(positions, entries) of plies 0..plies-1 by the independent oracle's rules."""
+    import oracle
+    layer = {tuple(() for _ in range(w))}
+    out = []
+    for ply in range(plies):
+        out.append((len(layer), len({min(p, oracle.mirror(p)) for p in layer})))
+        nxt = set()
+        for p in layer:
+            if oracle.terminal_outcome(p, h, k) is not None:
+                continue
+            for c in range(w):
+                if len(p[c]) < h:
+                    nxt.add(oracle.play(p, c, 1 + ply % 2))
+        layer = nxt
+    return out
+
+
+@pytest.mark.parametrize("board", ["5x4", "6x5", "7x6"])
+def test_plan_small_plies_are_exact(board):
+    """Item 3: no zero counts for plies 0-3; the first plies are exact (positions and
+    entries), checked against the oracle's rules."""
+    w, h = map(int, board.split("x"))
+    rc, out, err = c4("plan", board, "--json")
+    assert rc == 0, err
+    plies = json.loads(out)["plies"]
+    want = _oracle_plies(w, h, 7)
+    assert [(p["positions"], p["entries"]) for p in plies[:7]] == want
+    assert all(p["positions"] > 0 for p in plies)
+
+
+def test_plan_from_shows_measured_entries(tmp_path):
+    """Item 3: --from takes the entries the forward pass counted, not positions / 2."""
+    rc, _, err = c4("forward", "5x4", "--out", tmp_path / "f", "--max-ply", "9", "-q",
+                    "--workers", "1")
+    assert rc == 0, err
+    man = json.loads((tmp_path / "f" / "manifest.json").read_text())
+    rc, out, err = c4("plan", "5x4", "--from", tmp_path / "f", "--json")
+    assert rc == 0, err
+    plies = json.loads(out)["plies"]
+    for rec in man["plies"]:
+        got = plies[rec["ply"]]
+        assert (got["positions"], got["entries"], got["source"]) == \
+            (rec["positions"], rec["entries"], "measured")
+    assert any(rec["entries"] != (rec["positions"] + 1) // 2 for rec in man["plies"])
