@@ -155,3 +155,27 @@ def test_plan_from_shows_measured_entries(tmp_path):
         assert (got["positions"], got["entries"], got["source"]) == \
             (rec["positions"], rec["entries"], "measured")
     assert any(rec["entries"] != (rec["positions"] + 1) // 2 for rec in man["plies"])
+
+
+# ------------------------------------------------------------------------- 6: the ETA
+def test_a_small_build_shows_no_eta(tmp_path):
+    """Item 6 (and issue 11 item 8): a 4x4 build took seconds and printed ETAs of hours."""
+    rc, out, err = c4("build", "4x4", "--out", tmp_path / "b", "--workers", "1")
+    assert rc == 0 and "[forward] ply 0/16" in err
+    assert "ETA" not in err
+
+
+def test_eta_appears_once_it_means_something(monkeypatch):
+    import io
+    from c4table.pipeline import progress
+    clock = [100.0]
+    monkeypatch.setattr(progress.time, "perf_counter", lambda: clock[0])
+    out = io.StringIO()
+    p = progress.Progress("forward", total=1000, stream=out)
+    clock[0] += 0.5
+    p.step("ply 0", 1)                 # 0.1 % done: no ETA
+    clock[0] += 19.5
+    p.step("ply 1", 499)               # half done after 20 s: 20 s to go
+    lines = out.getvalue().splitlines()
+    assert "ETA" not in lines[0]
+    assert lines[1].endswith("ETA 20.0s")
