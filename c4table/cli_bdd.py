@@ -230,7 +230,8 @@ def crosscheck(path, encoding, nodes, threads, flavour, terminal, image, quiet) 
         click.echo(f"crosscheck {board}: MISMATCH, {len(res.diffs)} of "
                    f"{count(res.compared, 'value')} differ on {count(plies, 'ply')} ({fields}) "
                    f"against {mpath}")
-        ctx.exit(1)
+        _fail(ctx, f"{mpath}: crosscheck failed ({len(res.diffs):,} of "
+                   f"{count(res.compared, 'value')} differ)", 1)
 
 
 if __name__ == "__main__":  # pragma: no cover - convenience: python -m c4table.cli_bdd

@@ -18,6 +18,7 @@ from typing import Iterable
 from c4table.board import A, B, EMPTY, Board
 from c4table.codec import key_of_codes, readings
 from c4table.errors import IllegalPositionError
+from c4table.wording import quote
 
 PLAYER_NAME = {A: "A", B: "B"}
 
@@ -50,7 +51,8 @@ class Position:
         for i, ch in enumerate(moves):
             if not ("1" <= ch <= "9") or int(ch) > board.width:
                 raise IllegalPositionError(
-                    f"bad move {ch!r} at offset {i} of {moves!r}: columns are 1..{board.width}")
+                    f"bad move {quote(ch)} (character {i + 1} of {quote(moves)}): columns are "
+                    f"1..{board.width}")
             cols.append(int(ch) - 1)
         return cls.from_columns(board, cols, text=moves)
 
@@ -59,7 +61,7 @@ class Position:
         """Play 0-based column indices from the empty board."""
         pos = cls(board)
         for i, c in enumerate(cols):
-            label = f" in {text!r}" if text is not None else ""
+            label = f" in {quote(text)}" if text is not None else ""
             if pos.winner is not None or pos.ply == board.cells:
                 raise IllegalPositionError(f"move {i + 1}{label} is played after the game ended")
             if not 0 <= c < board.width:
@@ -131,19 +133,36 @@ class Position:
         return p
 
     def _line_through(self, col: int, row: int, player: int) -> bool:
+        return bool(self._run_through(col, row, player))
+
+    def _run_through(self, col: int, row: int, player: int) -> list[tuple[int, int]]:
+        """Cells (0-based column, row) of the first run of ``k`` or more of ``player``'s chips
+        through ``(col, row)``, or ``[]``."""
         k = self.board.k
         for dc, dr in ((1, 0), (0, 1), (1, 1), (1, -1)):
-            run = 1
+            run = [(col, row)]
             for sign in (1, -1):
                 c, r = col + sign * dc, row + sign * dr
                 while 0 <= c < self.board.width and 0 <= r < self.board.height \
                         and self.cell(c, r) == player:
-                    run += 1
+                    run.append((c, r))
                     c += sign * dc
                     r += sign * dr
-            if run >= k:
-                return True
-        return False
+            if len(run) >= k:
+                return sorted(run)
+        return []
+
+    def winning_cells(self) -> list[tuple[int, int]]:
+        """The cells (0-based column, row from the bottom) of the winning line the last move
+        made, or ``[]`` if the game is not won.
+
+        >>> Position.from_moves(Board(4, 4), "1213141").winning_cells()
+        [(0, 0), (0, 1), (0, 2), (0, 3)]
+        """
+        if self.winner is None or not self.moves:
+            return []
+        col = self.moves[-1]
+        return self._run_through(col, len(self.cols[col]) - 1, self.winner)
 
     def __repr__(self) -> str:
         return f"Position({self.board}, {self.move_string()!r})"

@@ -24,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from c4table.wording import count
 from c4table.board import Board
 from c4table.errors import BudgetError, BuildError, CorruptDataError
 from c4table.units import format_size, parse_size
@@ -59,7 +60,7 @@ class Build:
         if self.task_memory < MIN_TASK_MEMORY:
             least = MIN_TASK_MEMORY * self.executor.workers
             raise BudgetError(f"memory budget {format_size(self.memory)} ({self.memory:,} bytes) is "
-                             f"too small to make progress with {self.executor.workers} worker(s): "
+                             f"too small to make progress with {count(self.executor.workers, 'worker')}: "
                              f"each needs at least {format_size(MIN_TASK_MEMORY)}, so give "
                              f"--memory {format_size(least).replace(' ', '')} or more, or fewer --workers")
         self.store = open_storage(self.root)
@@ -76,7 +77,7 @@ class Build:
             self._unlock()
             raise
         if n:
-            self.note("build", f"removed {n} scratch file(s) left by an interrupted run")
+            self.note("build", f"removed {count(n, 'scratch file')} left by an interrupted run")
 
     def close(self) -> None:
         """Shut the executor down and give the directory lock back (idempotent)."""

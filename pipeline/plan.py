@@ -31,6 +31,7 @@ from pathlib import Path
 from c4table.board import Board
 from c4table.errors import BuildError
 from c4table.pipeline.progress import published_totals
+from c4table.wording import count
 
 # Measured with tools/bench_build.py on the 2-core development machine: 7x4 build, 1,132.9 M
 # entries, 2 workers, --memory 4GiB, stage wall time x 2 / entries (forward 95.5 s, backward
@@ -217,8 +218,8 @@ def make_plan(board: str | Board, workers: int, memory_per_worker: int,
     rows = min(memory_per_worker // (8 * (2 * board.width + 2)), 1 << 24)
     tasks = -(-plan.peak_entries // max(1, rows))
     plan.notes.append(
-        f"shards of at most {rows:,} entries per task: the largest generation is {tasks:,} tasks "
-        "per stage; no task reads another range's shards, only its slice of every run or "
-        f"message file of the step before, so a shuffle there is up to {tasks * tasks:,} ranged "
-        "reads (mind the object store's request rate)")
+        f"shards of at most {count(rows, 'entry')} per task: the largest generation is "
+        f"{count(tasks, 'task')} per stage; no task reads another range's shards, only its slice "
+        "of every run or message file of the step before, so a shuffle there is up to "
+        f"{count(tasks * tasks, 'ranged read')} (mind the object store's request rate)")
     return plan

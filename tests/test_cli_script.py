@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -179,3 +180,155 @@ def test_eta_appears_once_it_means_something(monkeypatch):
     lines = out.getvalue().splitlines()
     assert "ETA" not in lines[0]
     assert lines[1].endswith("ETA 20.0s")
+
+
+# ------------------------------------------------------------------ 9: one way of saying it
+def test_wording_of_outcomes_and_counts_is_shared(t54):
+    """Item 9: "1 ply" (never "1 plies"), move lines with units, "1 worker", "1 row"."""
+    rc, out, err = c4("lookup", "--table", t54, "1212121"[:-1] + "3")   # a few plies to go
+    assert rc == 0, err
+    with_units = [x for x in out.splitlines() if x.startswith("  column")]
+    assert with_units and all(x.split(":")[1].strip().endswith(("ply", "plies", "ply  *best",
+                                                                  "plies  *best"))
+                              for x in with_units), out
+    rc, out, err = c4("lookup", "--table", t54, "1212123")
+    assert rc == 0 and "B wins in 1 ply  *best" in out and not re.search(r"\b1 plies", out)
+    rc, out, err = c4("lookup", "--table", t54, "121212")      # A wins in 1
+    assert rc == 0 and "A wins in 1 ply\n" in out and not re.search(r"\b1 plies", out)
+    rc, out, err = c4("plan", "5x4")
+    assert rc == 0 and "1 worker " in out and "1 workers" not in out
+    rc, out, err = c4("plan", "5x4", "--workers", "3")
+    assert rc == 0 and "3 workers" in out
+
+
+def test_export_says_1_row(t54, tmp_path):
+    rc, out, err = c4("export", "--table", t54, "--ply", "0", "--out", tmp_path / "p.parquet",
+                      "-q")
+    assert rc == 0 and ": 1 row (1 table entry, " in out, (out, err)
+
+
+def test_play_never_says_wins_in_0_plies_and_marks_the_four(t54):
+    """Items 9 and 17: the computer's winning move says "A has won"; the final board marks
+    the last move's column and brackets the winning line."""
+    rc, out, err = c4("play", "--table", t54, "--side", "B", "--start", "3344",
+                      stdin="1\n1\n1\n")
+    assert rc == 0, err
+    assert "in 0 plies" not in out and "A (computer) plays 5: A has won" in out
+    final = out[out.rindex("A has won"):].splitlines()[1:7]
+    assert final[3] == " B[A A A A]"          # the four of the bottom row, bracketed
+    assert final[5] == "         ^"           # under column 5, the last move
+    before = out.split("A (computer) plays 2")[1].splitlines()[1:7]
+    assert before[5] == "   ^" and "[" not in "".join(before)
+
+
+# -------------------------------------------------------------- 7: two names for two counts
+def test_finished_games_and_won_games_have_different_names(d54):
+    """Item 7: stats' column counts every finished game (full-board draws too), BDD mode's
+    only the won ones; the same ply 20 of 5x4 gives 63,768 and 26,434."""
+    rc, out, err = c4("stats", d54)
+    assert rc == 0, err
+    head, *rows = [x.split("\t") for x in out.splitlines()]
+    assert "finished" in head and "terminal" not in head
+    assert rows[20][head.index("finished")] == "63768"
+    rc, out, err = c4("bdd", "count", "5x4", "--json", "-q")
+    assert rc == 0, err
+    last = json.loads(out)["plies"][20]
+    assert "terminal" not in last and last["won_games"] == 26434
+    rc, out, err = c4("bdd", "count", "4x4", "-q")
+    assert "won_games" in out.splitlines()[0] and "terminal" not in out
+
+
+# --------------------------------------------------------------- 8, 11-14: lookup and best
+@pytest.mark.parametrize("text,why", [("33\n", "one line of digits"), (".....\n", "1 row"),
+                                      ("", "empty drawing"), ("\n\n", "empty drawing")])
+def test_drawing_from_stdin_is_never_taken_for_moves(t54, text, why):
+    """Item 8: one-line input, a one-row drawing and empty input are errors."""
+    for cmd in ("lookup", "best"):
+        rc, out, err = c4(cmd, "--table", t54, "--drawing", "-", stdin=text)
+        assert rc == 2 and one_error_line(err) and why in err and out == "", (cmd, text, err)
+
+
+def test_command_line_positions_behave_like_stdin(t54):
+    """Item 11: one bad position does not stop the rest; in JSON the error is an object;
+    exit 2 at the end, with one error line."""
+    rc, out, err = c4("lookup", "--json", "--table", t54, "3344", "6", "12")
+    assert rc == 2 and one_error_line(err), err
+    answers = [json.loads(x) for x in out.splitlines()]
+    assert [a["position"] for a in answers] == ["3344", "6", "12"]
+    assert "error" in answers[1] and "outcome" in answers[0] and "outcome" in answers[2]
+    rc2, out2, err2 = c4("lookup", "--json", "--table", t54, "-", stdin="3344\n6\n12\n")
+    assert (rc2, out2, err2) == (rc, out, err)
+    rc, out, err = c4("best", "--table", t54, "66", "3344")
+    assert rc == 2 and out.splitlines()[0].startswith("66: error: bad move '6' (character 1")
+    assert out.splitlines()[1].startswith("3344  board 5x4")
+
+
+def test_quoted_bad_input_is_cut_and_escaped(t54):
+    """Item 12: a 1,000,000-character line and binary input."""
+    rc, out, err = c4("lookup", "--json", "--table", t54, "-", stdin="9" * 1_000_000 + "\n")
+    assert rc == 2 and len(out) < 500 and one_error_line(err)
+    assert "1,000,000 characters" in json.loads(out)["error"]
+    rc, out, err = c4("lookup", "--table", t54, "-", stdin=b"\x1b[2J\x93\x00\n33\n")
+    assert rc == 2 and "\x1b" not in out and "\x00" not in out and "\\x1b" in out
+    assert out.splitlines()[1].startswith("33  board 5x4")      # the rest still answers
+    rc, out, err = c4("lookup", "--table", t54, "1" * 5000)
+    assert rc == 2 and len(out) < 400
+
+
+def test_empty_stdin_is_no_output_and_success(t54):
+    """Item 13."""
+    for cmd in ("lookup", "best"):
+        assert c4(cmd, "--table", t54, "-", stdin="") == (0, "", "")
+        assert c4(cmd, "--json", "--table", t54, "-", stdin="") == (0, "", "")
+
+
+def test_answers_name_the_board(t54):
+    """Item 14: text and JSON of lookup and best carry the board."""
+    for cmd in ("lookup", "best"):
+        rc, out, err = c4(cmd, "--table", t54, "3344")
+        assert rc == 0 and out.startswith("3344  board 5x4, ply 4"), out
+        rc, out, err = c4(cmd, "--json", "--table", t54, "3344")
+        assert rc == 0 and json.loads(out)["board"] == "5x4"
+
+
+def test_table_defaults_to_env_or_the_one_table_under_tables(t54, tmp_path):
+    """Item 14: --table from $C4TABLE_TABLE, else the single table under tables/."""
+    rc, out, err = c4("lookup", "3344", env={"C4TABLE_TABLE": str(t54)}, cwd=tmp_path)
+    assert rc == 0 and out.startswith("3344  board 5x4"), err
+    rc, out, err = c4("best", "3344", cwd=tmp_path)
+    assert rc == 2 and one_error_line(err) and "C4TABLE_TABLE" in err
+    (tmp_path / "tables" / "5x4").mkdir(parents=True)
+    (tmp_path / "tables" / "5x4" / "connect4_5x4.dat").symlink_to(t54)
+    rc, out, err = c4("best", "3344", cwd=tmp_path)
+    assert rc == 0 and out.startswith("3344  board 5x4"), err
+    (tmp_path / "tables" / "4x4").mkdir()
+    (tmp_path / "tables" / "4x4" / "connect4_4x4.dat").write_bytes(b"")
+    rc, out, err = c4("lookup", "3344", cwd=tmp_path)
+    assert rc == 2 and "2 tables under tables/" in err
+
+
+# ------------------------------------------------------------------ 15: verify and export
+def test_verify_lists_each_problem_once_and_takes_a_directory(d54, tmp_path):
+    rc, out, err = c4("verify", d54, "-q")
+    assert rc == 0 and out.splitlines()[-1].startswith("OK connect4_5x4.dat"), err
+    bad = tmp_path / "connect4_5x4.dat"
+    data = bytearray((d54 / "connect4_5x4.dat").read_bytes())
+    data[1000] ^= 1
+    bad.write_bytes(bytes(data))
+    rc, out, err = c4("verify", bad, "-q")
+    assert rc == 1 and one_error_line(err)
+    known = [x for x in out.splitlines() if "known table 5x4" in x]
+    assert len(known) == 1, out
+    assert out.splitlines()[-1].startswith("MISMATCH connect4_5x4.dat: ")
+    rc, out, err = c4("verify", tmp_path / "nothing-here")
+    assert rc == 2 and one_error_line(err)
+
+
+def test_export_refuses_a_csv_name_and_a_missing_directory(t54, tmp_path):
+    rc, out, err = c4("export", "--table", t54, "--ply", "3", "--out", tmp_path / "x.csv")
+    assert rc == 2 and one_error_line(err) and "parquet" in err
+    assert not (tmp_path / "x.csv").exists()
+    rc, out, err = c4("export", "--table", t54, "--ply", "3", "--out",
+                      tmp_path / "nonexistent" / "dir" / "p.parquet")
+    assert rc == 2 and one_error_line(err) and "does not exist" in err
+    assert not (tmp_path / "nonexistent").exists()
