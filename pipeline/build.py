@@ -194,10 +194,11 @@ def _open_locked(board: Board, store, memory, workers, scheduler, quiet, restart
 
 
 def build_table(board: str | Board, out: str | Path, memory: str | int = DEFAULT_MEMORY,
-                workers: int | None = None, scheduler: str | None = None, quiet: bool = False,
+                workers: int | None = None, scheduler: str | None = None, quiet: bool = True,
                 restart: bool = False, keep_work: bool = True) -> Path | str:
     """Build (or finish building) the table of ``board`` in ``out`` (a directory or a
-    ``pyarrow.fs`` URI such as ``s3://bucket/prefix``); return the table's path (or URI)."""
+    ``pyarrow.fs`` URI such as ``s3://bucket/prefix``); return the table's path (or URI).
+    Quiet unless ``quiet=False`` (the command line shows progress)."""
     return run_build(open_build(board, out, memory, workers, scheduler, quiet, restart), keep_work)
 
 

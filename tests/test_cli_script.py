@@ -332,3 +332,33 @@ def test_export_refuses_a_csv_name_and_a_missing_directory(t54, tmp_path):
                       tmp_path / "nonexistent" / "dir" / "p.parquet")
     assert rc == 2 and one_error_line(err) and "does not exist" in err
     assert not (tmp_path / "nonexistent").exists()
+
+
+# ------------------------------------------------------------------- 16: building from Python
+def test_build_table_signature_quiet_by_default_and_no_lock_left(tmp_path, capfd):
+    import inspect
+    import c4table
+    params = inspect.signature(c4table.build_table).parameters
+    assert list(params)[:2] == ["board", "out"] and params["quiet"].default is True
+    assert not any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params.values())
+    path = c4table.build_table("3x3", tmp_path / "b", workers=1)
+    assert path.name == "connect4_3x3.dat"
+    captured = capfd.readouterr()
+    assert captured.err == "" and captured.out == ""
+    assert not (tmp_path / "b" / ".lock").exists()
+    rc, out, err = c4("build", "3x3", "--out", tmp_path / "c", "--workers", "1", "-q")
+    assert rc == 0 and not (tmp_path / "c" / ".lock").exists()
+
+
+def test_the_lock_still_keeps_a_second_build_out(tmp_path):
+    from c4table.pipeline import resources
+    resources.lock_build_dir(tmp_path)
+    try:
+        assert (tmp_path / ".lock").exists()
+        code = ("import sys; from c4table.pipeline import resources\n"
+                f"resources.lock_build_dir({str(tmp_path)!r})")
+        p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+        assert p.returncode == 1 and "another c4table process" in p.stderr
+    finally:
+        resources.unlock_build_dir(tmp_path)
+    assert not (tmp_path / ".lock").exists()
