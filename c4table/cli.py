@@ -220,9 +220,12 @@ def _register_optional() -> None:
     try:
         from c4table.cli_bdd import bdd, crosscheck
     except ImportError:  # BDD mode needs oxidd
-        return
-    cli.add_command(bdd)
-    cli.add_command(crosscheck)
+        pass
+    else:
+        cli.add_command(bdd)
+        cli.add_command(crosscheck)
+    from c4table.cli_examples import add_examples
+    add_examples(cli)
 
 
 _register_optional()

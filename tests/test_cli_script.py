@@ -362,3 +362,20 @@ def test_the_lock_still_keeps_a_second_build_out(tmp_path):
     finally:
         resources.unlock_build_dir(tmp_path)
     assert not (tmp_path / ".lock").exists()
+
+
+# ------------------------------------------------------------------------------ 17: help
+def test_every_subcommand_help_shows_an_example():
+    from c4table.cli import cli
+    import click
+    paths = []
+    for name, cmd in cli.commands.items():
+        paths.append([name])
+        if isinstance(cmd, click.Group):
+            paths += [[name, sub] for sub in cmd.commands]
+    assert len(paths) >= 15
+    for path in paths:
+        rc, out, err = c4(*path, "--help")
+        assert rc == 0 and "Examples:" in out, path
+        example = out.split("Examples:")[1].splitlines()[1].strip()
+        assert example.startswith("c4table " + " ".join(path)), (path, example)
