@@ -21,7 +21,8 @@ DEFAULT_BOARD = "5x4"
 
 
 def _fail(msg: str, code: int) -> None:
-    click.echo(f"c4table: error: {msg}", err=True)
+    from c4table.wording import message
+    click.echo(f"c4table: error: {message(msg)}", err=True)
     sys.exit(code)
 
 

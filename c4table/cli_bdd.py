@@ -56,7 +56,8 @@ class NodeCount(click.ParamType):
 def _fail(ctx: click.Context, message: str, status: int) -> None:
     """Print a one-line error on stderr (``c4table: error: ...``, as every command does) and
     exit with ``status`` (:func:`c4table.cli.main` passes it on to the shell)."""
-    click.echo(f"c4table: error: {' '.join(str(message).split())}", err=True)
+    from c4table.wording import message as one_line
+    click.echo(f"c4table: error: {one_line(message)}", err=True)
     ctx.exit(status)
 
 

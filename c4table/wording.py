@@ -93,3 +93,26 @@ def clip(text: str, limit: int = QUOTE_LIMIT) -> str:
     shown = "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii")
                     for c in text[:limit])
     return shown + ("…" if len(text) > limit else "")
+
+
+MESSAGE_LIMIT = 290
+"""Characters of an error line at most (``c4table: error: `` included)."""
+
+
+def message(text: str, limit: int = MESSAGE_LIMIT - len("c4table: error: ")) -> str:
+    """An error message as one printable line of at most ``limit`` characters: whitespace
+    runs become one space, control characters are escaped, a word longer than
+    :data:`QUOTE_LIMIT` (a user's huge input quoted by click) is cut.
+
+    >>> message("No such command '" + "9" * 500 + "'.")
+    "No such command '99999999999999999999999999999999999999999999999999999999999…"
+    >>> message("bad\\x00 input\\n here")
+    'bad\\\\x00 input here'
+    """
+    words = []
+    for w in str(text).split():
+        w = "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii")
+                    for c in w)
+        words.append(w if len(w) <= QUOTE_LIMIT + 2 else w[:QUOTE_LIMIT] + "…")
+    out = " ".join(words)
+    return out if len(out) <= limit else out[: limit - 1] + "…"
