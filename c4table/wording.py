@@ -95,17 +95,18 @@ def clip(text: str, limit: int = QUOTE_LIMIT) -> str:
     return shown + ("…" if len(text) > limit else "")
 
 
-MESSAGE_LIMIT = 290
-"""Characters of an error line at most (``c4table: error: `` included)."""
+WORD_LIMIT = 160
+"""Characters of one word of an error message at most (a path fits, a pasted blob does not)."""
 
+def message(text: str) -> str:
+    """An error message as one printable line: whitespace runs become one space, control
+    characters are escaped, a word longer than :data:`WORD_LIMIT` (a user's huge input quoted
+    by click; file paths are shorter) is cut. Whole messages are not cut: a message naming
+    two files and what was kept stays whole.
 
-def message(text: str, limit: int = MESSAGE_LIMIT - len("c4table: error: ")) -> str:
-    """An error message as one printable line of at most ``limit`` characters: whitespace
-    runs become one space, control characters are escaped, a word longer than
-    :data:`QUOTE_LIMIT` (a user's huge input quoted by click) is cut.
-
-    >>> message("No such command '" + "9" * 500 + "'.")
-    "No such command '99999999999999999999999999999999999999999999999999999999999…"
+    >>> m = message("No such command '" + "9" * 500 + "'.")
+    >>> len(m), m[-3:]
+    (177, '99…')
     >>> message("bad\\x00 input\\n here")
     'bad\\\\x00 input here'
     """
@@ -113,6 +114,5 @@ def message(text: str, limit: int = MESSAGE_LIMIT - len("c4table: error: ")) -> 
     for w in str(text).split():
         w = "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii")
                     for c in w)
-        words.append(w if len(w) <= QUOTE_LIMIT + 2 else w[:QUOTE_LIMIT] + "…")
-    out = " ".join(words)
-    return out if len(out) <= limit else out[: limit - 1] + "…"
+        words.append(w if len(w) <= WORD_LIMIT else w[:WORD_LIMIT] + "…")
+    return " ".join(words)
