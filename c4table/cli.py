@@ -176,13 +176,12 @@ def lookup(table_path, board, draw, drawing, as_json, positions):
     board, - to read one per line from stdin), and of each legal move.
 
     Distances count plies: for a move, from the position before it (the move included)."""
-    from c4table.cli_use import answer_queries, finish_answers, lookup_text, queries, \
-        table_path_or_default
+    from c4table.cli_use import answer_queries, finish_answers, lookup_json, lookup_text, \
+        queries, table_path_or_default
     from c4table.table import open_table
     qs = queries(positions, drawing)
     with open_table(table_path_or_default(table_path), board) as table:
-        failures = answer_queries(table, qs, as_json, draw, lambda probe: probe.to_json(),
-                                  lookup_text)
+        failures = answer_queries(table, qs, as_json, draw, lookup_json, lookup_text)
     finish_answers(failures, len(qs))
 
 
@@ -218,6 +217,8 @@ def _register_optional() -> None:
     from c4table.cli_use import COMMANDS
     for command in COMMANDS:
         cli.add_command(command)
+    from c4table.cli_serve import serve
+    cli.add_command(serve)
     try:
         from c4table.cli_bdd import bdd, crosscheck
     except ImportError:  # BDD mode needs oxidd

@@ -31,6 +31,8 @@ EXAMPLES: dict[str, list[str]] = {
     "bdd": ["c4table bdd count 5x4", "c4table bdd solve 4x4 --json"],
     "bdd count": ["c4table bdd count 6x5 --json -q"],
     "bdd solve": ["c4table bdd solve 5x4"],
+    "serve": [f"c4table serve --table {T} --port 8000",
+              "c4table serve --table tables/5x4/connect4_5x4.dat --table tables/6x5/connect4_6x5.dat"],
     "crosscheck": ["c4table crosscheck tables/5x4", "c4table crosscheck /data/7x6/manifest.json -q"],
 }
 

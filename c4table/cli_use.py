@@ -150,6 +150,30 @@ def board_picture(table, probe) -> str:
     return "\n".join("    " + line for line in text.splitlines())
 
 
+def lookup_json(probe, board: str | None = None) -> dict:
+    """The object ``lookup --json`` prints for a probed position (the API's answer too):
+    ``{"board": ..., "position": ..., "ply": ..., ...}`` (``board`` first when given).
+
+    >>> from c4table.table import Probe
+    >>> lookup_json(Probe("", 0, "A", "draw", 20, False), "5x4")["board"]
+    '5x4'
+    """
+    obj = probe.to_json()
+    return {"board": board, **obj} if board is not None else obj
+
+
+def error_json(text: str, message: str, board: str | None = None) -> dict:
+    """The object ``lookup --json`` prints for a position that cannot arise (the input
+    quoted cut and escaped, :func:`c4table.wording.clip`).
+
+    >>> error_json("9", "bad move", "5x4")
+    {'board': '5x4', 'position': '9', 'error': 'bad move'}
+    """
+    from c4table.wording import clip
+    obj = {"position": clip(text), "error": message}
+    return {"board": board, **obj} if board is not None else obj
+
+
 def _position_of(table, q: Query):
     """The :class:`~c4table.rules.Position` of a query. A drawing is always parsed as one
     (a one-line or empty drawing is an error, never a move string)."""
@@ -184,11 +208,11 @@ def answer_queries(table, qs: list[Query], as_json: bool, draw: bool, to_json, t
             if q.drawing:
                 raise
             failures += 1
-            click.echo(json.dumps({"board": name, "position": clip(q.text), "error": str(e)})
-                       if as_json else f"{clip(q.text) or '(empty)'}: error: {e}")
+            click.echo(json.dumps(error_json(q.text, str(e), name)) if as_json
+                       else f"{clip(q.text) or '(empty)'}: error: {e}")
             continue
         if as_json:
-            obj = {"board": name, **to_json(probe)}
+            obj = {"board": name, **to_json(probe)}     # = lookup_json(probe, name)
             if draw:
                 obj["drawing"] = table.drawing(probe.position)
             click.echo(json.dumps(obj))
