@@ -15,6 +15,8 @@ counts, plots), :mod:`c4table.export` (parquet datasets), :mod:`c4table.cli` and
 :mod:`c4table.cli_use` (the command line). Building lives in the ``c4table.pipeline`` package (the ``pipeline/`` folder)
 (:func:`c4table.pipeline.build.build_table`).
 """
+import os
+
 from c4table.board import Board
 from c4table.codec import Outcome, decode_outcome, encode_outcome
 from c4table.errors import (BoardError, BuildError, C4Error, ClosedTableError, CorruptDataError,
@@ -34,7 +36,21 @@ __all__ = ["Board", "Outcome", "decode_outcome", "encode_outcome", "Position", "
            "export_positions", "ExportReport", "ply_stats", "PlyStats"]
 
 
-def build_table(*args, **kwargs):
-    """Build a table; see :func:`c4table.pipeline.build.build_table`."""
+def build_table(board: "str | Board", out: "str | os.PathLike", memory: "str | int" = "4GiB",
+                workers: "int | None" = None, scheduler=None, quiet: bool = True,
+                restart: bool = False, keep_work: bool = True):
+    """Build (or finish building) the table of ``board`` (``"5x4"`` or a :class:`Board`) in
+    the directory ``out`` (or a ``pyarrow.fs`` URI such as ``s3://bucket/prefix``) and return
+    the table's path. ``memory``: budget shared by the workers (``"4GiB"``); ``workers``:
+    processes (default: all cores); ``scheduler``: a dask address, ``"local"`` or a
+    ``distributed.Client``; ``quiet``: no progress lines on stderr (the default from Python;
+    ``quiet=False`` shows them, as the command line does); ``restart``: discard a partial
+    build; ``keep_work``: keep ``out/work`` (the shards) after the merge. See
+    :func:`c4table.pipeline.build.build_table`.
+
+    >>> c4table.build_table("4x4", "tables/4x4").name         # doctest: +SKIP
+    'connect4_4x4.dat'
+    """
     from c4table.pipeline.build import build_table as _build
-    return _build(*args, **kwargs)
+    return _build(board, out, memory=memory, workers=workers, scheduler=scheduler, quiet=quiet,
+                  restart=restart, keep_work=keep_work)

@@ -12,6 +12,7 @@ import sys
 
 import click
 
+from c4table.cli_use import DRAW_OPTION, DRAWING_OPTION, TABLE_BOARD_OPTION, TABLE_OPTION
 from c4table.errors import (BoardError, BudgetError, BuildError, C4Error, IllegalPositionError,
                             MissingTableError, TableError)
 
@@ -20,7 +21,8 @@ DEFAULT_BOARD = "5x4"
 
 
 def _fail(msg: str, code: int) -> None:
-    click.echo(f"c4table: error: {msg}", err=True)
+    from c4table.wording import message
+    click.echo(f"c4table: error: {message(msg)}", err=True)
     sys.exit(code)
 
 
@@ -174,6 +176,7 @@ def plan(board, workers, memory_per_worker, from_dir, as_json, root, probe_plies
     and wall time on WORKERS workers, from published counts and measured per-entry costs."""
     from c4table.units import format_seconds, format_size, parse_size
     from c4table.pipeline.plan import make_plan
+    from c4table.wording import count
     try:
         mem = parse_size(memory_per_worker)
     except ValueError as e:
@@ -186,7 +189,7 @@ def plan(board, workers, memory_per_worker, from_dir, as_json, root, probe_plies
     if as_json:
         click.echo(json.dumps(p.to_json()))
         return
-    click.echo(f"plan for {board}: {workers} workers x {format_size(mem)}")
+    click.echo(f"plan for {board}: {count(workers, 'worker')} x {format_size(mem)}")
     click.echo("ply  positions            entries              source")
     for r in p.plies:
         click.echo(f"{r.ply:>3}  {r.positions:>19,}  {r.entries:>19,}  {r.source}")
@@ -196,39 +199,16 @@ def plan(board, workers, memory_per_worker, from_dir, as_json, root, probe_plies
                f"shuffle volume   {format_size(p.shuffle_bytes)} (child-key runs and backward messages)\n"
                f"peak disk        {format_size(p.peak_disk)}\n"
                f"compute          {format_seconds(p.core_seconds)} of one core\n"
-               f"wall time        {format_seconds(p.wall_seconds)} on {workers} workers")
+               f"wall time        {format_seconds(p.wall_seconds)} on {count(workers, 'worker')}")
     for n in p.notes:
         click.echo(f"note: {n}")
 
 
-def _describe(probe) -> str:
-    if probe.terminal:
-        head = f"game over, {'draw' if probe.outcome == 'draw' else probe.outcome + ' has won'}"
-    elif probe.outcome == "draw":
-        head = f"draw in {probe.distance} plies"
-    else:
-        head = f"{probe.outcome} wins in {probe.distance} plies"
-    lines = [f"{probe.position or '(empty)'}  ply {probe.ply}, {probe.to_move} to move: {head}"]
-    best = {m.column for m in probe.best_moves()}
-    for m in probe.moves:
-        res = "draw" if m.outcome == "draw" else f"{m.outcome} wins"
-        lines.append(f"  column {m.column}: {res} in {m.distance}{'  *best' if m.column in best else ''}")
-    return "\n".join(lines)
-
-
-_DRAW = "\0draw"  # value of a bare --board: draw the board
-
-
 @cli.command()
-@click.option("--table", "table_path", required=True, type=click.Path(dir_okay=False),
-              help="table file (connect4_WxH.dat)")
-@click.option("--board", "board", default=None, is_flag=False, flag_value=_DRAW, metavar="[WxH]",
-              help="board of the table if its name does not say; without a value (last on the "
-                   "line): draw the board, like --draw")
-@click.option("--draw", "draw", is_flag=True, help="also draw the board (A/B/.) with the best moves marked")
-@click.option("--drawing", "drawing", default=None, metavar="FILE|-",
-              help="read the position as a drawing (rows of . A B or . x o, top row first) from "
-                   "FILE or - for stdin")
+@TABLE_OPTION
+@TABLE_BOARD_OPTION
+@DRAW_OPTION
+@DRAWING_OPTION
 @click.option("--json", "as_json", is_flag=True, help="one JSON object per position")
 @click.argument("positions", nargs=-1)
 def lookup(table_path, board, draw, drawing, as_json, positions):
@@ -236,43 +216,41 @@ def lookup(table_path, board, draw, drawing, as_json, positions):
     board, - to read one per line from stdin), and of each legal move.
 
     Distances count plies: for a move, from the position before it (the move included)."""
-    from c4table.cli_use import answer_queries, lookup_json, queries
+    from c4table.cli_use import answer_queries, finish_answers, lookup_json, lookup_text, \
+        queries, table_path_or_default
     from c4table.table import open_table
-    if board == _DRAW:
-        board, draw = None, True
-    elif board is not None:
-        from c4table.board import Board
-        try:
-            Board.parse(board)
-        except BoardError as e:
-            raise click.BadParameter(f"{e}; to draw the board use --draw (or put --board last)",
-                                     param_hint="--board") from None
     qs = queries(positions, drawing)
-    with open_table(table_path, board) as table:
-        failures = answer_queries(table, qs, as_json, draw, lookup_json, _describe)
-    if failures:
-        sys.exit(2)
+    with open_table(table_path_or_default(table_path), board) as table:
+        failures = answer_queries(table, qs, as_json, draw, lookup_json, lookup_text)
+    finish_answers(failures, len(qs))
 
 
 @cli.command()
-@click.argument("table_path", metavar="FILE", type=click.Path(dir_okay=False))
+@click.argument("table_path", metavar="FILE|DIR", type=click.Path())
 @click.option("--board", default=None, help="board of the table if its name does not say")
 @click.option("--sha256", "sha256", default=None, help="expected sha256 (hex)")
 @click.option("-q", "--quiet", is_flag=True, help="no progress lines")
 def verify(table_path, board, sha256, quiet):
     """Hash FILE (sha256, md5), check its structure and compare it with the manifest beside it,
-    the known tables shipped with c4table and --sha256. Exit 0 on match, 1 on mismatch."""
+    the known tables shipped with c4table and --sha256. DIR: the table of a build directory.
+    Exit 0 on match, 1 on mismatch."""
+    from c4table.cli_use import table_in_dir
     from c4table.verify import verify_table
+    from c4table.wording import count
     if sha256 is not None and (len(sha256.strip()) != 64 or
                                any(c not in "0123456789abcdefABCDEF" for c in sha256.strip())):
         raise click.BadParameter("expected 64 hex digits", param_hint="--sha256")
-    rep = verify_table(table_path, board, sha256, quiet)
+    rep = verify_table(table_in_dir(table_path), board, sha256, quiet)
     click.echo(f"file     {rep.path}\nboard    {rep.board}\nentries  {rep.entries:,}\n"
                f"bytes    {rep.bytes:,}\nsha256   {rep.sha256}\nmd5      {rep.md5}")
     for p in rep.problems:
         click.echo(f"problem  {p}")
-    click.echo(rep.verdict())
-    sys.exit(0 if rep.ok else 1)
+    if rep.ok:
+        click.echo(rep.verdict())
+        sys.exit(0)
+    # the problems are listed once, above; the verdict counts them
+    click.echo(f"MISMATCH {rep.path.name}: {count(len(rep.problems), 'problem')}")
+    _fail(f"{rep.path}: failed verification ({count(len(rep.problems), 'problem')})", 1)
 
 
 def _register_optional() -> None:
@@ -284,9 +262,12 @@ def _register_optional() -> None:
     try:
         from c4table.cli_bdd import bdd, crosscheck
     except ImportError:  # BDD mode needs oxidd
-        return
-    cli.add_command(bdd)
-    cli.add_command(crosscheck)
+        pass
+    else:
+        cli.add_command(bdd)
+        cli.add_command(crosscheck)
+    from c4table.cli_examples import add_examples
+    add_examples(cli)
 
 
 _register_optional()
@@ -302,12 +283,13 @@ def main(argv: list[str] | None = None) -> None:
     import os
     from concurrent.futures.process import BrokenProcessPool
     try:
-        cli.main(args=argv, prog_name="c4table", standalone_mode=False)
+        # without standalone mode click *returns* the code a command gave ctx.exit(n)
+        rc = cli.main(args=argv, prog_name="c4table", standalone_mode=False)
     except click.exceptions.Exit as e:
         sys.exit(e.exit_code)
     except getattr(click.exceptions, "NoArgsIsHelpError", ()) as e:
-        e.show()   # bare "c4table" or a bare group: the help text is the answer
-        sys.exit(e.exit_code)
+        click.echo(e.ctx.get_help())   # bare "c4table" or a bare group: the help is the answer
+        sys.exit(0)
     except click.UsageError as e:
         hint = f" (see '{e.ctx.command_path} --help')" if e.ctx is not None else ""
         _fail(_one_line(e.format_message()) + hint, e.exit_code)
@@ -340,7 +322,7 @@ def main(argv: list[str] | None = None) -> None:
             raise
         _fail(_one_line(f"internal error: {type(e).__name__}: {e} (set C4TABLE_TRACEBACK=1 "
                         "for the traceback)"), 1)
-    sys.exit(0)
+    sys.exit(rc if isinstance(rc, int) else 0)
 
 
 def _one_line(text: str) -> str:

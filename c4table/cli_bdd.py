@@ -24,12 +24,14 @@ import time
 
 import click
 
-from c4table.bdd.crosscheck import ManifestError, compare, has_wdl, load_manifest, manifest_board
+from c4table.bdd.crosscheck import (CorruptManifestError, ManifestError, compare, has_wdl,
+                                    last_ply, load_manifest, manifest_board)
 from c4table.bdd.encoding import ENCODINGS
 from c4table.bdd.engine import DEFAULT_NODES, FLAVOURS, BddCapacityError, DDMemoryError
-from c4table.bdd.results import BddCounts
+from c4table.bdd.results import WON_GAMES, BddCounts
 from c4table.board import Board
 from c4table.errors import BoardError
+from c4table.wording import count
 
 _SUFFIX = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
 
@@ -52,8 +54,10 @@ class NodeCount(click.ParamType):
 
 
 def _fail(ctx: click.Context, message: str, status: int) -> None:
-    """Print a one-line error on stderr and exit."""
-    click.echo(f"Error: {message}", err=True)
+    """Print a one-line error on stderr (``c4table: error: ...``, as every command does) and
+    exit with ``status`` (:func:`c4table.cli.main` passes it on to the shell)."""
+    from c4table.wording import message as one_line
+    click.echo(f"c4table: error: {one_line(message)}", err=True)
     ctx.exit(status)
 
 
@@ -102,7 +106,7 @@ def _engine_options(f):
 
 
 def _run(ctx, board: Board, solve_it: bool, encoding, nodes, threads, flavour, terminal, image,
-         quiet) -> BddCounts:
+         quiet, max_ply: int | None = None) -> BddCounts:
     """Run the forward (and backward) pass with progress on stderr, turning a node-capacity
     failure into a one-line message and exit status 1."""
     from c4table.bdd.count import count_positions
@@ -121,7 +125,7 @@ def _run(ctx, board: Board, solve_it: bool, encoding, nodes, threads, flavour, t
     try:
         if solve_it:
             return solve(board, encoding, backward_progress=None if quiet else bwd, **kw)
-        return count_positions(board, encoding, **kw)
+        return count_positions(board, encoding, max_ply=max_ply, **kw)
     except BddCapacityError as e:
         _fail(ctx, str(e), 1)
     except DDMemoryError:
@@ -132,6 +136,7 @@ def _run(ctx, board: Board, solve_it: bool, encoding, nodes, threads, flavour, t
 def _print_table(result: BddCounts, solved: bool) -> None:
     cols = ["ply", "positions", "terminal", "nodes"] + (["won", "drawn", "lost"] if solved else [])
     rows = [[f"{getattr(p, c):,}" for c in cols] for p in result.plies]
+    cols = [WON_GAMES if c == "terminal" else c for c in cols]   # wins only: see results.py
     widths = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(cols)]
     click.echo("  ".join(c.rjust(w) for c, w in zip(cols, widths)))
     for r in rows:
@@ -170,8 +175,8 @@ def _command(solve_it: bool):
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @_engine_options
 def count_cmd(**kw) -> None:
-    """Per ply: positions, terminal positions and BDD nodes of BOARD (WxH, e.g. 5x4); total.
-    Mirror images are counted separately."""
+    """Per ply: positions, won games (the last mover has k in a row; Böck's "terminal") and
+    BDD nodes of BOARD (WxH, e.g. 5x4); total. Mirror images are counted separately."""
     _command(False)(**kw)
 
 
@@ -180,8 +185,8 @@ def count_cmd(**kw) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @_engine_options
 def solve_cmd(**kw) -> None:
-    """Per ply: won, drawn and lost positions from the FIRST player's view (terminal positions
-    count as won at odd plies, lost at even plies), total and terminal positions of BOARD."""
+    """Per ply: won, drawn and lost positions from the FIRST player's view (won games count as
+    won at odd plies, lost at even plies), total and won games of BOARD."""
     _command(True)(**kw)
 
 
@@ -191,16 +196,19 @@ def solve_cmd(**kw) -> None:
 def crosscheck(path, encoding, nodes, threads, flavour, terminal, image, quiet, connect) -> None:
     """Compare the BDD figures with an explicit table's manifest.
 
-    PATH is a table directory holding manifest.json, or the manifest itself. Per ply,
-    positions and terminal, and won/drawn/lost when the manifest has a_wins/draws/b_wins, must
-    be equal (the manifest counts mirror images separately, like the BDD). Prints each
-    difference and a verdict; exit 0 if all equal, 1 on any mismatch, 2 if the manifest is
-    missing or unreadable.
+    PATH is a build directory holding manifest.json, or the manifest itself. Per ply,
+    positions and won games, and won/drawn/lost when the manifest has a_wins/draws/b_wins,
+    must be equal (the manifest counts mirror images separately, like the BDD). A partial
+    build (forward --max-ply N) is compared up to its last ply. Prints each difference and a
+    verdict; exit 0 if all equal, 1 on any mismatch or a damaged manifest, 2 if the manifest
+    is missing or is not a manifest.
     """
     ctx = click.get_current_context()
     try:
         man, mpath = load_manifest(path)
         board = manifest_board(man)
+    except CorruptManifestError as e:
+        _fail(ctx, str(e), 1)
     except (ManifestError, BoardError, ValueError, TypeError) as e:
         _fail(ctx, str(e), 2)
     if isinstance(man.get("root"), dict):   # c4table.root: counts of a subtree, not the board's
@@ -210,24 +218,30 @@ def crosscheck(path, encoding, nodes, threads, flavour, terminal, image, quiet, 
         _fail(ctx, f"{mpath} is a build of board {board.width}x{board.height} with connect "
                    f"length {board.k}, not --connect {connect}", 2)
     t0 = time.perf_counter()
+    last = last_ply(man)
+    if last < board.cells:
+        click.echo(f"note: partial build: the manifest has plies 0-{last} of {board.cells}; "
+                   f"comparing up to ply {last}")
     result = _run(ctx, board, has_wdl(man), encoding, nodes, threads, flavour, terminal,
-                  image, quiet)
+                  image, quiet, max_ply=last if last < board.cells else None)
     res = compare(result, man)
     for note in res.notes:
         click.echo(f"note: {note}")
     for d in res.diffs:
         click.echo(f"MISMATCH {d}")
     elapsed = time.perf_counter() - t0
-    fields = "/".join(res.fields)
+    fields = "/".join(WON_GAMES if f == "terminal" else f for f in res.fields)
     if res.ok:
-        click.echo(f"crosscheck {board}: OK, {len(result.plies)} plies x {fields} equal "
+        click.echo(f"crosscheck {board}: OK, {count(len(result.plies), 'ply')} x {fields} equal "
                    f"({res.compared} values; BDD total {result.total:,}; {elapsed:.1f} s) "
                    f"against {mpath}")
     else:
         plies = len({d.ply for d in res.diffs})
-        click.echo(f"crosscheck {board}: MISMATCH, {len(res.diffs)} of {res.compared} values "
-                   f"differ on {plies} plies ({fields}) against {mpath}")
-        ctx.exit(1)
+        click.echo(f"crosscheck {board}: MISMATCH, {len(res.diffs)} of "
+                   f"{count(res.compared, 'value')} differ on {count(plies, 'ply')} ({fields}) "
+                   f"against {mpath}")
+        _fail(ctx, f"{mpath}: crosscheck failed ({len(res.diffs):,} of "
+                   f"{count(res.compared, 'value')} differ)", 1)
 
 
 if __name__ == "__main__":  # pragma: no cover - convenience: python -m c4table.cli_bdd

@@ -42,6 +42,7 @@ from typing import Iterable, Sequence
 from c4table.board import A, B, EMPTY, Board
 from c4table.errors import IllegalPositionError
 from c4table.rules import Position, line_owners
+from c4table.wording import count, quote
 
 CELL_OF_CHAR = {".": EMPTY, "A": A, "x": A, "X": A, "B": B, "o": B, "O": B}
 CHAR_OF_CELL = {EMPTY: ".", A: "A", B: "B"}
@@ -58,7 +59,7 @@ def _grid_lines(text: str) -> list[str]:
         bad = [ch for ch in row if ch not in CELL_OF_CHAR]
         if bad:
             raise IllegalPositionError(
-                f"bad character {bad[0]!r} in drawing row {raw.strip()!r}: use . for empty, "
+                f"bad character {quote(bad[0])} in drawing row {quote(raw.strip())}: use . for empty, "
                 "A or x for the first player, B or o for the second")
         rows.append(row)
     return rows
@@ -82,8 +83,8 @@ def parse_grid(text: str, board: Board | None = None) -> tuple[Board, list[list[
         board = Board(w, h)
     elif (w, h) != (board.width, board.height):
         raise IllegalPositionError(
-            f"drawing is {w} columns x {h} rows, the board is {board} "
-            f"({board.width} columns x {board.height} rows)")
+            f"drawing is {count(w, 'column')} x {count(h, 'row')}, the board is {board} "
+            f"({count(board.width, 'column')} x {count(board.height, 'row')})")
     cols: list[list[int]] = []
     for c in range(w):
         cells = [CELL_OF_CHAR[rows[h - 1 - r][c]] for r in range(h)]  # bottom first
@@ -205,28 +206,56 @@ def parse_drawing(text: str, board: Board | str | None = None) -> Position:
     return Position.from_columns(board, moves)
 
 
-def render(pos: Position, marks: Iterable[int] = (), numbers: bool = True) -> str:
+def render(pos: Position, marks: Iterable[int] = (), numbers: bool = True,
+           last: bool = False, line: Iterable[tuple[int, int]] = (), margin: bool = False) -> str:
     """Draw ``pos`` top row first (``.``, ``A``, ``B``), with column numbers and a ``*`` under
-    each 1-based column in ``marks`` (e.g. the best moves).
+    each 1-based column in ``marks`` (e.g. the best moves). ``last``: a ``^`` under the column
+    of the last move (its top chip); ``line``: cells (0-based column, row) drawn in brackets,
+    such as the winning four (:meth:`Position.winning_cells`), which needs one character left
+    of the board (``margin``: keep it there always, so that boards of one game line up).
 
     >>> print(render(Position.from_moves(Board(4, 4), "12"), numbers=False))
     . . . .
     . . . .
     . . . .
     A B . .
+    >>> print(render(Position.from_moves(Board(4, 4), "1212121"), last=True,
+    ...              line=Position.from_moves(Board(4, 4), "1212121").winning_cells()))
+    [A]. . .
+    [A]B . .
+    [A]B . .
+    [A]B . .
+     1 2 3 4
+     ^
     """
     b = pos.board
-    rows = [" ".join(CHAR_OF_CELL[pos.cell(c, r)] for c in range(b.width))
-            for r in range(b.height - 1, -1, -1)]
+    wide = max(len(str(b.width)), 1) if numbers else 1
+    line = set(line)
+    margin = margin or bool(line)
+
+    def row_text(r: int) -> str:
+        # one separator between cells; a bracket replaces it around cells of ``line``
+        seps = [" "] * (b.width + 1)
+        for c in range(b.width):
+            if (c, r) in line:
+                if (c - 1, r) not in line:
+                    seps[c] = "["
+                if (c + 1, r) not in line:
+                    seps[c + 1] = "]"
+        cells = "".join(seps[c] + CHAR_OF_CELL[pos.cell(c, r)].rjust(wide) for c in range(b.width))
+        text = cells + seps[b.width]
+        return (text if margin else text[1:]).rstrip()
+
+    rows = [row_text(r) for r in range(b.height - 1, -1, -1)]
+    pad = " " if margin else ""
     if numbers:
         labels = [str(c + 1) for c in range(b.width)]
-        wide = max(len(x) for x in labels)
-        if wide > 1:  # boards of 10+ columns: widen the cells to the labels
-            rows = [" ".join(CHAR_OF_CELL[pos.cell(c, r)].rjust(wide) for c in range(b.width))
-                    for r in range(b.height - 1, -1, -1)]
-        rows.append(" ".join(x.rjust(wide) for x in labels))
+        rows.append(pad + " ".join(x.rjust(wide) for x in labels))
         marks = set(marks)
         if marks:
-            rows.append(" ".join(("*" if c + 1 in marks else " ").rjust(wide)
-                                 for c in range(b.width)).rstrip())
+            rows.append(pad + " ".join(("*" if c + 1 in marks else " ").rjust(wide)
+                                       for c in range(b.width)).rstrip())
+    if last and pos.moves:
+        rows.append(pad + " ".join(("^" if c == pos.moves[-1] else " ").rjust(wide)
+                                   for c in range(b.width)).rstrip())
     return "\n".join(rows)

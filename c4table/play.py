@@ -2,7 +2,8 @@
 terminal, tmux, or plain piped stdin), with the table answering every move instantly.
 
 After every move it says the outcome under perfect play from then on, with the distance in
-plies, and whether the move kept the best outcome. The computer plays an optimal move (fastest
+plies, and whether the move kept the best outcome; the board marks the last move's column
+(``^``) and puts a winning line in brackets. The computer plays an optimal move (fastest
 win, else a draw, else the slowest loss; among equals the one nearest the centre).
 
 Commands at the prompt: a column number; ``h`` (hint: every move ranked); ``u`` (undo your
@@ -18,6 +19,7 @@ from __future__ import annotations
 import sys
 from typing import TextIO
 
+from c4table import wording
 from c4table.drawing import render
 from c4table.errors import IllegalPositionError
 from c4table.rules import Position
@@ -25,14 +27,13 @@ from c4table.table import MoveProbe, Probe, Table
 
 
 def describe(outcome: str, distance: int) -> str:
-    """``"A wins in 7 plies"``, ``"draw in 12 plies"``, ``"B wins in 1 ply"``.
+    """``"A wins in 7 plies"``, ``"draw in 12 plies"``, ``"B wins in 1 ply"``, ``"B has won"``
+    (:func:`c4table.wording.outcome`).
 
-    >>> describe("A", 1), describe("draw", 4)
-    ('A wins in 1 ply', 'draw in 4 plies')
+    >>> describe("A", 1), describe("draw", 4), describe("B", 0)
+    ('A wins in 1 ply', 'draw in 4 plies', 'B has won')
     """
-    unit = "ply" if distance == 1 else "plies"
-    head = "draw" if outcome == "draw" else f"{outcome} wins"
-    return f"{head} in {distance} {unit}"
+    return wording.outcome(outcome, distance)
 
 
 def choose_move(probe: Probe, width: int) -> MoveProbe:
@@ -81,8 +82,8 @@ def play_game(table: Table, human: str = "A", start: str | Position = "", inp: T
         f"{computer}. Board {board}. Type a column 1-{board.width}, h for a hint, u to undo, q to quit.")
     while True:
         probe = table.probe(pos)
-        if show_board:
-            say(render(pos))
+        if show_board:   # the last move's column marked ^, a winning line in brackets
+            say(render(pos, last=True, line=pos.winning_cells(), margin=True))
         if probe.terminal:
             result = probe.outcome
             say(f"Game over: {'draw' if result == 'draw' else result + ' wins'}"

@@ -22,6 +22,7 @@ from typing import Iterable, Sequence
 from c4table.board import A, B, EMPTY, Board
 from c4table.codec import key_of_codes, readings
 from c4table.errors import IllegalPositionError
+from c4table.wording import quote
 
 PLAYER_NAME = {A: "A", B: "B"}
 
@@ -54,7 +55,8 @@ class Position:
         for i, ch in enumerate(moves):
             if not ("1" <= ch <= "9") or int(ch) > board.width:
                 raise IllegalPositionError(
-                    f"bad move {ch!r} at offset {i} of {moves!r}: columns are 1..{board.width}")
+                    f"bad move {quote(ch)} (character {i + 1} of {quote(moves)}): columns are "
+                    f"1..{board.width}")
             cols.append(int(ch) - 1)
         return cls.from_columns(board, cols, text=moves)
 
@@ -63,7 +65,7 @@ class Position:
         """Play 0-based column indices from the empty board."""
         pos = cls(board)
         for i, c in enumerate(cols):
-            label = f" in {text!r}" if text is not None else ""
+            label = f" in {quote(text)}" if text is not None else ""
             if pos.winner is not None or pos.ply == board.cells:
                 raise IllegalPositionError(f"move {i + 1}{label} is played after the game ended")
             if not 0 <= c < board.width:
@@ -157,8 +159,48 @@ class Position:
         p.winner = next(iter(owners)) if len(owners) == 1 else None
         return p
 
+    def winning_cells(self) -> list[tuple[int, int]]:
+        """The cells (0-based column, row from the bottom) of the winning line the last move
+        made, or ``[]`` if the game is not won.
+
+        >>> Position.from_moves(Board(4, 4), "1213141").winning_cells()
+        [(0, 0), (0, 1), (0, 2), (0, 3)]
+        """
+        if self.winner is None or not self.moves:
+            return []
+        col = self.moves[-1]
+        return run_through(self.board, self.cols, col, len(self.cols[col]) - 1)
+
     def __repr__(self) -> str:
         return f"Position({self.board}, {self.move_string()!r})"
+
+
+def run_through(board: Board, cols: Sequence[Sequence[int]], col: int,
+                row: int) -> list[tuple[int, int]]:
+    """Cells (0-based column, row) of the first run of ``k`` or more chips of one player through
+    the chip at ``col``, ``row`` of ``cols`` (each column's chips, bottom first), sorted; ``[]``
+    if there is none. The four directions are horizontal, vertical and the two diagonals.
+
+    >>> run_through(Board(4, 4), [[1], [1], [1], [1]], 2, 0)
+    [(0, 0), (1, 0), (2, 0), (3, 0)]
+    """
+    w, h, k = board.width, board.height, board.k
+    player = cols[col][row]
+
+    def mine(c: int, r: int) -> bool:
+        return 0 <= c < w and 0 <= r < min(h, len(cols[c])) and cols[c][r] == player
+
+    for dc, dr in ((1, 0), (0, 1), (1, 1), (1, -1)):
+        run = [(col, row)]
+        for sign in (1, -1):
+            c, r = col + sign * dc, row + sign * dr
+            while mine(c, r):
+                run.append((c, r))
+                c += sign * dc
+                r += sign * dr
+        if len(run) >= k:
+            return sorted(run)
+    return []
 
 
 def line_through(board: Board, cols: Sequence[Sequence[int]], col: int, row: int) -> bool:
@@ -168,23 +210,7 @@ def line_through(board: Board, cols: Sequence[Sequence[int]], col: int, row: int
     >>> line_through(Board(4, 4), [[1], [1], [1], [1]], 2, 0)
     True
     """
-    w, h, k = board.width, board.height, board.k
-    player = cols[col][row]
-
-    def mine(c: int, r: int) -> bool:
-        return 0 <= c < w and 0 <= r < min(h, len(cols[c])) and cols[c][r] == player
-
-    for dc, dr in ((1, 0), (0, 1), (1, 1), (1, -1)):
-        run = 1
-        for sign in (1, -1):
-            c, r = col + sign * dc, row + sign * dr
-            while mine(c, r):
-                run += 1
-                c += sign * dc
-                r += sign * dr
-        if run >= k:
-            return True
-    return False
+    return bool(run_through(board, cols, col, row))
 
 
 def line_owners(board: Board, cols: Sequence[Sequence[int]]) -> set[int]:

@@ -251,7 +251,7 @@ class ProbeService:
             raise self._not_found(t, board, res)
         if isinstance(res, Exception):
             raise res
-        return json.dumps(lookup_json(res))
+        return json.dumps(lookup_json(res, t.board.name))
 
     def position(self, board: str, text: str) -> str:
         """JSON text of ``lookup --json`` for one position (cached)."""
@@ -269,7 +269,7 @@ class ProbeService:
 
     def batch(self, board: str, items: list) -> str:
         """JSON list answering each move string in order: its ``lookup --json`` object, or
-        ``{"position": ..., "error": ...}`` as ``lookup --json -`` prints for a bad line (here
+        ``{"board": ..., "position": ..., "error": ...}`` as ``lookup --json -`` prints for a bad line (here
         also for a position absent from the table)."""
         t = self.table(board)
         if len(items) > MAX_BATCH:
@@ -291,13 +291,13 @@ class ProbeService:
                 self._check(t, s)
                 todo.append(i)
             except ApiError as e:
-                parts[i] = json.dumps(error_json(s if len(s) <= 64 else s[:64] + "...", e.message))
+                parts[i] = json.dumps(error_json(s, e.message, t.board.name))   # cut, escaped
         for i, res in zip(todo, self._probe(board, t, [items[i] for i in todo])):
             try:
                 parts[i] = self._body(t, board, res)
                 self.cache.put((board, items[i]), parts[i])
             except ApiError as e:
-                parts[i] = json.dumps(error_json(items[i], e.message))
+                parts[i] = json.dumps(error_json(items[i], e.message, t.board.name))
         return "[" + ", ".join(parts) + "]"
 
     def mainline(self, board: str, text: str) -> str:
@@ -431,7 +431,7 @@ def openapi(boards: list[str]) -> dict:
                                              "outcome": {"enum": ["A", "B", "draw"]},
                                              "distance": {"type": "integer"}}}
     probe = {"type": "object", "properties": {
-        "position": {"type": "string"}, "ply": {"type": "integer"}, "to_move": {"enum": ["A", "B"]},
+        "board": {"type": "string"}, "position": {"type": "string"}, "ply": {"type": "integer"}, "to_move": {"enum": ["A", "B"]},
         "outcome": {"enum": ["A", "B", "draw"]}, "distance": {"type": "integer"},
         "terminal": {"type": "boolean"}, "moves": {"type": "array", "items": move}}}
     return {

@@ -1,6 +1,6 @@
 """Per-ply statistics of a table, like Table 2 of Böck's paper: for every ply the positions
 (mirror images counted separately, and table entries, which share one per mirror pair), the
-terminal positions, and how many are won, drawn and lost from the first player's (A's) view;
+finished games (a line of k or a full board), and how many are won, drawn and lost from the first player's (A's) view;
 as TSV or markdown, and as a log-scale plot (matplotlib).
 
 A rooted table (:mod:`c4table.root`) has rows from its root's ply on. Figures come from the
@@ -33,8 +33,10 @@ PROGRESS_EVERY = 5.0
 @dataclass
 class PlyStats:
     """Counts of one ply. ``won``/``drawn``/``lost`` are from A's (the first player's) view and
-    count mirror images separately, like ``positions`` and ``terminal``; ``entries`` counts
-    table entries (a position and its mirror image share one)."""
+    count mirror images separately, like ``positions`` and ``finished``; ``entries`` counts
+    table entries (a position and its mirror image share one). ``finished``: games over at
+    this ply, by a line of k or a full board (the manifest's ``terminal``; BDD mode's
+    ``won_games`` counts the lines only)."""
 
     ply: int
     won: int
@@ -42,7 +44,12 @@ class PlyStats:
     lost: int
     positions: int
     entries: int
-    terminal: int
+    finished: int
+
+    @property
+    def terminal(self) -> int:
+        """Former name of :attr:`finished`."""
+        return self.finished
 
 
 COLUMNS = [f.name for f in fields(PlyStats)]
@@ -124,7 +131,7 @@ def ply_stats(path: str | os.PathLike, scan: bool = False, board: str | Board | 
     manifest when there is one describing the table (unless ``scan``), else by scanning.
 
     >>> ply_stats("tables/5x4")[4]          # doctest: +SKIP
-    PlyStats(ply=4, won=..., drawn=..., lost=..., positions=..., entries=..., terminal=0)
+    PlyStats(ply=4, won=..., drawn=..., lost=..., positions=..., entries=..., finished=0)
     """
     from c4table.builddir import BuildDir
     from c4table.table import open_table
@@ -175,7 +182,7 @@ def format_table(rows: Sequence[PlyStats], fmt: str = "tsv") -> str:
 
 
 def plot_stats(rows: Sequence[PlyStats], png: str | os.PathLike, title: str = "") -> Path:
-    """Draw positions, won, drawn, lost and terminal per ply on a log scale (like the figures
+    """Draw positions, won, drawn, lost and finished games per ply on a log scale (like the figures
     of Böck's paper) into the PNG file ``png``. Needs matplotlib.
 
     >>> plot_stats(ply_stats("tables/5x4"), "wdl.png", "5x4")     # doctest: +SKIP
@@ -192,7 +199,7 @@ def plot_stats(rows: Sequence[PlyStats], png: str | os.PathLike, title: str = ""
     fig, ax = plt.subplots(figsize=(8, 5), dpi=100)
     series = (("positions", "all positions", "k", "-"), ("won", "won by A", "tab:blue", "-"),
               ("drawn", "drawn", "tab:gray", "-"), ("lost", "lost by A", "tab:red", "-"),
-              ("terminal", "terminal", "tab:green", ":"))
+              ("finished", "finished games", "tab:green", ":"))
     for attr, label, color, style in series:
         y = [getattr(r, attr) for r in rows]
         ys = [v if v > 0 else float("nan") for v in y]  # log scale: leave zeros out

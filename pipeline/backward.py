@@ -32,6 +32,7 @@ import time
 
 import numpy as np
 
+from c4table.wording import count
 from c4table.board import Board
 from c4table.errors import BuildError, CorruptDataError
 from c4table.pipeline import extsort, resources
@@ -173,8 +174,8 @@ def run(build) -> None:
             parts.append(f"backward generations {done[-1]}-{done[0]}")
         if check:
             n = verify_shards(build.executor, build.store, check)
-            prog.note(f"{'resuming at ply %d: ' % todo[0] if done else ''}verified {n} finished "
-                      f"shard(s) of {' and '.join(parts)} (xxh64)")
+            prog.note(f"{'resuming at ply %d: ' % todo[0] if done else ''}verified "
+                      f"{count(n, 'finished shard')} of {' and '.join(parts)} (xxh64)")
     if todo:
         build.verified.add("backward")
     for ply in range(last, -1, -1):

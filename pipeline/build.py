@@ -25,6 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from c4table.wording import count
 from c4table.board import Board
 from c4table.errors import BudgetError, BuildError, C4Error, CorruptDataError
 from c4table.root import Root
@@ -62,7 +63,7 @@ class Build:
         if self.task_memory < MIN_TASK_MEMORY:
             least = MIN_TASK_MEMORY * self.executor.workers
             raise BudgetError(f"memory budget {format_size(self.memory)} ({self.memory:,} bytes) is "
-                             f"too small to make progress with {self.executor.workers} worker(s): "
+                             f"too small to make progress with {count(self.executor.workers, 'worker')}: "
                              f"each needs at least {format_size(MIN_TASK_MEMORY)}, so give "
                              f"--memory {format_size(least).replace(' ', '')} or more, or fewer --workers")
         self.store = open_storage(self.root)
@@ -80,7 +81,7 @@ class Build:
             self._unlock()
             raise
         if n:
-            self.note("build", f"removed {n} scratch file(s) left by an interrupted run")
+            self.note("build", f"removed {count(n, 'scratch file')} left by an interrupted run")
 
     def close(self) -> None:
         """Shut the executor down and give the directory lock back (idempotent)."""
@@ -220,13 +221,14 @@ def _open_locked(board: Board, store, memory, workers, scheduler, quiet, restart
 
 
 def build_table(board: str | Board, out: str | Path, memory: str | int = DEFAULT_MEMORY,
-                workers: int | None = None, scheduler: str | None = None, quiet: bool = False,
+                workers: int | None = None, scheduler: str | None = None, quiet: bool = True,
                 restart: bool = False, keep_work: bool = True,
                 root: str | Root | None = None) -> Path | str:
     """Build (or finish building) the table of ``board`` in ``out`` (a directory or a
     ``pyarrow.fs`` URI such as ``s3://bucket/prefix``); return the table's path (or URI).
     ``root`` (a move string or drawing) builds the rooted table of every position reachable
-    from it (:mod:`c4table.root`)."""
+    from it (:mod:`c4table.root`). Quiet unless ``quiet=False`` (the command line shows
+    progress)."""
     return run_build(open_build(board, out, memory, workers, scheduler, quiet, restart, root),
                      keep_work)
 

@@ -16,6 +16,7 @@ import time
 
 import numpy as np
 
+from c4table.wording import count
 from c4table.board import Board
 from c4table.pipeline import extsort, resources
 from c4table.pipeline.kernels import board_tables, expand
@@ -96,7 +97,7 @@ def run(build, max_ply: int | None = None) -> None:
     if todo and resuming and "forward" not in build.verified:
         finished = [s for p in range(todo[0] + 1) for s in build.manifest.shards("forward", p) or []]
         n = verify_shards(build.executor, build.store, finished)
-        prog.note(f"resuming at ply {todo[0]}: verified {n} finished shard(s) of generations "
+        prog.note(f"resuming at ply {todo[0]}: verified {count(n, 'finished shard')} of generations "
                   f"0-{todo[0]} (xxh64)")
     if todo:   # every forward shard is now verified or about to be written by this process
         build.verified.add("forward")
@@ -133,7 +134,7 @@ def run(build, max_ply: int | None = None) -> None:
         build.store.delete_tree(rdir)
         rec = build.manifest.data["plies"][ply]
         prog.step(f"ply {ply}/{last}", rec["positions"], entries=entries,
-                  positions=rec["positions"], terminal=rec["terminal"],
+                  positions=rec["positions"], finished=rec["terminal"],
                   time=f"{time.perf_counter() - t0:.2f}s")
 
 

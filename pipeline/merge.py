@@ -18,6 +18,7 @@ import time
 
 import numpy as np
 
+from c4table.wording import count
 from c4table.board import Board
 from c4table.errors import BuildError
 from c4table.verify import Hashes
@@ -168,7 +169,7 @@ def run(build):
         if sum(counts) != total:
             raise BuildError(f"the merge wrote {sum(counts):,} entries, the generations hold {total:,}")
         prog = build.progress("merge", total=total * E)
-        prog.note(f"sorted {total:,} entries ({total * E:,} bytes) in {len(tasks)} range(s) in "
+        prog.note(f"sorted {total:,} entries ({total * E:,} bytes) in {count(len(tasks), 'range')} in "
                   f"{time.perf_counter() - t0:.2f}s; appending and hashing")
         target = tmp_name if store.local else name
         hashes = append_parts(store, target, [t[4] for t in tasks])

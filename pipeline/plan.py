@@ -4,9 +4,12 @@ need in disk, shuffle volume, memory and time on a given number of workers.
 Per-ply figures come from, in order of preference:
 
 1. a measured forward run (``c4table forward WxH --max-ply N --out DIR``, passed as
-   ``from_dir``): exact counts for plies ``0..N``;
-2. the per-ply totals of Böck's Table 2 for 7x6 (shipped as ``data/wdl_by_ply_7x6.tsv``);
-3. Böck's Table 1 total for the board, spread over the plies with the 7x6 profile (rescaled
+   ``from_dir``): the positions and entries it counted for plies ``0..N``;
+2. the first plies of any board, enumerated exactly here (:func:`small_plies`, a few
+   thousand positions each);
+3. the per-ply positions of a table shipped in ``data/known_tables.json``;
+4. the per-ply totals of Böck's Table 2 for 7x6 (shipped as ``data/wdl_by_ply_7x6.tsv``);
+5. Böck's Table 1 total for the board, spread over the plies with the 7x6 profile (rescaled
    to the board's number of plies). This is a shape estimate, and the plan says so.
 
 A rooted build (``c4table plan 7x6 --root MOVES``, :func:`make_rooted_plan`) is planned from a
@@ -18,14 +21,14 @@ Table 2 finds reachable on the empty 7x6 board (1 on other boards), and ``c`` is
 last measured generation. On random 7x6 roots at plies 18-24 the totals came within a factor
 of about 2 of the real builds' (README, "Rooted tables").
 
-Entries are positions / 2 (mirror images share an entry; symmetric positions are a
-vanishing fraction on big boards). Costs per entry are measurements of this implementation
+Where only positions are known, entries are positions / 2 (mirror images share an entry;
+symmetric positions are a vanishing fraction on big boards). Costs per entry are measurements of this implementation
 (see :data:`COSTS`), so a plan is as good as those measurements; rerun ``tools/bench_build.py``
 on the target machines to refresh them.
 
 >>> p = make_plan("7x6", workers=64, memory_per_worker=16 * 2**30)
 >>> p.entries
-2265994660000
+2265992609603
 """
 from __future__ import annotations
 
@@ -40,6 +43,7 @@ from pathlib import Path
 from c4table.board import Board
 from c4table.errors import BuildError
 from c4table.pipeline.progress import published_totals
+from c4table.wording import count
 
 # Measured with tools/bench_build.py on the 2-core development machine: 7x4 build, 1,132.9 M
 # entries, 2 workers, --memory 4GiB, stage wall time x 2 / entries (forward 95.5 s, backward
@@ -147,22 +151,65 @@ def _rescaled_profile(n_plies: int) -> list[float]:
     return [v / s for v in out]
 
 
+SMALL_PLY_LIMIT = 20_000
+"""Enumerate plies exactly while a ply has at most this many table entries."""
+
+
+def small_plies(board: Board, limit: int = SMALL_PLY_LIMIT) -> list[tuple[int, int]]:
+    """``(positions, entries)`` of plies 0, 1, ... of ``board``, enumerated exactly (mirror
+    images counted in positions, shared in entries), for as long as a ply has at most
+    ``limit`` entries.
+
+    >>> small_plies(Board.parse("7x6"))[:4]
+    [(1, 1), (7, 4), (49, 25), (238, 121)]
+    """
+    from c4table.rules import Position
+    layer = {Position(board).key(): Position(board)}
+    out = []
+    while layer and len(layer) <= limit:
+        sym = sum(p.is_symmetric() for p in layer.values())
+        out.append((2 * len(layer) - sym, len(layer)))
+        nxt: dict[int, Position] = {}
+        for p in layer.values():
+            for c in p.legal_moves():
+                child = p.child(c)
+                nxt.setdefault(child.key(), child)
+        layer = nxt
+    return out
+
+
+def _known_positions(board: Board) -> list[int]:
+    from c4table.verify import known_tables
+    ref = known_tables().get(board.name) or {}
+    fields = ref.get("ply_fields") or []
+    if "positions" not in fields:
+        return []
+    i = fields.index("positions")
+    return [row[i] for row in ref.get("plies", [])]
+
+
 def make_plan(board: str | Board, workers: int, memory_per_worker: int,
               from_dir: str | Path | None = None) -> Plan:
     """Estimate a build of ``board`` on ``workers`` workers (see module docstring)."""
     board = Board.parse(board)
     plan = Plan(board, workers, memory_per_worker)
     n = board.cells + 1
-    measured: dict[int, int] = {}
+    exact: dict[int, tuple[int, int, str]] = {}    # ply -> (positions, entries, source)
+    for g, pos in enumerate(_known_positions(board)[:n]):
+        exact[g] = (pos, (pos + 1) // 2, "known table (positions)")
+    for g, (pos, ent) in enumerate(small_plies(board)[:n]):
+        exact[g] = (pos, ent, "exact (enumerated)")
     if from_dir is not None:
         from c4table.builddir import BuildDir
         m = BuildDir.load(from_dir).data      # checked: a damaged manifest is refused
         if m.get("board") != board.name:
             raise BuildError(f"{from_dir}: manifest is for board {m.get('board')}, not {board}")
-        measured = {p["ply"]: p["positions"] for p in m["plies"] if "positions" in p}
+        for p in m["plies"]:
+            if "positions" in p and "entries" in p:
+                exact[p["ply"]] = (p["positions"], p["entries"], "measured")
     published = _profile_7x6() if (board.width, board.height, board.k) == (7, 6, 4) else None
     total = published_totals().get((board.width, board.height)) if board.k == 4 else None
-    if published is None and total is None and len(measured) < n:
+    if published is None and total is None and len(exact) < n:
         if board.k != 4:   # nothing published to spread the rest of the plies over
             raise BuildError(f"no published figures for board {board}: run the whole forward "
                              f"pass, `c4table forward {board.width}x{board.height} --connect "
@@ -170,27 +217,29 @@ def make_plan(board: str | Board, workers: int, memory_per_worker: int,
         raise BuildError(f"no published figures for board {board}: run `c4table forward {board} "
                          "--max-ply N --out DIR` and pass --from DIR")
     if published is None and total is not None:
-        rest = total - sum(measured.values())
+        rest = total - sum(v[0] for v in exact.values())
         shape = _rescaled_profile(n)
-        weight = sum(shape[i] for i in range(n) if i not in measured) or 1.0
+        weight = sum(shape[i] for i in range(n) if i not in exact) or 1.0
     for g in range(n):
-        if g in measured:
-            pos, src = measured[g], "measured"
+        if g in exact:
+            pos, ent, src = exact[g]
         elif published is not None:
             pos, src = published[g], "Böck Table 2"
+            ent = (pos + 1) // 2
         else:
-            pos, src = int(round(rest * shape[g] / weight)), "Table 1 total, 7x6 profile"
-        plan.plies.append(PlyPlan(g, pos, (pos + 1) // 2, src))
+            pos, src = max(0, int(round(rest * shape[g] / weight))), "Table 1 total, 7x6 profile"
+            ent = (pos + 1) // 2
+        plan.plies.append(PlyPlan(g, pos, ent, src))
     if any(p.source.startswith("Table 1") for p in plan.plies):
         plan.notes.append("per-ply figures spread Böck's Table 1 total with the 7x6 profile: "
                           "measure a forward run (--from) for better figures")
     rows = min(memory_per_worker // (8 * (2 * board.width + 2)), 1 << 24)
     tasks = -(-plan.peak_entries // max(1, rows))
     plan.notes.append(
-        f"shards of at most {rows:,} entries per task: the largest generation is {tasks:,} tasks "
-        "per stage; no task reads another range's shards, only its slice of every run or "
-        f"message file of the step before, so a shuffle there is up to {tasks * tasks:,} ranged "
-        "reads (mind the object store's request rate)")
+        f"shards of at most {count(rows, 'entry')} per task: the largest generation is "
+        f"{count(tasks, 'task')} per stage; no task reads another range's shards, only its slice "
+        "of every run or message file of the step before, so a shuffle there is up to "
+        f"{count(tasks * tasks, 'ranged read')} (mind the object store's request rate)")
     return plan
 
 

@@ -3,7 +3,16 @@ elapsed time and an ETA. One plain line per event, so logs of detached or cluste
 readable (no carriage-return animation); ``quiet`` turns it off.
 
 The ETA of the forward pass uses the published per-board totals (Böck's Table 1, shipped as
-``c4table/data/bock_table1.tsv``) when the board is listed there.
+``c4table/data/bock_table1.tsv``) when the board is listed there. An ETA extrapolates the rate
+so far, which means nothing at the start (a ply 0 of one position after the pool's start-up
+gave "5015h10m"): it is shown only once :data:`ETA_MIN_FRACTION` of the work is done and
+:data:`ETA_MIN_SECONDS` have passed, so a build of a few seconds shows none.
+
+>>> import io
+>>> out = io.StringIO()
+>>> Progress("forward", total=1_000_000, stream=out).step("ply 0", 1)
+>>> "ETA" in out.getvalue()
+False
 """
 from __future__ import annotations
 
@@ -13,6 +22,11 @@ from functools import lru_cache
 from importlib import resources
 
 from c4table.units import format_count, format_seconds
+
+ETA_MIN_FRACTION = 0.05
+"""Share of the total work done before an ETA is shown."""
+ETA_MIN_SECONDS = 10.0
+"""Seconds elapsed before an ETA is shown."""
 
 
 @lru_cache(maxsize=None)
@@ -50,9 +64,14 @@ class Progress:
         parts += [f"{k} {format_count(v) if isinstance(v, int) else v}" for k, v in fields.items()]
         parts.append(f"{rate / 1e6:.2f} M/s")
         parts.append(f"elapsed {format_seconds(elapsed)}")
-        if self.total and rate > 0 and self.done <= self.total:
+        if self.eta_known(elapsed):
             parts.append(f"ETA {format_seconds((self.total - self.done) / rate)}")
         print("  ".join(parts), file=self.stream, flush=True)
+
+    def eta_known(self, elapsed: float) -> bool:
+        """Whether an ETA means something yet (see the module docstring)."""
+        return bool(self.total) and 0 < self.done <= self.total \
+            and self.done >= ETA_MIN_FRACTION * self.total and elapsed >= ETA_MIN_SECONDS
 
     def note(self, text: str) -> None:
         if not self.quiet:

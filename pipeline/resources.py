@@ -160,29 +160,40 @@ def disk_full_guard(root, what: str, finished: str = ""):
 
 
 # --------------------------------------------------------------- lock, scratch
-_LOCKS: dict[str, list[int]] = {}   # resolved root -> [fd, holders in this process]
+_LOCKS: dict[str, list] = {}   # resolved root -> [fd, holders in this process, lock path]
 
 
 def lock_build_dir(root: Path) -> None:
     """Take an exclusive POSIX lock on ``root/.lock`` so that two processes never build in one
-    directory at once; :func:`unlock_build_dir` gives it back. POSIX record locks are not
-    inherited by the worker processes and vanish when this process dies (even by SIGKILL);
-    within one process the lock is counted, so nested builds of one directory are fine."""
+    directory at once; :func:`unlock_build_dir` gives it back and removes the file, so a
+    finished build leaves no ``.lock`` behind. POSIX record locks are not inherited by the
+    worker processes and vanish when this process dies (even by SIGKILL, which leaves a stale
+    but harmless file); within one process the lock is counted, so nested builds of one
+    directory are fine. A lock taken on a file that its holder has meanwhile removed is
+    dropped and taken again on the new file."""
     key = str(Path(root).resolve())
     if key in _LOCKS:
         _LOCKS[key][1] += 1
         return
     path = Path(root) / LOCK_NAME
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-    try:
-        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError as e:
-        os.close(fd)
-        if e.errno in (errno.EACCES, errno.EAGAIN):
-            raise BuildError(f"{root}: another c4table process is building in this directory "
-                             f"(it holds {path}); wait for it to finish or use another --out") from None
-        raise
-    _LOCKS[key] = [fd, 1]
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as e:
+            os.close(fd)
+            if e.errno in (errno.EACCES, errno.EAGAIN):
+                raise BuildError(f"{root}: another c4table process is building in this directory "
+                                 f"(it holds {path}); wait for it to finish or use another --out") from None
+            raise
+        try:
+            same = os.stat(path).st_ino == os.fstat(fd).st_ino
+        except FileNotFoundError:
+            same = False
+        if same:
+            break
+        os.close(fd)        # the holder removed that file as we locked it: lock the new one
+    _LOCKS[key] = [fd, 1, path]
 
 
 def unlock_build_dir(root: Path) -> None:
@@ -193,6 +204,10 @@ def unlock_build_dir(root: Path) -> None:
     held[1] -= 1
     if held[1] <= 0:
         del _LOCKS[key]
+        try:
+            os.unlink(held[2])   # still holding the lock: nobody else has this file locked
+        except OSError:
+            pass
         os.close(held[0])   # closing the descriptor releases the lock
 
 

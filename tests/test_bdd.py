@@ -115,9 +115,9 @@ def test_cli_count_json_shape():
     assert list(obj) == ["board", "total", "plies"]
     assert obj["board"] == "4x4" and obj["total"] == 161029
     assert [p["ply"] for p in obj["plies"]] == list(range(17))
-    assert obj["plies"][0] == {"ply": 0, "positions": 1, "terminal": 0,
+    assert obj["plies"][0] == {"ply": 0, "positions": 1, "won_games": 0,
                                "nodes": obj["plies"][0]["nodes"]}
-    assert all(set(p) == {"ply", "positions", "terminal", "nodes"} for p in obj["plies"])
+    assert all(set(p) == {"ply", "positions", "won_games", "nodes"} for p in obj["plies"])
 
 
 def test_cli_solve_json_shape_and_values():
@@ -125,8 +125,10 @@ def test_cli_solve_json_shape_and_values():
     assert r.exit_code == 0, r.output
     obj = json.loads(r.output)
     assert list(obj) == ["board", "total", "plies"]
-    assert all(list(p) == ["ply", "positions", "terminal", "nodes", "won", "drawn", "lost"]
+    assert all(list(p) == ["ply", "positions", "won_games", "nodes", "won", "drawn", "lost"]
                for p in obj["plies"])
+    for p in obj["plies"]:
+        p["terminal"] = p.pop("won_games")
     assert project(obj["plies"]) == project(brute(4, 3))
     assert obj["total"] == sum(p["positions"] for p in brute(4, 3))
 
@@ -144,7 +146,7 @@ def test_cli_bad_board_exits_2(sub, spec):
     r = CliRunner().invoke(bdd, [sub, spec, "-q"])
     assert r.exit_code == 2
     assert isinstance(r.exception, SystemExit)            # no traceback
-    assert len(r.stderr.strip().splitlines()) == 1 and r.stderr.startswith("Error:")
+    assert len(r.stderr.strip().splitlines()) == 1 and r.stderr.startswith("c4table: error:")
 
 
 def test_cli_usage_errors_exit_2():
@@ -205,7 +207,7 @@ def test_crosscheck_without_wdl_compares_counts_only(tmp_path):
     d = write_manifest(tmp_path, 4, 3, wdl=False)
     r = CliRunner().invoke(crosscheck, [str(d), "-q"])
     assert r.exit_code == 0, r.output
-    assert "positions and terminal only" in r.stdout
+    assert "positions and won_games only" in r.stdout
 
 
 def test_crosscheck_accepts_full_board_draws_counted_as_terminal(tmp_path):

@@ -1,7 +1,9 @@
 """Property-based fuzzing (hypothesis) of position parsing and lookup: thousands of random move
 strings (arbitrary text, digit strings, real games) and drawings against ``Board.parse``,
 ``Position.from_moves``, ``Table.probe``, ``drawing.parse_drawing`` and the ``lookup`` command
-line. Nothing may escape but
+line; and random argument lists (with piped stdin) for every other subcommand (``bdd``,
+``crosscheck``, ``plan``, ``stats``, ``export``, ``verify``, ``play``, ``best``) against the
+CLI's promise: exit 0/1/2, no traceback, one error line under 300 characters on failure. Nothing may escape but
 the documented errors (:class:`BoardError`, :class:`IllegalPositionError`), and every answer
 must be consistent (ply, side to move, best move = position's value)."""
 from __future__ import annotations
@@ -18,6 +20,7 @@ from c4table.board import Board
 from c4table.errors import BoardError, IllegalPositionError
 from c4table.rules import Position
 from c4table.table import open_table
+from c4table.wording import clip
 
 FAST = settings(max_examples=1500, deadline=None, suppress_health_check=list(HealthCheck))
 BOARDS = [Board.parse(s) for s in ("5x4", "4x4", "7x6", "1x1", "9x6", "10x4", "2x3")]
@@ -146,11 +149,14 @@ def test_lookup_cli_batch_of_random_lines(table):
     p = subprocess.run([sys.executable, "-m", "c4table.cli", "lookup", "--json", "--table",
                         str(table.path), "-"], input=stdin, capture_output=True, text=True,
                        timeout=300)
-    assert p.returncode in (0, 2) and "Traceback" not in p.stderr and p.stderr == ""
     answers = [json.loads(x) for x in p.stdout.splitlines()]
+    failed = sum("error" in a for a in answers)
+    assert p.returncode == (2 if failed else 0) and "Traceback" not in p.stderr
+    assert p.stderr == (f"c4table: error: {failed:,} of 3,000 positions could not be answered "
+                        "(see the error answers)\n" if failed else "")
     assert len(answers) == len(lines)
     for line, a in zip(lines, answers):
-        assert a["position"] == line.strip()
+        assert a["position"] == clip(line.strip()) and a["board"] == "5x4"
         if "error" in a:
             with pytest.raises(IllegalPositionError):
                 Position.from_moves(table.board, line)
@@ -163,7 +169,7 @@ def test_lookup_cli_batch_of_random_lines(table):
                                                       "-h", "--", "9x9"])), max_size=4))
 def test_lookup_cli_arguments(table, capsys, args):
     """Random argument lists for ``lookup`` (in-process): exit 0 or 2, or 1 for a table that
-    does not fit the given board; one error line."""
+    does not fit the given board; one error line; a refused position is an error answer."""
     from c4table.cli import main
     assume("-" not in args)          # "-" reads stdin
     with pytest.raises(SystemExit) as e:
@@ -172,8 +178,11 @@ def test_lookup_cli_arguments(table, capsys, args):
     assert e.value.code in (0, 1, 2), (args, out.err)
     if e.value.code:
         assert out.err.count("\n") == 1 and out.err.startswith("c4table: error:"), (args, out.err)
+        assert len(out.err) < 300, out.err
         if e.value.code == 1:
             assert "--board" in args, (args, out.err)
+    else:
+        assert out.err == ""
 
 
 # ------------------------------------------------------------------ drawings
@@ -238,3 +247,155 @@ def test_drawings_of_real_games_parse_and_probe_alike(table, data):
     assert again.cols == pos.cols
     a, b = table.probe(pos), table.probe(again)
     assert (a.outcome, a.distance, a.terminal) == (b.outcome, b.distance, b.terminal)
+
+
+# ------------------------------------------------- every subcommand: random argument lists
+# Each command gets random argument lists drawn from its options, good and bad values and
+# random text; the invariant is the CLI's promise: exit 0, 1 or 2; no traceback; a failure
+# ends with one "c4table: error:" line under 300 characters; success prints no error line.
+# In-process through c4table.cli.main (the console script's function) to stay cheap;
+# tests/test_cli_script.py runs the real script.
+
+@pytest.fixture(scope="module")
+def fuzz_files(built, tmp_path_factory):
+    """Paths the argument lists draw from: a 3x3 build, damaged and foreign files."""
+    import shutil
+    d = built("3x3")
+    tmp = tmp_path_factory.mktemp("fuzz")
+    (tmp / "text.txt").write_text("hello\n")
+    (tmp / "connect4_3x3.dat").write_bytes(b"")                  # empty table
+    (tmp / "odd").mkdir()
+    (tmp / "odd" / "connect4_3x3.dat").write_bytes(b"\x00" * 7)  # not whole entries
+    (tmp / "list").mkdir()
+    (tmp / "list" / "manifest.json").write_text("[]")
+    tampered = tmp / "tampered"
+    tampered.mkdir()
+    man = json.loads((d / "manifest.json").read_text())
+    man["plies"][2]["positions"] += 1                            # checksum no longer holds
+    (tampered / "manifest.json").write_text(json.dumps(man))
+    shutil.copy(d / "connect4_3x3.dat", tampered / "connect4_3x3.dat")
+    (tmp / "board.txt").write_text("...\n...\nAB.\n")
+    return {"dir": str(d), "table": str(d / "connect4_3x3.dat"), "manifest": str(d / "manifest.json"),
+            "text": str(tmp / "text.txt"), "empty": str(tmp / "connect4_3x3.dat"),
+            "odd": str(tmp / "odd" / "connect4_3x3.dat"), "list": str(tmp / "list"),
+            "tampered": str(tampered), "missing": str(tmp / "nope" / "x"), "tmp": str(tmp),
+            "drawing": str(tmp / "board.txt")}
+
+
+def _spec(files: dict, command: str) -> tuple[list[list[str]], dict[str, list[str]]]:
+    """(positional argument lists, option -> values; a flag has no values) of a command,
+    good and bad mixed."""
+    f = files
+    paths = [f["dir"], f["table"], f["manifest"], f["text"], f["empty"], f["odd"], f["list"],
+             f["tampered"], f["missing"], ""]
+    boards = ["3x3", "2x2", "1x1", "0x3", "9x9", "x", "3by3", "-3x3"]
+    engine = {"--encoding": ["plain", "compressed", "zz"], "--bdd-nodes": ["1024", "2K", "lots", "0"],
+              "--threads": ["1", "0"], "--engine": ["bdd", "bcdd", "zz"],
+              "--terminal": ["union", "lines"], "--image": ["mono", "part", "x"], "-q": []}
+    return {
+        "bdd": ([[c, b] for c in ("count", "solve") for b in ("3x3", "2x2", "3x2", "1x1")]
+                + [[c, b] for c in ("count", "x") for b in boards] + [["count"]],
+                {**engine, "--json": []}),
+        "crosscheck": ([[p] for p in paths + [f["tmp"]]], engine),
+        "plan": ([[b] for b in boards + ["7x6", "5x4"]],
+                 {"--workers": ["1", "0", "64", "x"], "--memory-per-worker": ["4GiB", "0", "-1", "1.5.2G"],
+                  "--from": [f["dir"], f["missing"], f["text"], f["list"]], "--json": []}),
+        "stats": ([[p] for p in paths],
+                  {"--format": ["tsv", "markdown", "zz"], "--scan": [], "--board": boards[:2] + ["x"],
+                   "--png": [f["missing"] + ".png"], "-q": []}),
+        "export": ([["--table", f["table"], "--out", f["tmp"] + "/y.parquet"]] * 3 + [[]],
+                   {"--table": paths, "--ply": ["0", "3", "9", "10", "-1", "x", "all"],
+                          "--out": [f["tmp"] + "/x.parquet", f["tmp"] + "/x.csv", f["missing"] + ".pq"],
+                          "--nonterminal": [], "--mirror": [], "--source": ["auto", "table", "shards", "zz"],
+                          "--board": ["3x3", "5x4", "x"], "-q": []}),
+        "verify": ([[p] for p in paths], {"--sha256": ["0" * 64, "g" * 64, "abc"],
+                                          "--board": ["3x3", "5x4", "x"], "-q": []}),
+        "play": ([["--table", f["table"]]] * 3 + [[]], {"--table": [f["table"], f["empty"], f["odd"], f["missing"]],
+                        "--side": ["A", "B", "b", "C"], "--start": ["1", "11", "1111", "x", "", "9" * 400],
+                        "--drawing": [f["drawing"], "-", f["missing"], f["text"]],
+                        "--board": ["3x3", "5x4"]}),
+        "best": ([["--table", f["table"], p] for p in ("1", "22", "1111", "", "x", "-", "\x00" * 3)],
+                 {"--table": [f["table"], f["odd"], f["empty"]], "--board": ["3x3", "4x4"],
+                  "--draw": [], "--json": [], "--drawing": [f["drawing"], f["text"], "-"]}),
+    }[command]
+
+
+@st.composite
+def argument_lists(draw, spec):
+    """A positional choice plus a few options with values from ``spec``; now and then a
+    random token."""
+    positional, options = spec
+    args = list(draw(st.sampled_from(positional)))
+    for opt in draw(st.lists(st.sampled_from(sorted(options)), max_size=4, unique=True)):
+        args.append(opt)
+        if options[opt]:
+            args.append(draw(st.sampled_from(options[opt])))
+    if draw(st.integers(0, 4)) == 0:
+        args.insert(draw(st.integers(0, len(args))), draw(st.one_of(
+            st.text(max_size=8), st.sampled_from(["--bogus", "-h", "--", "\u00e9", "9" * 400]))))
+    return args
+
+
+def _run_main(argv: list[str], stdin: str, capsys) -> tuple[int, str, str]:
+    import io
+    from c4table.cli import main
+    old = sys.stdin
+    sys.stdin = io.StringIO(stdin)
+    try:
+        with pytest.raises(SystemExit) as e:
+            main(argv)
+    finally:
+        sys.stdin = old
+    out = capsys.readouterr()
+    return e.value.code, out.out, out.err
+
+
+def _check_promise(argv, code, out, err) -> None:
+    assert code in (0, 1, 2), (argv, code, err)
+    assert "Traceback" not in err and "Traceback" not in out, (argv, err)
+    errors = [x for x in err.splitlines() if x.startswith("c4table: error:")]
+    assert all(len(x) < 300 for x in errors), (argv, errors)
+    if code == 0:
+        assert not errors, (argv, err)
+    else:
+        assert err.splitlines() and err.splitlines()[-1].startswith("c4table: error: "), \
+            (argv, code, err)
+        assert len(errors) == 1, (argv, err)
+
+
+COMMANDS_FUZZED = ["bdd", "crosscheck", "plan", "stats", "export", "verify", "play", "best"]
+
+
+@pytest.mark.parametrize("command", COMMANDS_FUZZED)
+def test_every_subcommand_keeps_the_error_promise(fuzz_files, capsys, command):
+    spec = _spec(fuzz_files, command)
+    stdin_lines = st.lists(st.one_of(st.sampled_from(["1", "2", "3", "h", "u", "q", "9", ""]),
+                                     st.text(max_size=6)), max_size=12)
+
+    @settings(max_examples=25 if command in ("bdd", "crosscheck") else 40, deadline=None,
+              suppress_health_check=list(HealthCheck), derandomize=True)
+    @given(argument_lists(spec), stdin_lines)
+    def run(args, lines):
+        argv = [command, *args]
+        code, out, err = _run_main(argv, "".join(x + "\n" for x in lines), capsys)
+        _check_promise(argv, code, out, err)
+        seen[code] = seen.get(code, 0) + 1
+
+    seen: dict[int, int] = {}
+    for good in _GOOD[command](fuzz_files):    # runs that must succeed, then random ones
+        code, out, err = _run_main([command, *good], "q\n", capsys)
+        assert code == 0, (good, err)
+    run()
+    assert set(seen) - {0}, seen          # the random lists did reach failures
+
+
+_GOOD = {
+    "bdd": lambda f: [["count", "3x3", "-q"], ["solve", "2x2", "--json", "-q"]],
+    "crosscheck": lambda f: [[f["dir"], "-q"]],
+    "plan": lambda f: [["3x3", "--from", f["dir"]], ["5x4", "--json"]],
+    "stats": lambda f: [[f["dir"]], [f["table"], "--scan", "-q"]],
+    "export": lambda f: [["--table", f["table"], "--ply", "3", "--out", f["tmp"] + "/g.parquet", "-q"]],
+    "verify": lambda f: [[f["table"], "-q"], [f["dir"], "-q"]],
+    "play": lambda f: [["--table", f["table"]], ["--table", f["table"], "--drawing", f["drawing"]]],
+    "best": lambda f: [["--table", f["table"], "1", "--draw"]],
+}

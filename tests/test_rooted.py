@@ -145,9 +145,9 @@ def test_reader_learns_the_root_from_the_file_name(rooted_5x4, tmp_path):
 def test_cli_on_a_rooted_table(rooted_5x4):
     T = str(rooted_5x4)
     code, out, err = run_cli("lookup", "--table", T, "33445")
-    assert code == 0 and out.startswith("33445  ply 5")
+    assert code == 0 and out.startswith("33445  board 5x4, ply 5")
     code, out, err = run_cli("best", "--table", T, "12")
-    assert code == 2 and err.count("\n") == 1 and "not reachable from the root 3344 (ply 4)" in err
+    assert code == 2 and err.count("\n") == 1 and "not reachable from the root 3344 (ply 4)" in out
     code, out, err = run_cli("lookup", "--json", "--table", T, "-", stdin="33445\n12\n")
     assert code == 2
     lines = [json.loads(x) for x in out.splitlines()]

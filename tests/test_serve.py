@@ -129,11 +129,11 @@ def test_mainline_is_perfect_play_to_the_end(client):
 # ------------------------------------------------------------------------------- errors
 @pytest.mark.parametrize("moves", ["9", "0", "3a", "33333", "12121212", "x"])
 def test_bad_position_is_400_with_the_cli_message(client, t54, moves):
-    code, out, err = run_cli("lookup", "--table", str(t54), moves)
-    assert code == 2 and err.startswith("c4table: error: ")
+    code, out, err = run_cli("lookup", "--json", "--table", str(t54), moves)
+    assert code == 2 and err.startswith("c4table: error: ")   # the CLI's error answer:
     r = client.get("/api/5x4", params={"moves": moves})
     assert r.status_code == 400
-    assert r.json() == {"error": err.strip()[len("c4table: error: "):]}
+    assert r.json() == {"error": json.loads(out)["error"]}
 
 
 def test_unserved_board_and_unknown_paths_are_404_json(client):

@@ -91,8 +91,8 @@ def test_bad_drawing_cli_one_line_exit_2(t54):
 
 
 # --------------------------------------------------------------------- lookup/best
-def test_lookup_board_flag_draws_and_marks_best(t54):
-    code, out, err = run("lookup", "--table", str(t54), "3344", "--board")
+def test_lookup_draw_flag_draws_and_marks_best(t54):
+    code, out, err = run("lookup", "--table", str(t54), "3344", "--draw")
     assert code == 0, err
     lines = out.splitlines()
     assert "A wins in 3" in lines[0]
@@ -101,6 +101,19 @@ def test_lookup_board_flag_draws_and_marks_best(t54):
     assert pic[4] == "1 2 3 4 5" and pic[5] == "*"  # column 2, the only best move
     code, out2, _ = run("lookup", "--table", str(t54), "--draw", "3344")
     assert code == 0 and out2 == out
+
+
+@pytest.mark.parametrize("command", ["lookup", "best"])
+def test_board_option_means_the_same_in_lookup_and_best(t54, tmp_path, command):
+    """Issue 12 item 8: --board always takes the table's board (WxH); --draw draws."""
+    other = tmp_path / "renamed.dat"
+    other.symlink_to(t54)
+    code, out, err = run(command, "--table", str(other), "--board", "5x4", "3344")
+    assert code == 0 and out.startswith("3344  board 5x4"), err
+    code, out, err = run(command, "--table", str(t54), "3344", "--board")
+    assert code == 2 and err.startswith("c4table: error:") and "--board" in err
+    code, out, err = run(command, "--table", str(t54), "--board", "5y4", "3344")
+    assert code == 2 and "--draw" in err and err.count("\n") == 1
 
 
 def test_lookup_and_best_accept_drawings(t54):
@@ -138,7 +151,8 @@ def test_best_ranks_fastest_win_draw_slowest_loss(t54):
 def test_best_cli_text_and_errors(t54):
     code, out, err = run("best", "--table", str(t54), "3344", "")
     assert code == 0, err
-    assert out.splitlines()[0] == "3344  ply 4, A to move: A wins in 3 plies; best: 2 (A wins in 3 plies)"
+    assert out.splitlines()[0] == \
+        "3344  board 5x4, ply 4, A to move: A wins in 3 plies; best: 2 (A wins in 3 plies)"
     assert "best: 2, 3, 4 (draw in 20 plies)" in out.splitlines()[1]
     code, _, err = run("best", "--table", str(t54), "66")
     assert code == 2 and err.count("\n") == 1
@@ -153,7 +167,8 @@ def test_play_through_stdin_against_perfect_play(t54):
     assert "type a column 1-5" in out and "*best" in out
     comp = [x for x in out.splitlines() if "(computer) plays" in x]
     mine = [x for x in out.splitlines() if "(you) plays" in x]
-    assert comp and mine and all(" in " in x for x in comp + mine)
+    assert comp and mine and all(" in " in x or x.endswith("has won") for x in comp + mine)
+    assert " in 0 pl" not in out
     # the empty 5x4 board is a draw: perfect play as A never loses to arbitrary moves
     assert "Game over: B wins" not in out
     # every computer move is optimal: replay the game and check it with the table
@@ -180,7 +195,7 @@ def test_stats_equal_manifest_and_scan(d54, t54, manifest54):
     code, out, err = run("stats", str(d54))
     assert code == 0, err
     lines = out.splitlines()
-    assert lines[0].split("\t") == ["ply", "won", "drawn", "lost", "positions", "entries", "terminal"]
+    assert lines[0].split("\t") == ["ply", "won", "drawn", "lost", "positions", "entries", "finished"]
     rows = [list(map(int, x.split("\t"))) for x in lines[1:]]
     for row, rec in zip(rows, manifest54["plies"], strict=True):
         assert row == [rec["ply"], rec["a_wins"], rec["draws"], rec["b_wins"], rec["positions"],

@@ -26,13 +26,14 @@ Progress = Callable[[int, int, int, float], None]
 """Progress callback: ``(ply, positions, nodes, elapsed seconds)``."""
 
 
-def forward(enc: Encoding, partitioned: bool = False,
-            terminal: str = "union") -> Iterator[tuple[int, object, object, object]]:
+def forward(enc: Encoding, partitioned: bool = False, terminal: str = "union",
+            max_ply: int | None = None) -> Iterator[tuple[int, object, object, object]]:
     """Yield ``(ply, states, nonterminal, terminal)`` for ply ``0 .. w*h``; the sets of ply
     ``i`` are encoded on side ``i % 2``. ``partitioned``: one image per column instead of one
     relation; ``terminal``: ``"union"`` or ``"lines"`` (see :meth:`Encoding.split_terminal`).
-    Garbage is collected between plies when it has piled up."""
-    last = enc.board.cells
+    Garbage is collected between plies when it has piled up. ``max_ply``: stop after that ply
+    (a partial build is compared only as far as it goes)."""
+    last = enc.board.cells if max_ply is None else min(max_ply, enc.board.cells)
     states = enc.initial()
     for ply in range(last + 1):
         nonterm, term = enc.split_terminal(states, ply, terminal)
@@ -56,13 +57,14 @@ def make_run(board_spec: str | Board, encoding: str = "compressed", *,
 def count_positions(board_spec: str | Board, encoding: str = "compressed", *,
                     nodes: int = DEFAULT_NODES, threads: int = 1, flavour: str = "bdd",
                     cache: int | None = None, partitioned: bool = False,
-                    terminal: str = "union", progress: Progress | None = None) -> BddCounts:
+                    terminal: str = "union", progress: Progress | None = None,
+                    max_ply: int | None = None) -> BddCounts:
     """Count the positions of every ply of ``board_spec`` (mirror images counted separately).
 
     ``encoding``: ``"compressed"`` or ``"plain"``; ``nodes``: oxidd node capacity (raises
     :class:`~c4table.bdd.engine.BddCapacityError` when exhausted); ``threads``: oxidd worker
     threads; ``flavour``: ``"bdd"`` or ``"bcdd"`` (complement edges); ``cache``: apply-cache
-    entries; ``partitioned``/``terminal``: see :func:`forward`.
+    entries; ``partitioned``/``terminal``/``max_ply``: see :func:`forward`.
 
     >>> [p.positions for p in count_positions("2x2").plies]
     [1, 2, 4, 6, 5]
@@ -72,7 +74,7 @@ def count_positions(board_spec: str | Board, encoding: str = "compressed", *,
                    cache=cache)
     plies = []
     with enc.engine.guard():
-        for ply, states, _nonterm, term in forward(enc, partitioned, terminal):
+        for ply, states, _nonterm, term in forward(enc, partitioned, terminal, max_ply):
             res = PlyResult(ply, enc.count(states), enc.count(term), states.node_count())
             plies.append(res)
             if progress:

@@ -25,12 +25,13 @@ Example::
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from c4table.bdd.results import BddCounts
+from c4table.bdd.results import WON_GAMES, BddCounts
 from c4table.board import Board
-from c4table.errors import C4Error
+from c4table.errors import BuildError, C4Error, CorruptDataError
 
 FIELDS = (("positions", "positions"), ("terminal", "terminal"), ("won", "a_wins"),
           ("drawn", "draws"), ("lost", "b_wins"))
@@ -40,6 +41,10 @@ WDL_FIELDS = ("a_wins", "draws", "b_wins")
 
 class ManifestError(C4Error):
     """A manifest that is missing, unreadable or lacks the fields a cross-check needs."""
+
+
+class CorruptManifestError(ManifestError):
+    """A manifest whose contents do not match its own checksum (damaged or edited)."""
 
 
 @dataclass
@@ -53,7 +58,8 @@ class Diff:
 
     def __str__(self) -> str:
         show = lambda v: "absent" if v is None else f"{v}"  # noqa: E731
-        return f"ply {self.ply}: {self.field}: bdd {show(self.bdd)}, table {show(self.table)}"
+        name = WON_GAMES if self.field == "terminal" else self.field
+        return f"ply {self.ply}: {name}: bdd {show(self.bdd)}, table {show(self.table)}"
 
 
 @dataclass
@@ -90,7 +96,21 @@ def load_manifest(path: str | Path) -> tuple[dict, Path]:
         p = p / "manifest.json"
     if not p.is_file():
         raise ManifestError(f"no manifest at {p}")
-    return BuildDir.load(p).data, p
+    hint = "crosscheck takes a build directory or its manifest.json"
+    if p.name != "manifest.json":   # another file that is not JSON is the wrong argument (bad
+        try:                        # input); a manifest.json that is not is damaged (below)
+            json.loads(p.read_bytes().decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            raise ManifestError(f"{p}: not a manifest (not JSON text); {hint}") from None
+        except OSError as e:
+            raise ManifestError(f"cannot read manifest {p}: {e.strerror or e}") from None
+    try:   # the one checked reader: format, own checksum, layout
+        man = BuildDir.load(p).data
+    except CorruptDataError as e:
+        raise CorruptManifestError(f"{e}; its figures are not trusted") from None
+    except BuildError as e:
+        raise ManifestError(str(e)) from None
+    return man, p
 
 
 def manifest_board(man: dict) -> Board:
@@ -102,6 +122,16 @@ def manifest_board(man: dict) -> Board:
     if "width" in man and "height" in man:
         return Board(int(man["width"]), int(man["height"]), int(k))
     raise ManifestError("manifest names no board ('board' or 'width'/'height')")
+
+
+def last_ply(man: dict) -> int:
+    """The last ply a manifest has counts for (``-1`` if none): a partial build
+    (``forward --max-ply N``) stops early.
+
+    >>> last_ply({"plies": [{"ply": 0, "positions": 1}, {"ply": 1, "positions": 5}]})
+    1
+    """
+    return max((row["ply"] for row in man.get("plies", []) if "positions" in row), default=-1)
 
 
 def has_wdl(man: dict) -> bool:
@@ -119,7 +149,7 @@ def compare(result: BddCounts, man: dict) -> CrosscheckResult:
     out = CrosscheckResult(result.board, fields=tuple(f for f, _ in fields))
     if not (solved and has_wdl(man)):
         out.notes.append("won/drawn/lost absent from the manifest: compared positions and "
-                         "terminal only")
+                         f"{WON_GAMES} only")
     rows = {row["ply"]: row for row in man["plies"]}
     last = result.plies[-1].ply
     for res in result.plies:
@@ -130,9 +160,9 @@ def compare(result: BddCounts, man: dict) -> CrosscheckResult:
             out.compared += 1
             if (ours == "terminal" and res.ply == last and other == res.positions
                     and mine != other):
-                out.notes.append(f"ply {last}: the manifest counts the {res.positions - mine} "
-                                 "full-board draws as terminal too; BDD terminal counts wins "
-                                 "only (Böck's Table 2); accepted")
+                out.notes.append(f"ply {last}: the manifest's finished games include the "
+                                 f"{res.positions - mine:,} full-board draws; the BDD's "
+                                 f"{WON_GAMES} count wins only (Böck's Table 2); accepted")
                 continue
             if mine != other:
                 if row is None and mine == 0:   # a table may omit empty plies

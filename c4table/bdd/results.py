@@ -4,7 +4,7 @@
 (forward and backward pass) hold the plies of one board plus run statistics. ``to_json()``
 gives exactly the object the CLI prints with ``--json``::
 
-    {"board": "5x4", "total": N, "plies": [{"ply": 0, "positions": 1, "terminal": 0,
+    {"board": "5x4", "total": N, "plies": [{"ply": 0, "positions": 1, "won_games": 0,
      "nodes": ..., "won": ..., "drawn": ..., "lost": ...}, ...]}
 
 ``won``/``drawn``/``lost`` are from the FIRST player's view (Böck's Table 2): at odd plies the
@@ -14,11 +14,16 @@ Example::
 
     >>> r = BddCounts("1x1", "compressed", [PlyResult(0, 1, 0, 3), PlyResult(1, 1, 0, 3)])
     >>> r.total, r.to_json()["plies"][1]
-    (2, {'ply': 1, 'positions': 1, 'terminal': 0, 'nodes': 3})
+    (2, {'ply': 1, 'positions': 1, 'won_games': 0, 'nodes': 3})
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+WON_GAMES = "won_games"
+"""Output name of :attr:`PlyResult.terminal` (text columns and JSON keys): games the last
+mover has won with k in a row (Böck's Table 2 "terminal"). c4table's own statistics call every
+finished game, full-board draws included, ``finished``: two names for two counts."""
 
 
 @dataclass
@@ -38,7 +43,7 @@ class PlyResult:
     lost: int | None = None
 
     def to_json(self) -> dict:
-        d = {"ply": self.ply, "positions": self.positions, "terminal": self.terminal,
+        d = {"ply": self.ply, "positions": self.positions, WON_GAMES: self.terminal,
              "nodes": self.nodes}
         if self.won is not None:
             d.update(won=self.won, drawn=self.drawn, lost=self.lost)
