@@ -213,7 +213,8 @@ class ArrowSource:
 
     def read(self, offset: int, n: int) -> bytes:
         self.requests += 1
-        return self.f.read_at(n, offset).to_pybytes()
+        data = self.f.read_at(n, offset)
+        return data if isinstance(data, bytes) else data.to_pybytes()
 
     def close(self) -> None:
         self.f.close()
@@ -324,6 +325,9 @@ class C4zFile:
         hdr_off = size - TRAILER.size - hdr_len
         if hdr_off != idx_off + idx_len or idx_off < len(MAGIC) or hdr_len > size:
             raise self._bad("trailer damaged (header and index positions do not fit the file size)")
+        if hdr_off < size - tail_n:   # a header longer than the tail: fetch it with the index
+            more = self.src.read(idx_off, size - tail_n - idx_off)
+            tail, tail_n = more + tail, tail_n + len(more)
         hdr = self._range(tail, size - tail_n, hdr_off, hdr_len)
         if xxhash.xxh64_intdigest(hdr) != hdr_xxh:
             raise self._bad("header damaged (checksum mismatch)")

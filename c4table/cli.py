@@ -12,6 +12,7 @@ import sys
 
 import click
 
+from c4table.cli_c4z import compress_build, compress_options, compressed_build_done
 from c4table.errors import (BoardError, BudgetError, BuildError, C4Error, IllegalPositionError,
                             MissingTableError, TableError)
 
@@ -74,14 +75,31 @@ def cli() -> None:
 @click.argument("board", type=board_arg, default=DEFAULT_BOARD, required=False)
 @_build_options
 @click.option("--clean", is_flag=True, help="delete the intermediate shards (DIR/work) after the merge")
-def build(board, out, memory, workers, scheduler, quiet, restart, clean):
+@compress_options
+def build(board, out, memory, workers, scheduler, quiet, restart, clean, compress, compress_only):
     """Build the complete table of BOARD (default 5x4): forward, backward and merge.
 
     Writes DIR/connect4_WxH.dat and DIR/manifest.json. Rerunning on a partial build resumes it."""
     from c4table.pipeline.build import run_build
     b = _open(board, out, memory, workers, scheduler, quiet, restart)
-    path = run_build(b, keep_work=not clean)
-    click.echo(f"{path}  {b.manifest.table['entries']:,} entries  sha256 {b.manifest.table['sha256']}")
+    if compress_only and compressed_build_done(b.store, board):
+        b.close()
+        path = b.store.root / board.table_filename
+    else:
+        path = run_build(b, keep_work=not clean)
+    click.echo(f"{_compressed(path, compress, compress_only, quiet)}  "
+               f"{b.manifest.table['entries']:,} entries  sha256 {b.manifest.table['sha256']}")
+
+
+def _compressed(path, compress: bool, compress_only: bool, quiet: bool):
+    """The table ``path``, or its .c4z when asked for (written here)."""
+    from c4table.c4z import default_c4z_name
+    if not (compress or compress_only):
+        return path
+    z = default_c4z_name(path)
+    if compress_only and not path.exists() and z.exists():
+        return z
+    return compress_build(path, compress_only, quiet)
 
 
 @cli.command()
@@ -117,12 +135,15 @@ def backward(board, out, memory, workers, scheduler, quiet, restart):
 @cli.command()
 @click.argument("board", type=board_arg, default=DEFAULT_BOARD, required=False)
 @_build_options
-def merge(board, out, memory, workers, scheduler, quiet, restart):
+@compress_options
+def merge(board, out, memory, workers, scheduler, quiet, restart, compress, compress_only):
     """Final merge only (after backward): write DIR/connect4_WxH.dat."""
     from c4table.pipeline import merge as mrg
     with _open(board, out, memory, workers, scheduler, quiet, restart) as b:
-        path = mrg.run(b)
-    click.echo(f"{path}  {b.manifest.table['entries']:,} entries  sha256 {b.manifest.table['sha256']}")
+        done = compress_only and compressed_build_done(b.store, board)
+        path = b.store.root / board.table_filename if done else mrg.run(b)
+    click.echo(f"{_compressed(path, compress, compress_only, quiet)}  "
+               f"{b.manifest.table['entries']:,} entries  sha256 {b.manifest.table['sha256']}")
 
 
 @cli.command()
@@ -237,7 +258,8 @@ def verify(table_path, board, sha256, quiet):
 
 def _register_optional() -> None:
     from c4table.cli_use import COMMANDS
-    for command in COMMANDS:
+    from c4table.cli_c4z import COMMANDS as C4Z_COMMANDS
+    for command in COMMANDS + C4Z_COMMANDS:
         cli.add_command(command)
     try:
         from c4table.cli_bdd import bdd, crosscheck

@@ -127,6 +127,11 @@ def ply_stats(path: str | os.PathLike, scan: bool = False, board: str | Board | 
     >>> ply_stats("tables/5x4")[4]          # doctest: +SKIP
     PlyStats(ply=4, won=..., drawn=..., lost=..., positions=..., entries=..., terminal=0)
     """
+    from c4table.pipeline.storage import is_url
+    if str(path).startswith(("http://", "https://")) or is_url(str(path)):   # a remote .c4z
+        from c4table.table import open_table
+        with open_table(str(path), board) as t:
+            return scan_stats(t, quiet)
     p = Path(path)
     if not p.exists():
         raise MissingTableError(f"{p}: no such build directory or table file")

@@ -100,10 +100,14 @@ def verify_table(path: str | Path, board: str | Board | None = None, sha256: str
     """Hash and check a table file (a path, or a ``pyarrow.fs`` URI such as
     ``s3://bucket/c4/connect4_6x4.dat``); see the module docstring. ``shards=False`` skips
     the build directory's shards."""
+    from c4table.c4z import is_c4z
+    if is_c4z(path):   # a .c4z: its decompressed bytes are checked like a .dat's
+        return _verify_c4z(path, board, sha256, quiet, stream, shards)
     store, name = _locate(path)
     path = Path(path) if store.local else _Remote(store.display(name))
     if not store.exists(name):
         raise MissingTableError(f"{path}: no such table file")
+    z = None
     try:
         text = _read_sibling(store, "manifest.json") if board is None else None
         b = board_from(name, text, board, where=str(path))
@@ -114,9 +118,35 @@ def verify_table(path: str | Path, board: str | Board | None = None, sha256: str
         if not mm:
             raise TableError(f"{path}: cannot tell the board of this table; give --board WxH") from None
         b = Board(int(mm.group(1)), int(mm.group(2)))
+    return _verify_stream(path, store, name, b, z, sha256, quiet, stream, shards)
+
+
+def _verify_c4z(path, board, sha256, quiet, stream, shards) -> VerifyReport:
+    """:func:`verify_table` of a ``.c4z`` (path or URI): the stream of its blocks, decoded,
+    and its header's hashes (those of the original file) against the computed ones."""
+    from c4table.c4z import open_c4z
+    from c4table.pipeline.storage import is_url
+    s = str(path)
+    with open_c4z(s) as z:
+        b = z.board
+        if board is not None and Board.parse(board) != b:
+            from c4table.errors import TableError
+            raise TableError(f"{s}: the table is for board {b}, not {Board.parse(board)}")
+        store = name = None
+        if not s.startswith(("http://", "https://")):
+            store, _ = _locate(s)
+            name = z.header["file"]
+        shown = _Remote(s) if is_url(s) else Path(s)
+        return _verify_stream(shown, store, name, b, z, sha256, quiet, stream, shards)
+
+
+def _verify_stream(path, store, name, b, z, sha256, quiet, stream, shards) -> VerifyReport:
+    """The streaming checks of :func:`verify_table` over a ``.dat`` of ``store`` (``z`` None)
+    or the decoded blocks of the open ``.c4z`` ``z``."""
+    from c4table.c4z import RawStream
     rep = VerifyReport(path, b)
     E, K = b.entry_size, b.key_bytes
-    size = store.size(name)
+    size = z.header["raw_bytes"] if z is not None else store.size(name)
     rep.bytes = size
     if size == 0:
         rep.problems.append("empty file")
@@ -130,7 +160,7 @@ def verify_table(path: str | Path, board: str | Board | None = None, sha256: str
     seen = 0
     t0 = last_report = time.perf_counter()
     first_problem = {"order": None, "range": None, "outcome": None}
-    with store.open_input_stream(name) as f:
+    with RawStream(z) if z is not None else store.open_input_stream(name) as f:
         while True:
             chunk = f.read(CHUNK_ENTRIES * E)
             if not chunk:
@@ -174,6 +204,18 @@ def verify_table(path: str | Path, board: str | Board | None = None, sha256: str
         rep.problems.append(f"entry {first_problem['outcome']:,}: invalid outcome byte")
     digests = hashes.result()
     rep.sha256, rep.md5 = digests["sha256"], digests["md5"]
+    if z is not None:
+        diffs = [f"{k} {digests[k]} != {z.header[k]}" for k in ("sha256", "md5")
+                 if z.header[k] != digests[k]]
+        if diffs:
+            rep.problems.append("the .c4z header records other hashes: " + ", ".join(diffs))
+        if store is None:   # a web server: no manifest or build directory beside it
+            ref = known_tables().get(b.name)
+            if sha256:
+                _check(rep, "the given --sha256", {"sha256": sha256.strip().lower()})
+            if ref:
+                _check(rep, f"known table {b.name} ({ref.get('source', 'reference')})", ref)
+            return rep
     _compare(rep, store, name, b, sha256)
     if shards:
         rep.problems.extend(build_dir_problems(store, name))
@@ -249,17 +291,21 @@ def build_dir_problems(root, table_name: str | None = None, limit: int = 10) -> 
     return out
 
 
+def _check(rep: VerifyReport, label: str, ref: dict) -> None:
+    diffs = []
+    for fld, mine in (("entries", rep.entries), ("bytes", rep.bytes), ("sha256", rep.sha256),
+                      ("md5", rep.md5)):
+        if fld in ref and ref[fld] != mine:
+            diffs.append(f"{fld} {mine} != {ref[fld]}")
+    if diffs:
+        rep.problems.append(f"{label}: " + ", ".join(diffs))
+    else:
+        rep.matched.append(f"sha256 matches {label}")
+
+
 def _compare(rep: VerifyReport, store, name: str, b: Board, sha256: str | None) -> None:
     def check(label: str, ref: dict) -> None:
-        diffs = []
-        for fld, mine in (("entries", rep.entries), ("bytes", rep.bytes), ("sha256", rep.sha256),
-                          ("md5", rep.md5)):
-            if fld in ref and ref[fld] != mine:
-                diffs.append(f"{fld} {mine} != {ref[fld]}")
-        if diffs:
-            rep.problems.append(f"{label}: " + ", ".join(diffs))
-        else:
-            rep.matched.append(f"sha256 matches {label}")
+        _check(rep, label, ref)
 
     if sha256:
         check("the given --sha256", {"sha256": sha256.strip().lower()})
