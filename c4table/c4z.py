@@ -128,10 +128,11 @@ def decode_payload(payload: bytes, n: int, first: int) -> tuple[np.ndarray, np.n
     keys = np.empty(n, np.uint64)
     keys[0] = first
     if n > 1:
-        d = a[0].astype(np.uint64)
+        t = np.uint32 if w <= 4 else np.uint64     # 32-bit lanes when they suffice: faster
+        d = a[0].astype(t)
         for j in range(1, w):
-            d |= a[j].astype(np.uint64) << np.uint64(8 * j)
-        np.cumsum(d, out=keys[1:])
+            d |= a[j].astype(t) << t(8 * j)
+        np.cumsum(d, dtype=np.uint64, out=keys[1:])
         keys[1:] += np.uint64(first)
     outs = np.frombuffer(payload, np.uint8, count=n, offset=1 + w * (n - 1))
     return keys, outs
@@ -158,6 +159,27 @@ def _compress_block(raw, entry_size: int, level: int) -> tuple[int, bytes, int]:
     first, payload = encode_block(raw, entry_size)
     comp = c.compress(payload)
     return first, comp, xxhash.xxh64_intdigest(comp)
+
+
+_tuned = False
+
+
+def tune_malloc() -> None:
+    """Keep freed buffers mapped (glibc): otherwise every decoded block's fresh arrays
+    page-fault their memory again, which made a 65,536-entry block decode 4-8x slower here
+    (CPU time 0.9 ms instead of 0.11 ms). Sets glibc's mmap threshold to 64 MiB and its trim
+    threshold to 256 MiB, once per process, for processes that read .c4z files."""
+    global _tuned
+    if _tuned:
+        return
+    _tuned = True
+    try:
+        import ctypes
+        libc = ctypes.CDLL("libc.so.6")
+        libc.mallopt(-1, 256 << 20)    # M_TRIM_THRESHOLD
+        libc.mallopt(-3, 64 << 20)     # M_MMAP_THRESHOLD
+    except (OSError, AttributeError):  # not glibc: nothing to tune
+        pass
 
 
 def _dctx():
@@ -299,6 +321,7 @@ class C4zFile:
 
     def __init__(self, where, cache_index: bool | None = None):
         self.where = str(where)
+        tune_malloc()
         self.src = open_source(where)
         try:
             self._open(cache_index)
@@ -673,6 +696,7 @@ def compress_table(src: str | os.PathLike, out: str | os.PathLike | None = None,
     if block_entries < 2:
         raise ValueError("block_entries must be at least 2")
     threads = threads or os.cpu_count() or 1
+    tune_malloc()
     entries = size // E
     nblocks = -(-entries // block_entries)
     part, idxf, ckpt = (out.with_name(out.name + s) for s in (".part", ".part.idx", ".part.json"))
