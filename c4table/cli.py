@@ -173,6 +173,8 @@ def plan(board, workers, memory_per_worker, from_dir, as_json):
         click.echo(f"{r.ply:>3}  {r.positions:>19,}  {r.entries:>19,}  {r.source}")
     click.echo(f"entries          {p.entries:,}\n"
                f"final file       {p.final_bytes:,} bytes ({format_size(p.final_bytes)})\n"
+               f"as .c4z          about {format_size(p.c4z_bytes)} (c4table compress, "
+               f"{100 * p.c4z_bytes / p.final_bytes:.1f}% of the raw file)\n"
                f"largest gen      {p.peak_entries:,} entries\n"
                f"shuffle volume   {format_size(p.shuffle_bytes)} (child-key runs and backward messages)\n"
                f"peak disk        {format_size(p.peak_disk)}\n"
