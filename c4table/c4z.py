@@ -138,13 +138,18 @@ def decode_payload(payload: bytes, n: int, first: int) -> tuple[np.ndarray, np.n
     return keys, outs
 
 
-def rows_of(keys: np.ndarray, outs: np.ndarray, entry_size: int) -> bytes:
-    """Raw table bytes (big-endian key, outcome byte) of keys and outcome bytes."""
+def rows_of(keys: np.ndarray, outs: np.ndarray, entry_size: int) -> memoryview:
+    """Raw table bytes (big-endian key, outcome byte) of keys and outcome bytes, as a buffer.
+
+    >>> bytes(rows_of(np.array([0, 258], np.uint64), np.array([20, 147], np.uint8), 3))
+    b'\\x00\\x00\\x14\\x01\\x02\\x93'
+    """
     K = entry_size - 1
     rows = np.empty((keys.shape[0], entry_size), np.uint8)
-    rows[:, :K] = keys.astype(">u8").view(np.uint8).reshape(-1, 8)[:, 8 - K:]
+    le = np.ascontiguousarray(keys, dtype="<u8").view(np.uint8).reshape(-1, 8)
+    rows[:, :K] = le[:, K - 1::-1]          # the low K bytes, most significant first
     rows[:, K] = outs
-    return rows.tobytes()
+    return memoryview(rows).cast("B")
 
 
 _local = threading.local()
@@ -564,7 +569,7 @@ class RawStream:
             nxt = next(self._it, None)
             if nxt is None:
                 break
-            b = rows_of(nxt[1], nxt[2], self._E)
+            b = bytes(rows_of(nxt[1], nxt[2], self._E))
             parts.append(b)
             have += len(b)
         data = b"".join(parts)

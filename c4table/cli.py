@@ -204,7 +204,7 @@ _DRAW = "\0draw"  # value of a bare --board: draw the board
 
 @cli.command()
 @click.option("--table", "table_path", required=True, type=click.Path(dir_okay=False),
-              help="table file (connect4_WxH.dat)")
+              help="table file (connect4_WxH.dat or .c4z; a .c4z may be an s3:// or https:// URI)")
 @click.option("--board", "board", default=None, is_flag=False, flag_value=_DRAW, metavar="[WxH]",
               help="board of the table if its name does not say; without a value (last on the "
                    "line): draw the board, like --draw")

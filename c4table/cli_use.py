@@ -20,7 +20,7 @@ import click
 from c4table.errors import IllegalPositionError
 
 TABLE_OPTION = click.option("--table", "table_path", required=True, type=click.Path(dir_okay=False),
-                            help="table file (connect4_WxH.dat)")
+                            help="table file (connect4_WxH.dat or .c4z; a .c4z may be an s3:// or https:// URI)")
 TABLE_BOARD_OPTION = click.option("--board", "board", default=None,
                                   help="board of the table if its name does not say (WxH)")
 DRAWING_OPTION = click.option("--drawing", "drawing", default=None, metavar="FILE|-",
