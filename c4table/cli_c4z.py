@@ -45,7 +45,8 @@ def compress(table_path, out, board, level, block_entries, threads, quiet):
         raise MissingTableError(f"{src}: no such table file")
     path = c4z.compress_table(src, out, board=board, level=level or c4z.DEFAULT_LEVEL,
                               block_entries=block_entries or c4z.DEFAULT_BLOCK_ENTRIES,
-                              threads=threads, quiet=quiet, hashes=_manifest_hashes(src))
+                              threads=threads, quiet=quiet, hashes=_manifest_hashes(src),
+                              root=_manifest_root(src))
     raw, size = src.stat().st_size, path.stat().st_size
     click.echo(f"{path}  {size:,} bytes ({100 * size / raw:.2f}% of {raw:,})")
 
@@ -74,6 +75,17 @@ def _manifest_hashes(src: Path) -> dict | None:
     except (OSError, ValueError, AttributeError):
         return None
     return rec if rec.get("file") == src.name else None
+
+
+def _manifest_root(src: Path):
+    """The ``root`` (start position) the manifest beside ``src`` records for it, if any."""
+    import json
+    if _manifest_hashes(src) is None:
+        return None
+    try:
+        return json.loads((src.parent / "manifest.json").read_text()).get("root")
+    except (OSError, ValueError, AttributeError):
+        return None
 
 
 def compressed_build_done(store, board) -> bool:
@@ -105,7 +117,8 @@ def compress_build(table, drop_raw: bool, quiet: bool) -> Path:
     table = Path(table)
     if not table.exists():
         raise BuildError(f"{table}: --compress needs a local build directory")
-    out = compress_table(table, quiet=quiet, hashes=_manifest_hashes(table))
+    out = compress_table(table, quiet=quiet, hashes=_manifest_hashes(table),
+                         root=_manifest_root(table))
     if drop_raw:
         os.unlink(table)
     return out

@@ -389,3 +389,12 @@ def test_s3_c4z(t44, tmp_path, monkeypatch):
         assert sha(tmp_path / "d.dat") == known("4x4")["sha256"]
     finally:
         srv.stop()
+
+
+def test_plan_estimates_the_c4z_size():
+    from c4table.pipeline.plan import COSTS, make_plan
+    p = make_plan("7x6", workers=64, memory_per_worker=16 * 2**30)
+    assert p.c4z_bytes == int(p.entries * COSTS["c4z_bytes_per_entry"]) and 0 < p.c4z_bytes < p.final_bytes
+    assert p.to_json()["c4z_bytes"] == p.c4z_bytes
+    rc, out, err = run_cli("plan", "7x6")
+    assert rc == 0 and "as .c4z" in out, err
