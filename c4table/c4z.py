@@ -856,6 +856,8 @@ def decompress_table(src, out: str | os.PathLike | None = None, *, threads: int 
             from c4table.pipeline.storage import is_url
             s = str(src)
             out = Path(h["file"]) if is_url(s) else Path(s).with_name(h["file"])
+            if out.exists():
+                raise TableError(f"{out} already exists; give the output file (-o) to replace it")
         out = Path(out)
         part = out.with_name(out.name + ".part")
         E, B = z.entry_size, z.block_entries
