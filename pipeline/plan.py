@@ -35,7 +35,7 @@ from c4table.pipeline.progress import published_totals
 # messages_per_entry: 1.15-1.17 kept per sending entry on 5x5 and 6x4 with 2 workers; each task
 # keeps one message per parent, so more, smaller tasks keep more: 2.0 allows for that.
 # parallel_efficiency is an assumption for a cluster, not a measurement.
-C4Z_BYTES_PER_ENTRY = 0.35   # see COSTS
+C4Z_BYTES_PER_ENTRY = 0.36   # see COSTS
 COSTS = {
     "forward_core_s": 0.169e-6,
     "backward_core_s": 0.215e-6,
