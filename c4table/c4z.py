@@ -590,6 +590,10 @@ class RawStream:
 from c4table.table import ENTRY_DTYPE, Table  # noqa: E402  (table.py imports this module lazily)
 
 
+class NotMappedError(TableError, NotImplementedError):
+    """Raw memory-mapped access asked of a table that has none (a ``.c4z``)."""
+
+
 class C4zTable(Table):
     """A :class:`~c4table.table.Table` whose entries come from a ``.c4z`` (local or remote):
     ``Table("t.c4z")`` and ``open_table("s3://b/t.c4z")`` give one. Probes decode one block
@@ -624,8 +628,8 @@ class C4zTable(Table):
         return self._z.probe_keys(keys, default)
 
     def entries_array(self) -> np.ndarray:
-        raise TableError(f"{self.uri}: a .c4z table is not memory-mapped; use iter_entries() "
-                         "or `c4table decompress`")
+        raise NotMappedError(f"{self.uri}: a .c4z table is not memory-mapped; use iter_entries() "
+                             "or `c4table decompress`")
 
     def iter_entries(self, chunk_entries: int = 1 << 20, start: int = 0,
                      stop: int | None = None) -> Iterator[np.ndarray]:

@@ -200,9 +200,16 @@ class Table:
         array([ 20,  18, 147], dtype=uint8)
         """
         from c4table.c4z import _finish_probe
-        from c4table.probe import probe_dat
+        from c4table.fastprobe import NOT_FOUND, search
         q = np.asarray(keys, dtype=np.uint64).ravel()
-        out = probe_dat(np.frombuffer(self._mm, np.uint8), self.entry_size, q)
+        order = np.argsort(q) if q.size > 1 and not (q[1:] >= q[:-1]).all() else None
+        found = np.empty(q.shape[0], np.int64)   # sorted queries: neighbouring searches share pages
+        search(np.frombuffer(self._mm, np.uint8), self.entries, self.entry_size, self.key_bytes,
+               q if order is None else q[order], found)
+        found[found == NOT_FOUND] = -1
+        out = found.astype(np.int16)
+        if order is not None:
+            out[order] = out.copy()
         return _finish_probe(out, q, default, self.path, self.board)
 
     def wdl_many(self, positions) -> np.ndarray:
