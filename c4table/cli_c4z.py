@@ -88,7 +88,7 @@ def _manifest_root(src: Path):
         return None
 
 
-def compressed_build_done(store, board) -> bool:
+def compressed_build_done(store, table_name: str) -> bool:
     """True if a local build directory holds a ``.c4z`` of its recorded table (same raw
     sha256) and no raw table: a ``--compress-only`` build that is finished."""
     import json
@@ -97,7 +97,7 @@ def compressed_build_done(store, board) -> bool:
     if not store.local:
         return False
     root = store.root
-    dat = root / board.table_filename
+    dat = root / table_name
     z = default_c4z_name(dat)
     if dat.exists() or not z.exists() or not (root / "manifest.json").exists():
         return False

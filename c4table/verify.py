@@ -5,7 +5,9 @@ manifest beside it, the package's list of known tables (``data/known_tables.json
 published 7x6 hashes, the 4x4 one, and boards built and cross-checked here) and a hash given
 by the user. When the file sits in a build directory, the manifest's own checksum and layout
 are checked too, and so is every shard it lists under ``work/`` (presence and xxh64), so a
-damaged build directory is reported before a resumed build would trip over it.
+damaged build directory is reported before a resumed build would trip over it. A rooted
+table (:mod:`c4table.root`) starts at its root's key instead of 0 and is compared with its
+manifest and ``--sha256`` only (the known tables are full ones).
 
 >>> r = verify_table("tables/4x4/connect4_4x4.dat", quiet=True)   # doctest: +SKIP
 >>> r.ok, r.verdict()                                              # doctest: +SKIP
@@ -145,6 +147,9 @@ def _verify_stream(path, store, name, b, z, sha256, quiet, stream, shards) -> Ve
     or the decoded blocks of the open ``.c4z`` ``z``."""
     from c4table.c4z import RawStream
     rep = VerifyReport(path, b)
+    origin = _root_of(b, name, _read_sibling(store, "manifest.json") if store is not None else None) \
+        if name is not None else None
+    first_key = origin.key if origin is not None else 0
     E, K = b.entry_size, b.key_bytes
     size = z.header["raw_bytes"] if z is not None else store.size(name)
     rep.bytes = size
@@ -171,8 +176,9 @@ def _verify_stream(path, store, name, b, z, sha256, quiet, stream, shards) -> Ve
                 rows = np.frombuffer(chunk, np.uint8, count=n * E).reshape(n, E)
                 keys = _keys_of(rows, K)
                 outs = rows[:, K]
-                if seen == 0 and int(keys[0]) != 0:
-                    rep.problems.append(f"first key is {int(keys[0])}, not 0 (the empty board)")
+                if seen == 0 and int(keys[0]) != first_key:
+                    what = f"the root {origin}'s key" if origin is not None else "the empty board"
+                    rep.problems.append(f"first key is {int(keys[0])}, not {first_key} ({what})")
                 if first_problem["order"] is None:
                     bad = np.flatnonzero(keys[1:] <= keys[:-1])
                     if int(keys[0]) <= prev and seen:
@@ -213,10 +219,10 @@ def _verify_stream(path, store, name, b, z, sha256, quiet, stream, shards) -> Ve
             ref = known_tables().get(b.name)
             if sha256:
                 _check(rep, "the given --sha256", {"sha256": sha256.strip().lower()})
-            if ref:
+            if ref and origin is None:
                 _check(rep, f"known table {b.name} ({ref.get('source', 'reference')})", ref)
             return rep
-    _compare(rep, store, name, b, sha256)
+    _compare(rep, store, name, b, sha256, rooted=origin is not None)
     if shards:
         rep.problems.extend(build_dir_problems(store, name))
     return rep
@@ -303,7 +309,18 @@ def _check(rep: VerifyReport, label: str, ref: dict) -> None:
         rep.matched.append(f"sha256 matches {label}")
 
 
-def _compare(rep: VerifyReport, store, name: str, b: Board, sha256: str | None) -> None:
+def _root_of(board: Board, name: str, manifest_text: str | None):
+    """The root of a rooted table (from its manifest or name), or None."""
+    from c4table.root import root_of
+    try:
+        data = json.loads(manifest_text) if manifest_text is not None else None
+    except ValueError:
+        data = None
+    return root_of(board, name, data if isinstance(data, dict) else None)
+
+
+def _compare(rep: VerifyReport, store, name: str, b: Board, sha256: str | None,
+             rooted: bool = False) -> None:
     def check(label: str, ref: dict) -> None:
         _check(rep, label, ref)
 
@@ -322,7 +339,7 @@ def _compare(rep: VerifyReport, store, name: str, b: Board, sha256: str | None) 
         if table and table.get("file") == name:
             check("manifest.json", table)
             plies = data.get("plies")
-    ref = known_tables().get(b.name)
+    ref = known_tables().get(b.name) if not rooted else None
     if ref:
         check(f"known table {b.name} ({ref.get('source', 'reference')})", ref)
         if plies is not None and "plies" in ref:
