@@ -612,6 +612,10 @@ class C4zTable(Table):
         self.entries = self._z.entries
         self._mm = None
         self._file = None
+        from c4table.root import root_of   # a rooted table: the root its header records
+        h = self._z.header
+        self.root = root_of(self.board, h.get("file", ""),
+                            {"root": h["root"]} if isinstance(h.get("root"), dict) else None)
 
     @property
     def c4z(self) -> C4zFile:
