@@ -12,6 +12,7 @@ import sys
 
 import click
 
+from c4table.cli_c4z import compress_build, compress_options, compressed_build_done
 from c4table.cli_use import DRAW_OPTION, DRAWING_OPTION, TABLE_BOARD_OPTION, TABLE_OPTION
 from c4table.errors import (BoardError, BudgetError, BuildError, C4Error, IllegalPositionError,
                             MissingTableError, TableError)
@@ -105,15 +106,34 @@ def cli() -> None:
 @click.argument("board", type=board_arg, default=DEFAULT_BOARD, required=False)
 @_build_options
 @click.option("--clean", is_flag=True, help="delete the intermediate shards (DIR/work) after the merge")
-def build(board, out, memory, workers, scheduler, quiet, restart, root, clean):
+@compress_options
+def build(board, out, memory, workers, scheduler, quiet, restart, root, clean, compress, compress_only):
     """Build the complete table of BOARD (default 5x4): forward, backward and merge.
 
     Writes DIR/connect4_WxH.dat (connectK_WxH.dat with --connect K) and DIR/manifest.json.
     Rerunning on a partial build resumes it."""
     from c4table.pipeline.build import run_build
     b = _open(board, out, memory, workers, scheduler, quiet, restart, root)
-    path = run_build(b, keep_work=not clean)
-    click.echo(f"{path}  {b.manifest.table['entries']:,} entries  sha256 {b.manifest.table['sha256']}")
+    if compress_only and compressed_build_done(b.store, b.table_name):
+        b.close()
+        path = b.store.root / b.table_name
+    else:
+        path = run_build(b, keep_work=not clean)
+    click.echo(f"{_compressed(path, compress, compress_only, quiet)}  "
+               f"{b.manifest.table['entries']:,} entries  sha256 {b.manifest.table['sha256']}")
+
+
+def _compressed(path, compress: bool, compress_only: bool, quiet: bool):
+    """The table ``path``, or its .c4z when asked for (written here)."""
+    from pathlib import Path
+    from c4table.c4z import default_c4z_name
+    if not (compress or compress_only):
+        return path
+    path = Path(path)
+    z = default_c4z_name(path)
+    if compress_only and not path.exists() and z.exists():
+        return z
+    return compress_build(path, compress_only, quiet)
 
 
 @cli.command()
@@ -149,12 +169,15 @@ def backward(board, out, memory, workers, scheduler, quiet, restart, root):
 @cli.command()
 @click.argument("board", type=board_arg, default=DEFAULT_BOARD, required=False)
 @_build_options
-def merge(board, out, memory, workers, scheduler, quiet, restart, root):
+@compress_options
+def merge(board, out, memory, workers, scheduler, quiet, restart, root, compress, compress_only):
     """Final merge only (after backward): write DIR/connectK_WxH.dat."""
     from c4table.pipeline import merge as mrg
     with _open(board, out, memory, workers, scheduler, quiet, restart, root) as b:
-        path = mrg.run(b)
-    click.echo(f"{path}  {b.manifest.table['entries']:,} entries  sha256 {b.manifest.table['sha256']}")
+        done = compress_only and compressed_build_done(b.store, b.table_name)
+        path = b.store.root / b.table_name if done else mrg.run(b)
+    click.echo(f"{_compressed(path, compress, compress_only, quiet)}  "
+               f"{b.manifest.table['entries']:,} entries  sha256 {b.manifest.table['sha256']}")
 
 
 @cli.command()
@@ -195,6 +218,8 @@ def plan(board, workers, memory_per_worker, from_dir, as_json, root, probe_plies
         click.echo(f"{r.ply:>3}  {r.positions:>19,}  {r.entries:>19,}  {r.source}")
     click.echo(f"entries          {p.entries:,}\n"
                f"final file       {p.final_bytes:,} bytes ({format_size(p.final_bytes)})\n"
+               f"as .c4z          about {format_size(p.c4z_bytes)} (c4table compress, "
+               f"{100 * p.c4z_bytes / p.final_bytes:.1f}% of the raw file)\n"
                f"largest gen      {p.peak_entries:,} entries\n"
                f"shuffle volume   {format_size(p.shuffle_bytes)} (child-key runs and backward messages)\n"
                f"peak disk        {format_size(p.peak_disk)}\n"
@@ -255,7 +280,8 @@ def verify(table_path, board, sha256, quiet):
 
 def _register_optional() -> None:
     from c4table.cli_use import COMMANDS
-    for command in COMMANDS:
+    from c4table.cli_c4z import COMMANDS as C4Z_COMMANDS
+    for command in COMMANDS + C4Z_COMMANDS:
         cli.add_command(command)
     from c4table.cli_serve import serve
     cli.add_command(serve)

@@ -40,8 +40,8 @@ def _board_value(ctx, param, value):
 TABLE_OPTION = click.option(
     "--table", "table_path", default=None, envvar=TABLE_ENV, show_envvar=True,
     type=click.Path(dir_okay=False),
-    help="table file (connect4_WxH.dat); default: $C4TABLE_TABLE, else the one table under "
-         "tables/")
+    help="table file (connectK_WxH.dat, or .c4z, which may also be an s3:// or https:// URI); "
+         "default: $C4TABLE_TABLE, else the one table under tables/")
 TABLE_BOARD_OPTION = click.option("--board", "board", default=None, metavar="WxH",
                                   callback=_board_value,
                                   help="board of the table if its name does not say")
@@ -61,8 +61,8 @@ def table_path_or_default(path: str | None) -> str:
     """
     if path:
         return path
-    found = sorted(set(Path("tables").glob("connect4_*x*.dat"))
-                   | set(Path("tables").glob("*/connect4_*x*.dat")))
+    found = sorted(set(Path("tables").glob("connect*_*x*.dat"))
+                   | set(Path("tables").glob("*/connect*_*x*.dat")))
     if len(found) == 1:
         return str(found[0])
     why = "no table under tables/" if not found else \
@@ -81,7 +81,7 @@ def table_in_dir(path: str) -> str:
     p = Path(path)
     if "://" in str(path) or not p.is_dir():
         return path
-    found = sorted(p.glob("connect4_*x*.dat"))
+    found = sorted(p.glob("connect*_*x*.dat"))
     if len(found) != 1:
         why = "no connect4_WxH.dat" if not found else f"{len(found)} tables"
         raise click.BadParameter(f"{path}: a directory with {why} in it; give the table file",

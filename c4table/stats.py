@@ -134,7 +134,11 @@ def ply_stats(path: str | os.PathLike, scan: bool = False, board: str | Board | 
     PlyStats(ply=4, won=..., drawn=..., lost=..., positions=..., entries=..., finished=0)
     """
     from c4table.builddir import BuildDir
+    from c4table.pipeline.storage import is_url
     from c4table.table import open_table
+    if str(path).startswith(("http://", "https://")) or is_url(str(path)):   # a remote .c4z
+        with open_table(str(path), board) as t:
+            return scan_stats(t, quiet)
     p = Path(path)
     if not p.exists():
         raise MissingTableError(f"{p}: no such build directory or table file")

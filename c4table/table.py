@@ -117,7 +117,18 @@ def board_from(name: str, build=None, board: str | Board | None = None,
 
 
 class Table:
-    """A memory-mapped table file for one board. Use as a context manager or call :meth:`close`."""
+    """A memory-mapped table file for one board. Use as a context manager or call :meth:`close`.
+
+    Entries come from one of two sources: the memory-mapped ``.dat`` (this class) or the blocks
+    of a ``.c4z`` file, local or remote (``s3://``, ``https://``): ``Table("t.c4z")`` returns a
+    :class:`c4table.c4z.C4zTable`, which overrides the raw-access methods below."""
+
+    def __new__(cls, path=None, board=None):
+        if cls is Table and path is not None:
+            from c4table.c4z import C4zTable, is_c4z
+            if is_c4z(path):
+                cls = C4zTable
+        return super().__new__(cls)
 
     def __init__(self, path: str | os.PathLike, board: str | Board | None = None):
         from c4table.builddir import BuildDir
@@ -204,6 +215,35 @@ class Table:
             out["outcome"] = rows[:, K]
             yield out
 
+    def probe_keys(self, keys, default: int | None = None) -> np.ndarray:
+        """Outcome bytes (uint8) of an array of keys, in one vectorised call. A missing key
+        raises :class:`PositionNotFoundError`; with ``default``, missing keys get that value
+        instead (int16 result).
+
+        >>> t.probe_keys(np.array([0, 5, 1], np.uint64))      # doctest: +SKIP
+        array([ 20,  18, 147], dtype=uint8)
+        """
+        from c4table.c4z import _finish_probe
+        from c4table.fastprobe import NOT_FOUND, search
+        q = np.asarray(keys, dtype=np.uint64).ravel()
+        order = np.argsort(q) if q.size > 1 and not (q[1:] >= q[:-1]).all() else None
+        found = np.empty(q.shape[0], np.int64)   # sorted queries: neighbouring searches share pages
+        search(np.frombuffer(self._mm, np.uint8), self.entries, self.entry_size, self.key_bytes,
+               q if order is None else q[order], found)
+        found[found == NOT_FOUND] = -1
+        out = found.astype(np.int16)
+        if order is not None:
+            out[order] = out.copy()
+        return _finish_probe(out, q, default, self.path, self.board)
+
+    def wdl_many(self, positions) -> np.ndarray:
+        """:meth:`wdl` of many positions (move strings, drawings or :class:`Position`) as an
+        int8 array, with one vectorised probe (:meth:`probe_keys`)."""
+        pos = [self.position(p) for p in positions]
+        res = self.probe_keys(np.fromiter((p.key() for p in pos), np.uint64, len(pos))) >> 6
+        mover = np.fromiter((1 if p.to_move == "A" else 2 for p in pos), np.uint8, len(pos))
+        return np.where(res == 0, 0, np.where(res == mover, 1, -1)).astype(np.int8)
+
     # -------------------------------------------------------------- probing
     def position(self, moves: str | Position) -> Position:
         """The :class:`Position` of a move string, a drawing (a string of several lines, see
@@ -289,5 +329,6 @@ class Table:
 
 
 def open_table(path: str | os.PathLike, board: str | Board | None = None) -> Table:
-    """Open a table file for lookups (see :class:`Table`)."""
+    """Open a table file for lookups (see :class:`Table`): a ``.dat`` path, or a ``.c4z`` path
+    or URI (``s3://bucket/t.c4z``, ``https://host/t.c4z``)."""
     return Table(path, board)

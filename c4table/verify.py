@@ -101,17 +101,16 @@ def _keys_of(rows: np.ndarray, key_bytes: int) -> np.ndarray:
 def verify_table(path: str | Path, board: str | Board | None = None, sha256: str | None = None,
                  quiet: bool = False, stream=None, shards: bool = True) -> VerifyReport:
     """Hash and check a table file (a path, or a ``pyarrow.fs`` URI such as
-    ``s3://bucket/c4/connect4_6x4.dat``); see the module docstring. ``shards=False`` skips
-    the build directory's shards."""
+    ``s3://bucket/c4/connect4_6x4.dat``; a ``.c4z`` also over ``https://``); see the module
+    docstring. ``shards=False`` skips the build directory's shards."""
+    from c4table.c4z import is_c4z
+    if is_c4z(path):   # a .c4z: its decompressed bytes are checked like a .dat's
+        return _verify_c4z(path, board, sha256, quiet, stream, shards)
     store, name = _locate(path)
     path = Path(path) if store.local else _Remote(store.display(name))
     if not store.exists(name):
         raise MissingTableError(f"{path}: no such table file")
-    build, build_problem = None, None
-    try:
-        build = BuildDir.beside(name, store)
-    except BuildError as e:   # damaged manifest: reported, the file is still verified
-        build_problem = str(e)
+    build, build_problem = _build_beside(store, name)
     try:
         b = board_from(name, build, board, where=str(path))
     except TableError:   # a renamed file: a known table of its size says which board to try
@@ -120,12 +119,53 @@ def verify_table(path: str | Path, board: str | Board | None = None, sha256: str
         if not sized:
             raise
         b = Board.parse(sized[0])
-    rep = VerifyReport(path, b)
+    return _verify_stream(path, b, store, name, None, build, build_problem, sha256, quiet,
+                          stream, shards)
+
+
+def _build_beside(store, name: str):
+    """``(build, problem)``: the checked :class:`~c4table.builddir.BuildDir` beside table
+    ``name`` of ``store`` (None if there is none), or None and the one-line reason a damaged
+    manifest there was refused (reported; the table itself is still verified)."""
+    try:
+        return BuildDir.beside(name, store), None
+    except BuildError as e:
+        return None, str(e)
+
+
+def _verify_c4z(path, board, sha256, quiet, stream, shards) -> VerifyReport:
+    """:func:`verify_table` of a ``.c4z`` (path or URI): the stream of its blocks, decoded,
+    and its header's hashes (those of the original file) against the computed ones; the
+    build directory beside it, if any, as for the ``.dat`` it was made from."""
+    from c4table.c4z import open_c4z
+    from c4table.pipeline.storage import is_url
+    s = str(path)
+    with open_c4z(s) as z:
+        b = z.board
+        if board is not None and Board.parse(board) != b:
+            raise TableError(f"{s}: the table is for board {b}, not {Board.parse(board)}")
+        store = name = build = build_problem = None
+        if not s.startswith(("http://", "https://")):   # a web server has no build beside it
+            store, _ = _locate(s)
+            name = z.header["file"]
+            build, build_problem = _build_beside(store, name)
+        shown = _Remote(s) if is_url(s) else Path(s)
+        return _verify_stream(shown, b, store, name, z, build, build_problem, sha256, quiet,
+                              stream, shards)
+
+
+def _verify_stream(path, b: Board, store, name, z, build, build_problem, sha256, quiet, stream,
+                   shards) -> VerifyReport:
+    """The streaming checks of :func:`verify_table` over the ``.dat`` ``name`` of ``store``
+    (``z`` None) or the decoded blocks of the open ``.c4z`` ``z``, then the comparisons with
+    the checked ``build`` beside it, the known tables and ``sha256``."""
+    from c4table.c4z import RawStream
     from c4table.root import root_of
-    origin = root_of(b, name, build.data if build is not None else None)
+    rep = VerifyReport(path, b)
+    origin = root_of(b, name, build.data if build is not None else None) if name else None
     first_key = origin.key if origin is not None else 0
     E, K = b.entry_size, b.key_bytes
-    size = store.size(name)
+    size = z.header["raw_bytes"] if z is not None else store.size(name)
     rep.bytes = size
     if size == 0:
         rep.problems.append("empty file")
@@ -139,7 +179,7 @@ def verify_table(path: str | Path, board: str | Board | None = None, sha256: str
     seen = 0
     t0 = last_report = time.perf_counter()
     first_problem = {"order": None, "range": None, "outcome": None}
-    with store.open_input_stream(name) as f:
+    with RawStream(z) if z is not None else store.open_input_stream(name) as f:
         while True:
             chunk = f.read(CHUNK_ENTRIES * E)
             if not chunk:
@@ -184,6 +224,11 @@ def verify_table(path: str | Path, board: str | Board | None = None, sha256: str
         rep.problems.append(f"entry {first_problem['outcome']:,}: invalid outcome byte")
     digests = hashes.result()
     rep.sha256, rep.md5 = digests["sha256"], digests["md5"]
+    if z is not None:
+        diffs = [f"{k} {digests[k]} != {z.header[k]}" for k in ("sha256", "md5")
+                 if z.header[k] != digests[k]]
+        if diffs:
+            rep.problems.append("the .c4z header records other hashes: " + ", ".join(diffs))
     if build_problem:
         rep.problems.append(build_problem)
     mine = build if build is not None and build.describes(name) else None

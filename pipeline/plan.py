@@ -51,6 +51,7 @@ from c4table.wording import count
 # messages_per_entry: 1.15-1.17 kept per sending entry on 5x5 and 6x4 with 2 workers; each task
 # keeps one message per parent, so more, smaller tasks keep more: 2.0 allows for that.
 # parallel_efficiency is an assumption for a cluster, not a measurement.
+C4Z_BYTES_PER_ENTRY = 0.36   # see COSTS
 COSTS = {
     "forward_core_s": 0.169e-6,
     "backward_core_s": 0.215e-6,
@@ -61,6 +62,10 @@ COSTS = {
     "messages_per_entry": 2.0,
     "message_bytes": 8.0,         # parent_key << 8 | score, raw runs
     "parallel_efficiency": 0.8,
+    # .c4z (65,536-entry blocks, zstd 9): compressed bytes per table entry measured with
+    # tools/bench_lookup.py on the largest board measured here (6x4); the ratio falls with
+    # board size (4x6 > 5x5 > 6x4), so 7x6 should come out smaller: an upper estimate.
+    "c4z_bytes_per_entry": C4Z_BYTES_PER_ENTRY,
 }
 # Fixed costs of a rooted build on the development machine (2 cores, loaded): a 7x6 build from
 # a ply-28 root of a few thousand entries took 7-9 s, so per generation and stage about 0.15 s
@@ -92,6 +97,11 @@ class Plan:
     @property
     def final_bytes(self) -> int:
         return self.entries * self.board.entry_size
+
+    @property
+    def c4z_bytes(self) -> int:
+        """Estimated size of the table as a ``.c4z`` (see ``COSTS``)."""
+        return int(self.entries * COSTS["c4z_bytes_per_entry"])
 
     @property
     def peak_entries(self) -> int:
@@ -127,7 +137,8 @@ class Plan:
     def to_json(self) -> dict:
         return {"board": self.board.name, "workers": self.workers,
                 "memory_per_worker": self.memory_per_worker, "entries": self.entries,
-                "final_bytes": self.final_bytes, "peak_generation_entries": self.peak_entries,
+                "final_bytes": self.final_bytes, "c4z_bytes": self.c4z_bytes,
+                "peak_generation_entries": self.peak_entries,
                 "shuffle_bytes": self.shuffle_bytes, "peak_disk_bytes": self.peak_disk,
                 "core_seconds": round(self.core_seconds), "wall_seconds": round(self.wall_seconds),
                 "plies": [p.__dict__ for p in self.plies], "notes": self.notes}

@@ -1,0 +1,400 @@
+""".c4z tables: byte-exact round trips (sha256 of Cadot's published 4x4 table), every key
+answered like the independent oracle, every reader on a .c4z, damaged and truncated files
+refused naming the block, resumed compression, and remote reads (moto S3, a Range-capable
+HTTP server) with one ranged read per probed block and the index cached on disk."""
+from __future__ import annotations
+
+import hashlib
+import http.server
+import json
+import os
+import shutil
+import struct
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import run_cli
+from oracle import oracle_key, oracle_ply_counts, oracle_table
+
+from c4table import c4z
+from c4table.c4z import compress_table, decompress_table, open_c4z
+from c4table.errors import CorruptDataError, PositionNotFoundError, TableError
+from c4table.table import open_table
+
+SMALL_BLOCKS = 4096   # many blocks on small tables
+
+
+def sha(path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def known(board: str) -> dict:
+    from c4table.verify import known_tables
+    return known_tables()[board]
+
+
+@pytest.fixture(scope="module")
+def t44(built, tmp_path_factory):
+    """The 4x4 table and a .c4z of it with small blocks (in a directory of its own)."""
+    d = tmp_path_factory.mktemp("c4z44")
+    dat = d / "connect4_4x4.dat"
+    shutil.copy(built("4x4") / "connect4_4x4.dat", dat)
+    z = compress_table(dat, block_entries=SMALL_BLOCKS, quiet=True, threads=2)
+    return dat, z
+
+
+@pytest.fixture(scope="module")
+def t54(built, tmp_path_factory):
+    d = tmp_path_factory.mktemp("c4z54")
+    dat = d / "connect4_5x4.dat"
+    shutil.copy(built("5x4") / "connect4_5x4.dat", dat)
+    z = compress_table(dat, block_entries=SMALL_BLOCKS * 4, quiet=True, threads=2)
+    return dat, z
+
+
+def test_round_trip_reproduces_published_4x4_bytes(t44, tmp_path):
+    dat, z = t44
+    assert sha(dat) == known("4x4")["sha256"]          # Cadot's published hash (see known_tables)
+    with open_c4z(z) as f:
+        assert f.header["sha256"] == known("4x4")["sha256"] and f.blocks > 10
+        assert f.header["md5"] == known("4x4")["md5"]
+    out = decompress_table(z, tmp_path / "back.dat", quiet=True)
+    assert sha(out) == known("4x4")["sha256"]
+    assert not list(tmp_path.glob("*.part*"))
+
+
+def test_every_key_matches_the_oracle(t44):
+    dat, z = t44
+    ref = oracle_table(4, 4)
+    keys = np.array(sorted(ref), np.uint64)
+    want = np.array([ref[int(k)] for k in keys], np.uint8)
+    rng = np.random.default_rng(7)
+    perm = rng.permutation(keys.shape[0])
+    for path in (dat, z):
+        with open_table(path) as t:
+            assert (t.probe_keys(keys[perm]) == want[perm]).all()
+            assert [t.outcome_byte(int(k)) for k in keys[::997]] == list(want[::997])
+            # keys that are not in the table: raise, or the default
+            absent = np.setdiff1d(np.arange(0, int(keys[-1]) + 5, 3, dtype=np.uint64), keys)[:50]
+            with pytest.raises(PositionNotFoundError):
+                t.probe_keys(absent)
+            got = t.probe_keys(np.r_[absent[:3], keys[:2]], default=-1)
+            assert got.tolist() == [-1, -1, -1, *want[:2].tolist()]
+            chunks = list(t.iter_entries(3000, start=100, stop=20000))
+            assert np.concatenate([c["key"] for c in chunks]).tolist() == keys[100:20000].tolist()
+
+
+def test_wdl_many_agrees_with_oracle(t44):
+    dat, z = t44
+    ref = oracle_table(4, 4)
+    moves = ["", "1", "12", "2233", "1122334", "3344", "1213", "444"]
+    expect = []
+    for m in moves:
+        cls = ref[oracle_key(4, 4, m)] & 0xC0
+        mover = 0x40 if len(m) % 2 == 0 else 0x80
+        expect.append(0 if cls == 0 else (1 if cls == mover else -1))
+    for path in (dat, z):
+        with open_table(path) as t:
+            assert t.wdl_many(moves).tolist() == expect
+            assert [t.wdl(m) for m in moves] == expect
+
+
+def test_readers_answer_the_same_on_c4z(t54, tmp_path):
+    dat, z = t54
+    for cmd in (["lookup", "--json", "--table", "{}", "3344", "", "11"],):
+        a = run_cli(*[x.format(dat) for x in cmd])
+        b = run_cli(*[x.format(z) for x in cmd])
+        assert a[0] == b[0] == 0 and a[1] == b[1] and a[1]
+    a = run_cli("stats", "--scan", "-q", str(dat))
+    b = run_cli("stats", "-q", str(z))
+    assert a[0] == b[0] == 0 and a[1] == b[1]
+    rc, out, err = run_cli("play", "--table", str(z), "--side", "B", "--start", "33")
+    assert rc == 0 and "ply 2" in out
+    import pyarrow.parquet as pq
+    from c4table.export import export_positions
+    for src, name in ((dat, "a.parquet"), (z, "b.parquet")):
+        assert export_positions(src, tmp_path / name, 6, source="table").rows > 0
+    a, b = pq.read_table(tmp_path / "a.parquet"), pq.read_table(tmp_path / "b.parquet")
+    assert a.to_pydict() == b.to_pydict()
+    rc, out, _ = run_cli("verify", "-q", str(z))
+    assert rc == 0 and known("5x4")["sha256"] in out and "known table 5x4" in out
+    rc, out, _ = run_cli("verify", "-q", "--sha256", "0" * 64, str(z))
+    assert rc == 1 and "MISMATCH" in out
+
+
+def test_cli_compress_decompress_exact(t54, tmp_path):
+    dat, _ = t54
+    rc, out, err = run_cli("compress", str(dat), "-o", str(tmp_path / "t.c4z"), "--threads", "2")
+    assert rc == 0 and "% of" in out and "ETA" not in out
+    rc, out, err = run_cli("decompress", "-q", str(tmp_path / "t.c4z"), "-o", str(tmp_path / "t.dat"))
+    assert rc == 0, err
+    assert sha(tmp_path / "t.dat") == sha(dat) == known("5x4")["sha256"]
+    rc, _, err = run_cli("compress", str(tmp_path / "nope.dat"))
+    assert rc == 2 and err.startswith("c4table: error:") and "no such table file" in err
+    (tmp_path / "connect4_5x4.dat").write_bytes(dat.read_bytes()[:-2])
+    rc, _, err = run_cli("compress", str(tmp_path / "connect4_5x4.dat"))
+    assert rc == 1 and "multiple" in err and err.count("\n") == 1
+
+
+def _layout(path):
+    data = Path(path).read_bytes()
+    idx_off, idx_len, hdr_len, _, _ = c4z.TRAILER.unpack(data[-c4z.TRAILER.size:])
+    return data, idx_off, idx_len, hdr_len
+
+
+@pytest.mark.parametrize("where", ["block", "index", "header", "trailer", "truncate-tail",
+                                   "truncate-block"])
+def test_damaged_c4z_is_refused_naming_the_part(t44, tmp_path, where):
+    _, z = t44
+    data, idx_off, idx_len, hdr_len = _layout(z)
+    d = bytearray(data)
+    with open_c4z(z) as f:
+        blk = 5
+        lo, hi = int(f.offsets[blk]), int(f.offsets[blk + 1])
+        key_in_block = int(f.block(blk)[0][10])
+    if where == "block":
+        d[(lo + hi) // 2] ^= 0x01
+    elif where == "index":
+        d[idx_off + idx_len // 2] ^= 0x01
+    elif where == "header":
+        d[idx_off + idx_len + hdr_len // 2] ^= 0x01
+    elif where == "trailer":
+        d[-c4z.TRAILER.size] ^= 0x01
+    elif where == "truncate-tail":
+        del d[-7:]
+    else:
+        del d[lo + 3:]
+    bad = tmp_path / "connect4_4x4.c4z"
+    bad.write_bytes(bytes(d))
+    expect = {"block": f"block {blk}", "index": "index", "header": "header", "trailer": "trailer",
+              "truncate-tail": "trailer", "truncate-block": "trailer"}[where]
+    with pytest.raises(CorruptDataError, match=expect):
+        with open_c4z(bad) as f:
+            f.outcome_byte(key_in_block)
+    if where in ("block", "truncate-tail"):   # the command line: one line, exit 1
+        rc, out, err = run_cli("verify", "-q", str(bad))
+        assert rc == 1 and expect in err and err.count("\n") == 1 and "Traceback" not in err
+    else:
+        from c4table.verify import verify_table
+        with pytest.raises(CorruptDataError, match=expect):
+            verify_table(bad, quiet=True)
+    if where == "block":   # a probe that needs the block: one line, exit 1, no answer
+        with open_table(bad) as t:
+            with pytest.raises(CorruptDataError):
+                t.probe_keys(np.array([key_in_block], np.uint64))
+        ok_key = int(open_c4z(z).first_keys[0])
+        assert open_table(bad).outcome_byte(ok_key) == open_table(z).outcome_byte(ok_key)
+
+
+def test_never_a_wrong_answer_under_random_damage(t44, tmp_path):
+    """Flip one random byte anywhere in the data: every probe of every key either answers
+    what the intact file answers or raises CorruptDataError."""
+    _, z = t44
+    data = Path(z).read_bytes()
+    ref = oracle_table(4, 4)
+    keys = np.array(sorted(ref), np.uint64)
+    want = np.array([ref[int(k)] for k in keys], np.uint8)
+    rng = np.random.default_rng(3)
+    for trial in range(12):
+        d = bytearray(data)
+        d[int(rng.integers(len(c4z.MAGIC), len(d)))] ^= int(rng.integers(1, 256))
+        bad = tmp_path / f"t{trial}.c4z"
+        bad.write_bytes(bytes(d))
+        try:
+            f = open_c4z(bad)
+        except CorruptDataError:
+            continue
+        with f:
+            for i in range(f.blocks):
+                lo = i * f.block_entries
+                try:
+                    got = f.probe_keys(keys[lo: lo + f.block_entries])
+                except CorruptDataError:
+                    continue
+                assert (got == want[lo: lo + f.block_entries]).all()
+
+
+def test_compress_resumes_after_interruption(t54, tmp_path, monkeypatch):
+    dat, _ = t54
+    whole = compress_table(dat, tmp_path / "whole.c4z", block_entries=SMALL_BLOCKS, quiet=True)
+    monkeypatch.setattr(c4z, "CHECKPOINT_SECONDS", 0.0)
+    real = c4z._compress_block
+    calls = {"n": 0}
+
+    def dies(*a):
+        calls["n"] += 1
+        if calls["n"] > 200:
+            raise KeyboardInterrupt
+        return real(*a)
+    monkeypatch.setattr(c4z, "_compress_block", dies)
+    out = tmp_path / "resumed.c4z"
+    with pytest.raises(KeyboardInterrupt):
+        compress_table(dat, out, block_entries=SMALL_BLOCKS, quiet=True, threads=2)
+    ck = json.loads((tmp_path / "resumed.c4z.part.json").read_text())
+    assert 100 < ck["blocks"] <= 200 and not out.exists()
+    monkeypatch.setattr(c4z, "_compress_block", real)
+    lines = []
+
+    class Sink:
+        def write(self, s): lines.append(s)
+        def flush(self): pass
+    compress_table(dat, out, block_entries=SMALL_BLOCKS, quiet=False, stream=Sink(), threads=2)
+    assert any(f"resuming resumed.c4z at block {ck['blocks']:,}" in s for s in lines)
+    assert out.read_bytes() == whole.read_bytes()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["resumed.c4z", "whole.c4z"]
+
+
+def test_decompress_resumes_from_a_partial_output(t54, tmp_path):
+    dat, z = t54
+    out = tmp_path / "x.dat"
+    part = tmp_path / "x.dat.part"
+    raw = dat.read_bytes()
+    part.write_bytes(raw[: len(raw) // 2] + b"garbage")   # a crash mid-way: a torn tail
+    decompress_table(z, out, quiet=True)
+    assert sha(out) == sha(dat) and not part.exists()
+
+
+def test_build_compress_only(tmp_path):
+    d = tmp_path / "b"
+    rc, out, err = run_cli("build", "4x4", "--out", str(d), "-q", "--compress-only", "--clean")
+    assert rc == 0, err
+    assert not (d / "connect4_4x4.dat").exists() and out.split()[0] == str(d / "connect4_4x4.c4z")
+    rc, out, err = run_cli("verify", "-q", str(d / "connect4_4x4.c4z"))
+    assert rc == 0 and "manifest.json" in out and "known table 4x4" in out
+    rc, out2, err = run_cli("build", "4x4", "--out", str(d), "-q", "--compress-only", "--clean")
+    assert rc == 0 and out2 == out.splitlines()[0] + "\n" or out2.split()[0] == str(d / "connect4_4x4.c4z")
+    rc, out, err = run_cli("merge", "4x4", "--out", str(d), "-q", "--compress-only")
+    assert rc == 0 and out.split()[0].endswith(".c4z"), err
+
+
+# --------------------------------------------------------------------------- remote
+class RangeHandler(http.server.SimpleHTTPRequestHandler):
+    """Static files with single ``Range: bytes=a-b`` / ``bytes=-n`` support; counts GETs."""
+    log: list = []
+
+    def log_message(self, *a):
+        pass
+
+    def do_GET(self):
+        path = Path(self.translate_path(self.path))
+        if not path.is_file():
+            self.send_error(404)
+            return
+        data = path.read_bytes()
+        rng = self.headers.get("Range")
+        type(self).log.append((self.path, rng))
+        if not rng:
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            return
+        a, b = rng.split("=")[1].split("-")
+        lo, hi = (len(data) - int(b), len(data) - 1) if a == "" else (int(a), min(int(b), len(data) - 1))
+        lo = max(lo, 0)
+        self.send_response(206)
+        self.send_header("Content-Range", f"bytes {lo}-{hi}/{len(data)}")
+        self.send_header("Content-Length", str(hi - lo + 1))
+        self.end_headers()
+        self.wfile.write(data[lo: hi + 1])
+
+
+@pytest.fixture
+def http_dir(tmp_path):
+    root = tmp_path / "www"
+    root.mkdir()
+    RangeHandler.log = []
+    handler = lambda *a, **k: RangeHandler(*a, directory=str(root), **k)   # noqa: E731
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    th = threading.Thread(target=srv.serve_forever, daemon=True)
+    th.start()
+    try:
+        yield root, f"http://127.0.0.1:{srv.server_address[1]}"
+    finally:
+        srv.shutdown()
+
+
+def test_http_one_read_per_block_and_index_cached(t44, http_dir, tmp_path, monkeypatch):
+    _, z = t44
+    root, url = http_dir
+    shutil.copy(z, root / "connect4_4x4.c4z")
+    monkeypatch.setenv("C4TABLE_CACHE", str(tmp_path / "cache"))
+    data, idx_off, idx_len, hdr_len = _layout(z)
+    # a first read that holds the header but not the index
+    monkeypatch.setattr(c4z, "TAIL_BYTES", hdr_len + c4z.TRAILER.size + 8)
+    ref = oracle_table(4, 4)
+    keys = np.array(sorted(ref), np.uint64)
+    with open_c4z(f"{url}/connect4_4x4.c4z") as f:
+        assert len(RangeHandler.log) == 2          # the tail, then the index
+        before = len(RangeHandler.log)
+        a, b = int(keys[10]), int(keys[20])        # one block
+        assert f.outcome_byte(a) == ref[a] and f.outcome_byte(b) == ref[b]
+        assert len(RangeHandler.log) == before + 1
+        many = keys[:: 37]
+        need = len(set(np.searchsorted(f.first_keys, many, "right") - 1) - set(f._lru))
+        n0 = len(RangeHandler.log)
+        assert f.probe_keys(many).tolist() == [ref[int(k)] for k in many]
+        assert len(RangeHandler.log) - n0 == need
+    assert list((tmp_path / "cache").glob("*.idx"))
+    RangeHandler.log.clear()
+    with open_table(f"{url}/connect4_4x4.c4z") as t:
+        assert len(RangeHandler.log) == 1          # the tail only: the index came from the cache
+        assert t.probe("2233").outcome in "AB" or t.probe("2233").outcome == "draw"
+    rc, out, err = run_cli("verify", "-q", f"{url}/connect4_4x4.c4z")
+    assert rc == 0 and "known table 4x4" in out, err
+    rc, out, err = run_cli("lookup", "--table", f"{url}/connect4_4x4.c4z", "12")
+    rc2, out2, _ = run_cli("lookup", "--table", str(z), "12")
+    assert rc == rc2 == 0 and out == out2
+    rc, _, err = run_cli("lookup", "--table", f"{url}/nope.c4z", "12")
+    assert rc == 2 and "no such table file" in err
+
+
+def test_s3_c4z(t44, tmp_path, monkeypatch):
+    moto_server = pytest.importorskip("moto.server")
+    pafs = pytest.importorskip("pyarrow.fs")
+    _, z = t44
+    srv = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    srv.start()
+    try:
+        host, port = srv.get_host_and_port()
+        env = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+               "AWS_DEFAULT_REGION": "us-east-1", "AWS_ENDPOINT_URL": f"http://{host}:{port}",
+               "AWS_EC2_METADATA_DISABLED": "true", "C4TABLE_CACHE": str(tmp_path / "cache")}
+        for k, v in env.items():
+            monkeypatch.setenv(k, v)
+        fs = pafs.S3FileSystem(endpoint_override=env["AWS_ENDPOINT_URL"], allow_bucket_creation=True)
+        fs.create_dir("c4z")
+        with fs.open_output_stream("c4z/t/connect4_4x4.c4z") as f:
+            f.write(Path(z).read_bytes())
+        uri = "s3://c4z/t/connect4_4x4.c4z"
+        ref = oracle_table(4, 4)
+        keys = np.array(sorted(ref), np.uint64)
+        with open_table(uri) as t:
+            src = t.c4z.src
+            n0 = src.requests
+            assert t.probe_keys(keys[:5]).tolist() == [ref[int(k)] for k in keys[:5]]
+            assert src.requests - n0 == 1
+            assert t.wdl_many(["", "1"]).tolist() == [t.wdl(""), t.wdl("1")]
+        rc, out, err = run_cli("verify", "-q", uri)
+        assert rc == 0 and known("4x4")["sha256"] in out, err
+        from c4table.stats import ply_stats
+        rows = ply_stats(uri)
+        counts = oracle_ply_counts(4, 4)                # the independent brute force
+        assert [(r.positions, r.entries, r.won, r.drawn, r.lost) for r in rows] == \
+            [(c["positions"], c["entries"], c["a_wins"], c["draws"], c["b_wins"]) for c in counts]
+        decompress_table(uri, tmp_path / "d.dat", quiet=True)
+        assert sha(tmp_path / "d.dat") == known("4x4")["sha256"]
+    finally:
+        srv.stop()
+
+
+def test_plan_estimates_the_c4z_size():
+    from c4table.pipeline.plan import COSTS, make_plan
+    p = make_plan("7x6", workers=64, memory_per_worker=16 * 2**30)
+    assert p.c4z_bytes == int(p.entries * COSTS["c4z_bytes_per_entry"]) and 0 < p.c4z_bytes < p.final_bytes
+    assert p.to_json()["c4z_bytes"] == p.c4z_bytes
+    rc, out, err = run_cli("plan", "7x6")
+    assert rc == 0 and "as .c4z" in out, err
