@@ -245,10 +245,10 @@ class ProbeService:
 
     def _body(self, t: Table, board: str, res) -> str:
         """JSON text of one probe result, or the :class:`ApiError` of one error."""
+        if isinstance(res, PositionNotFoundError):   # first: a position outside a rooted table
+            raise self._not_found(t, board, res)      # is also an IllegalPositionError
         if isinstance(res, IllegalPositionError):
             raise ApiError(400, str(res))
-        if isinstance(res, PositionNotFoundError):
-            raise self._not_found(t, board, res)
         if isinstance(res, Exception):
             raise res
         return json.dumps(lookup_json(res, t.board.name))
@@ -334,7 +334,8 @@ class ProbeService:
 
     def boards(self) -> list[dict]:
         return [{"board": name, "width": t.board.width, "height": t.board.height, "k": t.board.k,
-                 "entries": t.entries} for name, t in sorted(self.tables.items())]
+                 "entries": t.entries, "root": t.root.moves if t.root is not None else ""}
+                for name, t in sorted(self.tables.items())]
 
 
 # ------------------------------------------------------------------------------- HTTP

@@ -321,3 +321,19 @@ def test_load_tool_runs_briefly_without_errors(t54):
     assert p.returncode == 0, p.stderr
     assert "errors: 0" in p.stdout and "batch of 50 positions: HTTP 200" in p.stdout, p.stdout
     assert "server RSS: before" in p.stdout
+
+
+def test_a_rooted_table_is_served_from_its_root(tmp_path, t44):
+    """/api/boards names the root (the page starts there); positions of the subtree answer as
+    in the full table, the empty board is outside it: 404 with a JSON error."""
+    from c4table.pipeline.build import build_table
+    rooted = build_table("4x4", tmp_path / "r", root="2132", workers=1)
+    with TestClient(create_app([rooted]), raise_server_exceptions=False) as c, \
+            TestClient(create_app([t44]), raise_server_exceptions=False) as full:
+        assert c.get("/api/boards").json()[0]["root"] == "2132"
+        assert full.get("/api/boards").json()[0]["root"] == ""
+        for moves in ("2132", "21323", "213241"):
+            assert c.get(f"/api/4x4?moves={moves}").json() == \
+                full.get(f"/api/4x4?moves={moves}").json()
+        r = c.get("/api/4x4?moves=")
+        assert r.status_code == 404 and "not reachable from the root" in r.json()["error"]

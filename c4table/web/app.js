@@ -142,7 +142,7 @@ function render() {
   $("status").textContent = text;
   $("status").className = p && !p.terminal ? "to-" + p.to_move : "";
   $("movestr").textContent = state.moves || "(empty board)";
-  $("undo").disabled = !state.moves;
+  $("undo").disabled = state.moves.length <= rootMoves().length;
   $("redo").disabled = !state.redo.length;
 }
 
@@ -180,12 +180,16 @@ function play(c) {
 
 // With perfect play on one side, undo and redo step back to the human's turn.
 function humanTurn(moves) { return !state.computer || (moves.length % 2 === 0 ? "A" : "B") !== state.computer; }
+// A rooted table (board.root, a move string) holds only the positions from its root on: the
+// page starts there and never undoes below it.
+function rootMoves() { return (state.board && state.board.root) || ""; }
 function undo() {
-  if (!state.moves) return;
+  const root = rootMoves();
+  if (state.moves.length <= root.length) return;
   do {
     state.redo.push(state.moves.slice(-1));
     state.moves = state.moves.slice(0, -1);
-  } while (state.moves && !humanTurn(state.moves));
+  } while (state.moves.length > root.length && !humanTurn(state.moves));
   load();
 }
 function redo() {
@@ -197,7 +201,8 @@ function redo() {
 function selectBoard(name, moves) {
   state.board = state.boards.find((b) => b.board === name) || state.boards[0];
   const w = state.board.width;
-  state.moves = [...(moves || "")].every((d) => d >= "1" && d <= String(Math.min(w, 9))) ? moves || "" : "";
+  const ok = [...(moves || "")].every((d) => d >= "1" && d <= String(Math.min(w, 9)));
+  state.moves = ok && (moves || "").startsWith(rootMoves()) ? moves || "" : rootMoves();
   state.redo = [];
   $("board-select").value = state.board.board;
   load();
@@ -226,7 +231,7 @@ async function start() {
   $("undo").addEventListener("click", undo);
   $("redo").addEventListener("click", redo);
   $("flip").addEventListener("click", () => { state.flipped = !state.flipped; updateUrl(); render(); });
-  $("reset").addEventListener("click", () => { state.moves = ""; state.redo = []; load(); });
+  $("reset").addEventListener("click", () => { state.moves = rootMoves(); state.redo = []; load(); });
   $("computer").addEventListener("change", (e) => { state.computer = e.target.value; load(); });
   document.addEventListener("keydown", (e) => {
     if (e.target.tagName === "SELECT" || e.ctrlKey || e.metaKey || e.altKey) return;
