@@ -34,8 +34,8 @@ Entries of one ply come from the build directory's backward shards
 shards are still there, otherwise from one streaming scan of the table file. Memory stays
 bounded: ``chunk_entries`` entries at a time, each written as a parquet row group.
 
->>> rep = export_positions("tables/5x4/connect4_5x4.dat", "ply8.parquet", ply=8)  # doctest: +SKIP
->>> rep.rows                                                                       # doctest: +SKIP
+>>> rep = export_positions("tables/5x4/connect4_5x4.dat", "ply8.parquet", ply=8)
+>>> rep.rows
 10076
 """
 from __future__ import annotations
@@ -308,8 +308,11 @@ def iter_ply_entries(table, ply: int | None = None, chunk_entries: int = 1 << 18
     when available), ``"table"`` or ``"shards"``. ``scanned[0]``, if given, counts the table
     entries read so far (for progress when a scan filters a ply).
 
-    >>> with open_table("tables/5x4/connect4_5x4.dat") as t:            # doctest: +SKIP
+    >>> from c4table.table import open_table
+    >>> with open_table("tables/5x4/connect4_5x4.dat") as t:
     ...     n = sum(len(k) for k, _, _ in iter_ply_entries(t, 8))
+    >>> n
+    10076
     """
     board = table.board
     files = _shard_files(table.path, ply) if ply is not None and source != "table" else None
@@ -391,7 +394,7 @@ def export_positions(table, out: str | os.PathLike, ply: int | None = None, *,
     docstring for the columns. ``nonterminal`` drops finished games, ``mirror`` adds mirror
     images. Progress lines go to ``stream`` (stderr) unless ``quiet``.
 
-    >>> export_positions("tables/5x4/connect4_5x4.dat", "p8.parquet", ply=8).rows  # doctest: +SKIP
+    >>> export_positions("tables/5x4/connect4_5x4.dat", "p8.parquet", ply=8).rows
     10076
     """
     import pyarrow.parquet as pq

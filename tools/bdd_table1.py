@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-REFERENCE = ROOT.parent / "shared" / "reference" / "positions_by_board.tsv"
+REFERENCE = ROOT / "c4table" / "data" / "bock_table1.tsv"   # Böck's Table 1, source in its first line
 
 
 def read_table1(path: Path) -> list[dict]:
