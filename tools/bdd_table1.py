@@ -39,7 +39,6 @@ def read_table1(path: Path) -> list[dict]:
 
 def worker(args) -> None:
     """Run one board in this process and print one JSON line with the figures."""
-    sys.path.insert(0, str(ROOT))
     from c4table.bdd import count_positions, solve
 
     fn = solve if args.mode == "solve" else count_positions
