@@ -196,7 +196,7 @@ def lookup(table_path, board, draw, drawing, as_json, positions):
     board, - to read one per line from stdin), and of each legal move.
 
     Distances count plies: for a move, from the position before it (the move included)."""
-    from c4table.cli_use import answer_queries, queries
+    from c4table.cli_use import answer_queries, lookup_json, queries
     from c4table.table import open_table
     if board == _DRAW:
         board, draw = None, True
@@ -209,7 +209,7 @@ def lookup(table_path, board, draw, drawing, as_json, positions):
                                      param_hint="--board") from None
     qs = queries(positions, drawing)
     with open_table(table_path, board) as table:
-        failures = answer_queries(table, qs, as_json, draw, lambda probe: probe.to_json(), _describe)
+        failures = answer_queries(table, qs, as_json, draw, lookup_json, _describe)
     if failures:
         sys.exit(2)
 
@@ -239,6 +239,8 @@ def _register_optional() -> None:
     from c4table.cli_use import COMMANDS
     for command in COMMANDS:
         cli.add_command(command)
+    from c4table.cli_serve import serve
+    cli.add_command(serve)
     try:
         from c4table.cli_bdd import bdd, crosscheck
     except ImportError:  # BDD mode needs oxidd

@@ -68,6 +68,25 @@ def board_picture(table, probe) -> str:
     return "\n".join("    " + line for line in text.splitlines())
 
 
+def lookup_json(probe) -> dict:
+    """The object ``lookup --json`` prints for a probed position (the API's answer too).
+
+    >>> from c4table.table import Probe
+    >>> lookup_json(Probe("", 0, "A", "draw", 20, False))["outcome"]
+    'draw'
+    """
+    return probe.to_json()
+
+
+def error_json(text: str, message: str) -> dict:
+    """The object ``lookup --json -`` prints for a line that is not a legal position.
+
+    >>> error_json("9", "bad move")
+    {'position': '9', 'error': 'bad move'}
+    """
+    return {"position": text, "error": message}
+
+
 def answer_queries(table, qs: list[tuple[str, bool]], as_json: bool, draw: bool,
                    to_json, to_text) -> int:
     """Probe each ``(text, batch)`` query of :func:`queries` and print one answer per query
@@ -82,7 +101,7 @@ def answer_queries(table, qs: list[tuple[str, bool]], as_json: bool, draw: bool,
             if not batch:
                 raise
             failures += 1
-            click.echo(json.dumps({"position": text, "error": str(e)}) if as_json
+            click.echo(json.dumps(error_json(text, str(e))) if as_json
                        else f"{text}: error: {e}")
             continue
         if as_json:

@@ -1,0 +1,323 @@
+"""The probe server's JSON API (c4table serve), through Starlette's TestClient: answers equal to
+what ``c4table lookup --json`` prints (run as a subprocess), 4x4 answers checked against the
+brute-force oracle, mainlines that really are perfect play to the end, the CLI's error lines,
+404s (unserved board, a position absent from a partial table), 1,000 malformed requests
+answered 4xx with a JSON error, the cache and metrics, CORS, OpenAPI, the static page, and the
+``serve`` command itself (one-line errors, a real uvicorn with two workers)."""
+from __future__ import annotations
+
+import json
+import random
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import warnings
+from urllib.parse import quote
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("starlette")
+pytest.importorskip("httpx")
+with warnings.catch_warnings():   # Starlette >= 1.x suggests httpx2; httpx still works
+    warnings.simplefilter("ignore")
+    from starlette.testclient import TestClient  # noqa: E402
+
+from c4table.board import Board  # noqa: E402
+from c4table.rules import Position  # noqa: E402
+from c4table.serve import MAX_BATCH, create_app  # noqa: E402
+from conftest import run_cli  # noqa: E402
+import oracle  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def t54(built):
+    return built("5x4") / "connect4_5x4.dat"
+
+
+@pytest.fixture(scope="module")
+def t44(built):
+    return built("4x4") / "connect4_4x4.dat"
+
+
+@pytest.fixture(scope="module")
+def client(t54, t44):
+    with TestClient(create_app([t54, t44], cache_size=1000), raise_server_exceptions=False) as c:
+        yield c
+
+
+def random_move_strings(board: Board, n: int, seed: int) -> list[str]:
+    """Legal move strings of random games cut at random lengths (finished games included)."""
+    rng = random.Random(seed)
+    out = []
+    while len(out) < n:
+        p = Position(board)
+        for _ in range(rng.randrange(board.cells + 1)):
+            if p.is_terminal:
+                break
+            p.play(rng.choice(p.legal_moves()))
+        out.append(p.move_string())
+    return out
+
+
+def lookup_lines(table: Path, positions: list[str]) -> list[str]:
+    code, out, err = run_cli("lookup", "--json", "--table", str(table), "-", stdin="\n".join(positions) + "\n")
+    assert err == "" or code == 2, err
+    return out.splitlines()
+
+
+# ------------------------------------------------------------------------------ answers
+def test_position_is_the_lookup_json_object(client, t54):
+    positions = ["", "3344", "33"] + random_move_strings(Board.parse("5x4"), 150, seed=1)
+    lines = lookup_lines(t54, positions)
+    assert len(lines) == len(positions)
+    for moves, line in zip(positions, lines):
+        r = client.get("/api/5x4", params={"moves": moves})
+        assert r.status_code == 200 and r.headers["content-type"] == "application/json"
+        assert r.json() == json.loads(line)
+        assert r.text == line          # the very text lookup --json prints
+    assert client.get("/api/5x4").json() == json.loads(lines[0])   # no moves: the empty board
+    drawing = ".....\n.....\n..o..\n.xxo.\n"                       # a drawing, as lookup --drawing
+    code, out, err = run_cli("lookup", "--json", "--table", str(t54), "--drawing", "-", stdin=drawing)
+    assert code == 0 and client.get("/api/5x4", params={"moves": drawing}).text == out.strip()
+
+
+def test_batch_is_lookup_json_of_stdin(client, t54):
+    positions = random_move_strings(Board.parse("5x4"), 300, seed=2) + ["9", "33333", "3a", ""]
+    r = client.post("/api/5x4/batch", json=positions)
+    assert r.status_code == 200
+    assert r.json() == [json.loads(line) for line in lookup_lines(t54, positions)]
+    errors = [o for o in r.json() if "error" in o]
+    assert [o["position"] for o in errors] == ["9", "33333", "3a"]
+
+
+def test_4x4_answers_match_the_oracle(client):
+    table = oracle.oracle_table(4, 4)
+    kind = {oracle.DRAW: "draw", oracle.A_WINS: "A", oracle.B_WINS: "B"}
+    for moves in random_move_strings(Board.parse("4x4"), 120, seed=3):
+        got = client.get("/api/4x4", params={"moves": moves}).json()
+        byte = table[oracle.oracle_key(4, 4, moves)]
+        assert (got["outcome"], got["distance"]) == (kind[byte & 0xC0], byte & 0x3F)
+        for m in got["moves"]:
+            child = table[oracle.oracle_key(4, 4, moves + str(m["column"]))]
+            assert (m["outcome"], m["distance"]) == (kind[child & 0xC0], (child & 0x3F) + 1)
+
+
+def test_mainline_is_perfect_play_to_the_end(client):
+    for moves in ["", "3344", "1"] + random_move_strings(Board.parse("5x4"), 25, seed=4):
+        r = client.get("/api/5x4/mainline", params={"moves": moves})
+        assert r.status_code == 200, r.text
+        line = r.json()
+        start = client.get("/api/5x4", params={"moves": moves}).json()
+        assert (line["outcome"], line["distance"]) == (start["outcome"], start["distance"])
+        assert len(line["mainline"]) == start["distance"]
+        cur = moves
+        for i, step in enumerate(line["mainline"]):
+            here = client.get("/api/5x4", params={"moves": cur}).json()
+            best = {m["column"]: m for m in here["moves"]}
+            assert step == best[step["column"]]                 # the move's own answer
+            assert step["outcome"] == start["outcome"] and step["distance"] == start["distance"] - i
+            cur += str(step["column"])
+        assert line["end"] == cur
+        end = client.get("/api/5x4", params={"moves": cur}).json()
+        assert end["terminal"] and end["distance"] == 0 and end["outcome"] == start["outcome"]
+        assert line["winner"] == start["outcome"]
+
+
+# ------------------------------------------------------------------------------- errors
+@pytest.mark.parametrize("moves", ["9", "0", "3a", "33333", "12121212", "x"])
+def test_bad_position_is_400_with_the_cli_message(client, t54, moves):
+    code, out, err = run_cli("lookup", "--table", str(t54), moves)
+    assert code == 2 and err.startswith("c4table: error: ")
+    r = client.get("/api/5x4", params={"moves": moves})
+    assert r.status_code == 400
+    assert r.json() == {"error": err.strip()[len("c4table: error: "):]}
+
+
+def test_unserved_board_and_unknown_paths_are_404_json(client):
+    for path in ["/api/7x6", "/api/5x4x", "/api/7x6/mainline", "/nothing", "/api/5x4/nothing/else"]:
+        r = client.get(path)
+        assert r.status_code == 404 and "error" in r.json(), path
+    assert "served: 4x4, 5x4" in client.get("/api/7x6").json()["error"]
+    assert client.post("/api/7x6/batch", json=["1"]).status_code == 404
+
+
+def test_position_missing_from_a_partial_table_is_404(tmp_path, t44):
+    """A table that lacks positions (as a rooted table does) answers 404, not 500, and does not
+    show the server's file path."""
+    from c4table.table import open_table
+    data = t44.read_bytes()
+    with open_table(t44) as t:
+        E, key_bytes = t.entry_size, t.key_bytes
+    n = len(data) // E
+    part = tmp_path / "connect4_4x4.dat"
+    part.write_bytes(data[: (n // 2) * E])
+    last_key = int.from_bytes(data[(n // 2 - 1) * E: (n // 2 - 1) * E + key_bytes], "big")
+    with TestClient(create_app([part]), raise_server_exceptions=False) as c:
+        missing = [m for m in random_move_strings(Board.parse("4x4"), 300, seed=5)
+                   if oracle.oracle_key(4, 4, m) > last_key and not m.startswith("1")][:20]
+        assert missing
+        for m in missing:
+            r = c.get("/api/4x4", params={"moves": m})
+            assert r.status_code == 404, (m, r.text)
+            assert "not in the table" in r.json()["error"] and str(tmp_path) not in r.text
+        batch = c.post("/api/4x4/batch", json=missing[:3]).json()
+        assert all("not in the table" in o["error"] for o in batch)
+        assert c.get("/api/4x4/mainline", params={"moves": missing[0]}).status_code == 404
+        assert c.get("/api/4x4").status_code == 200        # key 0 is kept
+
+
+def malformed_requests(rng: random.Random) -> list[tuple[str, str, dict]]:
+    """About 1,000 (method, path, kwargs) requests that must all be refused with 4xx."""
+    junk = ["", " ", "%", "\x00", "é", "💥", "../../etc/passwd", "5x4;", "5X4", "5x4 ", "x",
+            "5x04", "-5x4", "99999999999999999999x4", "5x4\n", "a" * 5000, "<script>"]
+    bad_moves = ["0", "6", "9", "a", "-1", "3.0", "33333", "1" * 5, "12" * 4, "44444",
+                 "12121212", "1" * 30_000, "2" * 21, "3344\x00", "١٢", "++", "3\n4\n5",
+                 "....\n....\n....\nAAAA\n", "x" * 3000 + "\n" + "y" * 3000]
+    out: list[tuple[str, str, dict]] = []
+    for _ in range(120):                                       # bad boards
+        b = rng.choice(junk) + rng.choice(["", "1", "/x"])
+        out.append(("GET", "/api/" + quote(b, safe="/"), {"params": {"moves": "1"}}))
+    for _ in range(200):                                       # bad moves
+        m = rng.choice(bad_moves)
+        if rng.random() < 0.5:
+            m = "".join(rng.choice("0123456789abc") for _ in range(rng.randrange(1, 60)))
+            if all(c in "12345" for c in m):
+                m += "0"
+        path = rng.choice(["/api/5x4", "/api/5x4/mainline", "/api/4x4"])
+        out.append(("GET", path, {"params": {"moves": m}}))
+    for _ in range(60):                                        # huge query strings
+        out.append(("GET", "/api/5x4?moves=" + rng.choice("19x") * rng.randrange(10_000, 50_000), {}))
+    for _ in range(200):                                       # wrong methods
+        method = rng.choice(["POST", "PUT", "DELETE", "PATCH"])
+        path = rng.choice(["/api/5x4", "/api/5x4/mainline", "/healthz", "/metrics", "/openapi.json",
+                           "/api/boards"])
+        out.append((method, path, {"content": b"[]"}))
+        out.append((rng.choice(["GET", "PUT", "DELETE"]), "/api/5x4/batch", {}))
+    bodies = [b"", b"[", b"{}", b'{"positions": ["1"]}', b"null", b"1", b'"33"', b"[1, 2]",
+              b'["1", null]', b'[["1"]]', b"\xff\xfe\x00", b'["1",]', b"[" * 10_000, b"NaN",
+              json.dumps(["1"] * (MAX_BATCH + 1)).encode(), b'["1"' + b', "1"' * 20_000 + b"]",
+              b"x" * (5 << 20)]
+    for _ in range(220):                                       # bad JSON
+        out.append(("POST", "/api/" + rng.choice(["5x4", "4x4"]) + "/batch",
+                    {"content": rng.choice(bodies), "headers": {"content-type": "application/json"}}))
+    return out
+
+
+def test_a_thousand_malformed_requests_are_4xx_json(client):
+    reqs = malformed_requests(random.Random(6))
+    assert len(reqs) >= 1000
+    statuses: dict[int, int] = {}
+    for method, path, kw in reqs:
+        r = client.request(method, path, **kw)
+        assert 400 <= r.status_code < 500, (method, path[:80], r.status_code, r.text[:200])
+        err = r.json()["error"]
+        assert isinstance(err, str) and err and "\n" not in err
+        assert len(r.content) < 20_000, (method, path[:80])      # no echo of a huge input
+        statuses[r.status_code] = statuses.get(r.status_code, 0) + 1
+    assert set(statuses) >= {400, 404, 405, 413}
+    assert client.get("/api/5x4", params={"moves": "3344"}).json()["distance"] == 3   # still serving
+    metrics = client.get("/metrics").text
+    assert 'status="500"' not in metrics
+
+
+# ------------------------------------------------------------------------ the rest of it
+def test_cache_and_metrics(t54):
+    with TestClient(create_app([t54], cache_size=2)) as c:
+        for moves in ["1", "1", "2", "3", "1"]:
+            c.get("/api/5x4", params={"moves": moves})
+        m = {line.split(" ")[0]: line.split(" ")[1] for line in c.get("/metrics").text.splitlines()
+             if not line.startswith("#")}
+    # "1" miss, "1" hit, "2" miss, "3" miss (evicts "1"), "1" miss
+    assert m["c4table_cache_hits_total"] == "1" and m["c4table_cache_misses_total"] == "4"
+    assert m["c4table_probes_total"] == "4" and m["c4table_cache_entries"] == "2"
+    assert m['c4table_requests_total{route="/api/{board}",method="GET",status="200"}'] == "5"
+    assert m["c4table_request_duration_seconds_count"] == "5"
+    assert m['c4table_request_duration_seconds_bucket{le="+Inf"}'] == "5"
+    assert m['c4table_table_entries{board="5x4"}'] == "1974174"
+
+
+def test_cors_off_by_default_and_one_origin_when_asked(t54):
+    origin = {"Origin": "https://example.org"}
+    with TestClient(create_app([t54])) as c:
+        assert "access-control-allow-origin" not in c.get("/api/5x4", headers=origin).headers
+    with TestClient(create_app([t54], cors="https://example.org")) as c:
+        assert c.get("/api/5x4", headers=origin).headers["access-control-allow-origin"] == "https://example.org"
+        # with CORS the Starlette route answers, without it the front door: the same bytes
+        with TestClient(create_app([t54])) as plain:
+            for q in ["3344", "9", "", "33333"]:
+                a, b = c.get("/api/5x4", params={"moves": q}), plain.get("/api/5x4", params={"moves": q})
+                assert (a.status_code, a.content, a.headers["content-type"]) == \
+                    (b.status_code, b.content, b.headers["content-type"])
+        assert "access-control-allow-origin" not in c.get("/api/5x4", headers={"Origin": "https://evil.test"}).headers
+
+
+def test_openapi_healthz_boards(client):
+    spec = client.get("/openapi.json").json()
+    assert spec["openapi"].startswith("3.") and {"/api/{board}", "/api/{board}/mainline",
+                                                  "/api/{board}/batch"} <= set(spec["paths"])
+    assert client.get("/healthz").json() == {"status": "ok", "boards": ["4x4", "5x4"]}
+    assert [b["board"] for b in client.get("/api/boards").json()] == ["4x4", "5x4"]
+
+
+def test_web_page_is_served_and_self_contained(client):
+    r = client.get("/")
+    assert r.status_code == 200 and "text/html" in r.headers["content-type"]
+    assert 'src="static/app.js"' in r.text and 'href="static/style.css"' in r.text
+    for name in ["app.js", "style.css"]:
+        assert client.get(f"/static/{name}").status_code == 200
+    web = Path(__file__).resolve().parents[1] / "c4table" / "web"
+    for f in web.iterdir():   # works offline: nothing is fetched from another host
+        text = f.read_text()
+        assert "http://" not in text and "https://" not in text and "//cdn" not in text, f.name
+
+
+def test_two_tables_of_one_board_refused(t54):
+    code, out, err = run_cli("serve", "--table", str(t54), "--table", str(t54))
+    assert code == 2 and err.count("\n") == 1 and "two tables of board 5x4" in err
+    code, out, err = run_cli("serve", "--table", "/nonexistent/connect4_5x4.dat")
+    assert code == 2 and err.count("\n") == 1 and "no such table file" in err
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_serve_command_runs_uvicorn_with_workers(t54, t44):
+    import httpx
+    port = _free_port()
+    c4 = shutil.which("c4table", path=str(Path(sys.executable).parent)) or "c4table"
+    proc = subprocess.Popen([c4, "serve", "--table", str(t54), "--table", str(t44), "--port", str(port),
+                             "--workers", "2"], stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                r = httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2)
+                break
+            except httpx.TransportError:
+                assert proc.poll() is None and time.monotonic() < deadline, "server did not start"
+                time.sleep(0.3)
+        assert r.json()["boards"] == ["4x4", "5x4"]
+        assert httpx.get(f"http://127.0.0.1:{port}/api/5x4?moves=3344").json()["distance"] == 3
+        # the port is taken now: a second server says so in one line
+        code, out, err = run_cli("serve", "--table", str(t54), "--port", str(port))
+        assert code == 1 and err.count("\n") == 1 and f"cannot listen on 127.0.0.1:{port}" in err
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    assert "Traceback" not in proc.stderr.read()
+
+
+def test_load_tool_runs_briefly_without_errors(t54):
+    tool = Path(__file__).resolve().parents[1] / "tools" / "load_serve.py"
+    p = subprocess.run([sys.executable, str(tool), "--table", str(t54), "--clients", "2", "--seconds", "1",
+                        "--pool", "200", "--batch", "50", "--batch-repeats", "1"],
+                       capture_output=True, text=True, timeout=180)
+    assert p.returncode == 0, p.stderr
+    assert "errors: 0" in p.stdout and "batch of 50 positions: HTTP 200" in p.stdout, p.stdout
+    assert "server RSS: before" in p.stdout
