@@ -1,5 +1,7 @@
 # c4table: build, query and test Connect-4 lookup tables.
 #   make table BOARD=5x4      forward + backward + merge into tables/5x4/
+#   make table BOARD=7x6 ROOT=MOVES   the rooted table of every position reachable from MOVES,
+#                             into tables/7x6_root-MOVES/connect4_7x6_root-MOVES.dat
 #   make forward BOARD=5x4    the forward pass alone
 #   make backward BOARD=5x4   the backward pass alone (after forward)
 #   make merge BOARD=5x4      the final merge alone (after backward)
@@ -10,10 +12,11 @@ BOARD   ?= 5x4
 MEMORY  ?= 4GiB
 PYTHON  ?= python3
 VENV    ?= .venv
-OUT     ?= tables/$(BOARD)
+ROOT    ?=
+OUT     ?= tables/$(BOARD)$(if $(ROOT),_root-$(ROOT))
 C4      := $(VENV)/bin/c4table
 STAMP   := $(VENV)/.installed
-ARGS    := $(BOARD) --out $(OUT) --memory $(MEMORY) $(if $(WORKERS),--workers $(WORKERS))
+ARGS    := $(BOARD) --out $(OUT) --memory $(MEMORY) $(if $(WORKERS),--workers $(WORKERS)) $(if $(ROOT),--root $(ROOT))
 
 .PHONY: install table forward backward merge verify lookup test clean
 
@@ -38,7 +41,7 @@ merge: $(STAMP)
 	$(C4) merge $(ARGS)
 
 verify: $(STAMP)
-	$(C4) verify $(OUT)/connect4_$(BOARD).dat
+	$(C4) verify $(OUT)/connect4_$(BOARD)$(if $(ROOT),_root-$(ROOT)).dat
 
 test: $(STAMP)
 	$(VENV)/bin/python -m pytest -q

@@ -45,10 +45,14 @@ def _build_options(f):
                           "(default: local processes, no dask)")(f)
     f = click.option("-q", "--quiet", is_flag=True, help="no progress lines")(f)
     f = click.option("--restart", is_flag=True, help="discard a partial build in --out and start over")(f)
+    f = click.option("--root", "root", default=None, metavar="MOVES|FILE|-",
+                     help="build the rooted table of every position reachable from this one: a "
+                          "move string, or a drawing in FILE or on stdin (-); writes "
+                          "connect4_WxH_root-MOVES.dat (default --out tables/WxH_root-MOVES)")(f)
     return f
 
 
-def _open(board, out, memory, workers, scheduler, quiet, restart):
+def _open(board, out, memory, workers, scheduler, quiet, restart, root=None):
     from c4table.units import parse_size
     from c4table.pipeline.build import open_build
     from c4table.pipeline.storage import is_url, open_storage
@@ -61,7 +65,12 @@ def _open(board, out, memory, workers, scheduler, quiet, restart):
             open_storage(out)
         except ValueError as e:
             raise click.BadParameter(str(e), param_hint="--out") from None
-    return open_build(board, out or f"tables/{board.name}", memory, workers, scheduler, quiet, restart)
+    origin = None
+    if root is not None:
+        from c4table.root import root_argument
+        origin = root_argument(board, root)
+    default = origin.default_dir if origin is not None else f"tables/{board.name}"
+    return open_build(board, out or default, memory, workers, scheduler, quiet, restart, origin)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -74,12 +83,12 @@ def cli() -> None:
 @click.argument("board", type=board_arg, default=DEFAULT_BOARD, required=False)
 @_build_options
 @click.option("--clean", is_flag=True, help="delete the intermediate shards (DIR/work) after the merge")
-def build(board, out, memory, workers, scheduler, quiet, restart, clean):
+def build(board, out, memory, workers, scheduler, quiet, restart, root, clean):
     """Build the complete table of BOARD (default 5x4): forward, backward and merge.
 
     Writes DIR/connect4_WxH.dat and DIR/manifest.json. Rerunning on a partial build resumes it."""
     from c4table.pipeline.build import run_build
-    b = _open(board, out, memory, workers, scheduler, quiet, restart)
+    b = _open(board, out, memory, workers, scheduler, quiet, restart, root)
     path = run_build(b, keep_work=not clean)
     click.echo(f"{path}  {b.manifest.table['entries']:,} entries  sha256 {b.manifest.table['sha256']}")
 
@@ -89,10 +98,10 @@ def build(board, out, memory, workers, scheduler, quiet, restart, clean):
 @_build_options
 @click.option("--max-ply", type=click.IntRange(0, 64), default=None,
               help="stop after this generation (default: the full board)")
-def forward(board, out, memory, workers, scheduler, quiet, restart, max_ply):
+def forward(board, out, memory, workers, scheduler, quiet, restart, root, max_ply):
     """Forward pass only: every generation's sorted, deduplicated keys, and per-ply counts."""
     from c4table.pipeline import forward as fwd
-    with _open(board, out, memory, workers, scheduler, quiet, restart) as b:
+    with _open(board, out, memory, workers, scheduler, quiet, restart, root) as b:
         fwd.run(b, max_ply)
     plies = b.manifest.data["plies"]
     last = min(max_ply if max_ply is not None else board.cells, board.cells)
@@ -104,10 +113,10 @@ def forward(board, out, memory, workers, scheduler, quiet, restart, max_ply):
 @cli.command()
 @click.argument("board", type=board_arg, default=DEFAULT_BOARD, required=False)
 @_build_options
-def backward(board, out, memory, workers, scheduler, quiet, restart):
+def backward(board, out, memory, workers, scheduler, quiet, restart, root):
     """Backward pass only (after forward): outcome and distance of every position."""
     from c4table.pipeline import backward as bwd
-    with _open(board, out, memory, workers, scheduler, quiet, restart) as b:
+    with _open(board, out, memory, workers, scheduler, quiet, restart, root) as b:
         bwd.run(b)
     t = {k: sum(p[k] for p in b.manifest.data["plies"]) for k in ("a_wins", "draws", "b_wins")}
     click.echo(f"{b.root}: backward pass done: A wins {t['a_wins']:,}, draws {t['draws']:,}, "
@@ -117,10 +126,10 @@ def backward(board, out, memory, workers, scheduler, quiet, restart):
 @cli.command()
 @click.argument("board", type=board_arg, default=DEFAULT_BOARD, required=False)
 @_build_options
-def merge(board, out, memory, workers, scheduler, quiet, restart):
+def merge(board, out, memory, workers, scheduler, quiet, restart, root):
     """Final merge only (after backward): write DIR/connect4_WxH.dat."""
     from c4table.pipeline import merge as mrg
-    with _open(board, out, memory, workers, scheduler, quiet, restart) as b:
+    with _open(board, out, memory, workers, scheduler, quiet, restart, root) as b:
         path = mrg.run(b)
     click.echo(f"{path}  {b.manifest.table['entries']:,} entries  sha256 {b.manifest.table['sha256']}")
 
@@ -133,7 +142,12 @@ def merge(board, out, memory, workers, scheduler, quiet, restart):
 @click.option("--from", "from_dir", type=click.Path(file_okay=False, exists=True), default=None,
               help="build directory of a measured forward run (c4table forward --max-ply N)")
 @click.option("--json", "as_json", is_flag=True, help="the plan as one JSON object")
-def plan(board, workers, memory_per_worker, from_dir, as_json):
+@click.option("--root", "root", default=None, metavar="MOVES|FILE|-",
+              help="plan the rooted build from this position (see build --root), from a short "
+                   "forward run (or the forward run in --from)")
+@click.option("--probe-plies", type=click.IntRange(1, 64), default=8, show_default=True,
+              help="with --root: plies the forward run counts at most")
+def plan(board, workers, memory_per_worker, from_dir, as_json, root, probe_plies):
     """Estimate a build of BOARD: entries per generation, final size, peak disk, shuffle volume
     and wall time on WORKERS workers, from published counts and measured per-entry costs."""
     from c4table.units import format_seconds, format_size, parse_size
@@ -142,7 +156,11 @@ def plan(board, workers, memory_per_worker, from_dir, as_json):
         mem = parse_size(memory_per_worker)
     except ValueError as e:
         raise click.BadParameter(str(e), param_hint="--memory-per-worker") from None
-    p = make_plan(board, workers, mem, from_dir)
+    if root is not None:
+        from c4table.root import plan_rooted
+        p = plan_rooted(board, root, workers, mem, from_dir, probe_plies)
+    else:
+        p = make_plan(board, workers, mem, from_dir)
     if as_json:
         click.echo(json.dumps(p.to_json()))
         return

@@ -200,6 +200,9 @@ def crosscheck(path, encoding, nodes, threads, flavour, terminal, image, quiet) 
         board = manifest_board(man)
     except (ManifestError, BoardError, ValueError, TypeError) as e:
         _fail(ctx, str(e), 2)
+    if isinstance(man.get("root"), dict):   # c4table.root: counts of a subtree, not the board's
+        _fail(ctx, f"{mpath}: a build rooted at {man['root'].get('moves') or '(empty)'}; the BDD "
+                   "counts every position of the board, so crosscheck compares full builds only", 2)
     t0 = time.perf_counter()
     result = _run(ctx, board, has_wdl(man), encoding, nodes, threads, flavour, terminal,
                   image, quiet)

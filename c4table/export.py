@@ -412,7 +412,8 @@ def export_positions(table, out: str | os.PathLike, ply: int | None = None, *,
         src = "shards" if files is not None else "table"
         meta = {"board": b.name, "width": b.width, "height": b.height, "k": b.k,
                 "ply": "all" if ply is None else ply, "nonterminal": nonterminal, "mirror": mirror,
-                "table": str(t.path), "cells": "a1..: column letter from the left, row number from "
+                "table": str(t.path), "root": t.root.moves if t.root is not None else None,
+                "cells": "a1..: column letter from the left, row number from "
                 "the bottom; 0 empty, 1 A (first player), 2 B",
                 "outcome": "A, B or draw, reached in `distance` plies under optimal play"}
         schema = _schema(b, mirror, meta)

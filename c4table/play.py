@@ -53,7 +53,7 @@ def choose_move(probe: Probe, width: int) -> MoveProbe:
 def play_game(table: Table, human: str = "A", start: str | Position = "", inp: TextIO | None = None,
               out: TextIO | None = None, show_board: bool = True) -> str:
     """Play ``human`` (``"A"`` moves first, ``"B"``) against the table from ``start`` (a move
-    string, drawing or Position). Returns ``"A"``, ``"B"`` or ``"draw"`` when the game ends,
+    string, drawing or Position; ``""`` is a rooted table's root, else the empty board). Returns ``"A"``, ``"B"`` or ``"draw"`` when the game ends,
     ``"quit"`` if the player quits or input ends.
 
     >>> import io
@@ -69,7 +69,10 @@ def play_game(table: Table, human: str = "A", start: str | Position = "", inp: T
     if human not in ("A", "B"):
         raise IllegalPositionError(f"side must be A or B, not {human!r}")
     board = table.board
+    if table.root is not None and isinstance(start, str) and not start.strip():
+        start = table.root.moves   # a rooted table starts at its root
     pos = table.position(start)
+    table.wdl(pos)   # a position the table does not hold fails here, before the greeting
     history: list[Position] = []
 
     def say(text: str = "", end: str = "\n") -> None:

@@ -3,7 +3,7 @@
 terminal positions, and how many are won, drawn and lost from the first player's (A's) view;
 as TSV or markdown, and as a log-scale plot (matplotlib).
 
-Figures come from the build's ``manifest.json`` (instant) or, for a table file without one
+A rooted table (:mod:`c4table.root`) has rows from its root's ply on. Figures come from the build's ``manifest.json`` (instant) or, for a table file without one
 (such as a downloaded table), from one streaming scan of the file that decodes every key with
 numpy (``scan=True`` forces the scan, a cross-check of the manifest).
 
@@ -51,7 +51,8 @@ COLUMNS = [f.name for f in fields(PlyStats)]
 def stats_from_manifest(data: dict) -> list[PlyStats]:
     """Per-ply rows from a parsed ``manifest.json`` (after the backward pass)."""
     out = []
-    for rec in data.get("plies", []):
+    first = (data.get("root") or {}).get("ply", 0)   # a rooted build: its plies from the root's
+    for rec in data.get("plies", [])[first:]:
         if "a_wins" not in rec:
             raise TableError("the manifest has no outcome counts yet (run the backward pass)")
         out.append(PlyStats(rec["ply"], rec["a_wins"], rec["draws"], rec["b_wins"],
@@ -107,8 +108,9 @@ def scan_stats(table, quiet: bool = True, stream: TextIO | None = None) -> list[
         def both(k: str, p: int) -> int:  # mirror images counted separately
             return int(2 * acc[k][p] - acc[k + "_sym"][p])
         acc["entries_sym"] = acc["sym"]
+        first = t.root.ply if t.root is not None else 0   # a rooted table: from its root's ply
         return [PlyStats(p, both("a", p), both("d", p), both("b", p), both("entries", p),
-                         int(acc["entries"][p]), both("term", p)) for p in range(n)]
+                         int(acc["entries"][p]), both("term", p)) for p in range(first, n)]
     finally:
         if own:
             t.close()

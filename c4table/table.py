@@ -10,7 +10,9 @@ of 7 bytes per lookup).
 ('A', 3, [2])
 
 The board of a table is taken from, in order: the ``board`` argument, the ``manifest.json``
-beside the file, the file name ``connect4_WxH.dat``.
+beside the file, the file name ``connect4_WxH.dat`` (or ``connect4_WxH_root-MOVES.dat``). A rooted
+table (:mod:`c4table.root`) knows its root (:attr:`Table.root`) and answers a position outside
+its subtree with :class:`~c4table.root.NotReachableError`.
 """
 from __future__ import annotations
 
@@ -29,7 +31,7 @@ from c4table.codec import decode_outcome
 from c4table.errors import MissingTableError, PositionNotFoundError, TableError
 from c4table.rules import Position
 
-_NAME = re.compile(r"connect4_(\d+)x(\d+)\.dat$")
+_NAME = re.compile(r"connect4_(\d+)x(\d+)(?:_root-\w+)?\.dat$")
 
 #: dtype of the chunks :meth:`Table.iter_entries` yields: the key as a number, the outcome byte.
 ENTRY_DTYPE = np.dtype([("key", "<u8"), ("outcome", "u1")])
@@ -120,6 +122,8 @@ class Table:
         if not self.path.is_file():
             raise MissingTableError(f"{self.path}: no such table file")
         self.board = board_of_table(self.path, board)
+        from c4table.root import root_of_table
+        self.root = root_of_table(self.path, self.board)   # None: a full table
         self.entry_size = self.board.entry_size
         self.key_bytes = self.board.key_bytes
         size = self.path.stat().st_size
@@ -197,13 +201,23 @@ class Table:
         """Outcome and distance of a position (a move string such as ``"4453"`` or a
         :class:`~c4table.rules.Position`), and of each legal move."""
         pos = self.position(moves)
-        res = decode_outcome(self.outcome_byte(pos.key()))
+        res = decode_outcome(self._byte_of(pos))
         probe = Probe(pos.move_string(), pos.ply, pos.to_move, res.result, res.distance,
                       pos.is_terminal)
         for c in pos.legal_moves():
-            child = decode_outcome(self.outcome_byte(pos.child(c).key()))
+            child = decode_outcome(self._byte_of(pos.child(c)))
             probe.moves.append(MoveProbe(c + 1, child.result, child.distance + 1))
         return probe
+
+    def _byte_of(self, pos: Position) -> int:
+        """Outcome byte of ``pos``; in a rooted table, a missing key means ``pos`` is outside the
+        root's subtree (:class:`~c4table.root.NotReachableError`)."""
+        try:
+            return self.outcome_byte(pos.key())
+        except PositionNotFoundError:
+            if self.root is None:
+                raise
+            raise self.root.not_reachable(pos, self.path) from None
 
     def best_moves(self, moves: str | Position) -> list[MoveProbe]:
         """Optimal moves of a position: fastest win, else a draw, else the slowest loss.
@@ -218,7 +232,7 @@ class Table:
         """``1`` if the side to move wins, ``0`` draw, ``-1`` loss (like python-chess'
         ``probe_wdl``); a finished game counts from the side to move too (a loss or a draw)."""
         pos = self.position(moves)
-        res = decode_outcome(self.outcome_byte(pos.key())).result
+        res = decode_outcome(self._byte_of(pos)).result
         return 0 if res == "draw" else (1 if res == pos.to_move else -1)
 
     def drawing(self, moves: str | Position, mark_best: bool = True) -> str:
@@ -246,7 +260,8 @@ class Table:
         return self.entries
 
     def __repr__(self) -> str:
-        return f"Table({str(self.path)!r}, board={self.board}, entries={self.entries})"
+        root = f", root={self.root.moves!r}" if self.root is not None else ""
+        return f"Table({str(self.path)!r}, board={self.board}, entries={self.entries}{root})"
 
 
 def open_table(path: str | os.PathLike, board: str | Board | None = None) -> Table:

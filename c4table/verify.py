@@ -6,7 +6,9 @@ published 7x6 and 6x5 hashes, the 4x4 one, and boards built and cross-checked he
 its provenance) and a hash given
 by the user. When the file sits in a build directory, the manifest's own checksum and layout
 are checked too, and so is every shard it lists under ``work/`` (presence and xxh64), so a
-damaged build directory is reported before a resumed build would trip over it.
+damaged build directory is reported before a resumed build would trip over it. A rooted
+table (:mod:`c4table.root`) starts at its root's key instead of 0 and is compared with its
+manifest and ``--sha256`` only (the known tables are full ones).
 
 >>> r = verify_table("tables/4x4/connect4_4x4.dat", quiet=True)
 >>> r.ok, r.verdict()
@@ -136,6 +138,8 @@ def verify_table(path: str | Path, board: str | Board | None = None, sha256: str
             raise TableError(f"{path}: cannot tell the board of this table; give --board WxH") from None
         b = Board(int(mm.group(1)), int(mm.group(2)))
     rep = VerifyReport(path, b)
+    origin = _root_of(b, name, text if board is None else _read_sibling(store, "manifest.json"))
+    first_key = origin.key if origin is not None else 0
     E, K = b.entry_size, b.key_bytes
     size = store.size(name)
     rep.bytes = size
@@ -162,8 +166,9 @@ def verify_table(path: str | Path, board: str | Board | None = None, sha256: str
                 rows = np.frombuffer(chunk, np.uint8, count=n * E).reshape(n, E)
                 keys = _keys_of(rows, K)
                 outs = rows[:, K]
-                if seen == 0 and int(keys[0]) != 0:
-                    rep.problems.append(f"first key is {int(keys[0])}, not 0 (the empty board)")
+                if seen == 0 and int(keys[0]) != first_key:
+                    what = f"the root {origin}'s key" if origin is not None else "the empty board"
+                    rep.problems.append(f"first key is {int(keys[0])}, not {first_key} ({what})")
                 if first_problem["order"] is None:
                     bad = np.flatnonzero(keys[1:] <= keys[:-1])
                     if int(keys[0]) <= prev and seen:
@@ -195,7 +200,7 @@ def verify_table(path: str | Path, board: str | Board | None = None, sha256: str
         rep.problems.append(f"entry {first_problem['outcome']:,}: invalid outcome byte")
     digests = hashes.result()
     rep.sha256, rep.md5 = digests["sha256"], digests["md5"]
-    _compare(rep, store, name, b, sha256)
+    _compare(rep, store, name, b, sha256, rooted=origin is not None)
     if shards:
         rep.problems.extend(build_dir_problems(store, name))
     return rep
@@ -270,7 +275,18 @@ def build_dir_problems(root, table_name: str | None = None, limit: int = 10) -> 
     return out
 
 
-def _compare(rep: VerifyReport, store, name: str, b: Board, sha256: str | None) -> None:
+def _root_of(board: Board, name: str, manifest_text: str | None):
+    """The root of a rooted table (from its manifest or name), or None."""
+    from c4table.root import root_of
+    try:
+        data = json.loads(manifest_text) if manifest_text is not None else None
+    except ValueError:
+        data = None
+    return root_of(board, name, data if isinstance(data, dict) else None)
+
+
+def _compare(rep: VerifyReport, store, name: str, b: Board, sha256: str | None,
+             rooted: bool = False) -> None:
     def check(label: str, ref: dict) -> None:
         diffs = []
         for fld, mine in (("entries", rep.entries), ("bytes", rep.bytes), ("sha256", rep.sha256),
@@ -297,7 +313,7 @@ def _compare(rep: VerifyReport, store, name: str, b: Board, sha256: str | None) 
         if table and table.get("file") == name:
             check("manifest.json", table)
             plies = data.get("plies")
-    ref = known_tables().get(b.name)
+    ref = known_tables().get(b.name) if not rooted else None
     if ref:
         check(f"known table {b.name} ({provenance(ref)})", ref)
         if plies is not None and "plies" in ref:

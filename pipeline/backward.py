@@ -19,6 +19,9 @@ No task holds more than its shard, its messages in and its messages out (what
 :attr:`c4table.pipeline.build.Build.shard_rows` sizes), and tasks share no memory-mapped state: they
 run wherever the build's storage (local, shared or an object store) can be reached.
 
+A rooted build (:mod:`c4table.root`) stops sending at the root's generation; the generations
+below it are empty and recorded as such.
+
 Resume: a step records its backward shards and its message runs (xxh64) in the manifest. The
 next step verifies the runs it reads; missing or damaged runs are sent again from the finished
 backward shards (:func:`emit_task`). Runs are deleted once the generation they inform is done.
@@ -178,6 +181,12 @@ def run(build) -> None:
         if m.shards("backward", ply) is not None:
             prog.done += m.data["plies"][ply]["entries"]
             continue
+        if ply < build.first_ply:   # below a rooted build's root: nothing to annotate
+            m.finish_step("backward", ply, [])
+            m.set_backward_counts(ply, np.zeros(6, np.int64))
+            if ply == 0:
+                m.save()
+            continue
         t0 = time.perf_counter()
         what = f"backward generation {ply}"
         resources.check_free(build.store, resources.backward_need(build, ply), what)
@@ -190,7 +199,7 @@ def run(build) -> None:
             n = sum(s.rows for s in shards)
             tasks = [(build.store.uri, board.spec, ply, s.to_json(), runs,
                       f"{gen_dir(ply)}/part-{i:05d}.parquet",
-                      f"{messages_dir(ply - 1)}/run-{i:05d}.u64" if ply > 0 else None)
+                      f"{messages_dir(ply - 1)}/run-{i:05d}.u64" if ply > build.first_ply else None)
                      for i, s in enumerate(shards)]
             results = build.executor.map(annotate_task, tasks)
             stats = np.zeros(6, np.int64)
@@ -200,7 +209,8 @@ def run(build) -> None:
                 stats += st
                 if run_rec is not None:
                     sent.append(run_rec)
-            m.finish_step("backward", ply, infos, **({"messages": sent} if ply > 0 else {}))
+            m.finish_step("backward", ply, infos,
+                          **({"messages": sent} if ply > build.first_ply else {}))
             m.set_backward_counts(ply, stats)
             m.save()
             build.verified.add(f"messages {ply - 1}")

@@ -8,8 +8,9 @@
 Stages (each resumable, each recorded in ``DIR/manifest.json``):
 ``forward`` -> ``backward`` -> ``merge`` (see :mod:`c4table.pipeline.forward`, :mod:`c4table.pipeline.backward`,
 :mod:`c4table.pipeline.merge`). ``DIR/work/`` holds the generations' shards and scratch files;
-``DIR/connect4_WxH.dat`` is the table. ``DIR`` is a local directory or a ``pyarrow.fs`` URI
-(:mod:`c4table.pipeline.storage`).
+``DIR/connect4_WxH.dat`` is the table. A rooted build (``origin``, a :class:`c4table.root.Root`)
+starts at the root's generation and writes ``DIR/connect4_WxH_root-MOVES.dat``. ``DIR`` is a
+local directory or a ``pyarrow.fs`` URI (:mod:`c4table.pipeline.storage`).
 
 Opening a local build takes the directory's lock (:func:`c4table.pipeline.resources.lock_build_dir`),
 which :meth:`Build.close` (or leaving ``with open_build(...) as b:``) gives back; an object
@@ -25,7 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from c4table.board import Board
-from c4table.errors import BudgetError, BuildError, CorruptDataError
+from c4table.errors import BudgetError, BuildError, C4Error, CorruptDataError
+from c4table.root import Root
 from c4table.units import format_size, parse_size
 from c4table.pipeline import backward, forward, merge, resources
 from c4table.pipeline.execution import Executor, default_workers, make_executor
@@ -48,6 +50,7 @@ class Build:
     memory: int
     executor: Executor
     quiet: bool = False
+    origin: Root | None = None   # the root position of a rooted build (None: the empty board)
     manifest: Manifest = field(init=False)
     store: Storage = field(init=False)                  # where the files live
     verified: set = field(init=False, default_factory=set)  # what this process has checked
@@ -70,7 +73,8 @@ class Build:
         else:
             self.root = self.store.uri
         try:
-            self.manifest = Manifest.open_or_create(self.store, self.board)
+            self.manifest = Manifest.open_or_create(self.store, self.board, self.origin)
+            self.origin = self.manifest.origin()   # a resumed rooted build keeps its root
             n = resources.remove_scratch(self.store)
         except BaseException:
             self._unlock()
@@ -102,6 +106,16 @@ class Build:
         self.progress(stage).note(text)
 
     @property
+    def first_ply(self) -> int:
+        """The first generation: the root's ply (0 for a full build)."""
+        return self.origin.ply if self.origin is not None else 0
+
+    @property
+    def table_name(self) -> str:
+        """The table's file name: ``connect4_WxH.dat``, or ``connect4_WxH_root-MOVES.dat``."""
+        return self.origin.table_filename if self.origin is not None else self.board.table_filename
+
+    @property
     def resuming(self) -> bool:
         """True if the manifest records any finished step (this run continues a build)."""
         st = self.manifest.data["steps"]
@@ -112,7 +126,7 @@ class Build:
         (hashed once per process). A recorded table whose file is missing is not complete (the
         merge finishes it); one whose file differs is an error naming the file."""
         rec = self.manifest.table
-        name = self.board.table_filename
+        name = self.table_name
         final = self.store.display(name)
         if rec is None or not self.store.exists(name):
             return False
@@ -156,36 +170,49 @@ class Build:
 
 def open_build(board: str | Board, out: str | Path, memory: str | int = DEFAULT_MEMORY,
                workers: int | None = None, scheduler: str | None = None, quiet: bool = False,
-               restart: bool = False) -> Build:
-    """Prepare a build of ``board`` in directory ``out`` (resuming what is there)."""
+               restart: bool = False, root: str | Root | None = None) -> Build:
+    """Prepare a build of ``board`` in directory ``out`` (resuming what is there); ``root``
+    (a move string, drawing or :class:`~c4table.root.Root`) makes it a rooted build. Without
+    ``root``, a directory holding a rooted build resumes that build."""
     board = Board.parse(board)
+    if root is not None and not isinstance(root, Root):
+        root = Root.parse(board, root)
     try:
         store = open_storage(out)
     except ValueError as e:
         raise BuildError(str(e)) from None
     if not store.local:
-        return _open_locked(board, store, memory, workers, scheduler, quiet, restart)
-    root = store.root
+        return _open_locked(board, store, memory, workers, scheduler, quiet, restart, root)
+    origin, root = root, store.root
     if root.exists() and not root.is_dir():
         raise BuildError(f"{root}: exists and is not a directory (give another --out)")
     root.mkdir(parents=True, exist_ok=True)
     resources.lock_build_dir(root)
     try:
-        return _open_locked(board, store, memory, workers, scheduler, quiet, restart)
+        return _open_locked(board, store, memory, workers, scheduler, quiet, restart, origin)
     finally:
         resources.unlock_build_dir(root)   # the Build holds its own count until closed
 
 
-def _open_locked(board: Board, store, memory, workers, scheduler, quiet, restart) -> Build:
+def _open_locked(board: Board, store, memory, workers, scheduler, quiet, restart,
+                 origin: Root | None = None) -> Build:
     if restart:
         store.delete_tree("work")
-        for name in ("manifest.json", board.table_filename, board.table_filename + ".tmp"):
+        names = {board.table_filename} | ({origin.table_filename} if origin is not None else set())
+        try:
+            old = Manifest.load(store).table if store.exists("manifest.json") else None
+        except C4Error:
+            old = None
+        if old and isinstance(old.get("file"), str) and "/" not in old["file"]:
+            names.add(old["file"])
+        for name in ("manifest.json", *(n + x for n in sorted(names) for x in ("", ".tmp"))):
             store.delete(name)
     # The AWS SDK behind pyarrow's S3 is not fork-safe: remote builds start workers fresh.
     executor = make_executor(workers or default_workers(), scheduler,
                              start_method="fork" if store.local else "spawn")
     try:
-        b = Build(board, store.root if store.local else store.uri, parse_size(memory), executor, quiet)
+        b = Build(board, store.root if store.local else store.uri, parse_size(memory), executor, quiet,
+                  origin)
     except BaseException:
         executor.close()
         raise
@@ -194,10 +221,14 @@ def _open_locked(board: Board, store, memory, workers, scheduler, quiet, restart
 
 def build_table(board: str | Board, out: str | Path, memory: str | int = DEFAULT_MEMORY,
                 workers: int | None = None, scheduler: str | None = None, quiet: bool = False,
-                restart: bool = False, keep_work: bool = True) -> Path | str:
+                restart: bool = False, keep_work: bool = True,
+                root: str | Root | None = None) -> Path | str:
     """Build (or finish building) the table of ``board`` in ``out`` (a directory or a
-    ``pyarrow.fs`` URI such as ``s3://bucket/prefix``); return the table's path (or URI)."""
-    return run_build(open_build(board, out, memory, workers, scheduler, quiet, restart), keep_work)
+    ``pyarrow.fs`` URI such as ``s3://bucket/prefix``); return the table's path (or URI).
+    ``root`` (a move string or drawing) builds the rooted table of every position reachable
+    from it (:mod:`c4table.root`)."""
+    return run_build(open_build(board, out, memory, workers, scheduler, quiet, restart, root),
+                     keep_work)
 
 
 def run_build(b: Build, keep_work: bool = True) -> Path:

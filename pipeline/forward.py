@@ -1,6 +1,7 @@
 """Forward pass: generation g+1 (all positions after g+1 plies) from generation g.
 
-Generation 0 is the empty board (key 0). For each g, tasks expand slices of generation g's
+Generation 0 is the empty board (key 0); in a rooted build (:mod:`c4table.root`) the first
+generation is the root's (its key alone) and the generations below it are recorded empty. For each g, tasks expand slices of generation g's
 shards into canonical child keys (terminal positions are counted but not expanded), sort and
 deduplicate them into runs, and range tasks merge the runs into generation g+1's shards
 (:mod:`c4table.pipeline.extsort`). The manifest records generation g+1's shards together with
@@ -58,10 +59,17 @@ def merge_task(root: str, run_rels: list[str], lo: int, hi: int, rel: str) -> di
 
 
 def start(build) -> None:
-    """Write generation 0 (the empty board) if the manifest does not have it."""
-    if build.manifest.shards("forward", 0) is None:
-        info = write_shard(build.store, f"{gen_dir(0)}/part-00000.parquet", np.zeros(1, np.uint64))
-        build.manifest.finish_step("forward", 0, [info])
+    """Write the first generation (the empty board, or a rooted build's root) if the manifest
+    does not have it; the plies below a root are empty generations with zero counts."""
+    first = build.first_ply
+    if build.manifest.shards("forward", first) is None:
+        key = build.origin.key if build.origin is not None else 0
+        info = write_shard(build.store, f"{gen_dir(first)}/part-00000.parquet",
+                           np.array([key], np.uint64))
+        for p in range(first):
+            build.manifest.finish_step("forward", p, [])
+            build.manifest.set_forward_counts(p, 0, 0, 0, 0)
+        build.manifest.finish_step("forward", first, [info])
         build.manifest.save()
 
 
@@ -83,7 +91,7 @@ def run(build, max_ply: int | None = None) -> None:
     resuming = build.resuming
     with resources.disk_full_guard(build.store, "forward generation 0"):
         start(build)
-    prog = build.progress("forward", total=_expected_positions(board, last))
+    prog = build.progress("forward", total=_expected_positions(build, last))
     todo = [p for p in range(last + 1) if not step_done(build, p, last)]
     if todo and resuming and "forward" not in build.verified:
         finished = [s for p in range(todo[0] + 1) for s in build.manifest.shards("forward", p) or []]
@@ -145,8 +153,9 @@ def _merge_runs(build, ply: int, run_rels: list[str], results) -> list[ShardInfo
     return infos
 
 
-def _expected_positions(board: Board, last: int) -> int | None:
+def _expected_positions(build, last: int) -> int | None:
     from c4table.pipeline.progress import published_totals
-    if board.k != 4 or last != board.cells:
+    board = build.board
+    if board.k != 4 or last != board.cells or build.origin is not None:
         return None
     return published_totals().get((board.width, board.height))

@@ -13,6 +13,9 @@ recorded here, and the manifest is replaced atomically after each step. Layout::
      "steps": {"forward": {"0": {"shards": [...]}, ...}, "backward": {...}},
      "table": {"file": "connect4_5x4.dat", "entries": ..., "bytes": ..., "sha256": ..., "md5": ...}}
 
+A rooted build (:mod:`c4table.root`) adds ``"root": {"moves": "4453", "ply": 4, "key": ...}``;
+its plies below the root's are recorded as empty generations (no shards, zero counts).
+
 Counts named ``*_entries`` are table entries (a position and its mirror image share one);
 ``positions``, ``terminal``, ``a_wins``, ``draws`` and ``b_wins`` count mirror images
 separately, as Böck's paper does: ``positions = 2 * entries - symmetric``.
@@ -31,7 +34,7 @@ from pathlib import PurePosixPath
 import xxhash
 
 from c4table.board import Board
-from c4table.errors import BoardError, BuildError, CorruptDataError
+from c4table.errors import BoardError, BuildError, C4Error, CorruptDataError
 from c4table.pipeline.shards import ShardInfo
 from c4table.pipeline.storage import Storage, open_storage
 
@@ -76,17 +79,24 @@ class Manifest:
         return cls(store, data)
 
     @classmethod
-    def open_or_create(cls, root, board: Board) -> "Manifest":
-        """Load the manifest of ``root`` (checking it is for ``board``) or start a new one."""
+    def open_or_create(cls, root, board: Board, origin=None) -> "Manifest":
+        """Load the manifest of ``root`` (checking it is for ``board`` and, if ``origin`` (a
+        :class:`c4table.root.Root`) is given, for that root) or start a new one."""
         store = _storage(root)
         if store.exists(MANIFEST):
             m = cls.load(store)
             if m.board != board:
                 raise BuildError(f"{store.display()}: holds a build of board {m.data['board']}, "
                                  f"not {board} (use another --out or --restart)")
+            mine = m.origin()
+            if origin is not None and (mine is None or mine.key != origin.key):
+                held = f"a build rooted at {mine}" if mine is not None else "a full build"
+                raise BuildError(f"{store.display()}: holds {held}, not one rooted at {origin} "
+                                 "(use another --out or --restart)")
             return m
         data = {"format": FORMAT, "board": board.name, "width": board.width, "height": board.height,
                 "k": board.k, "key_bytes": board.key_bytes, "entry_size": board.entry_size,
+                **({"root": origin.to_json()} if origin is not None else {}),
                 "plies": [], "steps": {"forward": {}, "backward": {}}}
         return cls(store, data)
 
@@ -100,6 +110,14 @@ class Manifest:
     @property
     def board(self) -> Board:
         return Board(self.data["width"], self.data["height"], self.data.get("k", 4))
+
+    def origin(self):
+        """The :class:`c4table.root.Root` of a rooted build, or None for a full build."""
+        rec = self.data.get("root")
+        if rec is None:
+            return None
+        from c4table.root import Root
+        return Root.from_json(self.board, rec)
 
     def shards(self, stage: str, ply: int) -> list[ShardInfo] | None:
         """Shards of a finished step, or None if the step is not finished."""
@@ -161,6 +179,12 @@ def structure_problem(data: dict) -> str | None:
         return f"board {data.get('board')!r} does not agree with width/height {board.name}"
     if data.get("entry_size") not in (None, board.entry_size):
         return f"entry_size {data.get('entry_size')!r} is not {board.entry_size} for board {board}"
+    if "root" in data:
+        from c4table.root import Root
+        try:
+            Root.from_json(board, data["root"])
+        except (ValueError, KeyError, TypeError, C4Error) as e:
+            return f"bad 'root' record ({e})"
     plies = data.get("plies")
     if not isinstance(plies, list) or len(plies) > board.cells + 1:
         return "'plies' is not a list of at most one record per ply"

@@ -100,12 +100,13 @@ def hash_stored(store: Storage, rel: str, chunk: int = 1 << 24) -> dict:
 
 def table_location(build):
     """The table's path (local builds) or URI."""
-    name = build.board.table_filename
+    name = build.table_name
     return build.store.root / name if build.store.local else build.store.display(name)
 
 
 def run(build):
-    """Write (or find already written) ``DIR/connect4_WxH.dat``; return its path (or URI).
+    """Write (or find already written) ``DIR/connect4_WxH.dat`` (a rooted build:
+    ``DIR/connect4_WxH_root-MOVES.dat``); return its path (or URI).
 
     Locally, the manifest records the table's size and hashes *before* the temporary file is
     renamed into place, so after a crash either the recorded table is there (and is verified
@@ -116,7 +117,7 @@ def run(build):
     board: Board = build.board
     m = build.manifest
     store = build.store
-    name = board.table_filename
+    name = build.table_name
     tmp_name = name + ".tmp"
     final = table_location(build)
     if build.complete():

@@ -161,10 +161,17 @@ def _analyse(w: int, h: int, k: int):
     """Returns (levels, outcome, terminal): levels[p] = set of reachable positions at ply p
     (mirror images kept separately); outcome[position] = outcome byte; terminal[position] =
     outcome byte, for terminal positions only."""
-    empty = tuple(() for _ in range(w))
-    levels = [{empty}]
+    return _solve_from(tuple(() for _ in range(w)), h, k)
+
+
+def _solve_from(root, h: int, k: int):
+    """Like _analyse, for every position reachable from ``root`` (a position of any ply):
+    levels[p] is empty for the plies before the root's."""
+    w = len(root)
+    start = chips_played(root)
+    levels = [set() for _ in range(start)] + [{root}]
     terminal: dict = {}
-    for ply in range(w * h):
+    for ply in range(start, w * h):
         nxt = set()
         mover = A if ply % 2 == 0 else B
         for pos in levels[ply]:
@@ -182,7 +189,7 @@ def _analyse(w: int, h: int, k: int):
         terminal[pos] = t
 
     outcome: dict = {}
-    for ply in range(w * h, -1, -1):
+    for ply in range(w * h, start - 1, -1):
         mover = A if ply % 2 == 0 else B
         my_win = A_WINS if mover == A else B_WINS
         for pos in levels[ply]:
@@ -252,6 +259,48 @@ def oracle_key(w: int, h: int, moves: str, k: int = 4) -> int:
         assert terminal_outcome(pos, h, k) is None, ("move after the game ended", moves, i)
         pos = play(pos, c, A if i % 2 == 0 else B)
     return position_key(pos, h, k)
+
+
+def oracle_position(w: int, h: int, moves: str, k: int = 4):
+    """The position (tuple of columns) after the 1-based column digits ``moves``."""
+    pos = tuple(() for _ in range(w))
+    for i, ch in enumerate(moves):
+        c = int(ch) - 1
+        assert 0 <= c < w and len(pos[c]) < h, ("illegal move", moves, i)
+        assert terminal_outcome(pos, h, k) is None, ("move after the game ended", moves, i)
+        pos = play(pos, c, A if i % 2 == 0 else B)
+    return pos
+
+
+def position_of_key(w: int, h: int, key: int, k: int = 4):
+    """The position whose left-to-right reading is ``key`` (one of a mirror pair)."""
+    values = column_values(h, k)
+    base = len(values)
+    cols = []
+    for _ in range(w):
+        key, code = divmod(key, base)
+        value, column = values[code], []
+        while value:
+            value, chip = divmod(value, 3)
+            column.append(chip)
+        cols.append(tuple(column))
+    assert key == 0, "key out of range"
+    return tuple(cols)
+
+
+def subtree_table(w: int, h: int, root, k: int = 4) -> dict[int, int]:
+    """key -> outcome byte of every position reachable from ``root`` (a position of
+    :func:`oracle_position` or :func:`position_of_key`; the root included), solved by plain
+    minimax over exactly those positions: what a table rooted there must hold (a finished game:
+just its own entry)."""
+    assert len(root) == w, "root of another board width"
+    levels, outcome, _ = _solve_from(root, h, k)
+    table: dict[int, int] = {}
+    for level in levels:
+        for pos in level:
+            key = position_key(pos, h, k)
+            assert table.setdefault(key, outcome[pos]) == outcome[pos], ("mirror disagrees", pos)
+    return table
 
 
 def oracle_ply_counts(w: int, h: int, k: int = 4) -> list[dict]:

@@ -63,3 +63,11 @@ def test_worker_killed_mid_stage_same_result(built, cluster, client, tmp_path):
     t.join()
     assert killed, "the worker was not killed"
     assert sha(path) == sha(ref)
+
+
+def test_localcluster_rooted_build_is_byte_identical(client, tmp_path):
+    ref = build_table("5x4", tmp_path / "local", quiet=True, workers=1, root="33")
+    path = build_table("5x4", tmp_path / "dask", scheduler=client, quiet=True, memory="8MiB",
+                       root="33")
+    assert path.name == ref.name == "connect4_5x4_root-33.dat"
+    assert sha(path) == sha(ref)
