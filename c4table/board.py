@@ -2,7 +2,7 @@
 
 A :class:`Board` owns every fact about a board size that does not depend on a position:
 
-* **Column codes** (FORMAT.md, "Column code"). A column is read bottom to top as a base-3
+* **Column codes** (docs/FORMAT.md, "Column codes"). A column is read bottom to top as a base-3
   number (empty 0, A 1, B 2, bottom cell least significant): its *value*. A column is *valid*
   when its chips are contiguous from the bottom and it holds no ``k`` equal chips in a row
   except as its topmost ``k`` chips. The *code* of a column is its rank among the valid

@@ -4,8 +4,10 @@ server of :mod:`c4table.serve` (which needs the ``serve`` extra: Starlette and u
 Registered on the ``c4table`` group by :func:`c4table.cli._register_optional`; errors follow
 :mod:`c4table.cli` (one line on stderr, exit status 2 for bad input, 1 otherwise).
 
->>> from click.testing import CliRunner                                          # doctest: +SKIP
->>> CliRunner().invoke(serve, ["--table", "t/connect4_5x4.dat", "--port", "8001"])  # doctest: +SKIP
+>>> from click.testing import CliRunner
+>>> r = CliRunner().invoke(serve, ["--table", "nosuch/connect4_5x4.dat", "--port", "8001"])
+>>> type(r.exception).__name__            # c4table.cli.main makes it one line and exit status 2
+'MissingTableError'
 """
 from __future__ import annotations
 

@@ -5,8 +5,8 @@ play), ``stats`` (per-ply counts and plot) and ``export`` (parquet dataset); plu
 Registered on the ``c4table`` group by :func:`c4table.cli._register_optional`; errors follow
 :mod:`c4table.cli` (one line on stderr, exit status 2 for bad input, 1 for bad data).
 
->>> from click.testing import CliRunner                                        # doctest: +SKIP
->>> CliRunner().invoke(best, ["--table", "tables/5x4/connect4_5x4.dat", "3344"]).output  # doctest: +SKIP
+>>> from click.testing import CliRunner
+>>> CliRunner().invoke(best, ["--table", "tables/5x4/connect4_5x4.dat", "3344"]).output
 '3344  ply 4, A to move: A wins in 3 plies; best: 2 (A wins in 3 plies)\\n'
 """
 from __future__ import annotations
@@ -92,7 +92,7 @@ def table_in_dir(path: str) -> str:
 def read_drawing(source: str) -> str:
     """Text of a drawing from a file name or ``-`` (stdin).
 
-    >>> read_drawing("board.txt")        # doctest: +SKIP
+    >>> read_drawing("board.txt")
     '.....\\n.....\\n..B..\\n.AAB.\\n'
     """
     if source == "-":
@@ -328,7 +328,9 @@ def stats(path, fmt, png, scan, board, quiet):
     won_games counts the lines only), as in Table 2 of Böck's paper. DIR is a build
     directory (its manifest.json) or FILE a table, which is scanned if no manifest describes
     it."""
-    from c4table.stats import format_table, plot_stats, ply_stats
+    from c4table.stats import format_table, plot_stats, ply_stats, pyplot
+    if png:
+        pyplot()   # a missing [plot] extra is one line before any work
     rows = ply_stats(path, scan=scan, board=board, quiet=quiet)
     click.echo(format_table(rows, fmt))
     if png:

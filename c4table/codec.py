@@ -1,4 +1,4 @@
-"""Position keys and outcome bytes: the two fields of a table entry (FORMAT.md).
+"""Position keys and outcome bytes: the two fields of a table entry (docs/FORMAT.md).
 
 * **Key**: with column codes ``code[0..w-1]`` (left to right), ``v1 = sum(code[c] * B**c)`` and
   ``v2 = sum(code[w-1-c] * B**c)``; the key is ``min(v1, v2)``, so a position and its mirror

@@ -43,6 +43,11 @@ class PositionNotFoundError(TableError, KeyError):
         return str(self.args[0]) if self.args else ""
 
 
+class MissingExtraError(C4Error, ImportError):
+    """An optional feature whose dependencies are not installed; the message names the extra to
+    install (``pip install 'c4table[plot]'``, ``'c4table[dask]'``)."""
+
+
 class BuildError(C4Error):
     """A build that cannot proceed (memory budget too small, disk full, inconsistent build
     directory)."""

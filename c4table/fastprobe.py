@@ -11,8 +11,9 @@ table, a table that is not a plain memory-mapped file) is answered by :meth:`Tab
 itself, so messages and errors are the same. ``tests/test_serve.py`` checks the answers
 against ``c4table lookup --json``.
 
->>> fp = FastProber.for_table(open_table("tables/5x4/connect4_5x4.dat"))   # doctest: +SKIP
->>> fp.probe_many(["3344", ""])[0].distance                                 # doctest: +SKIP
+>>> from c4table.table import open_table
+>>> fp = FastProber.for_table(open_table("tables/5x4/connect4_5x4.dat"))
+>>> fp.probe_many(["3344", ""])[0].distance
 3
 """
 from __future__ import annotations

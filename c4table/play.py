@@ -10,7 +10,8 @@ Commands at the prompt: a column number; ``h`` (hint: every move ranked); ``u`` 
 last move and the reply); ``q`` (quit). End of input quits too.
 
 >>> import io
->>> with open_table("tables/5x4/connect4_5x4.dat") as t:                        # doctest: +SKIP
+>>> from c4table.table import open_table
+>>> with open_table("tables/5x4/connect4_5x4.dat") as t:
 ...     play_game(t, human="B", inp=io.StringIO("3\\n3\\n"), out=io.StringIO())
 'quit'
 """
@@ -57,8 +58,10 @@ def play_game(table: Table, human: str = "A", start: str | Position = "", inp: T
     ``"quit"`` if the player quits or input ends.
 
     >>> import io
+    >>> from c4table.table import open_table
+    >>> t = open_table("tables/5x4/connect4_5x4.dat")
     >>> out = io.StringIO()
-    >>> play_game(t, "A", inp=io.StringIO("q\\n"), out=out)                   # doctest: +SKIP
+    >>> play_game(t, "A", inp=io.StringIO("q\\n"), out=out)
     'quit'
     """
     inp = inp or sys.stdin

@@ -21,9 +21,9 @@ Routes (see ``README.md``, section "Serving"):
 Errors are JSON ``{"error": "..."}``: 400 bad input, 404 a board that is not served or a
 position outside the table (a rooted table), 405 wrong method, 413 a body too large.
 
->>> from starlette.testclient import TestClient               # doctest: +SKIP
->>> app = create_app(["tables/5x4/connect4_5x4.dat"])        # doctest: +SKIP
->>> TestClient(app).get("/api/5x4", params={"moves": "3344"}).json()["distance"]  # doctest: +SKIP
+>>> from starlette.testclient import TestClient
+>>> app = create_app(["tables/5x4/connect4_5x4.dat"])
+>>> TestClient(app).get("/api/5x4", params={"moves": "3344"}).json()["distance"]
 3
 """
 from __future__ import annotations
@@ -82,7 +82,7 @@ class ApiError(Exception):
 def load_tables(paths: Iterable[str | os.PathLike | Table]) -> dict[str, Table]:
     """Open every table (or take it as it is) and key it by its board's name.
 
-    >>> sorted(load_tables(["t/connect4_5x4.dat", "t/connect4_4x4.dat"]))   # doctest: +SKIP
+    >>> sorted(load_tables(["tables/5x4/connect4_5x4.dat", "tables/4x4/connect4_4x4.dat"]))
     ['4x4', '5x4']
     """
     tables: dict[str, Table] = {}
@@ -197,8 +197,8 @@ class ProbeService:
     """The answers of the API, without HTTP: each method returns JSON text or raises
     :class:`ApiError`. One instance per server process.
 
-    >>> s = ProbeService(load_tables(["tables/5x4/connect4_5x4.dat"]))   # doctest: +SKIP
-    >>> json.loads(s.position("5x4", "3344"))["outcome"]                 # doctest: +SKIP
+    >>> s = ProbeService(load_tables(["tables/5x4/connect4_5x4.dat"]))
+    >>> json.loads(s.position("5x4", "3344"))["outcome"]
     'A'
     """
 
@@ -485,8 +485,8 @@ def create_app(tables: Iterable[str | os.PathLike | Table] | dict[str, Table], c
     ``{board: Table}`` map). ``cors``: one origin (or ``*``) allowed to call the API from a
     browser; none by default.
 
-    >>> from starlette.testclient import TestClient                            # doctest: +SKIP
-    >>> TestClient(create_app(["t/connect4_5x4.dat"])).get("/healthz").json()  # doctest: +SKIP
+    >>> from starlette.testclient import TestClient
+    >>> TestClient(create_app(["tables/5x4/connect4_5x4.dat"])).get("/healthz").json()
     {'status': 'ok', 'boards': ['5x4']}
     """
     service = ProbeService(tables if isinstance(tables, dict) else load_tables(tables), cache_size)

@@ -8,8 +8,8 @@ build's ``manifest.json`` (instant, read and checked by :mod:`c4table.builddir`)
 table file without one (such as a downloaded table), from one streaming scan of the file that
 decodes every key with numpy (``scan=True`` forces the scan, a cross-check of the manifest).
 
->>> rows = ply_stats("tables/5x4")                  # doctest: +SKIP
->>> format_table(rows, "tsv").splitlines()[1].split()    # doctest: +SKIP
+>>> rows = ply_stats("tables/5x4")
+>>> format_table(rows, "tsv").splitlines()[1].split()
 ['0', '0', '1', '0', '1', '1', '0']
 """
 from __future__ import annotations
@@ -24,7 +24,7 @@ from typing import Sequence, TextIO
 import numpy as np
 
 from c4table.board import Board
-from c4table.errors import MissingTableError, TableError
+from c4table.errors import MissingExtraError, MissingTableError, TableError
 from c4table.units import format_seconds
 
 PROGRESS_EVERY = 5.0
@@ -73,7 +73,7 @@ def scan_stats(table, quiet: bool = True, stream: TextIO | None = None) -> list[
     """Per-ply rows counted from a table file (a :class:`~c4table.table.Table` or a path) in one
     streaming, vectorised pass.
 
-    >>> [s.positions for s in scan_stats("tables/4x4/connect4_4x4.dat")][:3]   # doctest: +SKIP
+    >>> [s.positions for s in scan_stats("tables/4x4/connect4_4x4.dat")][:3]
     [1, 4, 16]
     """
     from c4table.export import decode_entries
@@ -130,7 +130,7 @@ def ply_stats(path: str | os.PathLike, scan: bool = False, board: str | Board | 
     """Per-ply rows of a build directory, its ``manifest.json``, or a table file: from the
     manifest when there is one describing the table (unless ``scan``), else by scanning.
 
-    >>> ply_stats("tables/5x4")[4]          # doctest: +SKIP
+    >>> ply_stats("tables/5x4")[4]
     PlyStats(ply=4, won=..., drawn=..., lost=..., positions=..., entries=..., finished=0)
     """
     from c4table.builddir import BuildDir
@@ -185,19 +185,26 @@ def format_table(rows: Sequence[PlyStats], fmt: str = "tsv") -> str:
     raise ValueError(f"unknown format {fmt!r}: tsv or markdown")
 
 
-def plot_stats(rows: Sequence[PlyStats], png: str | os.PathLike, title: str = "") -> Path:
-    """Draw positions, won, drawn, lost and finished games per ply on a log scale (like the figures
-    of Böck's paper) into the PNG file ``png``. Needs matplotlib.
-
-    >>> plot_stats(ply_stats("tables/5x4"), "wdl.png", "5x4")     # doctest: +SKIP
-    PosixPath('wdl.png')
-    """
+def pyplot():
+    """matplotlib.pyplot on the Agg back-end, or :class:`MissingExtraError` naming the extra."""
     try:
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        raise TableError("plotting needs matplotlib: pip install matplotlib") from None
+        raise MissingExtraError("stats --png needs matplotlib, the [plot] extra: "
+                                "pip install 'c4table[plot]'") from None
+    return plt
+
+
+def plot_stats(rows: Sequence[PlyStats], png: str | os.PathLike, title: str = "") -> Path:
+    """Draw positions, won, drawn, lost and finished games per ply on a log scale (like the figures
+    of Böck's paper) into the PNG file ``png``. Needs matplotlib.
+
+    >>> plot_stats(ply_stats("tables/5x4"), "wdl.png", "5x4")
+    PosixPath('wdl.png')
+    """
+    plt = pyplot()
     png = Path(png)
     x = [r.ply for r in rows]
     fig, ax = plt.subplots(figsize=(8, 5), dpi=100)

@@ -2,16 +2,17 @@
 structure (whole entries, keys strictly increasing from the empty board's key 0, keys below
 ``B**w``, valid outcome bytes), then compares it with every reference it can find: the
 manifest beside it, the package's list of known tables (``data/known_tables.json``: Cadot's
-published 7x6 hashes, the 4x4 one, and boards built and cross-checked here) and a hash given
+published 7x6 and 6x5 hashes, the 4x4 one, and boards built and cross-checked here, each with
+its provenance) and a hash given
 by the user. When the file sits in a build directory, the manifest's own checksum and layout
 are checked too, and so is every shard it lists under ``work/`` (presence and xxh64), so a
 damaged build directory is reported before a resumed build would trip over it. A rooted
 table (:mod:`c4table.root`) starts at its root's key instead of 0 and is compared with its
 manifest and ``--sha256`` only (the known tables are full ones).
 
->>> r = verify_table("tables/4x4/connect4_4x4.dat", quiet=True)   # doctest: +SKIP
->>> r.ok, r.verdict()                                              # doctest: +SKIP
-(True, 'OK connect4_4x4.dat: 80,541 entries, sha256 matches known table 4x4 (published: ...)')
+>>> r = verify_table("tables/4x4/connect4_4x4.dat", quiet=True)
+>>> r.ok, r.verdict()
+(True, 'OK connect4_4x4.dat: 80,541 entries, ...sha256 matches known table 4x4 (published: ...)...')
 """
 from __future__ import annotations
 
@@ -39,9 +40,29 @@ PROGRESS_EVERY = 5.0  # seconds between progress lines
 
 @lru_cache(maxsize=None)
 def known_tables() -> dict[str, dict]:
-    """Board name -> reference figures (entries, bytes, sha256, md5, source)."""
+    """Board name -> reference figures (entries, bytes, sha256, md5, ...) and their provenance:
+    ``"provenance": "published"`` with the ``source`` (document, section), or ``"built"`` with the
+    ``c4table_version`` and ``date`` of the build they were recorded from. Per-ply counts
+    (``ply_fields``, ``plies``) carry their own ``plies_provenance``.
+
+    >>> known_tables()["7x6"]["provenance"], known_tables()["7x6"]["entries"]
+    ('published', 2265994664313)
+    """
     text = resources.files("c4table").joinpath("data/known_tables.json").read_text()
     return json.loads(text)
+
+
+def provenance(ref: dict) -> str:
+    """A short label saying where a known table's figures come from.
+
+    >>> provenance({"provenance": "built", "c4table_version": "0.1.0", "date": "2026-11-21"})
+    'built by c4table 0.1.0 on 2026-11-21'
+    """
+    if ref.get("provenance") == "published":
+        return f"published: {ref.get('cite') or ref.get('source', '?')}"
+    if ref.get("provenance") == "built":
+        return f"built by c4table {ref.get('c4table_version', '?')} on {ref.get('date', '?')}"
+    return ref.get("source", "reference")
 
 
 class Hashes:
@@ -280,7 +301,7 @@ def _compare(rep: VerifyReport, build, b: Board, sha256: str | None, rooted: boo
         plies = build.plies
     ref = known_tables().get(b.name) if not rooted else None
     if ref:
-        check(f"known table {b.name} ({ref.get('source', 'reference')})", ref)
+        check(f"known table {b.name} ({provenance(ref)})", ref)
         if plies is not None and "plies" in ref:
             _compare_plies(rep, build.path, plies, ref)
     from c4table.tablecheck import known_of_size

@@ -23,6 +23,8 @@ from concurrent.futures import Executor as _FuturesExecutor
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any, Callable, Sequence
 
+from c4table.errors import MissingExtraError
+
 
 def default_workers() -> int:
     """All cores this process may use."""
@@ -95,7 +97,8 @@ def make_executor(workers: int | None = None, scheduler=None, start_method: str 
     try:
         from dask.distributed import Client, LocalCluster
     except ImportError:
-        raise RuntimeError("the dask back-end needs dask.distributed: pip install 'c4table[dask]'") from None
+        raise MissingExtraError("--scheduler needs dask.distributed, the [dask] extra: "
+                                "pip install 'c4table[dask]'") from None
     if scheduler == "local":
         cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                                dashboard_address=":0")

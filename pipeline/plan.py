@@ -27,7 +27,7 @@ symmetric positions are a vanishing fraction on big boards). Costs per entry are
 on the target machines to refresh them.
 
 >>> p = make_plan("7x6", workers=64, memory_per_worker=16 * 2**30)
->>> p.entries
+>>> p.entries            # exact first plies, then Table 2's positions halved (Cadot's file: 2,265,994,664,313)
 2265992609603
 """
 from __future__ import annotations

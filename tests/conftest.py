@@ -1,4 +1,15 @@
-"""Shared fixtures: paths to ../shared, and tables built once per test session."""
+"""Shared fixtures: the published figures the tests check against (data files in the repository,
+each with its source in its first line) and tables built once per test session.
+
+* ``c4table/data/bock_table1.tsv``: Böck's Table 1 (positions per board);
+* ``c4table/data/wdl_by_ply_7x6.tsv``: Böck's Table 2 (7x6 per ply);
+* ``tests/data/cadot_columns_h6.tsv``: the 111 column codes of Cadot's README, section 3.1.1;
+* ``tests/data/published_tables.tsv``: sizes and hashes of tables published by Cadot (and the
+  4x4 figure of the format reference).
+
+The files are read here as plain text, not through the package, so a test compares the
+package's results with the published figures and nothing else.
+"""
 from __future__ import annotations
 
 import csv
@@ -9,18 +20,39 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared"
-REFERENCE = SHARED / "reference"
+PKG_DATA = ROOT / "c4table" / "data"
+TEST_DATA = ROOT / "tests" / "data"
+
+
+def read_tsv(path: Path) -> list[dict[str, str]]:
+    """Rows of a tab-separated data file whose ``#`` lines are comments (the source)."""
+    with open(path, newline="", encoding="utf-8") as f:
+        return list(csv.DictReader((ln for ln in f if not ln.startswith("#")), delimiter="\t"))
 
 
 def published_totals() -> dict[tuple[int, int], int]:
     """Böck's Table 1: (width, height) -> positions with mirror images."""
-    out = {}
-    with open(REFERENCE / "positions_by_board.tsv") as f:
-        rows = [r for r in csv.reader(f, delimiter="\t") if r and not r[0].startswith("#")]
-    for r in rows[1:]:
-        out[int(r[0]), int(r[1])] = int(r[2])
-    return out
+    return {(int(r["width"]), int(r["height"])): int(r["positions"])
+            for r in read_tsv(PKG_DATA / "bock_table1.tsv")}
+
+
+def bock_table2() -> dict[int, dict[str, int]]:
+    """Böck's Table 2 (7x6): ply -> {won, drawn, lost, total, terminal}."""
+    return {int(r["ply"]): {k: int(v) for k, v in r.items()}
+            for r in read_tsv(PKG_DATA / "wdl_by_ply_7x6.tsv")}
+
+
+def cadot_column_table() -> list[tuple[int, int, str, str]]:
+    """Cadot's README, section 3.1.1: (code, value, ternary digits, column top to bottom)."""
+    return [(int(r["encoded_decimal"]), int(r["column_value_decimal"]),
+             r["column_value_ternary"], r["column_top_to_bottom"])
+            for r in read_tsv(TEST_DATA / "cadot_columns_h6.tsv")]
+
+
+def published_tables() -> dict[str, dict[str, str]]:
+    """Board -> published figures of its table (file, entries, bytes, md5, sha256, source);
+    a field that was not published is the empty string."""
+    return {r["board"]: r for r in read_tsv(TEST_DATA / "published_tables.tsv")}
 
 
 def run_cli(*args, stdin=None):

@@ -1,7 +1,8 @@
 """Independent reference implementation ("oracle") of Cadot's Connect-4 lookup table.
 
 Deliberately written in the most plain, obviously-correct style and sharing no code with
-``c4table`` (including ``c4table.pipeline``).  Rules: shared/reference/FORMAT.md and Cadot's README section 3.
+``c4table`` (including ``c4table.pipeline``).  Rules: docs/FORMAT.md and Cadot's README
+(github.com/sidneycadot/connect4, 7x6/README.txt), section 3.
 
 * A position is a tuple of ``w`` columns; each column is a tuple of chips, bottom to top,
   1 for player A and 2 for player B.  Empty cells are simply absent.

@@ -1,13 +1,12 @@
 """Tests of BDD mode (c4table.bdd, c4table.cli_bdd) against independent evidence:
 
-* Table 1 of Böck's paper (``../shared/reference/positions_by_board.tsv``) for small boards;
+* Table 1 of Böck's paper (``c4table/data/bock_table1.tsv``, read by conftest) for small boards;
 * the independent brute-force oracle (tests/oracle.py: every position of small boards, per
   ply, with mirror images; terminal positions; won/drawn/lost by plain minimax);
 * the CLI's JSON shape, exit statuses and the crosscheck contract.
 """
 from __future__ import annotations
 
-import csv
 import json
 from functools import lru_cache
 from pathlib import Path
@@ -20,9 +19,7 @@ from c4table.bdd import count_positions, solve
 from c4table.board import Board
 from c4table.cli_bdd import bdd, crosscheck
 from c4table.pipeline.manifest import Manifest
-from conftest import run_cli
-
-REFERENCE = Path(__file__).resolve().parents[1].parent / "shared" / "reference"
+from conftest import published_totals, run_cli
 
 
 # --------------------------------------------------------------------------- brute force
@@ -37,12 +34,7 @@ def brute(w: int, h: int, k: int = 4) -> list[dict]:
 
 
 def table1() -> dict[str, int]:
-    path = REFERENCE / "positions_by_board.tsv"
-    if not path.is_file():
-        pytest.skip(f"reference file {path} not present")
-    with path.open() as f:
-        rows = csv.DictReader((line for line in f if not line.startswith("#")), delimiter="\t")
-        return {f"{r['width']}x{r['height']}": int(r["positions"]) for r in rows}
+    return {f"{w}x{h}": n for (w, h), n in published_totals().items()}
 
 
 def project(plies, fields=("ply", "positions", "terminal", "won", "drawn", "lost")):

@@ -1,18 +1,15 @@
 """Board geometry against the format's own figures: the seed README's 111-column table, the
 bases for each height and the key widths listed in FORMAT.md."""
-import re
 
 import pytest
 
 from c4table.board import Board, column_value
 from c4table.errors import BoardError
-from conftest import SHARED
+from conftest import cadot_column_table
 
 
 def seed_column_table() -> list[tuple[int, int, str]]:
-    text = next((SHARED / "seeds").glob("002_*.txt")).read_text()
-    rows = re.findall(r"\|\s*(\d+)\s*\|\s*(\d+)\s*\|\s*([012]{6})\s*\|\s*([.AB]{6})\s*\|", text)
-    return [(int(a), int(b), d) for a, b, _, d in [(r[0], r[1], r[2], r[3]) for r in rows]]
+    return [(code, value, drawing) for code, value, _, drawing in cadot_column_table()]
 
 
 def test_7x6_columns_equal_seed_table():

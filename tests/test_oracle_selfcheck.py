@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import csv
 import hashlib
-import re
 import sys
 from pathlib import Path
 
@@ -13,43 +11,20 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import oracle  # noqa: E402
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared"
-SEEDS = SHARED / "seeds"
-REFERENCE = SHARED / "reference"
-
-SHA256_4X4 = "b4a8e976725a6bac6de92968062dc45605b4da7cc861e05bef06779be7fea7d1"
-
-
-def _cadot_column_table() -> list[tuple[int, int, str, str]]:
-    (seed,) = sorted(SEEDS.glob("002_*.txt"))
-    row = re.compile(r"^\|\s*(\d+)\s*\|\s*(\d+)\s*\|\s*([012]{6})\s*\|\s*([.AB]{6})\s*\|\s*$")
-    rows = []
-    for line in seed.read_text().splitlines():
-        m = row.match(line)
-        if m:
-            rows.append((int(m[1]), int(m[2]), m[3], m[4]))
-    return rows
-
-
-def _bock_totals() -> dict[tuple[int, int], int]:
-    totals = {}
-    with open(REFERENCE / "positions_by_board.tsv", newline="") as f:
-        lines = [ln for ln in f if not ln.startswith("#")]
-    for rec in csv.DictReader(lines, delimiter="\t"):
-        totals[(int(rec["width"]), int(rec["height"]))] = int(rec["positions"])
-    return totals
+from conftest import cadot_column_table, published_tables, published_totals  # noqa: E402
 
 
 def test_4x4_file_matches_published():
     data = oracle.oracle_bytes(4, 4)
     assert oracle.key_bytes(4, 4) == 3
-    assert len(data) == 322_164
-    assert len(data) // 4 == 80_541
-    assert hashlib.sha256(data).hexdigest() == SHA256_4X4
+    ref = published_tables()["4x4"]
+    assert len(data) == int(ref["bytes"]) == 322_164
+    assert len(data) // 4 == int(ref["entries"])
+    assert hashlib.sha256(data).hexdigest() == ref["sha256"]
 
 
 def test_h6_column_list_matches_cadot_readme():
-    rows = _cadot_column_table()
+    rows = cadot_column_table()
     assert len(rows) == 111
     assert [r[0] for r in rows] == list(range(111))
     # internal consistency of the README table itself
@@ -73,7 +48,7 @@ def test_column_counts_and_nesting():
 def test_totals_with_mirror_images_match_bock(w, h):
     rows = oracle.oracle_ply_counts(w, h)
     total = sum(r["positions"] for r in rows)
-    assert total == _bock_totals()[(w, h)]
+    assert total == published_totals()[(w, h)]
     entries = sum(r["entries"] for r in rows)
     assert entries == len(oracle.oracle_table(w, h))
     for r in rows:

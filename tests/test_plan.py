@@ -1,20 +1,16 @@
 """7x6 evidence from our own code (forward pass to a small ply against Böck's Table 2) and
 build plans from published and measured per-ply counts."""
-import csv
 import json
 
 from c4table.board import Board
-from conftest import REFERENCE
+from conftest import bock_table2
 from c4table.pipeline.build import open_build
 from c4table.pipeline import forward
 from c4table.pipeline.plan import make_plan
 
 
 def table2() -> dict[int, dict]:
-    with open(REFERENCE / "wdl_by_ply_7x6.tsv") as f:
-        rows = [r for r in csv.reader(f, delimiter="\t") if r and not r[0].startswith("#")]
-    head = rows[0]
-    return {int(r[0]): dict(zip(head, map(int, r))) for r in rows[1:]}
+    return bock_table2()
 
 
 def test_7x6_forward_to_ply_10_matches_paper(tmp_path):

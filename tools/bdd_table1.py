@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-REFERENCE = ROOT.parent / "shared" / "reference" / "positions_by_board.tsv"
+REFERENCE = ROOT / "c4table" / "data" / "bock_table1.tsv"   # Böck's Table 1, source in its first line
 
 
 def read_table1(path: Path) -> list[dict]:
@@ -39,7 +39,6 @@ def read_table1(path: Path) -> list[dict]:
 
 def worker(args) -> None:
     """Run one board in this process and print one JSON line with the figures."""
-    sys.path.insert(0, str(ROOT))
     from c4table.bdd import count_positions, solve
 
     fn = solve if args.mode == "solve" else count_positions

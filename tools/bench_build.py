@@ -20,10 +20,14 @@ import time
 from pathlib import Path
 
 import numpy as np
-import psutil
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+try:
+    import psutil
+except ImportError:
+    sys.exit("bench_build: measuring memory needs psutil, the [bench] extra: pip install 'c4table[bench]'")
 
+# c4table comes from the installed package (make install, or pip install '.[bench]'): the
+# source tree alone has no c4table.pipeline (pyproject maps the pipeline/ folder to it).
 from c4table.pipeline import backward, forward, merge  # noqa: E402
 from c4table.pipeline.build import open_build  # noqa: E402
 

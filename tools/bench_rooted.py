@@ -28,7 +28,6 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench_build import Sampler  # noqa: E402
 from c4table.board import Board  # noqa: E402

@@ -1,0 +1,39 @@
+"""pytest set-up for the whole repository (tests/conftest.py holds the test fixtures).
+
+``--doctest-modules`` collects the docstring examples of ``c4table/`` and ``pipeline/``. The
+``pipeline/`` folder is the package ``c4table.pipeline`` (pyproject ``package-dir``), but pytest
+would import its files under the folder's own name as a second, top-level ``pipeline`` package
+and run every module twice. Here the name ``pipeline.X`` is pointed at the installed module
+``c4table.pipeline.X`` before collection, so each module exists once, under its real name.
+"""
+import importlib
+import pkgutil
+import sys
+
+import c4table.pipeline
+
+sys.modules["pipeline"] = c4table.pipeline
+for _m in pkgutil.iter_modules(c4table.pipeline.__path__):
+    sys.modules[f"pipeline.{_m.name}"] = importlib.import_module(f"c4table.pipeline.{_m.name}")
+
+import pytest  # noqa: E402
+from _pytest.doctest import DoctestItem  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def doctest_dir(tmp_path_factory):
+    """A directory holding what the docstring examples name: ``tables/4x4`` and ``tables/5x4``
+    (built once per session, a few seconds) and ``board.txt`` (a drawing)."""
+    from c4table.pipeline.build import build_table
+    d = tmp_path_factory.mktemp("doctest")
+    for board in ("4x4", "5x4"):
+        build_table(board, d / "tables" / board, quiet=True, workers=1)
+    (d / "board.txt").write_text(".....\n.....\n..B..\n.AAB.\n")
+    return d
+
+
+@pytest.fixture(autouse=True)
+def _doctests_run_in_doctest_dir(request, monkeypatch):
+    """Docstring examples run with :func:`doctest_dir` as the working directory."""
+    if isinstance(request.node, DoctestItem):
+        monkeypatch.chdir(request.getfixturevalue("doctest_dir"))
