@@ -13,7 +13,9 @@ import click
 T = "tables/5x4/connect4_5x4.dat"
 
 EXAMPLES: dict[str, list[str]] = {
-    "build": ["c4table build 5x4 --out tables/5x4", "c4table build 6x4 --workers 2 --memory 2GiB"],
+    "build": ["c4table build 5x4 --out tables/5x4", "c4table build 6x4 --workers 2 --memory 2GiB",
+              "c4table build 7x6 --root 66362117563257723363 --out tables/7x6-root",
+              "c4table build 5x4 --connect 3 --compress"],
     "forward": ["c4table forward 7x6 --out /data/7x6 --max-ply 12"],
     "backward": ["c4table backward 5x4 --out tables/5x4"],
     "merge": ["c4table merge 5x4 --out tables/5x4"],
@@ -33,6 +35,8 @@ EXAMPLES: dict[str, list[str]] = {
     "bdd solve": ["c4table bdd solve 5x4"],
     "serve": [f"c4table serve --table {T} --port 8000",
               "c4table serve --table tables/5x4/connect4_5x4.dat --table tables/6x5/connect4_6x5.dat"],
+    "compress": [f"c4table compress {T}", f"c4table compress {T} -o /srv/c4/5x4.c4z"],
+    "decompress": ["c4table decompress tables/5x4/connect4_5x4.c4z -o connect4_5x4.dat"],
     "crosscheck": ["c4table crosscheck tables/5x4", "c4table crosscheck /data/7x6/manifest.json -q"],
 }
 

@@ -253,15 +253,22 @@ class ProbeService:
             raise res
         return json.dumps(lookup_json(res, t.board.name))
 
+    def _cached(self, key) -> str | None:
+        """The cached answer for ``key``, or None; counted as a cache hit or miss."""
+        hit = self.cache.get(key)
+        if hit is not None:
+            self.metrics.cache_hits += 1
+        else:
+            self.metrics.cache_misses += 1
+        return hit
+
     def position(self, board: str, text: str) -> str:
         """JSON text of ``lookup --json`` for one position (cached)."""
         t = self.table(board)
         key = (board, text)
-        hit = self.cache.get(key)
+        hit = self._cached(key)
         if hit is not None:
-            self.metrics.cache_hits += 1
             return hit
-        self.metrics.cache_misses += 1
         self._check(t, text)
         body = self._body(t, board, self._probe(board, t, [text])[0])
         self.cache.put(key, body)
@@ -281,12 +288,10 @@ class ProbeService:
         parts: list[str | None] = [None] * len(items)
         todo: list[int] = []
         for i, s in enumerate(items):
-            hit = self.cache.get((board, s))
+            hit = self._cached((board, s))
             if hit is not None:
-                self.metrics.cache_hits += 1
                 parts[i] = hit
                 continue
-            self.metrics.cache_misses += 1
             try:
                 self._check(t, s)
                 todo.append(i)
@@ -306,11 +311,9 @@ class ProbeService:
         centre among equals), each with its outcome and distance."""
         t = self.table(board)
         key = (board, text, "mainline")
-        hit = self.cache.get(key)
+        hit = self._cached(key)
         if hit is not None:
-            self.metrics.cache_hits += 1
             return hit
-        self.metrics.cache_misses += 1
         self._check(t, text)
 
         def probe(cur: str):

@@ -13,6 +13,7 @@ package's results with the published figures and nothing else.
 from __future__ import annotations
 
 import csv
+import random
 import subprocess
 import sys
 from pathlib import Path
@@ -76,3 +77,46 @@ def built(tmp_path_factory):
         return cache[board]
 
     return get
+
+
+@pytest.fixture(scope="session")
+def d54(built):
+    """The 5x4 build directory (built once per session)."""
+    return built("5x4")
+
+
+@pytest.fixture(scope="session")
+def t54(d54):
+    """The 5x4 table file."""
+    return d54 / "connect4_5x4.dat"
+
+
+def random_positions(board, n: int, seed: int = 0) -> list:
+    """``n`` positions (:class:`c4table.rules.Position`) of random games cut at random lengths,
+    finished games included."""
+    from c4table.rules import Position
+    rng = random.Random(seed)
+    out = []
+    while len(out) < n:
+        p = Position(board)
+        for _ in range(rng.randrange(board.cells + 1)):
+            if p.is_terminal:
+                break
+            p.play(rng.choice(p.legal_moves()))
+        out.append(p)
+    return out
+
+
+def describe_table(path: Path, board: str) -> None:
+    """Write the manifest of a build directory beside the table file ``path`` describing it as
+    it is (entries, bytes, sha256), so that a deliberately partial table opens: without one it
+    is refused as a truncated copy of the known table of its board."""
+    import hashlib
+    from c4table.board import Board
+    from c4table.pipeline.manifest import Manifest
+    b = Board.parse(board)
+    m = Manifest.open_or_create(path.parent, b)
+    body = path.read_bytes()
+    m.data["table"] = {"file": path.name, "entries": len(body) // b.entry_size, "bytes": len(body),
+                       "sha256": hashlib.sha256(body).hexdigest()}
+    m.save()

@@ -272,13 +272,8 @@ def oracle_bytes(w: int, h: int, k: int = 4) -> bytes:
 
 
 def oracle_key(w: int, h: int, moves: str, k: int = 4) -> int:
-    pos = tuple(() for _ in range(w))
-    for i, ch in enumerate(moves):
-        c = int(ch) - 1
-        assert 0 <= c < w and len(pos[c]) < h, ("illegal move", moves, i)
-        assert terminal_outcome(pos, h, k) is None, ("move after the game ended", moves, i)
-        pos = play(pos, c, A if i % 2 == 0 else B)
-    return position_key(pos, h, k)
+    """The key of the position after the 1-based column digits ``moves``."""
+    return position_key(oracle_position(w, h, moves, k), h, k)
 
 
 def oracle_position(w: int, h: int, moves: str, k: int = 4):

@@ -7,9 +7,7 @@ from __future__ import annotations
 import hashlib
 import http.server
 import json
-import os
 import shutil
-import struct
 import threading
 from pathlib import Path
 
@@ -21,7 +19,7 @@ from oracle import oracle_key, oracle_ply_counts, oracle_table
 
 from c4table import c4z
 from c4table.c4z import compress_table, decompress_table, open_c4z
-from c4table.errors import CorruptDataError, PositionNotFoundError, TableError
+from c4table.errors import CorruptDataError, PositionNotFoundError
 from c4table.table import open_table
 
 SMALL_BLOCKS = 4096   # many blocks on small tables

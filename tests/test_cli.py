@@ -13,11 +13,6 @@ from conftest import run_cli
 run = run_cli
 
 
-@pytest.fixture(scope="module")
-def t54(built):
-    return built("5x4") / "connect4_5x4.dat"
-
-
 def test_lookup_json_shape_and_consistency(t54):
     code, out, err = run("lookup", "--json", "--table", str(t54), "3344", "")
     assert code == 0, err

@@ -34,16 +34,6 @@ def one_error_line(err: str) -> bool:
         and "Traceback" not in err
 
 
-@pytest.fixture(scope="module")
-def d54(built):
-    return built("5x4")
-
-
-@pytest.fixture(scope="module")
-def t54(d54):
-    return d54 / "connect4_5x4.dat"
-
-
 # ----------------------------------------------------------- 1, 10: exit codes and errors
 def _copy_manifest(d54: Path, tmp: Path) -> Path:
     tmp.mkdir(parents=True, exist_ok=True)

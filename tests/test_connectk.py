@@ -223,7 +223,6 @@ def tla_states(width: int = 4, height: int = 4, length: int = 3) -> dict:
 
 def tla_value(graph: dict, start) -> tuple[str, int]:
     """Minimax over the enumerated states: ("first"/"second"/"draw", plies to it)."""
-    first = start[1]
 
     @lru_cache(maxsize=None)
     def value(s):  # (score for the player to move: 1 win, 0 draw, -1 loss; plies)

@@ -13,6 +13,7 @@ from c4table.errors import TableError
 from c4table.fastprobe import FastProber
 from c4table.rules import Position
 from c4table.table import open_table
+from conftest import describe_table
 
 EDGE = ["", " 3344 ", "9", "0", "a3", "33333", "12121212", "1" * 30, "3\n4", "١", "3344\x00",
         ".....\n.....\n..o..\n.xxo.\n", "1212121"]
@@ -60,12 +61,6 @@ def test_positions_missing_from_a_partial_table(built, tmp_path):
     part.write_bytes(data[: len(data) // E // 3 * E])     # the first third of the entries
     with pytest.raises(TableError, match="truncated"):    # bare, it is a truncated 4x4 table
         open_table(part)
-    import hashlib
-    from c4table.pipeline.manifest import Manifest
-    m = Manifest.open_or_create(tmp_path, Board.parse("4x4"))   # described as what it is
-    body = part.read_bytes()
-    m.data["table"] = {"file": part.name, "entries": len(body) // E, "bytes": len(body),
-                       "sha256": hashlib.sha256(body).hexdigest()}
-    m.save()
+    describe_table(part, "4x4")                           # described as what it is
     with open_table(part) as t:
         same(t, games(t.board, 500, seed=12))

@@ -22,11 +22,6 @@ from conftest import run_cli
 run = run_cli
 
 
-@pytest.fixture(scope="module")
-def d54(built):
-    return built("5x4")
-
-
 def copy_table(src_dir: Path, dst: Path, name: str = "connect4_5x4.dat", manifest: bool = False) -> Path:
     dst.mkdir(parents=True, exist_ok=True)
     shutil.copy(src_dir / name, dst / name)

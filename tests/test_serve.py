@@ -26,15 +26,14 @@ with warnings.catch_warnings():   # Starlette >= 1.x suggests httpx2; httpx stil
     from starlette.testclient import TestClient  # noqa: E402
 
 from c4table.board import Board  # noqa: E402
-from c4table.rules import Position  # noqa: E402
 from c4table.serve import MAX_BATCH, create_app  # noqa: E402
-from conftest import run_cli  # noqa: E402
+from conftest import describe_table, random_positions, run_cli  # noqa: E402
+
+
+def random_move_strings(board: Board, n: int, seed: int) -> list[str]:
+    """Legal move strings of random games cut at random lengths (finished games included)."""
+    return [p.move_string() for p in random_positions(board, n, seed)]
 import oracle  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def t54(built):
-    return built("5x4") / "connect4_5x4.dat"
 
 
 @pytest.fixture(scope="module")
@@ -48,18 +47,6 @@ def client(t54, t44):
         yield c
 
 
-def random_move_strings(board: Board, n: int, seed: int) -> list[str]:
-    """Legal move strings of random games cut at random lengths (finished games included)."""
-    rng = random.Random(seed)
-    out = []
-    while len(out) < n:
-        p = Position(board)
-        for _ in range(rng.randrange(board.cells + 1)):
-            if p.is_terminal:
-                break
-            p.play(rng.choice(p.legal_moves()))
-        out.append(p.move_string())
-    return out
 
 
 def lookup_lines(table: Path, positions: list[str]) -> list[str]:
@@ -154,6 +141,7 @@ def test_position_missing_from_a_partial_table_is_404(tmp_path, t44):
     n = len(data) // E
     part = tmp_path / "connect4_4x4.dat"
     part.write_bytes(data[: (n // 2) * E])
+    describe_table(part, "4x4")     # a partial table, described as what it is, opens
     last_key = int.from_bytes(data[(n // 2 - 1) * E: (n // 2 - 1) * E + key_bytes], "big")
     with TestClient(create_app([part]), raise_server_exceptions=False) as c:
         missing = [m for m in random_move_strings(Board.parse("4x4"), 300, seed=5)

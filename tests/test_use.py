@@ -4,7 +4,6 @@ checked against lookup; the Python API behind them."""
 from __future__ import annotations
 
 import json
-import random
 
 import pyarrow.parquet as pq
 import pytest
@@ -17,38 +16,15 @@ from c4table.export import export_positions
 from c4table.rules import Position
 from c4table.stats import ply_stats
 from c4table.table import move_rank, open_table
-from conftest import run_cli
+from conftest import random_positions, run_cli
 
 
 run = run_cli
 
 
 @pytest.fixture(scope="module")
-def d54(built):
-    return built("5x4")
-
-
-@pytest.fixture(scope="module")
-def t54(d54):
-    return d54 / "connect4_5x4.dat"
-
-
-@pytest.fixture(scope="module")
 def manifest54(d54):
     return json.loads((d54 / "manifest.json").read_text())
-
-
-def random_positions(board, n, seed=0):
-    rng = random.Random(seed)
-    out = []
-    while len(out) < n:
-        p = Position(board)
-        for _ in range(rng.randrange(board.cells + 1)):
-            if p.is_terminal:
-                break
-            p.play(rng.choice(p.legal_moves()))
-        out.append(p)
-    return out
 
 
 # ------------------------------------------------------------------------ drawings
