@@ -625,6 +625,9 @@ class C4zTable(Table):
             raise ClosedTableError(f"{self.uri}: the table is closed (open it again with open_table)")
         return self._z
 
+    def _ensure_open(self) -> None:
+        self.c4z
+
     def key_at(self, i: int) -> int:
         b, j = divmod(i, self.c4z.block_entries)
         return int(self.c4z.block(b)[0][j])

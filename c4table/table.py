@@ -164,6 +164,10 @@ class Table:
             raise ClosedTableError(f"{self.path}: the table is closed (open it again with open_table)")
         return self._mm
 
+    def _ensure_open(self) -> None:
+        """:class:`ClosedTableError` after :meth:`close`."""
+        self._mapped()
+
     def key_at(self, i: int) -> int:
         """Key of entry ``i`` (file order)."""
         mm = self._mapped()
@@ -228,7 +232,7 @@ class Table:
         q = np.asarray(keys, dtype=np.uint64).ravel()
         order = np.argsort(q) if q.size > 1 and not (q[1:] >= q[:-1]).all() else None
         found = np.empty(q.shape[0], np.int64)   # sorted queries: neighbouring searches share pages
-        search(np.frombuffer(self._mm, np.uint8), self.entries, self.entry_size, self.key_bytes,
+        search(np.frombuffer(self._mapped(), np.uint8), self.entries, self.entry_size, self.key_bytes,
                q if order is None else q[order], found)
         found[found == NOT_FOUND] = -1
         out = found.astype(np.int16)
@@ -248,7 +252,7 @@ class Table:
     def position(self, moves: str | Position) -> Position:
         """The :class:`Position` of a move string, a drawing (a string of several lines, see
         :mod:`c4table.drawing`) or a :class:`Position` of this table's board."""
-        self._mapped()
+        self._ensure_open()
         if isinstance(moves, Position):
             if moves.board != self.board:
                 raise TableError(f"position is for board {moves.board}, table for {self.board}")
