@@ -66,6 +66,49 @@ def sha256(path: Path) -> str:
     return h.hexdigest()
 
 
+def prepare(checkout: Path, w: int, h: int, k: int, tmp: Path) -> Path:
+    """Export his ``solver/`` into ``tmp``, set the board, adapt the script and compile it
+    (``make``, not timed by :func:`run_cadot`). Returns the solver directory."""
+    solver = export_solver(checkout.resolve(), tmp)
+    set_board(solver, w, h, k)
+    adapt_script(solver)
+    subprocess.run(["make", "-s", "connect4"], cwd=solver, check=True, stdout=subprocess.DEVNULL)
+    return solver
+
+
+def run_cadot(solver: Path, tmp: Path, w: int, h: int, k: int) -> tuple[Path, float]:
+    """Run his ``connect4-script`` (data in ``tmp/data``, sort's files in ``tmp/sort``);
+    returns the table it wrote and the wall time in seconds."""
+    data, sorttmp = tmp / "data", tmp / "sort"
+    sorttmp.mkdir(exist_ok=True)
+    env = dict(os.environ, DATADIR=str(data), TMPDIR=str(sorttmp), PWD=str(solver))
+    t0 = time.perf_counter()
+    subprocess.run(["bash", "connect4-script"], cwd=solver, env=env, check=True,
+                   stdout=subprocess.DEVNULL)
+    return data / f"connect{k}_{w}x{h}.dat", time.perf_counter() - t0
+
+
+def run_c4table(out: Path, w: int, h: int, k: int, workers: int = 1) -> tuple[Path, float]:
+    """Run ``c4table build`` (this interpreter, default memory) into ``out``; returns the table
+    and the wall time in seconds, interpreter start-up included."""
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "c4table.cli", "build", f"{w}x{h}", "--connect", str(k),
+                    "--out", str(out), "--quiet", "--workers", str(workers)], check=True,
+                   stdout=subprocess.DEVNULL)
+    return out / f"connect{k}_{w}x{h}.dat", time.perf_counter() - t0
+
+
+def same_bytes(a: Path, b: Path) -> bool:
+    """True if the two files hold the same bytes (compared block by block)."""
+    if a.stat().st_size != b.stat().st_size:
+        return False
+    with open(a, "rb") as fa, open(b, "rb") as fb:
+        for block in iter(lambda: fa.read(1 << 20), b""):
+            if block != fb.read(len(block)):
+                return False
+    return True
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("board", help="WxH, e.g. 4x4")
@@ -77,32 +120,15 @@ def main(argv: list[str] | None = None) -> int:
     w, h = (int(x) for x in args.board.lower().split("x"))
     k = args.connect
     tmp = Path(tempfile.mkdtemp(prefix="cadot-"))
-    solver = export_solver(args.cadot.resolve(), tmp)
-    set_board(solver, w, h, k)
-    adapt_script(solver)
-    subprocess.run(["make", "-s", "connect4"], cwd=solver, check=True, stdout=subprocess.DEVNULL)
-    data, sorttmp = tmp / "data", tmp / "sort"
-    sorttmp.mkdir()
-    env = dict(os.environ, DATADIR=str(data), TMPDIR=str(sorttmp), PWD=str(solver))
-    t0 = time.perf_counter()
-    subprocess.run(["bash", "connect4-script"], cwd=solver, env=env, check=True,
-                   stdout=subprocess.DEVNULL)
-    t_cadot = time.perf_counter() - t0
-    theirs = data / f"connect{k}_{w}x{h}.dat"
-
-    ours_dir = tmp / "c4table"
-    t0 = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "c4table.cli", "build", f"{w}x{h}", "--connect", str(k),
-                    "--out", str(ours_dir), "--quiet", "--workers", "1"], check=True,
-                   stdout=subprocess.DEVNULL)
-    t_ours = time.perf_counter() - t0
-    ours = ours_dir / f"connect{k}_{w}x{h}.dat"
+    solver = prepare(args.cadot, w, h, k, tmp)
+    theirs, t_cadot = run_cadot(solver, tmp, w, h, k)
+    ours, t_ours = run_c4table(tmp / "c4table", w, h, k, workers=1)
 
     a, b = sha256(theirs), sha256(ours)
     print(f"board {w}x{h}, connect {k}")
     print(f"cadot   {theirs.name}  {theirs.stat().st_size:>12,} bytes  sha256 {a}  ({t_cadot:.1f} s)")
     print(f"c4table {ours.name}  {ours.stat().st_size:>12,} bytes  sha256 {b}  ({t_ours:.1f} s)")
-    same = theirs.read_bytes() == ours.read_bytes()
+    same = same_bytes(theirs, ours)
     print("IDENTICAL" if same else "DIFFERENT")
     if args.keep:
         print(f"kept {tmp}")
