@@ -23,11 +23,14 @@ from _pytest.doctest import DoctestItem  # noqa: E402
 @pytest.fixture(scope="session")
 def doctest_dir(tmp_path_factory):
     """A directory holding what the docstring examples name: ``tables/4x4`` and ``tables/5x4``
-    (built once per session, a few seconds) and ``board.txt`` (a drawing)."""
+    (built once per session, a few seconds), the ``.c4z`` of the 5x4 table, and ``board.txt``
+    (a drawing)."""
     from c4table.pipeline.build import build_table
     d = tmp_path_factory.mktemp("doctest")
+    from c4table.c4z import compress_table
     for board in ("4x4", "5x4"):
         build_table(board, d / "tables" / board, quiet=True, workers=1)
+    compress_table(d / "tables" / "5x4" / "connect4_5x4.dat", quiet=True)   # the .c4z examples
     (d / "board.txt").write_text(".....\n.....\n..B..\n.AAB.\n")
     return d
 

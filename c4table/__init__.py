@@ -38,19 +38,22 @@ __all__ = ["Board", "Outcome", "decode_outcome", "encode_outcome", "Position", "
 
 def build_table(board: "str | Board", out: "str | os.PathLike", memory: "str | int" = "4GiB",
                 workers: "int | None" = None, scheduler=None, quiet: bool = True,
-                restart: bool = False, keep_work: bool = True):
+                restart: bool = False, keep_work: bool = True, root: "str | None" = None):
     """Build (or finish building) the table of ``board`` (``"5x4"`` or a :class:`Board`) in
     the directory ``out`` (or a ``pyarrow.fs`` URI such as ``s3://bucket/prefix``) and return
     the table's path. ``memory``: budget shared by the workers (``"4GiB"``); ``workers``:
     processes (default: all cores); ``scheduler``: a dask address, ``"local"`` or a
     ``distributed.Client``; ``quiet``: no progress lines on stderr (the default from Python;
     ``quiet=False`` shows them, as the command line does); ``restart``: discard a partial
-    build; ``keep_work``: keep ``out/work`` (the shards) after the merge. See
+    build; ``keep_work``: keep ``out/work`` (the shards) after the merge; ``root``: a move
+    string or drawing, to build the rooted table of every position reachable from it
+    (:mod:`c4table.root`); ``"5x4k3"`` names a board with another connect length. See
     :func:`c4table.pipeline.build.build_table`.
 
-    >>> c4table.build_table("4x4", "tables/4x4").name         # doctest: +SKIP
+    >>> import c4table
+    >>> c4table.build_table("4x4", "tables/4x4").name         # already built: returns at once
     'connect4_4x4.dat'
     """
     from c4table.pipeline.build import build_table as _build
     return _build(board, out, memory=memory, workers=workers, scheduler=scheduler, quiet=quiet,
-                  restart=restart, keep_work=keep_work)
+                  restart=restart, keep_work=keep_work, root=root)

@@ -7,7 +7,7 @@ Registered on the ``c4table`` group by :func:`c4table.cli._register_optional`; e
 
 >>> from click.testing import CliRunner
 >>> CliRunner().invoke(best, ["--table", "tables/5x4/connect4_5x4.dat", "3344"]).output
-'3344  ply 4, A to move: A wins in 3 plies; best: 2 (A wins in 3 plies)\\n'
+'3344  board 5x4, ply 4, A to move: A wins in 3 plies; best: 2 (A wins in 3 plies)\\n'
 """
 from __future__ import annotations
 

@@ -224,7 +224,8 @@ class Table:
         raises :class:`PositionNotFoundError`; with ``default``, missing keys get that value
         instead (int16 result).
 
-        >>> t.probe_keys(np.array([0, 5, 1], np.uint64))      # doctest: +SKIP
+        >>> with open_table("tables/5x4/connect4_5x4.dat") as t:
+        ...     t.probe_keys(np.array([0, 5, 1], np.uint64))
         array([ 20,  18, 147], dtype=uint8)
         """
         from c4table.c4z import _finish_probe

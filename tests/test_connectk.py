@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
 from functools import lru_cache
 from pathlib import Path
@@ -33,7 +32,7 @@ DATA = json.loads((Path(__file__).parent / "data" / "connectk_sources.json").rea
 # ----------------------------------------------------------------- boards of up to 16 cells
 # Oracle time on the development machine (pure Python, ~100 us per position) decides the tier:
 # FAST runs always, SLOW is marked slow (a few seconds each), FULL only with C4TABLE_FULL=1
-# (10-25 s of oracle each). Boards whose oracle would take minutes and gigabytes (8x2 and
+# FAST runs always; SLOW and FULL (10-25 s each on a loaded machine) are marked slow and run in CI too
 # 13x1 .. 16x1, millions of positions) are compared with BDD mode instead (BDD_ONLY).
 ALL_SMALL = {k: sorted((w, h) for w in range(1, 17) for h in range(1, 17)
                        if w * h <= 16 and max(w, h) >= k) for k in (3, 5)}
@@ -51,11 +50,7 @@ def _oracle_params():
             spec = (w, h, k)
             if spec in BDD_ONLY:
                 continue
-            marks = [pytest.mark.slow] if spec in SLOW else []
-            if spec in FULL:
-                marks = [pytest.mark.slow, pytest.mark.skipif(
-                    os.environ.get("C4TABLE_FULL") != "1",
-                    reason="oracle takes 10-25 s: set C4TABLE_FULL=1")]
+            marks = [pytest.mark.slow] if spec in SLOW | FULL else []
             out.append(pytest.param(w, h, k, marks=marks, id=f"{w}x{h}k{k}"))
     return out
 
@@ -317,8 +312,12 @@ def test_board_names_round_trip():
 def test_forward_and_plan_take_connect(tmp_path):
     from c4table.cli import cli
     d = tmp_path / "fwd"
-    r = CliRunner().invoke(cli, ["plan", "4x3", "--connect", "3"])
-    assert r.exit_code == 1 and "forward 4x3 --connect 3" in str(r.exception)
+    r = CliRunner().invoke(cli, ["plan", "7x5", "--connect", "3"])   # nothing published
+    assert r.exit_code == 1 and "forward 7x5 --connect 3" in str(r.exception)
+    r = CliRunner().invoke(cli, ["plan", "4x3", "--connect", "3", "--json"])   # small: enumerated
+    assert r.exit_code == 0, r.output
+    assert [p["positions"] for p in json.loads(r.output)["plies"]] == \
+        [p["positions"] for p in oracle_ply_counts(4, 3, 3)]
     for max_ply in (["--max-ply", "6"], []):
         r = CliRunner().invoke(cli, ["forward", "4x3", "--connect", "3", *max_ply, "--out",
                                      str(d), "--quiet", "--workers", "1"])
@@ -408,4 +407,4 @@ def test_serve_answers_a_connect3_table_like_lookup(built_k):
     with TestClient(create_app([str(path)], cache_size=0)) as client, open_table(path) as t:
         for moves in ("", "23", "2132", "12121"):
             got = client.get("/api/4x4k3", params={"moves": moves}).json()
-            assert got == t.probe(moves).to_json(), moves
+            assert got == {"board": "4x4k3", **t.probe(moves).to_json()}, moves

@@ -18,7 +18,7 @@ Example::
     >>> count_positions("4x4").total
     161029
     >>> solve("3x3").plies[9].to_json()
-    {'ply': 9, 'positions': 114, 'terminal': 0, 'nodes': 66, 'won': 0, 'drawn': 114, 'lost': 0}
+    {'ply': 9, 'positions': 114, 'won_games': 0, 'nodes': 66, 'won': 0, 'drawn': 114, 'lost': 0}
 """
 from c4table.bdd.count import count_positions
 from c4table.bdd.encoding import ENCODINGS
