@@ -45,7 +45,6 @@ way from the length of ``OUT.part`` (whole blocks are kept, the prefix is re-has
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import struct
@@ -923,11 +922,3 @@ def decompress_table(src, out: str | os.PathLike | None = None, *, threads: int 
                         f"{format_seconds(secs)}, {d['bytes'] / max(secs, 1e-9) / 2**20:.0f} MiB/s")
     return out
 
-
-def sha256_of(path) -> str:
-    """sha256 of a file (tests, tools)."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while b := f.read(1 << 22):
-            h.update(b)
-    return h.hexdigest()

@@ -65,6 +65,16 @@ def provenance(ref: dict) -> str:
     return ref.get("source", "reference")
 
 
+def sha256_of(path) -> str:
+    """sha256 of a local file, read in 4 MiB blocks (tools and benchmarks; tables are verified
+    with :class:`Hashes`, which adds md5 on a second core)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while b := f.read(1 << 22):
+            h.update(b)
+    return h.hexdigest()
+
+
 class Hashes:
     """sha256 and md5 of a stream of chunks, the two digests computed on two cores (hashlib
     releases the GIL on large buffers), so hashing a table costs the slower of the two."""

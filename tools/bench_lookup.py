@@ -23,7 +23,8 @@ from pathlib import Path
 import numpy as np
 
 from c4table import c4z
-from c4table.c4z import compress_table, decompress_table, sha256_of
+from c4table.c4z import compress_table, decompress_table
+from c4table.verify import sha256_of
 from c4table.table import open_table
 
 

@@ -15,7 +15,6 @@ only: his pipeline shells out to ``sort`` once per ply and is much slower than c
 from __future__ import annotations
 
 import argparse
-import hashlib
 import os
 import re
 import subprocess
@@ -23,6 +22,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from c4table.verify import sha256_of as sha256
 
 
 def export_solver(checkout: Path, dest: Path) -> Path:
@@ -56,14 +57,6 @@ def adapt_script(solver: Path) -> None:
     text = text.replace("ulimit -n 1048576", "ulimit -n $(ulimit -Hn)")
     text = text.replace("--batch-size=1000000", "--batch-size=$(( $(ulimit -n) / 2 ))")
     p.write_text(text)
-
-
-def sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def prepare(checkout: Path, w: int, h: int, k: int, tmp: Path) -> Path:

@@ -18,7 +18,6 @@ by ``tests/test_faults.py``.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import random
@@ -29,6 +28,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from c4table.verify import sha256_of as sha256_file
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -102,14 +103,6 @@ def wait_for_stage(p: subprocess.Popen, out: Path, stage: str, count: int,
             return True
         time.sleep(0.005)
     return False
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 22), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def cells_of(board: str) -> int:
