@@ -16,12 +16,14 @@ The header sits at the end so that a 16 TB table is written in one pass (its has
 known at the end); a reader fetches the last :data:`TAIL_BYTES` bytes once, which for tables
 up to a few G entries also holds the whole index.
 
-**Blocks.** Block ``i`` holds entries ``i*B .. min((i+1)*B, N)`` (``B`` =
-``block_entries``, 65,536 by default). Its payload is one byte ``w``, then the ``n - 1`` key
-deltas (key[j+1] - key[j], the first key is in the index) as ``w`` byte planes, low byte first
-(byte shuffle), then the ``n`` outcome bytes; compressed with zstd (frame content checksum
-on). On 5x5, deltas + shuffle take the keys from 4 bytes to about 0.13 byte per entry, and the
-outcome bytes make up 60 % of the result (measurements: ``tools/bench_lookup.py``, README).
+**Blocks** (format version 2). Block ``i`` holds entries ``i*B .. min((i+1)*B, N)`` (``B`` =
+``block_entries``, 65,536 by default). It is a 4-byte length, then two zstd frames (level 19
+by default, frame content checksums on): the key stream (varint deltas; the first key is in
+the index) and the outcome symbol stream (outcome bytes mapped through a permutation chosen
+by the entry's ply), see :mod:`c4table.c4zcodec`. A single probe decodes the key stream only up
+to the probed key and reads one symbol of the other. Files of format version 1 (byte-plane
+deltas, one frame) are refused with a message saying to compress the table again
+(measurements: ``tools/bench_lookup.py``, README).
 
 **Integrity.** The trailer checks the header (xxh64), the header checks the index (xxh64),
 the index checks every compressed block (xxh64) and zstd checks every decoded payload; a
@@ -61,6 +63,7 @@ import xxhash
 import zstandard
 
 from c4table.board import Board
+from c4table.c4zcodec import BlockCodec, _rows
 from c4table.errors import (ClosedTableError, CorruptDataError, MissingTableError,
                             PositionNotFoundError, TableError)
 from c4table.units import format_seconds, format_size
@@ -68,12 +71,13 @@ from c4table.units import format_seconds, format_size
 MAGIC = b"C4ZTBL01"
 END_MAGIC = b"C4ZEND01"
 TRAILER = struct.Struct("<QQQQ8s")      # index offset, index length, header length, xxh64(header)
-FORMAT_VERSION = 1
-TRANSFORM = "delta-shuffle-v1"
+FORMAT_VERSION = 2
+TRANSFORM = "varint-plysym-v2"
 DEFAULT_BLOCK_ENTRIES = 1 << 16
-DEFAULT_LEVEL = 9
+DEFAULT_LEVEL = 19
 TAIL_BYTES = 1 << 16                    # bytes a reader fetches from the end of the file at open
 CACHE_BLOCKS = 64                       # decoded blocks kept per open file (LRU)
+BLOCK_HEAD = struct.Struct("<I")        # length of a block's key frame
 CHECKPOINT_SECONDS = 30.0
 PROGRESS_EVERY = 5.0
 IDX_RECORD = struct.Struct("<QQQ")      # first key, end offset, xxh64 (the .part.idx side file)
@@ -98,44 +102,53 @@ def keys_of_rows(rows: np.ndarray, key_bytes: int) -> np.ndarray:
     return buf.view(">u8").ravel().astype(np.uint64)
 
 
-def encode_block(raw, entry_size: int) -> tuple[int, bytes]:
-    """``(first key, payload)`` of raw table bytes (whole entries, keys strictly increasing).
+def encode_block(raw, board: Board, level: int = DEFAULT_LEVEL) -> tuple[int, bytes]:
+    """``(first key, block bytes)`` of raw table bytes (whole entries, keys strictly
+    increasing): the key frame's length, the key frame and the symbol frame.
 
-    >>> first, payload = encode_block(bytes([0, 0, 20, 0, 1, 147]), 3)
-    >>> first, payload
-    (0, b'\\x01\\x01\\x14\\x93')
+    >>> first, block = encode_block(bytes([0, 0, 0, 16, 0, 0, 1, 0x4f]), Board.parse("4x4"))
+    >>> first, decode_block_bytes(block, Board.parse("4x4"), 2, first)[1].tolist()
+    (0, [16, 79])
     """
-    K = entry_size - 1
-    rows = np.frombuffer(raw, np.uint8).reshape(-1, entry_size)
+    E = board.entry_size
+    K = E - 1
+    rows = np.frombuffer(raw, np.uint8).reshape(-1, E)
     keys = keys_of_rows(rows, K)
-    d = np.diff(keys)
-    if d.size and not (keys[1:] > keys[:-1]).all():
+    if keys.shape[0] > 1 and not (keys[1:] > keys[:-1]).all():
         raise TableError("keys are not strictly increasing (not a sorted table)")
-    w = max(1, (int(d.max()).bit_length() + 7) // 8) if d.size else 1
-    planes = d.astype("<u8").view(np.uint8).reshape(-1, 8)[:, :w].T
-    return int(keys[0]), bytes([w]) + planes.tobytes() + rows[:, K].tobytes()
+    kv, sy = _codec(board).encode(keys, np.ascontiguousarray(rows[:, K]))
+    c = _cctx(level)
+    kf = c.compress(kv)
+    return int(keys[0]), BLOCK_HEAD.pack(len(kf)) + kf + c.compress(sy)
 
 
-def decode_payload(payload: bytes, n: int, first: int) -> tuple[np.ndarray, np.ndarray]:
-    """Keys (uint64) and outcome bytes of a block payload of ``n`` entries; ValueError if its
-    length does not fit."""
-    if not payload:
-        raise ValueError("empty payload")
-    w = payload[0]
-    if not 1 <= w <= 8 or len(payload) != 1 + w * (n - 1) + n:
-        raise ValueError(f"payload of {len(payload)} bytes does not hold {n} entries")
-    a = np.frombuffer(payload, np.uint8, count=w * (n - 1), offset=1).reshape(w, n - 1)
-    keys = np.empty(n, np.uint64)
-    keys[0] = first
-    if n > 1:
-        t = np.uint32 if w <= 4 else np.uint64     # 32-bit lanes when they suffice: faster
-        d = a[0].astype(t)
-        for j in range(1, w):
-            d |= a[j].astype(t) << t(8 * j)
-        np.cumsum(d, dtype=np.uint64, out=keys[1:])
-        keys[1:] += np.uint64(first)
-    outs = np.frombuffer(payload, np.uint8, count=n, offset=1 + w * (n - 1))
-    return keys, outs
+def split_block(block: bytes) -> tuple[bytes, bytes]:
+    """The key frame and symbol frame of a block; ValueError if the length does not fit."""
+    if len(block) < BLOCK_HEAD.size:
+        raise ValueError("shorter than its header")
+    (n,) = BLOCK_HEAD.unpack_from(block)
+    if n > len(block) - BLOCK_HEAD.size:
+        raise ValueError("key frame longer than the block")
+    return block[BLOCK_HEAD.size: BLOCK_HEAD.size + n], block[BLOCK_HEAD.size + n:]
+
+
+def decode_block_bytes(block: bytes, board: Board, n: int, first: int
+                       ) -> tuple[np.ndarray, np.ndarray]:
+    """Keys (uint64) and outcome bytes of a block of ``n`` entries; ValueError or ZstdError
+    if it does not decode to exactly that."""
+    kf, sf = split_block(block)
+    d = _dctx()
+    return _codec(board).decode(d.decompress(kf), d.decompress(sf), first, n)
+
+
+_codecs: dict = {}
+
+
+def _codec(board: Board) -> BlockCodec:
+    c = _codecs.get(board)
+    if c is None:
+        c = _codecs[board] = BlockCodec(board)
+    return c
 
 
 def rows_of(keys: np.ndarray, outs: np.ndarray, entry_size: int) -> memoryview:
@@ -144,25 +157,26 @@ def rows_of(keys: np.ndarray, outs: np.ndarray, entry_size: int) -> memoryview:
     >>> bytes(rows_of(np.array([0, 258], np.uint64), np.array([20, 147], np.uint8), 3))
     b'\\x00\\x00\\x14\\x01\\x02\\x93'
     """
-    K = entry_size - 1
-    rows = np.empty((keys.shape[0], entry_size), np.uint8)
-    le = np.ascontiguousarray(keys, dtype="<u8").view(np.uint8).reshape(-1, 8)
-    rows[:, :K] = le[:, K - 1::-1]          # the low K bytes, most significant first
-    rows[:, K] = outs
-    return memoryview(rows).cast("B")
+    rows = np.empty(keys.shape[0] * entry_size, np.uint8)
+    _rows(np.ascontiguousarray(keys, np.uint64), np.ascontiguousarray(outs, np.uint8),
+          entry_size - 1, rows)
+    return memoryview(rows)
 
 
 _local = threading.local()
 
 
-def _compress_block(raw, entry_size: int, level: int) -> tuple[int, bytes, int]:
-    """Worker: ``(first key, compressed block, xxh64 of it)``."""
+def _cctx(level: int):
     c = getattr(_local, "cctx", None)
     if c is None or _local.level != level:
         c = _local.cctx = zstandard.ZstdCompressor(level=level, write_checksum=True)
         _local.level = level
-    first, payload = encode_block(raw, entry_size)
-    comp = c.compress(payload)
+    return c
+
+
+def _compress_block(raw, board: Board, level: int) -> tuple[int, bytes, int]:
+    """Worker: ``(first key, compressed block, xxh64 of it)``."""
+    first, comp = encode_block(raw, board, level)
     return first, comp, xxhash.xxh64_intdigest(comp)
 
 
@@ -334,6 +348,7 @@ class C4zFile:
             self.src.close()
             raise
         self._lru: OrderedDict[int, tuple[np.ndarray, np.ndarray]] = OrderedDict()
+        self._slru: OrderedDict[int, tuple] = OrderedDict()   # decompressed streams (probes)
         self._lock = threading.Lock()
 
     def _bad(self, what: str) -> CorruptDataError:
@@ -369,6 +384,9 @@ class C4zFile:
             self.entry_size = int(h["entry_size"])
         except (ValueError, KeyError, TypeError) as e:
             raise self._bad(f"header unreadable ({e})") from None
+        if h.get("format") == "c4z" and h.get("version") == 1:
+            raise TableError(f"{self.where}: a .c4z of format version 1 (written by an older "
+                             "c4table), no longer read: compress the table again")
         if h.get("format") != "c4z" or h.get("transform") != TRANSFORM:
             raise TableError(f"{self.where}: unsupported .c4z variant "
                              f"({h.get('format')}, {h.get('transform')}); upgrade c4table")
@@ -443,8 +461,7 @@ class C4zFile:
         """Keys and outcome bytes of block ``i`` from its compressed bytes, checked."""
         n = self.block_rows(i)
         try:
-            payload = _dctx().decompress(comp)
-            keys, outs = decode_payload(payload, n, int(self.first_keys[i]))
+            keys, outs = decode_block_bytes(comp, self.board, n, int(self.first_keys[i]))
         except (zstandard.ZstdError, ValueError) as e:
             raise self._bad(f"block {i}: cannot be decoded ({e}); damaged block") from None
         if i + 1 < self.blocks and not keys[-1] < self.first_keys[i + 1]:
@@ -494,12 +511,51 @@ class C4zFile:
         """Outcome byte of ``key``; :class:`PositionNotFoundError` if absent."""
         i = self.block_of(key) if 0 <= key < 1 << 64 else -1
         if i >= 0:
-            keys, outs = self.block(i)
-            j = int(np.searchsorted(keys, np.uint64(key)))
-            if j < keys.shape[0] and int(keys[j]) == key:
-                return int(outs[j])
+            with self._lock:
+                hit = self._lru.get(i)
+            if hit is not None:
+                keys, outs = hit
+                j = int(np.searchsorted(keys, np.uint64(key)))
+                if j < keys.shape[0] and int(keys[j]) == key:
+                    return int(outs[j])
+            else:
+                b = self._probe_block(i, key)
+                if b >= 0:
+                    return b
         raise PositionNotFoundError(
             f"{self.where}: key {key} is not in the table (incomplete table, or not board {self.board})")
+
+    def _probe_block(self, i: int, key: int) -> int:
+        """Outcome byte of ``key`` in block ``i`` or -1, decoding only what it needs: the key
+        stream (scanned up to ``key`` by a numba kernel), then, if the key is there, the symbol
+        stream. The decompressed streams stay in a small LRU of their own."""
+        n = self.block_rows(i)
+        codec = _codec(self.board)
+        with self._lock:
+            got = self._slru.get(i)
+            if got is not None:
+                self._slru.move_to_end(i)
+        try:
+            if got is None:
+                kf, sf = split_block(self.read_block(i))
+                got = [_dctx().decompress(kf), sf, None]   # key stream, symbol frame, symbols
+                with self._lock:
+                    self._slru[i] = got
+                    while len(self._slru) > CACHE_BLOCKS:
+                        self._slru.popitem(last=False)
+            j = codec.find(got[0], int(self.first_keys[i]), n, key)
+            if j < 0:
+                return -1
+            if got[2] is None:
+                sy = _dctx().decompress(got[1])
+                if len(sy) != n:
+                    raise ValueError(f"symbol stream of {len(sy)} bytes for {n} entries")
+                got[2] = sy
+            return codec.outcome(key, got[2][j])
+        except (zstandard.ZstdError, ValueError) as e:
+            with self._lock:
+                self._slru.pop(i, None)
+            raise self._bad(f"block {i}: cannot be decoded ({e}); damaged block") from None
 
     def probe_keys(self, keys, default: int | None = None) -> np.ndarray:
         """Outcome bytes of many keys (any order): each needed block is read and decoded once.
@@ -525,9 +581,15 @@ class C4zFile:
         out[order] = res
         return _finish_probe(out, q, default, self.where, self.board)
 
+    def clear_cache(self) -> None:
+        """Forget every decoded block (benchmarks measure probes without the LRU)."""
+        with self._lock:
+            self._lru.clear()
+            self._slru.clear()
+
     def close(self) -> None:
         self.src.close()
-        self._lru.clear()
+        self.clear_cache()
 
     def __enter__(self) -> "C4zFile":
         return self
@@ -782,7 +844,7 @@ def compress_table(src: str | os.PathLike, out: str | os.PathLike | None = None,
                 raw = fin.read(chunk)
                 h.update(raw)
                 last_key = int.from_bytes(raw[-E:-1], "big")
-                pending.append((pool.submit(_compress_block, raw, E, level), None, last_key))
+                pending.append((pool.submit(_compress_block, raw, b, level), None, last_key))
                 while len(pending) > 2 * threads:
                     drain_one()
                 now = time.perf_counter()
