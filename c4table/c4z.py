@@ -77,7 +77,8 @@ DEFAULT_BLOCK_ENTRIES = 1 << 16
 DEFAULT_LEVEL = 19
 TAIL_BYTES = 1 << 16                    # bytes a reader fetches from the end of the file at open
 CACHE_BLOCKS = 64                       # decoded blocks kept per open file (LRU)
-BLOCK_HEAD = struct.Struct("<I")        # length of a block's key frame
+SYM_FRAME_ENTRIES = 1 << 16             # outcome symbols per zstd frame inside a block
+KEY_DICT_BYTES = 112640                 # trained zstd dictionary of the key frames
 CHECKPOINT_SECONDS = 30.0
 PROGRESS_EVERY = 5.0
 IDX_RECORD = struct.Struct("<QQQ")      # first key, end offset, xxh64 (the .part.idx side file)
@@ -102,9 +103,13 @@ def keys_of_rows(rows: np.ndarray, key_bytes: int) -> np.ndarray:
     return buf.view(">u8").ravel().astype(np.uint64)
 
 
-def encode_block(raw, board: Board, level: int = DEFAULT_LEVEL) -> tuple[int, bytes]:
+def encode_block(raw, board: Board, level: int = DEFAULT_LEVEL,
+                 sym_entries: int = SYM_FRAME_ENTRIES, key_dict: bytes | None = None
+                 ) -> tuple[int, bytes]:
     """``(first key, block bytes)`` of raw table bytes (whole entries, keys strictly
-    increasing): the key frame's length, the key frame and the symbol frame.
+    increasing): the number ``m`` of symbol frames (u16), the lengths of the key frame and of
+    the symbol frames (u32 each), the key frame, then the symbol frames (``sym_entries``
+    symbols each, the last one fewer). ``key_dict``: the zstd dictionary of the key frames.
 
     >>> first, block = encode_block(bytes([0, 0, 0, 16, 0, 0, 1, 0x4f]), Board.parse("4x4"))
     >>> first, decode_block_bytes(block, Board.parse("4x4"), 2, first)[1].tolist()
@@ -118,27 +123,39 @@ def encode_block(raw, board: Board, level: int = DEFAULT_LEVEL) -> tuple[int, by
         raise TableError("keys are not strictly increasing (not a sorted table)")
     kv, sy = _codec(board).encode(keys, np.ascontiguousarray(rows[:, K]))
     c = _cctx(level)
-    kf = c.compress(kv)
-    return int(keys[0]), BLOCK_HEAD.pack(len(kf)) + kf + c.compress(sy)
+    frames = [_cctx(level, key_dict).compress(kv)] + [c.compress(sy[o: o + sym_entries])
+                                 for o in range(0, len(sy), sym_entries)]
+    head = struct.pack(f"<H{len(frames)}I", len(frames) - 1, *(len(f) for f in frames))
+    return int(keys[0]), head + b"".join(frames)
 
 
-def split_block(block: bytes) -> tuple[bytes, bytes]:
-    """The key frame and symbol frame of a block; ValueError if the length does not fit."""
-    if len(block) < BLOCK_HEAD.size:
+def split_block(block: bytes) -> list[bytes]:
+    """The key frame and the symbol frames of a block; ValueError if the lengths do not fit."""
+    if len(block) < 2:
         raise ValueError("shorter than its header")
-    (n,) = BLOCK_HEAD.unpack_from(block)
-    if n > len(block) - BLOCK_HEAD.size:
-        raise ValueError("key frame longer than the block")
-    return block[BLOCK_HEAD.size: BLOCK_HEAD.size + n], block[BLOCK_HEAD.size + n:]
+    (m,) = struct.unpack_from("<H", block)
+    hl = 2 + 4 * (m + 1)
+    if len(block) < hl:
+        raise ValueError("shorter than its header")
+    lens = struct.unpack_from(f"<{m + 1}I", block, 2)
+    if hl + sum(lens) != len(block):
+        raise ValueError("frame lengths do not fit the block")
+    out, o = [], hl
+    for n in lens:
+        out.append(block[o: o + n])
+        o += n
+    return out
 
 
-def decode_block_bytes(block: bytes, board: Board, n: int, first: int
-                       ) -> tuple[np.ndarray, np.ndarray]:
+def decode_block_bytes(block: bytes, board: Board, n: int, first: int,
+                       key_dict: bytes | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Keys (uint64) and outcome bytes of a block of ``n`` entries; ValueError or ZstdError
     if it does not decode to exactly that."""
-    kf, sf = split_block(block)
+    frames = split_block(block)
     d = _dctx()
-    return _codec(board).decode(d.decompress(kf), d.decompress(sf), first, n)
+    kv = _dctx(key_dict).decompress(frames[0])
+    sy = b"".join(d.decompress(f) for f in frames[1:])
+    return _codec(board).decode(kv, sy, first, n)
 
 
 _codecs: dict = {}
@@ -166,17 +183,52 @@ def rows_of(keys: np.ndarray, outs: np.ndarray, entry_size: int) -> memoryview:
 _local = threading.local()
 
 
-def _cctx(level: int):
-    c = getattr(_local, "cctx", None)
-    if c is None or _local.level != level:
-        c = _local.cctx = zstandard.ZstdCompressor(level=level, write_checksum=True)
-        _local.level = level
+def _cctx(level: int, zdict: bytes | None = None):
+    """This thread's zstd compressor for ``level`` and dictionary ``zdict``."""
+    cache = getattr(_local, "cctx", None)
+    if cache is None:
+        cache = _local.cctx = {}
+    key = (level, zdict)
+    c = cache.get(key)
+    if c is None:
+        if len(cache) > 8:
+            cache.clear()
+        d = zstandard.ZstdCompressionDict(zdict) if zdict else None
+        c = cache[key] = zstandard.ZstdCompressor(level=level, write_checksum=True, dict_data=d)
     return c
 
 
-def _compress_block(raw, board: Board, level: int) -> tuple[int, bytes, int]:
+def train_key_dict(src, board: Board, block_entries: int, samples: int = 40,
+                   size: int = KEY_DICT_BYTES) -> bytes | None:
+    """A zstd dictionary for the key frames of the table file ``src``, trained on the key
+    streams of ``samples`` blocks spread evenly over it (deterministic: same input, same
+    dictionary); at most ``size`` bytes and 1/500 of the table file, so None for tables under
+    about 4 MB (or of fewer than 16 whole blocks), where it would cost more than it saves."""
+    E = board.entry_size
+    raw_bytes = os.path.getsize(src)
+    nblocks = raw_bytes // E // block_entries   # whole blocks only
+    size = min(size, raw_bytes // 500)
+    if nblocks < 16 or size < 8192:
+        return None
+    codec = _codec(board)
+    data = []
+    with open(src, "rb") as f:
+        for b in np.linspace(0, nblocks - 1, min(samples, nblocks)).astype(np.int64):
+            raw = os.pread(f.fileno(), block_entries * E, int(b) * block_entries * E)
+            rows = np.frombuffer(raw, np.uint8).reshape(-1, E)
+            keys = keys_of_rows(rows, E - 1)
+            data.append(codec.encode(keys, rows[:, E - 1].copy())[0])
+    try:
+        d = zstandard.train_dictionary(size, data, k=2048, d=8, level=DEFAULT_LEVEL, threads=1)
+    except zstandard.ZstdError:
+        return None
+    return d.as_bytes()
+
+
+def _compress_block(raw, board: Board, level: int, key_dict, sym_entries: int
+                    ) -> tuple[int, bytes, int]:
     """Worker: ``(first key, compressed block, xxh64 of it)``."""
-    first, comp = encode_block(raw, board, level)
+    first, comp = encode_block(raw, board, level, sym_entries, key_dict)
     return first, comp, xxhash.xxh64_intdigest(comp)
 
 
@@ -201,16 +253,24 @@ def tune_malloc() -> None:
         pass
 
 
-def _dctx():
-    d = getattr(_local, "dctx", None)
+def _dctx(zdict: bytes | None = None):
+    """This thread's zstd decompressor (for dictionary ``zdict``)."""
+    cache = getattr(_local, "dctx", None)
+    if cache is None:
+        cache = _local.dctx = {}
+    d = cache.get(zdict)
     if d is None:
-        d = _local.dctx = zstandard.ZstdDecompressor()
+        if len(cache) > 8:
+            cache.clear()
+        zd = zstandard.ZstdCompressionDict(zdict) if zdict else None
+        d = cache[zdict] = zstandard.ZstdDecompressor(dict_data=zd)
     return d
 
 
 # ----------------------------------------------------------------------- byte sources
 class LocalSource:
-    """A local file read with ``pread``."""
+    """A local file, memory-mapped: a block is a zero-copy view of the page cache (a ``pread``
+    and its copy cost about as much as decoding a key stream); ``pread`` where mapping fails."""
 
     def __init__(self, path: str | os.PathLike):
         self.name = str(path)
@@ -222,12 +282,34 @@ class LocalSource:
             raise MissingTableError(f"{path}: is a directory, not a table file") from None
         self.size = os.fstat(self.fd).st_size
         self.requests = 0
+        self._mv = None
+        if self.size:
+            import mmap
+            try:
+                self._mm = mmap.mmap(self.fd, self.size, access=mmap.ACCESS_READ)
+                self._mv = memoryview(self._mm)
+            except (OSError, ValueError):
+                pass
 
     def read(self, offset: int, n: int) -> bytes:
         self.requests += 1
         return os.pread(self.fd, n, offset)
 
+    def view(self, offset: int, n: int):
+        """The bytes at ``offset`` as a zero-copy view (a ``read`` if the file is not mapped)."""
+        if self._mv is None:
+            return self.read(offset, n)
+        self.requests += 1
+        return self._mv[offset: offset + n]
+
     def close(self) -> None:
+        if self._mv is not None:
+            self._mv.release()
+            self._mv = None
+            try:
+                self._mm.close()
+            except BufferError:   # a block view still in use somewhere: the GC closes it
+                pass
         if self.fd >= 0:
             os.close(self.fd)
             self.fd = -1
@@ -382,6 +464,7 @@ class C4zFile:
             self.block_entries = int(h["block_entries"])
             self.blocks = int(h["blocks"])
             self.entry_size = int(h["entry_size"])
+            self.sym_entries = int(h.get("symbol_frame_entries", 0))
         except (ValueError, KeyError, TypeError) as e:
             raise self._bad(f"header unreadable ({e})") from None
         if h.get("format") == "c4z" and h.get("version") == 1:
@@ -390,7 +473,7 @@ class C4zFile:
         if h.get("format") != "c4z" or h.get("transform") != TRANSFORM:
             raise TableError(f"{self.where}: unsupported .c4z variant "
                              f"({h.get('format')}, {h.get('transform')}); upgrade c4table")
-        if self.entry_size != self.board.entry_size or \
+        if self.entry_size != self.board.entry_size or self.sym_entries < 1 or \
                 self.blocks != -(-self.entries // self.block_entries):
             raise self._bad("header inconsistent (entry size or block count)")
         comp = None
@@ -429,11 +512,43 @@ class C4zFile:
         self.first_keys = a[:nb].astype(np.uint64)
         self.offsets = a[nb: 2 * nb + 1].astype(np.uint64)
         self.checksums = a[2 * nb + 1:].astype(np.uint64)
-        if nb and (int(self.offsets[0]) != len(MAGIC) or int(self.offsets[-1]) != idx_off
+        self.key_dict = self._key_dict(tail, size - tail_n, cache)
+        if nb and (int(self.offsets[0]) != len(MAGIC) + len(self.key_dict or b"")
+                   or int(self.offsets[-1]) != idx_off
                    or not (self.offsets[1:] > self.offsets[:-1]).all()
                    or not (self.first_keys[1:] > self.first_keys[:-1]).all()):
             raise self._bad("block index damaged (offsets or first keys out of order)")
         self.data_end = idx_off
+
+    def _key_dict(self, tail: bytes, tail0: int, cache) -> bytes | None:
+        """The key frames' zstd dictionary (header ``key_dict``: length and xxh64; it follows
+        the magic), read once and cached beside the index for remote tables."""
+        kd = self.header.get("key_dict")
+        if not kd:
+            return None
+        try:
+            n, x = int(kd["length"]), int(kd["xxh64"])
+        except (KeyError, TypeError, ValueError) as e:
+            raise self._bad(f"header unreadable (key_dict {e})") from None
+        data = None
+        cfile = cache.with_suffix(".dict") if cache is not None else None
+        if cfile is not None:
+            try:
+                data = cfile.read_bytes()
+            except OSError:
+                data = None
+        if data is None or xxhash.xxh64_intdigest(data) != x:
+            data = self._range(tail, tail0, len(MAGIC), n)
+            if xxhash.xxh64_intdigest(data) != x:
+                raise self._bad("key dictionary damaged (checksum mismatch)")
+            if cfile is not None:
+                try:
+                    tmp = cfile.with_name(f"{cfile.name}.{os.getpid()}.tmp")
+                    tmp.write_bytes(data)
+                    os.replace(tmp, cfile)
+                except OSError:
+                    pass
+        return data
 
     def _range(self, tail: bytes, tail0: int, off: int, n: int) -> bytes:
         if off >= tail0:
@@ -450,7 +565,7 @@ class C4zFile:
     def read_block(self, i: int) -> bytes:
         """The compressed bytes of block ``i``, checked against the index (one read)."""
         lo, hi = int(self.offsets[i]), int(self.offsets[i + 1])
-        comp = self.src.read(lo, hi - lo)
+        comp = self.src.view(lo, hi - lo) if hasattr(self.src, "view") else self.src.read(lo, hi - lo)
         if len(comp) != hi - lo:
             raise self._bad(f"block {i} (bytes {lo:,}..{hi:,}): short read (truncated file)")
         if xxhash.xxh64_intdigest(comp) != int(self.checksums[i]):
@@ -461,7 +576,8 @@ class C4zFile:
         """Keys and outcome bytes of block ``i`` from its compressed bytes, checked."""
         n = self.block_rows(i)
         try:
-            keys, outs = decode_block_bytes(comp, self.board, n, int(self.first_keys[i]))
+            keys, outs = decode_block_bytes(comp, self.board, n, int(self.first_keys[i]),
+                                            self.key_dict)
         except (zstandard.ZstdError, ValueError) as e:
             raise self._bad(f"block {i}: cannot be decoded ({e}); damaged block") from None
         if i + 1 < self.blocks and not keys[-1] < self.first_keys[i + 1]:
@@ -537,21 +653,25 @@ class C4zFile:
                 self._slru.move_to_end(i)
         try:
             if got is None:
-                kf, sf = split_block(self.read_block(i))
-                got = [_dctx().decompress(kf), sf, None]   # key stream, symbol frame, symbols
-                with self._lock:
+                frames = split_block(self.read_block(i))
+                got = [_dctx(self.key_dict).decompress(frames[0]), frames[1:], {}]   # key stream, symbol
+                with self._lock:                                        # frames, decoded ones
                     self._slru[i] = got
                     while len(self._slru) > CACHE_BLOCKS:
                         self._slru.popitem(last=False)
             j = codec.find(got[0], int(self.first_keys[i]), n, key)
             if j < 0:
                 return -1
-            if got[2] is None:
-                sy = _dctx().decompress(got[1])
-                if len(sy) != n:
-                    raise ValueError(f"symbol stream of {len(sy)} bytes for {n} entries")
-                got[2] = sy
-            return codec.outcome(key, got[2][j])
+            f, r = divmod(j, self.sym_entries)
+            sy = got[2].get(f)
+            if sy is None:
+                if f >= len(got[1]):
+                    raise ValueError(f"no symbol frame {f}")
+                sy = _dctx().decompress(got[1][f])
+                if len(sy) != min(self.sym_entries, n - f * self.sym_entries):
+                    raise ValueError(f"symbol frame {f} of {len(sy)} bytes")
+                got[2][f] = sy
+            return codec.outcome(key, sy[r])
         except (zstandard.ZstdError, ValueError) as e:
             with self._lock:
                 self._slru.pop(i, None)
@@ -749,11 +869,14 @@ def compress_table(src: str | os.PathLike, out: str | os.PathLike | None = None,
                    board: str | Board | None = None, level: int = DEFAULT_LEVEL,
                    block_entries: int = DEFAULT_BLOCK_ENTRIES, threads: int | None = None,
                    quiet: bool = False, stream=None, hashes: dict | None = None,
-                   root: str | None = None) -> Path:
+                   root: str | None = None, symbol_frame_entries: int = SYM_FRAME_ENTRIES,
+                   key_dict: bool = True) -> Path:
     """Compress the table file ``src`` into ``out`` (default: ``src`` with ``.c4z``), streaming,
     on ``threads`` threads (default: all cores), resuming an interrupted run (module
     docstring). ``hashes`` (``sha256``, ``md5`` from a manifest), when given, must equal the
-    hashes computed on the way. Returns ``out``.
+    hashes computed on the way. ``symbol_frame_entries`` below ``block_entries`` splits each
+    block's outcome symbols into several frames (faster single probes, bigger file);
+    ``key_dict=False`` skips the trained key dictionary. Returns ``out``.
 
     >>> compress_table("tables/4x4/connect4_4x4.dat", "t44.c4z", quiet=True)
     PosixPath('t44.c4z')
@@ -774,15 +897,16 @@ def compress_table(src: str | os.PathLike, out: str | os.PathLike | None = None,
                          f"board {b} (truncated or wrong board?)")
     if not 1 <= level <= 22:
         raise ValueError("zstd level must be 1..22")
-    if block_entries < 2:
-        raise ValueError("block_entries must be at least 2")
+    if block_entries < 2 or symbol_frame_entries < 1:
+        raise ValueError("block_entries must be at least 2, symbol_frame_entries at least 1")
     threads = threads or os.cpu_count() or 1
     tune_malloc()
     entries = size // E
     nblocks = -(-entries // block_entries)
     part, idxf, ckpt = (out.with_name(out.name + s) for s in (".part", ".part.idx", ".part.json"))
     settings = {"src": str(src.resolve()), "bytes": size, "mtime_ns": src.stat().st_mtime_ns,
-                "level": level, "block_entries": block_entries, "board": b.name}
+                "level": level, "block_entries": block_entries, "board": b.name,
+                "symbol_frame_entries": symbol_frame_entries, "key_dict": key_dict}
     done = 0
     if ckpt.exists() and part.exists() and idxf.exists():
         try:
@@ -797,6 +921,13 @@ def compress_table(src: str | os.PathLike, out: str | os.PathLike | None = None,
     stream = stream or sys.stderr
     t0 = last = time.perf_counter()
     chunk = block_entries * E
+    if done:   # the dictionary the first run trained, from the part file
+        kd_len = int(state.get("key_dict_bytes", 0))
+        with open(part, "rb") as f:
+            f.seek(len(MAGIC))
+            key_dict = f.read(kd_len) or None
+    else:
+        key_dict = train_key_dict(src, b, block_entries) if key_dict else None
     with open(src, "rb") as fin:
         if done:
             _say(quiet, stream, f"[compress] resuming {out.name} at block {done:,} of {nblocks:,}; "
@@ -812,7 +943,9 @@ def compress_table(src: str | os.PathLike, out: str | os.PathLike | None = None,
         else:
             fpart = open(part, "wb")
             fpart.write(MAGIC)
-            part_bytes = len(MAGIC)
+            if key_dict:
+                fpart.write(key_dict)
+            part_bytes = len(MAGIC) + len(key_dict or b"")
             fidx = open(idxf, "wb")
         last_ckpt = time.perf_counter()
         prev_last_key = -1
@@ -844,12 +977,12 @@ def compress_table(src: str | os.PathLike, out: str | os.PathLike | None = None,
                 raw = fin.read(chunk)
                 h.update(raw)
                 last_key = int.from_bytes(raw[-E:-1], "big")
-                pending.append((pool.submit(_compress_block, raw, b, level), None, last_key))
+                pending.append((pool.submit(_compress_block, raw, b, level, key_dict, symbol_frame_entries), None, last_key))
                 while len(pending) > 2 * threads:
                     drain_one()
                 now = time.perf_counter()
                 if now - last_ckpt >= CHECKPOINT_SECONDS:
-                    _checkpoint(fpart, fidx, ckpt, settings, i, part_bytes)
+                    _checkpoint(fpart, fidx, ckpt, settings, i, part_bytes, len(key_dict or b""))
                     last_ckpt = now
                 if not quiet and now - last >= PROGRESS_EVERY:
                     last = now
@@ -868,7 +1001,8 @@ def compress_table(src: str | os.PathLike, out: str | os.PathLike | None = None,
             rec = np.frombuffer(open(idxf, "rb").read(), "<u8").reshape(-1, 3)
             if rec.shape[0] != nblocks:
                 raise TableError(f"{idxf}: {rec.shape[0]} index records for {nblocks} blocks")
-            index = np.concatenate([rec[:, 0], np.array([len(MAGIC)], "<u8"), rec[:, 1], rec[:, 2]]).astype("<u8")
+            index = np.concatenate([rec[:, 0], np.array([len(MAGIC) + len(key_dict or b"")], "<u8"),
+                                    rec[:, 1], rec[:, 2]]).astype("<u8")
             comp_index = zstandard.ZstdCompressor(level=9).compress(index.tobytes())
             idx_off = part_bytes
             header = {"format": "c4z", "version": FORMAT_VERSION, "board": b.name,
@@ -877,6 +1011,9 @@ def compress_table(src: str | os.PathLike, out: str | os.PathLike | None = None,
                       "sha256": digests["sha256"], "md5": digests["md5"], "file": src.name,
                       "root": root, "block_entries": block_entries, "blocks": nblocks,
                       "transform": TRANSFORM, "codec": "zstd", "level": level,
+                      "symbol_frame_entries": symbol_frame_entries,
+                      "key_dict": {"length": len(key_dict), "xxh64": xxhash.xxh64_intdigest(key_dict)}
+                      if key_dict else None,
                       "index_xxh64": xxhash.xxh64_intdigest(comp_index)}
             hdr = json.dumps(header, sort_keys=True).encode()
             fpart.write(comp_index)
@@ -897,11 +1034,13 @@ def compress_table(src: str | os.PathLike, out: str | os.PathLike | None = None,
     return out
 
 
-def _checkpoint(fpart, fidx, ckpt: Path, settings: dict, blocks: int, part_bytes: int) -> None:
+def _checkpoint(fpart, fidx, ckpt: Path, settings: dict, blocks: int, part_bytes: int,
+                key_dict_bytes: int) -> None:
     _fsync(fpart)
     _fsync(fidx)
     tmp = ckpt.with_name(ckpt.name + ".tmp")
-    tmp.write_text(json.dumps({"settings": settings, "blocks": blocks, "part_bytes": part_bytes}))
+    tmp.write_text(json.dumps({"settings": settings, "blocks": blocks, "part_bytes": part_bytes,
+                               "key_dict_bytes": key_dict_bytes}))
     os.replace(tmp, ckpt)
 
 

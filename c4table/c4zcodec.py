@@ -137,15 +137,32 @@ def _decode(kv, syms, first, n, base, width, heights, inv, keys, outs):
 @njit(cache=True)
 def _find(kv, first, n, key):
     """Index of ``key`` in a block (keys from the varint stream, stopping at ``key``), or -1
-    if absent; -2 if the stream is damaged (ends early)."""
+    if absent; -2 if the stream is damaged (ends early). Eight one-byte deltas at a time when
+    none of them has its high bit set (the common case): their sum says whether ``key`` lies
+    beyond them without decoding them one by one."""
     if key == first:
         return 0
     if key < first:
         return -1
     k = first
     pos = 0
+    j = 1
     m = kv.shape[0]
-    for j in range(1, n):
+    hi = np.uint64(0x8080808080808080)
+    lo16 = np.uint64(0x00FF00FF00FF00FF)
+    ones16 = np.uint64(0x0001000100010001)
+    words = kv[: m - m % 8].view(np.uint64)
+    while j < n:
+        if pos % 8 == 0 and pos + 8 <= m and j + 8 <= n:
+            w = words[pos // 8]
+            if w & hi == 0:
+                s = (w & lo16) + ((w >> np.uint64(8)) & lo16)
+                s = (s * ones16) >> np.uint64(48)
+                if k + s < key:
+                    k += s
+                    pos += 8
+                    j += 8
+                    continue
         x = np.uint64(0)
         shift = 0
         while True:
@@ -160,6 +177,7 @@ def _find(kv, first, n, key):
         k += x
         if k >= key:
             return j if k == key else -1
+        j += 1
     return -1
 
 
