@@ -598,14 +598,19 @@ class C4zFile:
                 self._lru.popitem(last=False)
         return got
 
-    def iter_blocks(self, start: int = 0, stop: int | None = None, threads: int = 2
-                    ) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
+    def iter_blocks(self, start: int = 0, stop: int | None = None, threads: int = 2,
+                    raw: bool = False) -> Iterator[tuple]:
         """``(i, keys, outcome bytes)`` of blocks ``start..stop`` in order, read and decoded
-        ahead on ``threads`` threads (bounded: at most ``2 * threads`` blocks in flight)."""
+        ahead on ``threads`` threads (bounded: at most ``2 * threads`` blocks in flight);
+        ``(i, raw table bytes)`` with ``raw`` (made in the threads too: numba kernels and
+        zstd release the GIL)."""
         stop = self.blocks if stop is None else stop
 
         def job(i):
-            return i, *self.decode_block(i, self.read_block(i))
+            k, o = self.decode_block(i, self.read_block(i))
+            if raw:
+                return i, rows_of(k, o, self.entry_size)
+            return i, k, o
         if threads <= 1:
             for i in range(start, stop):
                 yield job(i)
@@ -741,8 +746,7 @@ class RawStream:
     decoded ahead on two threads), e.g. for hashing: ``verify`` reads a ``.c4z`` with it."""
 
     def __init__(self, z: C4zFile, threads: int = 2):
-        self._it = z.iter_blocks(threads=threads)
-        self._E = z.entry_size
+        self._it = z.iter_blocks(threads=threads, raw=True)
         self._buf = b""
 
     def read(self, n: int = -1) -> bytes:
@@ -751,7 +755,7 @@ class RawStream:
             nxt = next(self._it, None)
             if nxt is None:
                 break
-            b = bytes(rows_of(nxt[1], nxt[2], self._E))
+            b = bytes(nxt[1])
             parts.append(b)
             have += len(b)
         data = b"".join(parts)
@@ -1096,8 +1100,7 @@ def decompress_table(src, out: str | os.PathLike | None = None, *, threads: int 
         with f:
             written = done * chunk
             last_sync = time.perf_counter()
-            for i, keys, outs in z.iter_blocks(done, threads=threads):
-                raw = rows_of(keys, outs, E)
+            for i, raw in z.iter_blocks(done, threads=threads, raw=True):
                 hashes.update(raw)
                 f.write(raw)
                 written += len(raw)

@@ -55,7 +55,7 @@ def symbol_tables(cells: int) -> tuple[np.ndarray, np.ndarray]:
     return fwd, inv
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _varint_encode(d, out):
     """LEB128 of the uint64 deltas ``d`` into ``out`` (large enough); returns the length."""
     pos = 0
@@ -70,7 +70,7 @@ def _varint_encode(d, out):
     return pos
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _plies(keys, base, width, heights, out):
     """Ply (chips on the board) of every key: its base-``base`` digits are the column codes.
     The digits of the first key are divided out; after that each key is the previous one plus
@@ -90,8 +90,12 @@ def _plies(keys, base, width, heights, out):
         add = np.int64(keys[j] - keys[j - 1])
         i = 0
         while add > 0 and i < width:
-            s = digits[i] + add % base
-            add //= base
+            if add < base:          # the usual case: no division
+                s = digits[i] + add
+                add = 0
+            else:
+                s = digits[i] + add % base
+                add //= base
             if s >= base:
                 s -= base
                 add += 1
@@ -101,7 +105,7 @@ def _plies(keys, base, width, heights, out):
         out[j] = ply
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _decode(kv, syms, first, n, base, width, heights, inv, keys, outs):
     """Keys and outcome bytes of a block from its two decompressed streams; 0 if they fit
     ``n`` entries exactly, else -1 (a damaged block)."""
@@ -134,7 +138,7 @@ def _decode(kv, syms, first, n, base, width, heights, inv, keys, outs):
     return 0
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _find(kv, first, n, key):
     """Index of ``key`` in a block (keys from the varint stream, stopping at ``key``), or -1
     if absent; -2 if the stream is damaged (ends early). Eight one-byte deltas at a time when
@@ -181,7 +185,7 @@ def _find(kv, first, n, key):
     return -1
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _rows(keys, outs, key_bytes, rows):
     """Raw table bytes (big-endian key, outcome byte) of a block into ``rows``."""
     e = key_bytes + 1

@@ -408,3 +408,24 @@ def test_a_closed_c4z_table_says_so(t44):
     for use in (lambda: t.probe("12"), lambda: t.wdl_many(["1"]), lambda: next(t.iter_entries())):
         with pytest.raises(ClosedTableError, match="closed"):
             use()
+
+
+def test_key_dictionary_read_once_and_cached_remotely(t54, http_dir, tmp_path, monkeypatch):
+    """The 5x4 .c4z has a trained key dictionary: a remote reader fetches it once with the
+    index, then takes both from its cache; answers equal the raw table's."""
+    dat, z = t54
+    root, url = http_dir
+    shutil.copy(z, root / "connect4_5x4.c4z")
+    monkeypatch.setenv("C4TABLE_CACHE", str(tmp_path / "cache"))
+    with open_table(dat) as t:
+        keys = np.array([t.key_at(i) for i in range(0, len(t), 9973)], np.uint64)
+        want = t.probe_keys(keys)
+    for opens in range(2):
+        RangeHandler.log.clear()
+        with open_c4z(f"{url}/connect4_5x4.c4z") as f:
+            assert f.header["key_dict"]["length"] == len(f.key_dict) > 0
+            n_open = len(RangeHandler.log)
+            assert [f.outcome_byte(int(k)) for k in keys] == want.tolist()
+        if opens:
+            assert n_open == 1      # the tail only: index and dictionary from the cache
+    assert list((tmp_path / "cache").glob("*.dict"))
