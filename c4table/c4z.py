@@ -4,7 +4,8 @@ locally or over ranged reads from an object store or a web server.
 Layout (all integers little-endian)::
 
     "C4ZTBL01"                                   8-byte magic
-    block 0 .. block n-1                         zstd frames, one per block of entries
+    key dictionary                               zstd dictionary of the key frames (optional)
+    block 0 .. block n-1                         two or more zstd frames each (below)
     index                                        zstd frame: first_key u64[n], offset u64[n+1],
                                                  xxh64 u64[n] (of each compressed block)
     header                                       JSON: board, k, root, entries, raw bytes, the
@@ -17,13 +18,15 @@ known at the end); a reader fetches the last :data:`TAIL_BYTES` bytes once, whic
 up to a few G entries also holds the whole index.
 
 **Blocks** (format version 2). Block ``i`` holds entries ``i*B .. min((i+1)*B, N)`` (``B`` =
-``block_entries``, 65,536 by default). It is a 4-byte length, then two zstd frames (level 19
-by default, frame content checksums on): the key stream (varint deltas; the first key is in
-the index) and the outcome symbol stream (outcome bytes mapped through a permutation chosen
-by the entry's ply), see :mod:`c4table.c4zcodec`. A single probe decodes the key stream only up
-to the probed key and reads one symbol of the other. Files of format version 1 (byte-plane
-deltas, one frame) are refused with a message saying to compress the table again
-(measurements: ``tools/bench_lookup.py``, README).
+``block_entries``, 65,536 by default). It is a small head (the count of symbol frames, u16,
+and every frame's length, u32), then zstd frames (level 19 by default, content checksums on):
+the key stream (varint deltas, the first key is in the index; compressed with the file's
+trained key dictionary when it has one) and the outcome symbol stream (outcome bytes mapped
+through a permutation chosen by the entry's ply) in frames of ``symbol_frame_entries``
+(header; the whole block by default); see :mod:`c4table.c4zcodec`. A single probe decodes
+the key stream and scans it only up to the probed key, then decodes one symbol frame. Files
+of format version 1 (byte-plane deltas, one frame) are refused with one line saying to
+compress the table again (measurements: ``tools/bench_lookup.py``, README).
 
 **Integrity.** The trailer checks the header (xxh64), the header checks the index (xxh64),
 the index checks every compressed block (xxh64) and zstd checks every decoded payload; a

@@ -390,9 +390,12 @@ def test_s3_c4z(t44, tmp_path, monkeypatch):
 
 
 def test_plan_estimates_the_c4z_size():
-    from c4table.pipeline.plan import COSTS, make_plan
+    from c4table.pipeline.plan import C4Z_MEASURED, c4z_bytes_per_entry, make_plan
     p = make_plan("7x6", workers=64, memory_per_worker=16 * 2**30)
-    assert p.c4z_bytes == int(p.entries * COSTS["c4z_bytes_per_entry"]) and 0 < p.c4z_bytes < p.final_bytes
+    bpe, measured = c4z_bytes_per_entry(p.board, p.entries)
+    assert not measured and p.c4z_bytes == int(p.entries * bpe) and 0 < p.c4z_bytes < p.final_bytes
+    assert bpe <= min(v for _, v in C4Z_MEASURED.values())   # the measured ratios fall with size
+    assert any("extrapolates" in n for n in p.notes)
     assert p.to_json()["c4z_bytes"] == p.c4z_bytes
     rc, out, err = run_cli("plan", "7x6")
     assert rc == 0 and "as .c4z" in out, err

@@ -4,7 +4,7 @@ warm page cache, and cold after posix_fadvise(DONTNEED)), and batched probes per
 
     python tools/bench_lookup.py tables/5x5/connect4_5x5.dat [more.dat ...]
         [--configs 65536:19,65536:19:32768,65536:9] [--no-external] [--probes 2000]
-        [--batch 1000000] [--sample-external BYTES]
+        [--batch 1000000] [--sample-external BYTES] [--sample-blocks N]
 
 Each config is ``block_entries:zstd_level[:symbol_frame_entries]`` (default: one symbol frame
 per block). ``--sample-external`` runs xz -9 and zstd -19 on the first BYTES of a big file
@@ -169,6 +169,30 @@ def bench_file(dat: Path, configs, ext: bool, n_probes: int, n_batch: int, out,
             print(rows[-1], file=out, flush=True)
 
 
+def sampled_size(dat: Path, configs, n_blocks: int, out) -> None:
+    """Estimated .c4z size of a table too big to compress whole here: the key dictionary
+    ``compress`` would train, plus ``n_blocks`` blocks spread evenly over the file, encoded as
+    ``compress`` encodes them, scaled to the whole block count, plus the index."""
+    from c4table.table import board_of_table
+    b = board_of_table(dat, None)
+    raw = dat.stat().st_size
+    E = b.entry_size
+    for B, level, S in configs:
+        c0 = time.process_time()
+        kd = c4z.train_key_dict(dat, b, B)
+        nb = -(-raw // E // B)
+        pick = np.linspace(0, nb - 2, min(n_blocks, nb - 1)).astype(np.int64)
+        total = 0
+        with open(dat, "rb") as f:
+            for i in pick:
+                rawb = os.pread(f.fileno(), B * E, int(i) * B * E)
+                total += len(c4z.encode_block(rawb, b, level, S or B, kd)[1])
+        est = total / len(pick) * nb + len(kd or b"") + 24 * nb
+        print(f"| .c4z {B:,}-entry blocks, zstd {level} (estimate from {len(pick)} of {nb:,} "
+              f"blocks) | {est:,.0f} | {100 * est / raw:.2f}% | {est / (raw / E):.4f} bytes per "
+              f"entry | cpu {time.process_time() - c0:.0f} s | | | | |", file=out, flush=True)
+
+
 HEADER = ("| file | bytes | of raw | compress | decompress | probe p50 / p99 us, warm | "
           "cold (fadvise) | warm, LRU as is | batched probes |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|")
 
@@ -178,6 +202,8 @@ def main(argv=None) -> None:
     ap.add_argument("tables", nargs="+", type=Path)
     ap.add_argument("--configs", default="65536:19,65536:19:32768,65536:9")
     ap.add_argument("--sample-external", type=int, default=0, metavar="BYTES")
+    ap.add_argument("--sample-blocks", type=int, default=0, metavar="N",
+                    help="only estimate the .c4z size from N blocks (for tables too big here)")
     ap.add_argument("--no-external", action="store_true", help="skip xz -9 and zstd -19")
     ap.add_argument("--probes", type=int, default=2000)
     ap.add_argument("--batch", type=int, default=1_000_000)
@@ -187,6 +213,10 @@ def main(argv=None) -> None:
     print(f"load average at start: {os.getloadavg()}, cores {os.cpu_count()}", file=out)
     print(HEADER, file=out)
     for t in a.tables:
+        if a.sample_blocks:
+            print(f"\n### {t.name}: {t.stat().st_size:,} bytes", file=out, flush=True)
+            sampled_size(t, configs, a.sample_blocks, out)
+            continue
         bench_file(t, configs, not a.no_external, a.probes, a.batch, out, a.sample_external)
     print(f"load average at end: {os.getloadavg()}", file=out)
 
