@@ -121,6 +121,18 @@ def build(board, out, memory, workers, scheduler, quiet, restart, root, clean, c
         path = run_build(b, keep_work=not clean)
     click.echo(f"{_compressed(path, compress, compress_only, quiet)}  "
                f"{b.manifest.table['entries']:,} entries  sha256 {b.manifest.table['sha256']}")
+    _echo_counts(b, quiet)
+
+
+def _echo_counts(b, quiet: bool) -> None:
+    """The requests, bytes, tasks and task memory of this run's stages (DIR/stats.json)."""
+    from c4table.pipeline.counters import format_stats
+    stages = {k: v for k, v in b.executor_counts.items() if v["tasks"]}
+    if quiet or not stages:
+        return
+    click.echo(f"storage and tasks of this run (also in {b.store.display('stats.json')}):")
+    for line in format_stats(stages):
+        click.echo("  " + line)
 
 
 def _compressed(path, compress: bool, compress_only: bool, quiet: bool):
@@ -145,7 +157,7 @@ def forward(board, out, memory, workers, scheduler, quiet, restart, root, max_pl
     """Forward pass only: every generation's sorted, deduplicated keys, and per-ply counts."""
     from c4table.pipeline import forward as fwd
     with _open(board, out, memory, workers, scheduler, quiet, restart, root) as b:
-        fwd.run(b, max_ply)
+        b.run_stage("forward", fwd.run, b, max_ply)
     plies = b.manifest.data["plies"]
     last = min(max_ply if max_ply is not None else board.cells, board.cells)
     total = sum(p["positions"] for p in plies[: last + 1])
@@ -160,7 +172,7 @@ def backward(board, out, memory, workers, scheduler, quiet, restart, root):
     """Backward pass only (after forward): outcome and distance of every position."""
     from c4table.pipeline import backward as bwd
     with _open(board, out, memory, workers, scheduler, quiet, restart, root) as b:
-        bwd.run(b)
+        b.run_stage("backward", bwd.run, b)
     t = {k: sum(p[k] for p in b.manifest.data["plies"]) for k in ("a_wins", "draws", "b_wins")}
     click.echo(f"{b.root}: backward pass done: A wins {t['a_wins']:,}, draws {t['draws']:,}, "
                f"B wins {t['b_wins']:,} positions")
@@ -175,7 +187,7 @@ def merge(board, out, memory, workers, scheduler, quiet, restart, root, compress
     from c4table.pipeline import merge as mrg
     with _open(board, out, memory, workers, scheduler, quiet, restart, root) as b:
         done = compress_only and compressed_build_done(b.store, b.table_name)
-        path = b.store.root / b.table_name if done else mrg.run(b)
+        path = b.store.root / b.table_name if done else b.run_stage("merge", mrg.run, b)
     click.echo(f"{_compressed(path, compress, compress_only, quiet)}  "
                f"{b.manifest.table['entries']:,} entries  sha256 {b.manifest.table['sha256']}")
 
