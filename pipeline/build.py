@@ -38,8 +38,22 @@ from c4table.pipeline.progress import Progress
 from c4table.pipeline.storage import Storage, open_storage
 
 DEFAULT_MEMORY = "4GiB"
-MAX_SHARD_ROWS = 1 << 24
 MIN_TASK_MEMORY = 1 << 20
+
+
+def shard_rows_for(task_memory: int, width: int) -> int:
+    """Largest generation shard a task of ``task_memory`` bytes handles on a board ``width``
+    columns wide. An expand task holds the shard and its children (w + 1 words per key); a
+    backward task holds the shard, its outcomes, the messages it reads and the messages it
+    sends (at most w words each per key): 2w + 2 words covers both. Sized from the memory
+    alone (no fixed cap): the fewer and bigger the shards, the fewer the runs and ranged
+    reads of the shuffles, which grow with the square of the shard count (``c4table plan``
+    uses the same function).
+
+    >>> shard_rows_for(16 * 2**30, 7)
+    134217728
+    """
+    return max(1, task_memory // (8 * (2 * width + 2)))
 
 
 @dataclass
@@ -186,10 +200,8 @@ class Build:
 
     @property
     def shard_rows(self) -> int:
-        """Largest generation shard. An expand task holds the shard and its children (w + 1
-        words per key); a backward task holds the shard, its outcomes, the messages it reads
-        and the messages it sends (at most w words each per key): 2w + 2 words covers both."""
-        return max(1, min(MAX_SHARD_ROWS, self.task_memory // (8 * (2 * self.board.width + 2))))
+        """Largest generation shard (:func:`shard_rows_for` the task memory)."""
+        return shard_rows_for(self.task_memory, self.board.width)
 
     @property
     def min_parallel_rows(self) -> int:
