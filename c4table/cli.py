@@ -206,7 +206,12 @@ def merge(board, out, memory, workers, scheduler, quiet, restart, root, compress
                    "forward run (or the forward run in --from)")
 @click.option("--probe-plies", type=click.IntRange(1, 64), default=8, show_default=True,
               help="with --root: plies the forward run counts at most")
-def plan(board, workers, memory_per_worker, from_dir, as_json, root, probe_plies):
+@click.option("--price-per-1k-requests", type=click.FloatRange(0), default=None,
+              help="object store: price of 1,000 requests (e.g. 0.0004 for S3 GETs)")
+@click.option("--price-per-gb-month", type=click.FloatRange(0), default=None,
+              help="object store: price of storing 1 GB for a month (e.g. 0.023)")
+def plan(board, workers, memory_per_worker, from_dir, as_json, root, probe_plies,
+         price_per_1k_requests, price_per_gb_month):
     """Estimate a build of BOARD: entries per generation, final size, peak disk, shuffle volume
     and wall time on WORKERS workers, from published counts and measured per-entry costs."""
     from c4table.units import format_seconds, format_size, parse_size
@@ -221,8 +226,16 @@ def plan(board, workers, memory_per_worker, from_dir, as_json, root, probe_plies
         p = plan_rooted(board, root, workers, mem, from_dir, probe_plies)
     else:
         p = make_plan(board, workers, mem, from_dir)
+    io = p.io()
+    cost = None
+    if price_per_1k_requests is not None or price_per_gb_month is not None:
+        cost = io.cost(price_per_1k_requests or 0.0, price_per_gb_month or 0.0,
+                       months=max(p.wall_seconds / (30 * 86400), 1 / 30))
     if as_json:
-        click.echo(json.dumps(p.to_json()))
+        d = p.to_json()
+        if cost is not None:
+            d["object_store_cost"] = round(cost, 2)
+        click.echo(json.dumps(d))
         return
     click.echo(f"plan for {board}: {count(workers, 'worker')} x {format_size(mem)}")
     click.echo("ply  positions            entries              source")
@@ -237,8 +250,30 @@ def plan(board, workers, memory_per_worker, from_dir, as_json, root, probe_plies
                f"peak disk        {format_size(p.peak_disk)}\n"
                f"compute          {format_seconds(p.core_seconds)} of one core\n"
                f"wall time        {format_seconds(p.wall_seconds)} on {count(workers, 'worker')}")
+    _echo_io(io, cost, price_per_1k_requests, price_per_gb_month)
     for n in p.notes:
         click.echo(f"note: {n}")
+
+
+def _echo_io(io, cost, per_req, per_gb) -> None:
+    """The plan's predicted storage figures per stage (the counters of DIR/stats.json)."""
+    from c4table.pipeline.counters import format_stats
+    from c4table.pipeline.iomodel import STAGES
+    stages = {s: {**io.stages[s], "list_requests": 0} for s in STAGES}
+    click.echo("storage and tasks (predicted; a build measures the same in DIR/stats.json):")
+    for line in format_stats(stages):
+        click.echo("  " + line)
+    for s in STAGES:
+        shuf = [x for x in io.shuffles if x[0] == s]
+        if shuf:
+            big = max(shuf, key=lambda x: x[4])
+            where = f"ply {big[1]}" if big[1] is not None else "the table"
+            click.echo(f"requests per shuffle, {s}: largest {where}: {big[2]:,} tasks x {big[3]:,} "
+                       f"runs = {big[4]:,} ranged reads (+ as many fence GETs and size HEADs); "
+                       f"stage total {io.requests(s):,} requests")
+    if cost is not None:
+        click.echo(f"object store     about {cost:,.2f} (requests at {per_req or 0:g} per 1,000, peak "
+                   f"storage at {per_gb or 0:g} per GB-month for the build's wall time, at least a day)")
 
 
 @cli.command()

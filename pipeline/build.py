@@ -34,26 +34,12 @@ from c4table.pipeline import backward, counters, forward, merge, resources
 from c4table.pipeline.execution import Executor, default_workers, make_executor
 from c4table.pipeline.kernels import key_bits
 from c4table.pipeline.manifest import Manifest
+from c4table.pipeline.partition import MIN_PARALLEL_ROWS, shard_rows_for
 from c4table.pipeline.progress import Progress
 from c4table.pipeline.storage import Storage, open_storage
 
 DEFAULT_MEMORY = "4GiB"
 MIN_TASK_MEMORY = 1 << 20
-
-
-def shard_rows_for(task_memory: int, width: int) -> int:
-    """Largest generation shard a task of ``task_memory`` bytes handles on a board ``width``
-    columns wide. An expand task holds the shard and its children (w + 1 words per key); a
-    backward task holds the shard, its outcomes, the messages it reads and the messages it
-    sends (at most w words each per key): 2w + 2 words covers both. Sized from the memory
-    alone (no fixed cap): the fewer and bigger the shards, the fewer the runs and ranged
-    reads of the shuffles, which grow with the square of the shard count (``c4table plan``
-    uses the same function).
-
-    >>> shard_rows_for(16 * 2**30, 7)
-    134217728
-    """
-    return max(1, task_memory // (8 * (2 * width + 2)))
 
 
 @dataclass
@@ -206,7 +192,7 @@ class Build:
     @property
     def min_parallel_rows(self) -> int:
         """Below this many keys a stage runs as one task (splitting would cost more)."""
-        return 1 << 16
+        return MIN_PARALLEL_ROWS
 
     def progress(self, stage: str, total: int | None = None) -> Progress:
         return Progress(stage, quiet=self.quiet, total=total)

@@ -47,6 +47,7 @@ class IOCounts:
     tasks: int = 0
     peak_task_memory: int = 0    # the largest rise of a task's resident set, bytes
     task_memory_sum: int = 0     # sum of the tasks' rises (for the mean)
+    first_task_memory: int = 0   # largest rise of a process's first task (loading code too)
 
     def add_write(self, n: int) -> None:
         self.bytes_written += int(n)
@@ -66,8 +67,8 @@ class IOCounts:
 
     def merge(self, other: "IOCounts") -> None:
         for f in fields(self):
-            if f.name == "peak_task_memory":
-                self.peak_task_memory = max(self.peak_task_memory, other.peak_task_memory)
+            if f.name in ("peak_task_memory", "first_task_memory"):
+                setattr(self, f.name, max(getattr(self, f.name), getattr(other, f.name)))
             else:
                 setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
 
@@ -128,10 +129,15 @@ def _reset_peak() -> bool:
         return False
 
 
+_warm = False   # has this process run a counted task before?
+
+
 def run_counted(fn, *args):
     """Run ``fn(*args)`` under fresh counts; return ``(result, counts)``. The counts include
     the task's peak memory: the high-water mark of the resident set (reset at the start) minus
-    the resident set at the start."""
+    the resident set at the start. A process's first task also loads the compiled kernels and
+    libraries (tens of MiB): its rise is kept apart, as ``first_task_memory``."""
+    global _warm
     c = IOCounts(tasks=1)
     can = _reset_peak()
     before = _status_kib("VmRSS:")
@@ -139,8 +145,12 @@ def run_counted(fn, *args):
         result = fn(*args)
     if can:
         rise = max(0, _status_kib("VmHWM:") - before) * 1024
-        c.peak_task_memory = rise
-        c.task_memory_sum = rise
+        if _warm:
+            c.peak_task_memory = rise
+            c.task_memory_sum = rise
+        else:
+            c.first_task_memory = rise
+    _warm = True
     return result, c
 
 
