@@ -267,10 +267,13 @@ def _echo_io(io, cost, per_req, per_gb) -> None:
         shuf = [x for x in io.shuffles if x[0] == s]
         if shuf:
             big = max(shuf, key=lambda x: x[4])
-            where = f"ply {big[1]}" if big[1] is not None else "the table"
-            click.echo(f"requests per shuffle, {s}: largest {where}: {big[2]:,} tasks x {big[3]:,} "
-                       f"runs = {big[4]:,} ranged reads (+ as many fence GETs and size HEADs); "
-                       f"stage total {io.requests(s):,} requests")
+            if big[1] is None:
+                what = (f"{big[2]:,} range tasks open the {big[3]:,} backward shards that overlap "
+                        f"their ranges: {big[4]:,} shard opens")
+            else:
+                what = (f"largest at ply {big[1]}: {big[2]:,} tasks x {big[3]:,} runs = {big[4]:,} "
+                        "ranged reads (+ as many fence GETs and size HEADs)")
+            click.echo(f"requests per shuffle, {s}: {what}; stage total {io.requests(s):,} requests")
     if cost is not None:
         click.echo(f"object store     about {cost:,.2f} (requests at {per_req or 0:g} per 1,000, peak "
                    f"storage at {per_gb or 0:g} per GB-month for the build's wall time, at least a day)")

@@ -122,7 +122,8 @@ class Build:
             old = {}
         old.update(mine)
         counters.save_stats(self.store, self.board.name, self.executor.workers, self.executor.name,
-                            old, {"memory": self.memory, "task_memory": self.task_memory})
+                            old, {"memory": self.memory, "task_memory": self.task_memory,
+                             "storage": "local" if self.store.local else "remote"})
 
     def _unlock(self) -> None:
         if self.store.local:

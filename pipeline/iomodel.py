@@ -36,10 +36,12 @@ IO_MODEL = {
     "zeta_forward": 0.48, "zeta_backward": 0.85,
     # a task's resident-set rise above the process's at its start (a process's first task
     # apart, see counters.run_counted): fixed part + bytes per row of the task's input (the
-    # largest shard of an expand or backward task, the entries of a merge range), fitted on
-    # local 4x6 builds with tasks of 284 k and 568 k rows; a merge range holds one word per
-    # entry and converts at most merge.WRITE_CHUNK entries at a time (~13 bytes each)
-    "mem_forward": (27.7e6, 0.0), "mem_backward": (11.5e6, 14.8), "mem_merge": (6.8e6, 8.0),
+    # largest shard of an expand or backward task, the entries of a merge range). Forward and
+    # backward: the least worst relative fit to local builds of 4x6 (4 workers x 32 MiB,
+    # 2 x 256 MiB: 284 k and 568 k rows) and 5x5 (2 x 256 MiB: 2.49 M rows); merge: one word
+    # per entry, and at most merge.WRITE_CHUNK entries converted at a time (~13 bytes each)
+    "mem_forward": (16.75 * 2**20, 26.5), "mem_backward": (4.25 * 2**20, 34.1),
+    "mem_merge": (6.8e6, 8.0),
     "mem_merge_chunk": 13.0,
     # merge: ranged reads per (range task, backward shard) pair: footer and row groups
     "merge_reads_per_pair": 2.0,
@@ -98,8 +100,10 @@ def _window(run_bytes: float, ranges: int) -> float:
     return min(run_bytes, run_bytes / ranges + 8 * FENCE * (ranges - 1) / ranges)
 
 
-def predict_io(plan, workers: int | None = None, task_memory: int | None = None) -> IOPlan:
-    """Predicted counts of a build of ``plan`` (a :class:`c4table.pipeline.plan.Plan`)."""
+def predict_io(plan, workers: int | None = None, task_memory: int | None = None,
+               remote: bool = True) -> IOPlan:
+    """Predicted counts of a build of ``plan`` (a :class:`c4table.pipeline.plan.Plan`) on an
+    object store (``remote``; a local directory makes fewer HEAD requests)."""
     from c4table.pipeline.kernels import key_bits
     board = plan.board
     W = workers or plan.workers
@@ -189,7 +193,8 @@ def predict_io(plan, workers: int | None = None, task_memory: int | None = None)
     mg["tasks"] = R
     # a range task opens the shards of each generation that overlap its range
     pairs = sum(min(R * t, t + R - 1) for t in shards if t)
-    mg["head_requests"] = pairs + nb
+    # opening a shard: an existence check, and on an object store a HEAD for its size
+    mg["head_requests"] = (pairs + nb) * (2 if remote else 1)
     mg["ranged_reads"] = pairs * M["merge_reads_per_pair"] + nb
     bshards = sum(_shard_bytes(e[g], e[g], kb, M["zeta_backward"]) for g in range(len(e)))
     # plus, per pair, about one row group that straddles the range's ends

@@ -27,7 +27,8 @@ def compare(where: str) -> list[tuple]:
     st = load_stats(open_storage(where))
     workers, task_memory = st["workers"], st["task_memory"]
     plan = make_plan(st["board"], workers, task_memory)
-    io = predict_io(plan, workers, task_memory)
+    storage = st.get("storage") or ("remote" if "dask" in st["executor"] else "local")
+    io = predict_io(plan, workers, task_memory, remote=storage == "remote")
     rows = []
     for stage in STAGES:
         meas = st["stages"].get(stage)
