@@ -93,7 +93,8 @@ def test_builds_on_a_real_cluster_survive_a_killed_worker_beside_a_concurrent_bu
     for prefix in ("a46", "b54"):
         stats = json.loads(cluster.s3_bytes(f"{prefix}/{STATS}"))
         assert set(stats["stages"]) == {"forward", "backward", "merge"}
-        assert stats["workers"] == 4
+        # a build counts the workers when it connects: 3 if one was being replaced then
+        assert stats["workers"] in (3, 4)
 
 
 def test_counts_on_the_cluster_equal_a_local_run(cluster, tmp_path):
