@@ -36,7 +36,8 @@ from c4table.wording import count
 from c4table.board import Board
 from c4table.errors import BuildError, CorruptDataError
 from c4table.pipeline import extsort, resources
-from c4table.pipeline.kernels import board_tables, emit_parents, keep_best, resolve, unmove_tables
+from c4table.pipeline.kernels import keep_best
+from c4table.pipeline.kernels3d import for_board
 from c4table.pipeline.shards import ShardInfo, read_shard, stored_xxh64, verify_shards, write_shard
 from c4table.pipeline.storage import Storage, open_storage
 
@@ -50,7 +51,8 @@ def messages_dir(ply: int) -> str:
 
 
 def _tables(board: Board) -> tuple:
-    return (*board_tables(board), *unmove_tables(board))
+    kern = for_board(board)   # the 2D kernels, or those of a 3D board
+    return (*kern.board_tables(board), *kern.unmove_tables(board))
 
 
 # ------------------------------------------------------------------ message runs
@@ -85,7 +87,7 @@ def annotate_task(root: str, board_spec: tuple, ply: int, info_json: dict, runs:
     out = np.empty(keys.shape[0], np.uint8)
     sent = np.empty(keys.shape[0] * board.width if send_rel else 0, np.uint64)
     stats = np.zeros(6, np.int64)
-    bad, n_sent = resolve(keys, msgs, ply, *_tables(board), out, sent, stats)
+    bad, n_sent = for_board(board).resolve(keys, msgs, ply, *_tables(board), out, sent, stats)
     del msgs
     if bad >= 0:
         raise CorruptDataError(
@@ -103,7 +105,7 @@ def emit_task(root: str, board_spec: tuple, ply: int, info_json: dict, send_rel:
     store = open_storage(root)
     keys, outs = read_shard(store, ShardInfo.from_json(info_json), with_outcome=True)
     sent = np.empty(keys.shape[0] * board.width, np.uint64)
-    n = emit_parents(keys, outs, ply, *_tables(board), sent)
+    n = for_board(board).emit_parents(keys, outs, ply, *_tables(board), sent)
     return write_messages(store, send_rel, sent[:n])
 
 

@@ -19,7 +19,7 @@ import numpy as np
 from c4table.wording import count
 from c4table.board import Board
 from c4table.pipeline import extsort, resources
-from c4table.pipeline.kernels import board_tables, expand
+from c4table.pipeline.kernels3d import for_board
 from c4table.pipeline.shards import ShardInfo, read_shard, verify_shards, write_shard
 from c4table.pipeline.storage import open_storage
 
@@ -43,7 +43,8 @@ def expand_task(root: str, board_spec: tuple, ply: int, info_json: dict, run_rel
     keys = read_shard(store, ShardInfo.from_json(info_json))
     stats = np.zeros(4, np.int64)
     buf = np.empty(keys.shape[0] * board.width if run_rel else 0, np.uint64)
-    n = expand(keys, ply, *board_tables(board), buf, stats)
+    kern = for_board(board)   # the 2D kernels, or those of a 3D board
+    n = kern.expand(keys, ply, *kern.board_tables(board), buf, stats)
     if not run_rel:
         return stats, 0, None
     del keys

@@ -104,7 +104,8 @@ class Manifest:
                                  "(use another --out or --restart)")
             return m
         data = {"format": FORMAT, "board": board.name, "width": board.width, "height": board.height,
-                "k": board.k, "key_bytes": board.key_bytes, "entry_size": board.entry_size,
+                "k": board.k, **({"grid": list(board.grid)} if board.grid is not None else {}),
+                "key_bytes": board.key_bytes, "entry_size": board.entry_size,
                 **({"root": origin.to_json()} if origin is not None else {}),
                 "plies": [], "steps": {"forward": {}, "backward": {}}}
         return cls(store, data)
@@ -118,7 +119,7 @@ class Manifest:
     # ------------------------------------------------------------ queries
     @property
     def board(self) -> Board:
-        return Board(self.data["width"], self.data["height"], self.data.get("k", 4))
+        return board_of(self.data)
 
     def origin(self):
         """The :class:`c4table.root.Root` of a rooted build, or None for a full build."""
@@ -152,6 +153,8 @@ class Manifest:
         rec = self.ply_record(ply)
         rec.update(entries=entries, symmetric=symmetric, positions=2 * entries - symmetric,
                    terminal_entries=terminal, terminal=2 * terminal - terminal_symmetric)
+        if "grid" in self.data:   # 3D: the kernels count 2 - images per entry, not a count
+            del rec["symmetric"]
 
     def set_backward_counts(self, ply: int, stats) -> None:
         """``stats``: [draws, draws symmetric, A wins, A sym, B wins, B sym] in entries."""
@@ -176,10 +179,17 @@ def _is_int(x) -> bool:
     return isinstance(x, int) and not isinstance(x, bool)
 
 
+def board_of(data: dict) -> Board:
+    """The board a manifest's fields name (``grid`` too for a 3D board)."""
+    grid = data.get("grid")
+    return Board(data["width"], data["height"], data.get("k", 4),
+                 tuple(grid) if isinstance(grid, list) else grid)
+
+
 def structure_problem(data: dict) -> str | None:
     """What is wrong with the layout of a loaded manifest, or None."""
     try:
-        board = Board(data["width"], data["height"], data.get("k", 4))
+        board = board_of(data)
     except KeyError as e:
         return f"no {e.args[0]!r} field"
     except (BoardError, TypeError):
