@@ -508,13 +508,15 @@ def oracle_bytes3d(X: int, Y: int, H: int, k: int) -> bytes:
 
 
 def oracle_ply_counts3d(X: int, Y: int, H: int, k: int) -> list[dict]:
-    """Per ply: positions (images counted), entries, a_wins, draws, b_wins (positions)."""
+    """Per ply: positions (images counted), entries, terminal, a_wins, draws, b_wins
+    (positions)."""
     levels, outcome = analyse3d(X, Y, H, k)
     rows = []
     for ply, level in enumerate(levels):
         kinds = [outcome[pos] & 0xC0 for pos in level]
         rows.append({"ply": ply, "positions": len(level),
                      "entries": len({position_key3d(p, X, Y, H, k) for p in level}),
+                     "terminal": sum(terminal_outcome3d(p, X, Y, H, k) is not None for p in level),
                      "a_wins": kinds.count(A_WINS), "draws": kinds.count(DRAW),
                      "b_wins": kinds.count(B_WINS)})
     return rows
