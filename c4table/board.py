@@ -114,16 +114,29 @@ class Board:
             raise BoardError(f"board {self.name}: every dimension must be at least 1")
         if self.width != x * y:
             raise BoardError(f"board {self.name}: width must be the number of columns {x * y}")
-        if self.width * (self.height + 1) > 64:
-            raise BoardError(
-                f"board {self.name}: 3D boards need a bitboard of X*Y*(H+1) = "
-                f"{self.width * (self.height + 1)} bits, more than 64 (not supported here)")
         if not isinstance(self.k, int) or self.k < 2:
             raise BoardError(f"connect length k={self.k} must be an integer of at least 2")
         if self.k > max(x, y, self.height, 4):
             raise BoardError(
                 f"connect length {self.k} does not fit board {x}x{y}x{self.height}: no line of "
                 f"{self.k} cells; at most {max(x, y, self.height)}")
+
+    def check_buildable(self) -> None:
+        """Raise :class:`BoardError` unless the build's 64-bit bitboards hold the board: a 3D
+        board is accepted at any size (to be planned, or probed in plain Python), but its build
+        needs ``X*Y*(H+1) <= 64`` (a 2D board is refused beyond that when it is made).
+
+        >>> Board.parse("4x4x4").check_buildable()
+        Traceback (most recent call last):
+        ...
+        c4table.errors.BoardError: board 4x4x4: its bitboard needs X*Y*(H+1) = 80 bits, more than the 64 the build handles (c4table plan 4x4x4 estimates it)
+        """
+        if self.width * (self.height + 1) > 64:
+            raise BoardError(
+                f"board {self.name}: its bitboard needs X*Y*(H+1) = "
+                f"{self.width * (self.height + 1)} bits, more than the 64 the build handles "
+                f"(c4table plan {self.dims}{'' if self.k == 4 else f' --connect {self.k}'} "
+                "estimates it)")
 
     @classmethod
     def grid3d(cls, x: int, y: int, height: int, k: int = 4) -> "Board":

@@ -57,6 +57,7 @@ class Build:
     verified: set = field(init=False, default_factory=set)  # what this process has checked
 
     def __post_init__(self) -> None:
+        self.board.check_buildable()   # a 3D board too large for 64-bit bitboards
         if key_bits(self.board) > 56:
             raise BuildError(f"board {self.board}: keys need {key_bits(self.board)} bits; the "
                              "pipeline packs key and outcome in 64 bits, so at most 56")

@@ -56,6 +56,19 @@ def test_per_ply_counts_equal_oracle(built3d, x, y, h, k):
             assert mine[field] == theirs[field], (mine["ply"], field)
     from c4table.stats import ply_stats
     assert ply_stats(d) == ply_stats(d / f"connect{k}_{x}x{y}x{h}.dat", scan=True)
+    from c4table.pipeline.plan3d import make_plan3d   # small boards: the plan counts them all
+    plan = make_plan3d(Board.grid3d(x, y, h, k), 1, 2**30)
+    assert [(p.positions, p.entries) for p in plan.plies] == \
+        [(r["positions"], r["entries"]) for r in ref]
+
+
+def test_plan_of_4x4x4_says_what_it_needs():
+    code, text, err = run_cli("plan", "4x4x4", "--json")
+    assert code == 0, err
+    p = json.loads(text)
+    assert p["plies"][1] == {"ply": 1, "positions": 16, "entries": 3, "source": "exact (enumerated)"}
+    assert p["final_bytes"] == 11 * p["entries"]      # 80-bit keys: 10 bytes, and the outcome
+    assert any("80 bits do not fit in 64" in n for n in p["notes"])
 
 
 def _image(pos: Position, perm) -> Position:
@@ -108,7 +121,7 @@ def test_boards_and_names():
     assert Board.of_table_name("dir/connect3_3x3x3.dat") == b
     assert Board.parse("9x3k3") != b          # a 2D board of as many columns is another game
     with pytest.raises(BoardError, match="80 bits"):
-        Board.parse("4x4x4")
+        Board.parse("4x4x4").check_buildable()      # planned, not built
     with pytest.raises(BoardError, match="no line of 5"):
         Board.parse("3x3x3k5")
 
