@@ -152,6 +152,6 @@ def test_cli_on_a_3d_board(tmp_path):
     for moves in rows.column("moves").to_pylist():   # each row's move order reaches its cells
         assert Position.from_moves(Board.grid3d(2, 2, 4, 3), moves).ply == 3
     code, _, err = run_cli("build", "4x4x4", "--out", str(tmp_path / "big"))
-    assert code == 2 and len(err.strip().splitlines()) == 1 and "more than 64" in err
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "80 bits, more than the 64" in err
     code, _, err = run_cli("best", "--table", table, "--drawing", "-", stdin="..\n..\n")
     assert code == 2 and len(err.strip().splitlines()) == 1
