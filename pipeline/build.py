@@ -27,7 +27,7 @@ from pathlib import Path
 
 from c4table.wording import count
 from c4table.board import Board
-from c4table.errors import BudgetError, BuildError, C4Error, CorruptDataError
+from c4table.errors import BoardError, BudgetError, BuildError, C4Error, CorruptDataError
 from c4table.root import Root
 from c4table.units import format_size, parse_size
 from c4table.pipeline import backward, forward, merge, resources
@@ -177,6 +177,8 @@ def open_build(board: str | Board, out: str | Path, memory: str | int = DEFAULT_
     (a move string, drawing or :class:`~c4table.root.Root`) makes it a rooted build. Without
     ``root``, a directory holding a rooted build resumes that build."""
     board = Board.parse(board)
+    if root is not None and board.grid is not None:
+        raise BoardError(f"board {board}: rooted builds (--root) are for 2D boards")
     if root is not None and not isinstance(root, Root):
         root = Root.parse(board, root)
     try:

@@ -155,3 +155,25 @@ def test_cli_on_a_3d_board(tmp_path):
     assert code == 2 and len(err.strip().splitlines()) == 1 and "80 bits, more than the 64" in err
     code, _, err = run_cli("best", "--table", table, "--drawing", "-", stdin="..\n..\n")
     assert code == 2 and len(err.strip().splitlines()) == 1
+
+
+def test_compressed_3d_table_and_what_3d_boards_refuse(built3d, tmp_path):
+    """A .c4z of a 3D table knows its grid; the parts that know 2D boards only (BDD mode,
+    rooted builds, the web board) refuse a 3D board in one error rather than misread it."""
+    from c4table.bdd import count_positions
+    from c4table.c4z import compress_table
+    from c4table.errors import C4Error
+    from c4table.pipeline.build import open_build
+    from c4table.serve import load_tables
+    path = built3d(2, 2, 4, 3)
+    z = compress_table(path, tmp_path / "t.c4z", quiet=True)
+    with open_table(path) as t, open_table(z) as tz:
+        assert tz.board == t.board == Board.grid3d(2, 2, 4, 3)
+        for pos in random_positions(t.board, 30, seed=5):
+            assert tz.probe(pos) == t.probe(pos)
+    with pytest.raises(BoardError, match="BDD mode knows 2D boards only"):
+        count_positions(Board.grid3d(2, 2, 3, 3))
+    with pytest.raises(BoardError, match="rooted builds"):
+        open_build(Board.grid3d(2, 2, 3, 3), tmp_path / "r", root="1")
+    with pytest.raises(C4Error, match="3D board"):
+        load_tables([path])
