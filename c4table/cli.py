@@ -111,6 +111,7 @@ def build(board, out, memory, workers, scheduler, quiet, restart, root, clean, c
     """Build the complete table of BOARD (default 5x4): forward, backward and merge.
 
     Writes DIR/connect4_WxH.dat (connectK_WxH.dat with --connect K) and DIR/manifest.json.
+    BOARD XxYxH is a 3D board: an X by Y grid of columns of height H (connectK_XxYxH.dat).
     Rerunning on a partial build resumes it."""
     from c4table.pipeline.build import run_build
     b = _open(board, out, memory, workers, scheduler, quiet, restart, root)
