@@ -158,6 +158,6 @@ def _merge_runs(build, ply: int, run_rels: list[str], results) -> list[ShardInfo
 def _expected_positions(build, last: int) -> int | None:
     from c4table.pipeline.progress import published_totals
     board = build.board
-    if board.k != 4 or last != board.cells or build.origin is not None:
+    if board.k != 4 or board.grid is not None or last != board.cells or build.origin is not None:
         return None
     return published_totals().get((board.width, board.height))
