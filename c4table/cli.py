@@ -208,9 +208,9 @@ def plan(board, workers, memory_per_worker, from_dir, as_json, root, probe_plies
     if root is not None:
         from c4table.root import plan_rooted
         p = plan_rooted(board, root, workers, mem, from_dir, probe_plies)
-    elif board.grid is not None and from_dir is None:   # a 3D board: nothing published
+    elif board.grid is not None:   # a 3D board: nothing published
         from c4table.pipeline.plan3d import make_plan3d
-        p = make_plan3d(board, workers, mem)
+        p = make_plan3d(board, workers, mem, from_dir)
     else:
         p = make_plan(board, workers, mem, from_dir)
     if as_json:

@@ -66,13 +66,27 @@ def small_plies3d(board: Board, limit: int = SMALL_PLY_LIMIT) -> list[tuple[int,
     return out
 
 
-def make_plan3d(board: str | Board, workers: int, memory_per_worker: int) -> Plan:
-    """Plan a build of the 3D ``board`` (see the module docstring)."""
+def make_plan3d(board: str | Board, workers: int, memory_per_worker: int,
+                from_dir=None) -> Plan:
+    """Plan a build of the 3D ``board`` (see the module docstring); ``from_dir``: the build
+    directory of a forward run of it (``c4table forward XxYxH --max-ply N``), whose counted
+    plies replace the enumerated ones."""
     board = Board.parse(board)
     plan = Plan(board, workers, memory_per_worker)
     cells, n = board.cells, board.width
     S = len(symmetries(board))
     exact = small_plies3d(board)[: cells + 1]
+    source = "exact (enumerated)"
+    if from_dir is not None:
+        from c4table.builddir import BuildDir
+        from c4table.errors import BuildError
+        m = BuildDir.load(from_dir).data      # checked: a damaged manifest is refused
+        if m.get("board") != board.name:
+            raise BuildError(f"{from_dir}: manifest is for board {m.get('board')}, not {board}")
+        measured = [(p["positions"], p["entries"]) for p in m["plies"]
+                    if "positions" in p and "entries" in p]
+        if len(measured) > len(exact):
+            exact, source = measured[: cells + 1], "measured"
     frac = _fraction_7x6()
 
     def free(g: int) -> float:   # fillings of g cells ignoring lines, images sharing an entry
@@ -82,7 +96,7 @@ def make_plan3d(board: str | Board, workers: int, memory_per_worker: int) -> Pla
     c = exact[last][1] / (free(last) * frac(last / cells)) if last < cells else 0.0
     for g in range(cells + 1):
         if g < len(exact):
-            plan.plies.append(PlyPlan(g, exact[g][0], exact[g][1], "exact (enumerated)"))
+            plan.plies.append(PlyPlan(g, exact[g][0], exact[g][1], source))
         else:
             e = int(round(c * free(g) * frac(g / cells)))
             plan.plies.append(PlyPlan(g, e * S, e, f"estimated (calibrated at ply {last})"))
