@@ -67,15 +67,15 @@ def small_plies3d(board: Board, limit: int = SMALL_PLY_LIMIT) -> list[tuple[int,
 
 
 def make_plan3d(board: str | Board, workers: int, memory_per_worker: int,
-                from_dir=None) -> Plan:
+                from_dir=None, limit: int = SMALL_PLY_LIMIT) -> Plan:
     """Plan a build of the 3D ``board`` (see the module docstring); ``from_dir``: the build
     directory of a forward run of it (``c4table forward XxYxH --max-ply N``), whose counted
-    plies replace the enumerated ones."""
+    plies replace the enumerated ones; ``limit``: enumerate plies of at most so many entries."""
     board = Board.parse(board)
     plan = Plan(board, workers, memory_per_worker)
     cells, n = board.cells, board.width
     S = len(symmetries(board))
-    exact = small_plies3d(board)[: cells + 1]
+    exact = small_plies3d(board, limit)[: cells + 1]
     source = "exact (enumerated)"
     if from_dir is not None:
         from c4table.builddir import BuildDir

@@ -63,10 +63,17 @@ def test_per_ply_counts_equal_oracle(built3d, x, y, h, k):
 
 
 def test_plan_of_4x4x4_says_what_it_needs():
-    code, text, err = run_cli("plan", "4x4x4", "--json")
-    assert code == 0, err
-    p = json.loads(text)
-    assert p["plies"][1] == {"ply": 1, "positions": 16, "entries": 3, "source": "exact (enumerated)"}
+    """The plan's first plies of 4x4x4 (K = 4) are the oracle's (independent enumeration and
+    keys); the keys' 80 bits are said not to fit."""
+    from c4table.pipeline.plan3d import make_plan3d
+    from oracle import A as CHIP_A, B as CHIP_B, play, position_key3d
+    p = make_plan3d(Board.parse("4x4x4"), 64, 16 * 2**30, limit=400).to_json()
+    layer = {tuple(() for _ in range(16))}
+    for g in range(4):
+        got = p["plies"][g]
+        assert (got["positions"], got["entries"], got["source"]) == \
+            (len(layer), len({position_key3d(q, 4, 4, 4, 4) for q in layer}), "exact (enumerated)")
+        layer = {play(q, c, CHIP_A if g % 2 == 0 else CHIP_B) for q in layer for c in range(16)}
     assert p["final_bytes"] == 11 * p["entries"]      # 80-bit keys: 10 bytes, and the outcome
     assert any("80 bits do not fit in 64" in n for n in p["notes"])
 
