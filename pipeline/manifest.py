@@ -18,7 +18,9 @@ its plies below the root's are recorded as empty generations (no shards, zero co
 
 Counts named ``*_entries`` are table entries (a position and its mirror image share one);
 ``positions``, ``terminal``, ``a_wins``, ``draws`` and ``b_wins`` count mirror images
-separately, as Böck's paper does: ``positions = 2 * entries - symmetric``.
+separately, as Böck's paper does: ``positions = 2 * entries - symmetric``. A 3D board
+(:mod:`c4table.grid3d`) adds ``"grid": [X, Y]``; its counts count every image (up to 8 per
+entry) and its plies have no ``symmetric`` field.
 
 Integrity: :meth:`Manifest.save` adds ``"xxh64"``, the checksum of the rest of the manifest
 (canonical JSON), and :meth:`Manifest.load` refuses a manifest whose checksum or structure does
