@@ -45,7 +45,7 @@ def small_plies3d(board: Board, limit: int = SMALL_PLY_LIMIT) -> list[tuple[int,
     the plain rules (every image counted in positions), while a ply has at most ``limit``
     entries.
 
-    >>> small_plies3d(Board.parse("4x4x4"))[:3]
+    >>> small_plies3d(Board.parse("4x4x4"), limit=100)
     [(1, 1), (16, 3), (256, 36)]
     """
     from c4table.grid3d import readings
