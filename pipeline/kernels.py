@@ -157,6 +157,39 @@ def dedup_sorted(x):
     return m
 
 
+@njit(cache=True)
+def merge_two(a, b, out, unique):
+    """Merge sorted ``a`` and ``b`` into ``out`` (length >= both); return how many were
+    written. With ``unique`` (each input without repeats) a value in both is written once.
+    Linear and branch-light: several times faster than sorting the concatenation."""
+    i = 0
+    j = 0
+    n = 0
+    na = a.shape[0]
+    nb = b.shape[0]
+    while i < na and j < nb:
+        x = a[i]
+        y = b[j]
+        if y < x:
+            out[n] = y
+            j += 1
+        else:
+            out[n] = x
+            i += 1
+            if unique and x == y:
+                j += 1
+        n += 1
+    while i < na:
+        out[n] = a[i]
+        i += 1
+        n += 1
+    while j < nb:
+        out[n] = b[j]
+        j += 1
+        n += 1
+    return n
+
+
 @njit(cache=True, inline="always")
 def _gallop(arr, n, start, key):
     """First index >= start with arr[idx] >= key (arr sorted, arr[start-1] < key)."""

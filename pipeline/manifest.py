@@ -29,6 +29,8 @@ A backward step also records the message runs it sent to the generation below
 from __future__ import annotations
 
 import json
+import time
+from contextlib import contextmanager
 from pathlib import PurePosixPath
 
 import xxhash
@@ -40,6 +42,10 @@ from c4table.pipeline.storage import Storage, open_storage
 
 FORMAT = "c4table-manifest/1"
 MANIFEST = "manifest.json"
+# A stage records its finished steps at most this often (:meth:`Manifest.checkpoint`): each save
+# is two fsyncs, which cost more than the steps of a small generation. A crash loses at most
+# this much recorded work; the unrecorded steps are redone on resume.
+CHECKPOINT_SECONDS = 1.0
 
 
 def _storage(root) -> Storage:
@@ -53,6 +59,8 @@ class Manifest:
     def __init__(self, root, data: dict):
         self.store = _storage(root)
         self.data = data
+        self._saved_at = float("-inf")
+        self._dirty = False
 
     # ----------------------------------------------------------- creating
     @classmethod
@@ -114,6 +122,36 @@ class Manifest:
         data.pop("xxh64", None)
         data["xxh64"] = checksum(data)
         self.store.write_atomic(MANIFEST, (json.dumps(data, indent=1) + "\n").encode())
+        self._saved_at = time.monotonic()
+        self._dirty = False
+
+    def checkpoint(self) -> None:
+        """Save if the last save is :data:`CHECKPOINT_SECONDS` old, else only note that the
+        manifest has unsaved steps (:meth:`flush` saves them). The files a step recorded are
+        durable before it is recorded, so a later save is as safe as an immediate one."""
+        if time.monotonic() - self._saved_at >= CHECKPOINT_SECONDS:
+            self.save()
+        else:
+            self._dirty = True
+
+    def flush(self) -> None:
+        """Save the steps :meth:`checkpoint` has not saved yet, if any."""
+        if self._dirty:
+            self.save()
+
+    @contextmanager
+    def checkpoints(self):
+        """A block whose steps are recorded with :meth:`checkpoint`: on leaving it, also by an
+        exception (the steps recorded in memory are finished ones), the rest is saved."""
+        try:
+            yield self
+        except BaseException:
+            try:
+                self.flush()
+            except Exception:   # the original error matters more (e.g. the disk is full)
+                pass
+            raise
+        self.flush()
 
     # ------------------------------------------------------------ queries
     @property
