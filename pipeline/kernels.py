@@ -366,6 +366,19 @@ def pack_entries(keys, outcomes, out):
         out[i] = (keys[i] << np.uint64(8)) | np.uint64(outcomes[i])
 
 
+@njit(cache=True)
+def words_to_entries(packed, entry_size, out):
+    """The low ``entry_size`` bytes of each ``key << 8 | outcome`` word, big-endian, one
+    table entry after the other, into the uint8 array ``out`` (one pass, no temporaries)."""
+    j = 0
+    for i in range(packed.shape[0]):
+        v = packed[i]
+        for b in range(entry_size - 1, -1, -1):
+            out[j + b] = np.uint8(v & np.uint64(0xFF))
+            v >>= np.uint64(8)
+        j += entry_size
+
+
 # ------------------------------------------------------------------ whole-array queries
 # What export and stats ask of a chunk of table entries, with the same rules as the build.
 @njit(cache=True)
