@@ -151,6 +151,18 @@ def build(board, out, memory, workers, scheduler, quiet, restart, root, clean, c
         path = run_build(b, keep_work=not clean)
     click.echo(f"{_compressed(path, compress, compress_only, quiet)}  "
                f"{b.manifest.table['entries']:,} entries  sha256 {b.manifest.table['sha256']}")
+    _echo_counts(b, quiet)
+
+
+def _echo_counts(b, quiet: bool) -> None:
+    """The requests, bytes, tasks and task memory of this run's stages (DIR/stats.json)."""
+    from c4table.pipeline.counters import format_stats
+    stages = {k: v for k, v in b.executor_counts.items() if v["tasks"]}
+    if quiet or not stages:
+        return
+    click.echo(f"storage and tasks of this run (also in {b.store.display('stats.json')}):")
+    for line in format_stats(stages):
+        click.echo("  " + line)
 
 
 def _compressed(path, compress: bool, compress_only: bool, quiet: bool):
@@ -175,7 +187,7 @@ def forward(board, out, memory, workers, scheduler, quiet, restart, root, max_pl
     """Forward pass only: every generation's sorted, deduplicated keys, and per-ply counts."""
     from c4table.pipeline import forward as fwd
     with _open(board, out, memory, workers, scheduler, quiet, restart, root) as b:
-        fwd.run(b, max_ply)
+        b.run_stage("forward", fwd.run, b, max_ply)
     plies = b.manifest.data["plies"]
     last = min(max_ply if max_ply is not None else board.cells, board.cells)
     total = sum(p["positions"] for p in plies[: last + 1])
@@ -190,7 +202,7 @@ def backward(board, out, memory, workers, scheduler, quiet, restart, root):
     """Backward pass only (after forward): outcome and distance of every position."""
     from c4table.pipeline import backward as bwd
     with _open(board, out, memory, workers, scheduler, quiet, restart, root) as b:
-        bwd.run(b)
+        b.run_stage("backward", bwd.run, b)
     t = {k: sum(p[k] for p in b.manifest.data["plies"]) for k in ("a_wins", "draws", "b_wins")}
     click.echo(f"{b.root}: backward pass done: A wins {t['a_wins']:,}, draws {t['draws']:,}, "
                f"B wins {t['b_wins']:,} positions")
@@ -205,7 +217,7 @@ def merge(board, out, memory, workers, scheduler, quiet, restart, root, compress
     from c4table.pipeline import merge as mrg
     with _open(board, out, memory, workers, scheduler, quiet, restart, root) as b:
         done = compress_only and compressed_build_done(b.store, b.table_name)
-        path = b.store.root / b.table_name if done else mrg.run(b)
+        path = b.store.root / b.table_name if done else b.run_stage("merge", mrg.run, b)
     click.echo(f"{_compressed(path, compress, compress_only, quiet)}  "
                f"{b.manifest.table['entries']:,} entries  sha256 {b.manifest.table['sha256']}")
 
@@ -224,7 +236,12 @@ def merge(board, out, memory, workers, scheduler, quiet, restart, root, compress
                    "forward run (or the forward run in --from)")
 @click.option("--probe-plies", type=click.IntRange(1, 64), default=8, show_default=True,
               help="with --root: plies the forward run counts at most")
-def plan(board, workers, memory_per_worker, from_dir, as_json, root, probe_plies):
+@click.option("--price-per-1k-requests", type=click.FloatRange(0), default=None,
+              help="object store: price of 1,000 requests (e.g. 0.0004 for S3 GETs)")
+@click.option("--price-per-gb-month", type=click.FloatRange(0), default=None,
+              help="object store: price of storing 1 GB for a month (e.g. 0.023)")
+def plan(board, workers, memory_per_worker, from_dir, as_json, root, probe_plies,
+         price_per_1k_requests, price_per_gb_month):
     """Estimate a build of BOARD: entries per generation, final size, peak disk, shuffle volume
     and wall time on WORKERS workers, from published counts and measured per-entry costs."""
     from c4table.units import format_seconds, format_size, parse_size
@@ -239,8 +256,16 @@ def plan(board, workers, memory_per_worker, from_dir, as_json, root, probe_plies
         p = plan_rooted(board, root, workers, mem, from_dir, probe_plies)
     else:
         p = make_plan(board, workers, mem, from_dir)
+    io = p.io()
+    cost = None
+    if price_per_1k_requests is not None or price_per_gb_month is not None:
+        cost = io.cost(price_per_1k_requests or 0.0, price_per_gb_month or 0.0,
+                       months=max(p.wall_seconds / (30 * 86400), 1 / 30))
     if as_json:
-        click.echo(json.dumps(p.to_json()))
+        d = p.to_json()
+        if cost is not None:
+            d["object_store_cost"] = round(cost, 2)
+        click.echo(json.dumps(d))
         return
     click.echo(f"plan for {board}: {count(workers, 'worker')} x {format_size(mem)}")
     click.echo("ply  positions            entries              source")
@@ -255,8 +280,33 @@ def plan(board, workers, memory_per_worker, from_dir, as_json, root, probe_plies
                f"peak disk        {format_size(p.peak_disk)}\n"
                f"compute          {format_seconds(p.core_seconds)} of one core\n"
                f"wall time        {format_seconds(p.wall_seconds)} on {count(workers, 'worker')}")
+    _echo_io(io, cost, price_per_1k_requests, price_per_gb_month)
     for n in p.notes:
         click.echo(f"note: {n}")
+
+
+def _echo_io(io, cost, per_req, per_gb) -> None:
+    """The plan's predicted storage figures per stage (the counters of DIR/stats.json)."""
+    from c4table.pipeline.counters import format_stats
+    from c4table.pipeline.iomodel import STAGES
+    stages = {s: {**io.stages[s], "list_requests": 0} for s in STAGES}
+    click.echo("storage and tasks (predicted; a build measures the same in DIR/stats.json):")
+    for line in format_stats(stages):
+        click.echo("  " + line)
+    for s in STAGES:
+        shuf = [x for x in io.shuffles if x[0] == s]
+        if shuf:
+            big = max(shuf, key=lambda x: x[4])
+            if big[1] is None:
+                what = (f"{big[2]:,} range tasks open the {big[3]:,} backward shards that overlap "
+                        f"their ranges: {big[4]:,} shard opens")
+            else:
+                what = (f"largest at ply {big[1]}: {big[2]:,} tasks x {big[3]:,} runs = {big[4]:,} "
+                        "ranged reads (+ as many fence GETs and size HEADs)")
+            click.echo(f"requests per shuffle, {s}: {what}; stage total {io.requests(s):,} requests")
+    if cost is not None:
+        click.echo(f"object store     about {cost:,.2f} (requests at {per_req or 0:g} per 1,000, peak "
+                   f"storage at {per_gb or 0:g} per GB-month for the build's wall time, at least a day)")
 
 
 @cli.command()

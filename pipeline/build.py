@@ -30,15 +30,15 @@ from c4table.board import Board
 from c4table.errors import BudgetError, BuildError, C4Error, CorruptDataError
 from c4table.root import Root
 from c4table.units import format_size, parse_size
-from c4table.pipeline import backward, forward, merge, resources
+from c4table.pipeline import backward, counters, forward, merge, resources
 from c4table.pipeline.execution import Executor, default_workers, make_executor
 from c4table.pipeline.kernels import key_bits
 from c4table.pipeline.manifest import Manifest
+from c4table.pipeline.partition import MIN_PARALLEL_ROWS, shard_rows_for
 from c4table.pipeline.progress import Progress
 from c4table.pipeline.storage import Storage, open_storage
 
 DEFAULT_MEMORY = "4GiB"
-MAX_SHARD_ROWS = 1 << 24
 MIN_TASK_MEMORY = 1 << 20
 
 
@@ -55,6 +55,7 @@ class Build:
     manifest: Manifest = field(init=False)
     store: Storage = field(init=False)                  # where the files live
     verified: set = field(init=False, default_factory=set)  # what this process has checked
+    _counts: object = field(init=False, default=None)        # the executor's StageCounts
 
     def __post_init__(self) -> None:
         if key_bits(self.board) > 56:
@@ -96,6 +97,37 @@ class Build:
         finally:
             self.executor = None
             self._unlock()
+
+    def run_stage(self, stage: str, fn, *args):
+        """Run ``fn(*args)`` (a stage's driver) with its requests, bytes and tasks counted
+        under ``stage``; then record the counts of this run in ``DIR/stats.json``."""
+        self._counts = self.executor.counts
+        self._counts.set_stage(stage)
+        try:
+            return fn(*args)
+        finally:
+            self.save_stats()
+
+    @property
+    def executor_counts(self) -> dict:
+        """This run's counts per stage (kept after the executor is closed)."""
+        return self._counts.to_json() if self._counts is not None else {}
+
+    def save_stats(self) -> None:
+        """Write the counts of this run's stages to ``DIR/stats.json``, keeping the stages an
+        earlier run recorded and this one did not run (a build run stage by stage)."""
+        mine = {k: v for k, v in self.executor_counts.items()
+                if k != "setup" and v["tasks"]}
+        if not mine:
+            return
+        try:
+            old = counters.load_stats(self.store)["stages"] if self.store.exists(counters.STATS) else {}
+        except C4Error:
+            old = {}
+        old.update(mine)
+        counters.save_stats(self.store, self.board.name, self.executor.workers, self.executor.name,
+                            old, {"memory": self.memory, "task_memory": self.task_memory,
+                             "storage": "local" if self.store.local else "remote"})
 
     def _unlock(self) -> None:
         if self.store.local:
@@ -159,15 +191,13 @@ class Build:
 
     @property
     def shard_rows(self) -> int:
-        """Largest generation shard. An expand task holds the shard and its children (w + 1
-        words per key); a backward task holds the shard, its outcomes, the messages it reads
-        and the messages it sends (at most w words each per key): 2w + 2 words covers both."""
-        return max(1, min(MAX_SHARD_ROWS, self.task_memory // (8 * (2 * self.board.width + 2))))
+        """Largest generation shard (:func:`shard_rows_for` the task memory)."""
+        return shard_rows_for(self.task_memory, self.board.width)
 
     @property
     def min_parallel_rows(self) -> int:
         """Below this many keys a stage runs as one task (splitting would cost more)."""
-        return 1 << 16
+        return MIN_PARALLEL_ROWS
 
     def progress(self, stage: str, total: int | None = None) -> Progress:
         return Progress(stage, quiet=self.quiet, total=total)
@@ -241,9 +271,9 @@ def run_build(b: Build, keep_work: bool = True) -> Path:
     """Run forward, backward and merge on an opened build (each resumes where it stopped), then
     close it; ``keep_work=False`` deletes ``DIR/work`` once the table is written."""
     try:
-        forward.run(b)
-        backward.run(b)
-        path = merge.run(b)
+        b.run_stage("forward", forward.run, b)
+        b.run_stage("backward", backward.run, b)
+        path = b.run_stage("merge", merge.run, b)
     finally:
         b.close()
     if not keep_work:

@@ -24,6 +24,7 @@ from concurrent.futures import ProcessPoolExecutor
 from typing import Any, Callable, Sequence
 
 from c4table.errors import MissingExtraError
+from c4table.pipeline.counters import StageCounts, run_counted
 
 
 def default_workers() -> int:
@@ -42,20 +43,27 @@ class Executor:
         self.workers = workers
         self.name = name
         self._owner = owner  # e.g. a dask Client/LocalCluster to close with us
+        self.counts = StageCounts()   # what the tasks (and the driver) read, wrote and held
 
     def map(self, fn: Callable[..., Any], tasks: Sequence[tuple]) -> list:
         """Run ``fn(*args)`` for each ``args`` in ``tasks``; results in task order. The first
-        task that raises makes ``map`` raise the same exception."""
+        task that raises makes ``map`` raise the same exception. Each task runs under
+        :func:`~c4table.pipeline.counters.run_counted`; its counts go to :attr:`counts`."""
         tasks = list(tasks)
         if self._pool is None or len(tasks) <= 1:
-            return [fn(*t) for t in tasks]
-        futures = [self._pool.submit(fn, *t) for t in tasks]
-        try:
-            return [f.result() for f in futures]
-        except BaseException:
-            for f in futures:
-                f.cancel()
-            raise
+            pairs = [run_counted(fn, *t) for t in tasks]
+        else:
+            futures = [self._pool.submit(run_counted, fn, *t) for t in tasks]
+            try:
+                pairs = [f.result() for f in futures]
+            except BaseException:
+                for f in futures:
+                    f.cancel()
+                raise
+        self.counts.sample()
+        for _, c in pairs:
+            self.counts.add(c)
+        return [r for r, _ in pairs]
 
     def close(self) -> None:
         if self._pool is not None:

@@ -11,7 +11,6 @@ generation starts with a free-disk check (:mod:`c4table.pipeline.resources`).
 """
 from __future__ import annotations
 
-import math
 import time
 
 import numpy as np
@@ -20,10 +19,10 @@ from c4table.wording import count
 from c4table.board import Board
 from c4table.pipeline import extsort, resources
 from c4table.pipeline.kernels import board_tables, expand
+from c4table.pipeline.partition import forward_ranges
 from c4table.pipeline.shards import ShardInfo, read_shard, verify_shards, write_shard
 from c4table.pipeline.storage import open_storage
 
-KEY_BYTES_IN_RAM = 8
 
 
 def gen_dir(ply: int) -> str:
@@ -144,10 +143,7 @@ def _merge_runs(build, ply: int, run_rels: list[str], results) -> list[ShardInfo
     total = sum(r[1] for r in results)
     if total == 0:
         return []
-    # Each range task holds its slices plus the merged copy: ~2 words per key.
-    per_task = max(1, build.task_memory // (2 * KEY_BYTES_IN_RAM))
-    n_ranges = max(math.ceil(total / min(per_task, build.shard_rows)),
-                   build.executor.workers if total >= build.min_parallel_rows else 1)
+    n_ranges = forward_ranges(total, build.task_memory, build.board.width, build.executor.workers)
     bounds = extsort.choose_splitters([r[2] for r in results], n_ranges)
     tasks = [(build.store.uri, run_rels, bounds[r], bounds[r + 1],
               f"{gen_dir(ply)}/part-{r:05d}.parquet") for r in range(len(bounds) - 1)]

@@ -12,7 +12,6 @@ records its size and hashes in the manifest, and only then renames it into place
 """
 from __future__ import annotations
 
-import math
 import os
 import time
 
@@ -24,6 +23,7 @@ from c4table.errors import BuildError
 from c4table.verify import Hashes
 from c4table.pipeline import resources
 from c4table.pipeline.kernels import pack_entries, strictly_increasing_keys, words_to_entries
+from c4table.pipeline.partition import merge_ranges
 from c4table.pipeline.shards import ShardInfo, open_row_groups, read_row_groups, verify_shards
 from c4table.pipeline.storage import Storage, open_storage
 
@@ -155,14 +155,8 @@ def run(build):
             prog.note(f"verified {n} backward shard(s) (xxh64)")
             build.verified.add("backward")
         store.delete_tree(PARTS)
-        # A range task holds one word per entry, plus row groups and chunks of a bounded size
-        # (counted as 2 bytes per entry more, for small budgets). Ranges come in multiples of
-        # the workers so that the last wave keeps every worker busy.
-        per_task = max(1, build.task_memory // (WORD + 2))
-        n_ranges = math.ceil(total / per_task)
-        if total >= build.min_parallel_rows:
-            w = build.executor.workers
-            n_ranges = max(w, -(-n_ranges // w) * w)
+        # Ranges: see partition.merge_ranges (one word per entry and bounded buffers per task).
+        n_ranges = merge_ranges(total, build.task_memory, build.executor.workers)
         bounds = choose_ranges(store, shards, n_ranges)
         E = board.entry_size
         tasks = []

@@ -137,8 +137,14 @@ class Plan:
     def wall_seconds(self) -> float:
         return self.core_seconds / (self.workers * COSTS["parallel_efficiency"]) + self.overhead_seconds
 
+    def io(self):
+        """The predicted storage requests, bytes, tasks and task memory per stage
+        (:func:`c4table.pipeline.iomodel.predict_io`)."""
+        from c4table.pipeline.iomodel import predict_io
+        return predict_io(self)
+
     def to_json(self) -> dict:
-        return {"board": self.board.name, "workers": self.workers,
+        return {"board": self.board.name, "workers": self.workers, "io": self.io().to_json(),
                 "memory_per_worker": self.memory_per_worker, "entries": self.entries,
                 "final_bytes": self.final_bytes, "c4z_bytes": self.c4z_bytes,
                 "peak_generation_entries": self.peak_entries,
@@ -247,13 +253,18 @@ def make_plan(board: str | Board, workers: int, memory_per_worker: int,
     if any(p.source.startswith("Table 1") for p in plan.plies):
         plan.notes.append("per-ply figures spread Böck's Table 1 total with the 7x6 profile: "
                           "measure a forward run (--from) for better figures")
-    rows = min(memory_per_worker // (8 * (2 * board.width + 2)), 1 << 24)
+    from c4table.pipeline.iomodel import predict_io
+    from c4table.pipeline.partition import shard_rows_for
+    rows = shard_rows_for(memory_per_worker, board.width)
     tasks = -(-plan.peak_entries // max(1, rows))
+    io = predict_io(plan)
+    worst = max(io.shuffles, key=lambda s: s[4]) if io.shuffles else None
     plan.notes.append(
-        f"shards of at most {count(rows, 'entry')} per task: the largest generation is "
-        f"{count(tasks, 'task')} per stage; no task reads another range's shards, only its slice "
-        "of every run or message file of the step before, so a shuffle there is up to "
-        f"{count(tasks * tasks, 'ranged read')} (mind the object store's request rate)")
+        f"shards of at most {count(rows, 'entry')} per task (sized from the worker's memory): "
+        f"the largest generation is {count(tasks, 'task')} per stage; every task reads one slice "
+        "of every run of the step before, so a shuffle makes tasks x runs ranged reads"
+        + (f": the largest is the {worst[0]} step of ply {worst[1]}, {worst[2]:,} x {worst[3]:,} "
+           f"= {count(worst[4], 'ranged read')}" if worst and worst[1] is not None else ""))
     return plan
 
 

@@ -33,6 +33,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.fs as pafs
 
+from c4table.pipeline.counters import active
+
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
 
@@ -86,11 +88,13 @@ class Storage:
 
     # ------------------------------------------------------------------ queries
     def exists(self, rel: str) -> bool:
+        active().head_requests += 1
         if self.root is not None:
             return (self.root / rel).is_file()
         return self.fs.get_file_info(self.path(rel)).type == pafs.FileType.File
 
     def size(self, rel: str) -> int:
+        active().head_requests += 1
         if self.root is not None:
             return (self.root / rel).stat().st_size
         info = self.fs.get_file_info(self.path(rel))
@@ -100,17 +104,27 @@ class Storage:
 
     def list_files(self, rel: str) -> list[str]:
         """Relative paths of the files under directory ``rel`` (recursively; [] if none)."""
+        return sorted(self._list_sizes(rel))
+
+    def _list_sizes(self, rel: str) -> dict[str, int]:
+        """{relative path: size} of the files under directory ``rel`` (one LIST)."""
+        active().list_requests += 1
         if self.root is not None:
             d = self.root / rel
             if not d.is_dir():
-                return []
-            return sorted(str(p.relative_to(self.root)) for p in d.rglob("*") if p.is_file())
+                return {}
+            return {str(p.relative_to(self.root)): p.stat().st_size for p in d.rglob("*") if p.is_file()}
         sel = pafs.FileSelector(self.path(rel), recursive=True, allow_not_found=True)
         n = len(self.base) + 1
-        return sorted(i.path[n:] for i in self.fs.get_file_info(sel) if i.type == pafs.FileType.File)
+        return {i.path[n:]: i.size for i in self.fs.get_file_info(sel) if i.type == pafs.FileType.File}
 
     # ------------------------------------------------------------------ reads
     def read_bytes(self, rel: str) -> bytes:
+        data = self._read_bytes(rel)
+        active().add_read(len(data), ranged=False)
+        return data
+
+    def _read_bytes(self, rel: str) -> bytes:
         if self.root is not None:
             return (self.root / rel).read_bytes()
         try:
@@ -124,6 +138,7 @@ class Storage:
     def read_into(self, rel: str, offset: int, out) -> None:
         """Fill the writable buffer ``out`` with the bytes of ``rel`` from ``offset``."""
         view = memoryview(out).cast("B")
+        active().add_read(len(view), ranged=True)
         if self.root is not None:
             fd = os.open(self.root / rel, os.O_RDONLY)
             try:
@@ -143,14 +158,20 @@ class Storage:
         view[:] = data
 
     def open_input(self, rel: str):
-        """A random-access file (for parquet readers)."""
-        return self.fs.open_input_file(self.path(rel))
+        """A random-access file (for parquet readers); each read it serves is counted as one
+        ranged read (pyarrow's S3 files make one ranged GET per read)."""
+        if self.root is None:
+            active().head_requests += 1   # opening an object asks for its size
+        return pa.PythonFile(_CountingInput(self.fs.open_input_file(self.path(rel)), active()),
+                             mode="r")
 
     def open_input_stream(self, rel: str):
-        """A sequential reader of ``rel`` (``read(n)``), for streaming whole files."""
+        """A sequential reader of ``rel`` (``read(n)``), for streaming whole files (one GET)."""
+        c = active()
+        c.add_read(0, ranged=False)
         if self.root is not None:
-            return open(self.root / rel, "rb")
-        return self.fs.open_input_stream(self.path(rel))
+            return _CountingStream(open(self.root / rel, "rb"), c)
+        return _CountingStream(self.fs.open_input_stream(self.path(rel)), c)
 
     # ------------------------------------------------------------------ writes
     def write_atomic(self, rel: str, data, durable: bool = True) -> None:
@@ -162,18 +183,22 @@ class Storage:
         so that it appears whole or not at all (the caller need not hold the whole file).
         ``durable=False`` skips the fsyncs, for scratch files that a crash makes the build
         discard or check anyway (runs, messages, merge parts)."""
+        counts = active()
         if self.root is None:
+            n = 0
             with self.fs.open_output_stream(self.path(rel)) as f:
                 for c in chunks:
-                    f.write(c)
+                    n += f.write(c)
+            counts.add_write(n)
             return
         path = self.root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(path.name + ".tmp")
         try:
+            n = 0
             with open(tmp, "wb") as f:
                 for c in chunks:
-                    f.write(c)
+                    n += f.write(c)
                 if durable:
                     f.flush()
                     os.fsync(f.fileno())
@@ -181,16 +206,17 @@ class Storage:
             tmp.unlink(missing_ok=True)
             raise
         os.replace(tmp, path)
+        counts.add_write(n)
         if durable:
             fsync_dir(path.parent)
 
     def open_output(self, rel: str):
         """A stream that writes ``rel`` directly (the caller handles atomicity, e.g. by writing
-        a temporary name and :meth:`rename`)."""
+        a temporary name and :meth:`rename`). Counted as one object written when closed."""
         if self.root is not None:
             (self.root / rel).parent.mkdir(parents=True, exist_ok=True)
-            return open(self.root / rel, "wb")
-        return self.fs.open_output_stream(self.path(rel))
+            return _CountingOutput(open(self.root / rel, "wb"), active())
+        return _CountingOutput(self.fs.open_output_stream(self.path(rel)), active())
 
     def rename(self, src: str, dst: str) -> None:
         if self.root is not None:
@@ -201,13 +227,31 @@ class Storage:
 
     def delete(self, rel: str) -> None:
         """Delete file ``rel`` if it exists."""
+        c = active()
         if self.root is not None:
-            (self.root / rel).unlink(missing_ok=True)
-        elif self.exists(rel):
+            p = self.root / rel
+            try:
+                n = p.stat().st_size
+            except FileNotFoundError:
+                return
+            p.unlink(missing_ok=True)
+        else:
+            c.head_requests += 1
+            info = self.fs.get_file_info(self.path(rel))
+            if info.type != pafs.FileType.File:
+                return
+            n = info.size
             self.fs.delete_file(self.path(rel))
+        c.delete_requests += 1
+        c.bytes_deleted += n
 
     def delete_tree(self, rel: str) -> None:
-        """Delete directory ``rel`` and everything under it, if it exists."""
+        """Delete directory ``rel`` and everything under it, if it exists (one LIST, then one
+        delete request per file)."""
+        files = self._list_sizes(rel)
+        c = active()
+        c.delete_requests += len(files)
+        c.bytes_deleted += sum(files.values())
         if self.root is not None:
             shutil.rmtree(self.root / rel, ignore_errors=True)
             return
@@ -215,8 +259,86 @@ class Storage:
         if info.type == pafs.FileType.Directory:
             self.fs.delete_dir(self.path(rel))
         else:
-            for f in self.list_files(rel):
+            for f in files:
                 self.fs.delete_file(self.path(f))
+
+
+class _CountingStream:
+    """A sequential reader that adds the bytes it returns to its counts."""
+
+    def __init__(self, f, counts):
+        self._f, self._c = f, counts
+
+    def read(self, n: int = -1) -> bytes:
+        b = self._f.read(n)
+        self._c.bytes_read += len(b)
+        return b
+
+    def close(self) -> None:
+        self._f.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class _CountingInput(_CountingStream):
+    """A random-access file (wrapped by ``pa.PythonFile``): every read is one ranged read."""
+
+    def read(self, n: int = -1) -> bytes:
+        b = self._f.read(n)
+        self._c.add_read(len(b), ranged=True)
+        return b
+
+    def seek(self, pos: int, whence: int = 0) -> int:
+        return self._f.seek(pos, whence)
+
+    def tell(self) -> int:
+        return self._f.tell()
+
+    def size(self) -> int:
+        return self._f.size()
+
+    def seekable(self) -> bool:
+        return True
+
+    def readable(self) -> bool:
+        return True
+
+    @property
+    def closed(self) -> bool:
+        return self._f.closed
+
+
+class _CountingOutput:
+    """A writer counted as one object of the bytes written, when closed."""
+
+    def __init__(self, f, counts):
+        self._f, self._c, self._n = f, counts, 0
+
+    def write(self, b) -> int:
+        n = self._f.write(b)
+        self._n += len(memoryview(b).cast("B")) if n is None else n
+        return n
+
+    def flush(self) -> None:
+        self._f.flush()
+
+    def fileno(self) -> int:
+        return self._f.fileno()
+
+    def close(self) -> None:
+        if not self._f.closed:
+            self._f.close()
+            self._c.add_write(self._n)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
 
 def fsync_dir(path: Path) -> None:

@@ -1,0 +1,243 @@
+"""I/O and memory counters of a build: what each stage wrote, read and held, as measured.
+
+:class:`~c4table.pipeline.storage.Storage` counts every request it makes into the *active*
+:class:`IOCounts` of the calling thread (:func:`active`): bytes and objects written, whole-object
+GETs, ranged reads (a ``pread`` locally, a ranged GET on an object store), metadata requests
+(HEAD/stat, LIST) and deletes, with the bytes each moved. :func:`run_counted` runs one task
+under a fresh :class:`IOCounts` and also measures the task's peak memory (the rise of the
+process's resident set above what it held when the task started, from ``/proc/self/status``
+after resetting the high-water mark), so a task's counts travel back with its result from any
+worker process. The execution layer (:mod:`c4table.pipeline.execution`) adds them up per stage;
+the build writes them to ``DIR/stats.json`` (:func:`save_stats`) and the CLI prints them.
+
+Peak stored bytes is a ledger kept by the driver: bytes written minus bytes deleted by this
+run, sampled after every list of tasks and every delete (tasks only add files; the driver
+deletes them), so its maximum is the peak the object store held for this run.
+
+>>> c = IOCounts()
+>>> with counting(c):
+...     active().add_write(100)
+>>> c.bytes_written, c.objects_written
+(100, 1)
+"""
+from __future__ import annotations
+
+import json
+import threading
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, fields
+
+STATS = "stats.json"
+STATS_FORMAT = "c4table-stats/1"
+
+
+@dataclass
+class IOCounts:
+    """Requests and bytes of one task, one stage or one build."""
+
+    bytes_written: int = 0
+    objects_written: int = 0
+    bytes_read: int = 0
+    get_requests: int = 0        # whole-object reads (GET without a range)
+    ranged_reads: int = 0        # reads of part of an object (ranged GET / pread)
+    head_requests: int = 0       # size/existence queries (HEAD / stat)
+    list_requests: int = 0
+    delete_requests: int = 0
+    bytes_deleted: int = 0
+    tasks: int = 0
+    peak_task_memory: int = 0    # the largest rise of a task's resident set, bytes
+    task_memory_sum: int = 0     # sum of the tasks' rises (for the mean)
+    first_task_memory: int = 0   # largest rise of a process's first task (loading code too)
+
+    def add_write(self, n: int) -> None:
+        self.bytes_written += int(n)
+        self.objects_written += 1
+
+    def add_read(self, n: int, ranged: bool) -> None:
+        self.bytes_read += int(n)
+        if ranged:
+            self.ranged_reads += 1
+        else:
+            self.get_requests += 1
+
+    @property
+    def requests(self) -> int:
+        return (self.objects_written + self.get_requests + self.ranged_reads + self.head_requests
+                + self.list_requests + self.delete_requests)
+
+    def merge(self, other: "IOCounts") -> None:
+        for f in fields(self):
+            if f.name in ("peak_task_memory", "first_task_memory"):
+                setattr(self, f.name, max(getattr(self, f.name), getattr(other, f.name)))
+            else:
+                setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
+
+    def to_json(self) -> dict:
+        return {**asdict(self), "requests": self.requests}
+
+    @classmethod
+    def from_json(cls, d: dict) -> "IOCounts":
+        return cls(**{f.name: int(d.get(f.name, 0)) for f in fields(cls)})
+
+
+_local = threading.local()
+_driver = IOCounts()   # counts of whatever runs outside a counted task (the driver)
+
+
+def active() -> IOCounts:
+    """The counts the calling thread adds to (the running task's, or the driver's)."""
+    stack = getattr(_local, "stack", None)
+    return stack[-1] if stack else _driver
+
+
+def driver_counts() -> IOCounts:
+    """The process-wide counts of work done outside counted tasks."""
+    return _driver
+
+
+@contextmanager
+def counting(c: IOCounts):
+    """Make ``c`` the active counts of this thread inside the block."""
+    stack = getattr(_local, "stack", None)
+    if stack is None:
+        stack = _local.stack = []
+    stack.append(c)
+    try:
+        yield c
+    finally:
+        stack.pop()
+
+
+def _status_kib(field: str) -> int:
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith(field):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def _reset_peak() -> bool:
+    """Reset this process's resident-set high-water mark (Linux); False if not possible."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
+_warm = False   # has this process run a counted task before?
+
+
+def run_counted(fn, *args):
+    """Run ``fn(*args)`` under fresh counts; return ``(result, counts)``. The counts include
+    the task's peak memory: the high-water mark of the resident set (reset at the start) minus
+    the resident set at the start. A process's first task also loads the compiled kernels and
+    libraries (tens of MiB): its rise is kept apart, as ``first_task_memory``."""
+    global _warm
+    c = IOCounts(tasks=1)
+    can = _reset_peak()
+    before = _status_kib("VmRSS:")
+    with counting(c):
+        result = fn(*args)
+    if can:
+        rise = max(0, _status_kib("VmHWM:") - before) * 1024
+        if _warm:
+            c.peak_task_memory = rise
+            c.task_memory_sum = rise
+        else:
+            c.first_task_memory = rise
+    _warm = True
+    return result, c
+
+
+class StageCounts:
+    """Counts per stage of one build run, and the stored-bytes ledger (see module docstring)."""
+
+    def __init__(self):
+        self.stages: dict[str, IOCounts] = {}
+        self.stored = 0
+        self.peak_stored: dict[str, int] = {}
+        self._mark = IOCounts(**asdict(_driver))
+        self.stage = "setup"
+
+    def _take_driver(self) -> None:
+        """Move what the driver did since the last call into the current stage."""
+        now = IOCounts(**asdict(_driver))
+        delta = IOCounts()
+        for f in fields(IOCounts):
+            setattr(delta, f.name, getattr(now, f.name) - getattr(self._mark, f.name))
+        delta.peak_task_memory = 0
+        self._mark = now
+        self.add(delta)
+
+    def add(self, c: IOCounts) -> None:
+        self.stages.setdefault(self.stage, IOCounts()).merge(c)
+        self.stored += c.bytes_written - c.bytes_deleted
+        self.peak_stored[self.stage] = max(self.peak_stored.get(self.stage, 0), self.stored)
+
+    def sample(self) -> None:
+        self._take_driver()
+
+    def set_stage(self, stage: str) -> None:
+        self._take_driver()
+        self.stage = stage
+
+    def to_json(self) -> dict:
+        self._take_driver()
+        out = {}
+        for name, c in self.stages.items():
+            out[name] = {**c.to_json(), "peak_stored_bytes": self.peak_stored.get(name, 0)}
+        return out
+
+
+def save_stats(store, board: str, workers: int, executor: str, stages: dict, extra: dict | None = None) -> None:
+    """Write ``DIR/stats.json`` (the counts of the last run, per stage), checksummed like the
+    manifest so that :func:`load_stats` can refuse a damaged one."""
+    from c4table.pipeline.manifest import checksum
+    data = {"format": STATS_FORMAT, "board": board, "workers": workers, "executor": executor,
+            "stages": stages, **(extra or {})}
+    data["xxh64"] = checksum(data)
+    store.write_atomic(STATS, (json.dumps(data, indent=1) + "\n").encode(), durable=False)
+
+
+def load_stats(store) -> dict:
+    """The checked ``stats.json`` of a build directory (a :class:`Storage`)."""
+    from c4table.errors import BuildError, CorruptDataError
+    from c4table.pipeline.manifest import checksum
+    where = store.display(STATS)
+    try:
+        data = json.loads(store.read_bytes(STATS).decode())
+    except FileNotFoundError:
+        raise BuildError(f"{where}: no stats (build it with this version of c4table)") from None
+    except (ValueError, UnicodeDecodeError) as e:
+        raise CorruptDataError(f"{where}: not valid JSON ({e})") from None
+    if not isinstance(data, dict) or data.get("format") != STATS_FORMAT:
+        raise CorruptDataError(f"{where}: not a c4table stats file")
+    if data.get("xxh64") != checksum(data) or not isinstance(data.get("stages"), dict):
+        raise CorruptDataError(f"{where}: checksum does not match (damaged or edited by hand)")
+    return data
+
+
+STAGE_ORDER = ("setup", "forward", "backward", "merge")
+
+
+def format_stats(stages: dict) -> list[str]:
+    """Lines of a table of the per-stage counts (as :meth:`StageCounts.to_json` gives them)."""
+    from c4table.units import format_size
+    rows = [("stage", "written", "objects", "read", "GETs", "ranged", "HEAD/LIST", "peak stored",
+             "tasks", "task mem")]
+    names = [s for s in STAGE_ORDER if s in stages] + [s for s in stages if s not in STAGE_ORDER]
+    for name in names:
+        c = stages[name]
+        rows.append((name, format_size(c["bytes_written"]), f"{c['objects_written']:,}",
+                     format_size(c["bytes_read"]), f"{c['get_requests']:,}", f"{c['ranged_reads']:,}",
+                     f"{c['head_requests'] + c['list_requests']:,}",
+                     format_size(c["peak_stored_bytes"]), f"{c['tasks']:,}",
+                     format_size(c["peak_task_memory"])))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return ["  ".join(v.rjust(w) if i else v.ljust(w) for i, (v, w) in enumerate(zip(r, widths)))
+            for r in rows]

@@ -1,0 +1,214 @@
+"""What a build will ask of its storage, stage by stage: the figures the build's own counters
+measure (:mod:`c4table.pipeline.counters`, ``DIR/stats.json``), predicted from a plan's
+entries per generation, the workers and the memory of one worker.
+
+The tasks are counted with the very functions the pipeline cuts its work with
+(:mod:`c4table.pipeline.partition`); each task's requests follow the code: an expand task
+reads its shard (one GET) and writes a run and its fences; a range task reads, from each
+run, its fences (one GET), the run's size (one HEAD) and one window (one ranged read, up to
+about one fence spacing wider than its slice); a backward task does the same with the message
+runs of the generation above and writes a shard, a run and its fences; a merge range task
+opens every backward shard (one HEAD and a footer read) and reads its row groups. The fitted
+constants of :data:`IO_MODEL` come from local 4-worker builds of 5x4 and 4x6 (128 MiB);
+``tools/plan_vs_measured.py`` compares the predictions with measured runs of other boards.
+
+>>> from c4table.pipeline.plan import make_plan
+>>> io = predict_io(make_plan("7x6", workers=64, memory_per_worker=16 * 2**30))
+>>> io.largest_shuffle_reads <= 10_000_000
+True
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from c4table.pipeline.extsort import FENCE
+from c4table.pipeline.partition import forward_ranges, merge_ranges, shard_rows_for
+from c4table.pipeline.shards import BACKWARD_ROW_GROUP
+
+IO_MODEL = {
+    # distinct children a task spills per next-generation entry: 1 with one task, towards
+    # 1 + (dup - 1) with many (each task dedups only its own children); fitted, 5x4 and 4x6
+    "child_dup": 1.40,
+    # messages a task keeps per entry of its generation: base with one task, + extra with many
+    "msg_base": 1.15, "msg_extra": 0.45,
+    # parquet bytes per key = zeta * (log2(key space / entries) + 1) / 8 (delta + zstd)
+    "zeta_forward": 0.48, "zeta_backward": 0.85,
+    # a task's resident-set rise above the process's at its start (a process's first task
+    # apart, see counters.run_counted): fixed part + bytes per row of the task's input (the
+    # largest shard of an expand or backward task, the entries of a merge range). Forward and
+    # backward: the least worst relative fit to local builds of 4x6 (4 workers x 32 MiB,
+    # 2 x 256 MiB: 284 k and 568 k rows) and 5x5 (2 x 256 MiB: 2.49 M rows); merge: one word
+    # per entry, and at most merge.WRITE_CHUNK entries converted at a time (~13 bytes each)
+    "mem_forward": (16.75 * 2**20, 26.5), "mem_backward": (4.25 * 2**20, 34.1),
+    "mem_merge": (6.8e6, 8.0),
+    "mem_merge_chunk": 13.0,
+    # merge: ranged reads per (range task, backward shard) pair: footer and row groups
+    "merge_reads_per_pair": 2.0,
+    # size/existence queries besides one per run slice: per generation (forward), per task
+    # (backward: checks of the runs it reads and writes)
+    "heads_per_forward_generation": 2.4, "heads_per_backward_task": 3.0,
+}
+
+STAGES = ("forward", "backward", "merge")
+FIELDS = ("bytes_written", "objects_written", "bytes_read", "get_requests", "ranged_reads",
+          "head_requests", "peak_stored_bytes", "tasks", "peak_task_memory")
+
+
+@dataclass
+class IOPlan:
+    stages: dict = field(default_factory=lambda: {s: {f: 0 for f in FIELDS} for s in STAGES})
+    shuffles: list = field(default_factory=list)   # (stage, ply, tasks, runs, ranged reads)
+
+    @property
+    def largest_shuffle_reads(self) -> int:
+        return max((s[4] for s in self.shuffles), default=0)
+
+    def requests(self, stage: str) -> int:
+        c = self.stages[stage]
+        return c["objects_written"] + c["get_requests"] + c["ranged_reads"] + c["head_requests"]
+
+    def cost(self, per_1k_requests: float, per_gb_month: float, months: float = 1.0) -> float:
+        """Object-store cost: every request at ``per_1k_requests`` per thousand, and the peak
+        stored bytes held for ``months`` at ``per_gb_month`` per GB (10**9 bytes)."""
+        reqs = sum(self.requests(s) for s in STAGES)
+        peak = max(self.stages[s]["peak_stored_bytes"] for s in STAGES)
+        return reqs / 1000 * per_1k_requests + peak / 1e9 * per_gb_month * months
+
+    def to_json(self) -> dict:
+        return {"stages": self.stages, "largest_shuffle_ranged_reads": self.largest_shuffle_reads,
+                "shuffles": [dict(zip(("stage", "ply", "tasks", "runs", "ranged_reads"), s))
+                             for s in self.shuffles]}
+
+
+def _shard_bytes(entries: int, rows: int, key_bits: int, zeta: float) -> float:
+    if rows <= 0 or entries <= 0:
+        return 0.0
+    return rows * zeta * (math.log2(max(2.0, 2.0 ** key_bits / entries)) + 1) / 8
+
+
+def _mem(which: str, rows: float) -> float:
+    a, b = IO_MODEL[which]
+    return a + b * rows
+
+
+def _window(run_bytes: float, ranges: int) -> float:
+    """Bytes a range task reads from one run cut into ``ranges`` ranges: its slice, widened to
+    the fences around it (about one fence spacing in all, none beyond the run's ends)."""
+    if not run_bytes:
+        return 0.0
+    return min(run_bytes, run_bytes / ranges + 8 * FENCE * (ranges - 1) / ranges)
+
+
+def predict_io(plan, workers: int | None = None, task_memory: int | None = None,
+               remote: bool = True) -> IOPlan:
+    """Predicted counts of a build of ``plan`` (a :class:`c4table.pipeline.plan.Plan`) on an
+    object store (``remote``; a local directory makes fewer HEAD requests)."""
+    from c4table.pipeline.kernels import key_bits
+    board = plan.board
+    W = workers or plan.workers
+    m = task_memory or plan.memory_per_worker
+    w, kb, M = board.width, key_bits(board), IO_MODEL
+    e = [p.entries for p in plan.plies]
+    last = len(e) - 1
+    first = next((g for g, x in enumerate(e) if x), 0)
+    io = IOPlan()
+    f, b, mg = io.stages["forward"], io.stages["backward"], io.stages["merge"]
+    rows = shard_rows_for(m, w)
+    # ---------------------------------------------------------------- forward
+    shards = [0] * (last + 1)           # nonempty forward shards per generation
+    shards[first] = 1
+    fbytes = [0.0] * (last + 1)
+    fbytes[first] = 16.0
+    stored = 0.0
+    for g in range(first, last + 1):
+        T = shards[g]
+        f["tasks"] += T
+        f["get_requests"] += T
+        f["bytes_read"] += fbytes[g]
+        f["objects_written"] += 1       # the manifest
+        f["head_requests"] += M["heads_per_forward_generation"]
+        if g == last or e[g + 1] == 0:
+            continue
+        dup = 1 + (M["child_dup"] - 1) * (1 - 1 / T)
+        k = e[g + 1] * dup
+        runs = T
+        f["objects_written"] += 2 * runs
+        f["bytes_written"] += 8 * k + 8 * k / FENCE
+        R = max(1, min(forward_ranges(int(k), m, w, W), e[g + 1]))
+        shards[g + 1] = R
+        fbytes[g + 1] = _shard_bytes(e[g + 1], e[g + 1], kb, M["zeta_forward"])
+        f["tasks"] += R
+        pairs = R * runs
+        f["ranged_reads"] += pairs
+        f["get_requests"] += pairs
+        f["head_requests"] += pairs
+        run_b = 8 * k / runs
+        f["bytes_read"] += pairs * (_window(run_b, R) + run_b / FENCE)
+        f["objects_written"] += R
+        f["bytes_written"] += fbytes[g + 1]
+        io.shuffles.append(("forward", g + 1, R, runs, pairs))
+        stored_now = stored + fbytes[g + 1] + 8 * k
+        f["peak_stored_bytes"] = max(f["peak_stored_bytes"], int(stored_now + fbytes[first]))
+        stored += fbytes[g + 1]
+        f["peak_task_memory"] = max(f["peak_task_memory"], _mem("mem_forward", e[g] / T))
+    stored += fbytes[first]
+    # ---------------------------------------------------------------- backward
+    incoming = 0.0   # message bytes to generation g
+    in_runs = 0
+    for g in range(last, first - 1, -1):
+        T = shards[g]
+        if T == 0:
+            b["objects_written"] += 1
+            continue
+        b["tasks"] += T
+        b["head_requests"] += M["heads_per_backward_task"] * T
+        b["get_requests"] += T
+        b["bytes_read"] += fbytes[g]
+        bb = _shard_bytes(e[g], e[g], kb, M["zeta_backward"])
+        b["bytes_written"] += bb
+        b["objects_written"] += T + 1
+        if in_runs:
+            pairs = T * in_runs
+            b["ranged_reads"] += pairs
+            b["get_requests"] += pairs
+            b["head_requests"] += pairs
+            run_b = incoming / in_runs
+            b["bytes_read"] += pairs * (_window(run_b, T) + run_b / FENCE)
+            io.shuffles.append(("backward", g, T, in_runs, pairs))
+        out = 0.0
+        if g > first:
+            out = 8 * e[g] * (M["msg_base"] + M["msg_extra"] * (1 - 1 / T))
+            b["bytes_written"] += out + out / FENCE
+            b["objects_written"] += 2 * T
+        stored += bb
+        b["peak_stored_bytes"] = max(b["peak_stored_bytes"], int(stored + incoming + out))
+        b["peak_task_memory"] = max(b["peak_task_memory"], _mem("mem_backward", e[g] / T))
+        incoming, in_runs = out, (T if g > first else 0)
+    # ---------------------------------------------------------------- merge
+    E = sum(e)
+    table = E * board.entry_size
+    R = merge_ranges(E, m, W)
+    nb = sum(shards)
+    mg["tasks"] = R
+    # a range task opens the shards of each generation that overlap its range
+    pairs = sum(min(R * t, t + R - 1) for t in shards if t)
+    # opening a shard: an existence check, and on an object store a HEAD for its size
+    mg["head_requests"] = (pairs + nb) * (2 if remote else 1)
+    mg["ranged_reads"] = pairs * M["merge_reads_per_pair"] + nb
+    bshards = sum(_shard_bytes(e[g], e[g], kb, M["zeta_backward"]) for g in range(len(e)))
+    # plus, per pair, about one row group that straddles the range's ends
+    group = sum(min(BACKWARD_ROW_GROUP, e[g] / t) * _shard_bytes(e[g], 1, kb, M["zeta_backward"])
+                * min(R * t, t + R - 1) for g, t in enumerate(shards) if t) / max(1, R)
+    mg["bytes_read"] = bshards + group + table
+    mg["get_requests"] = R
+    mg["bytes_written"] = 2 * table
+    mg["objects_written"] = R + 2
+    mg["peak_stored_bytes"] = int(stored + table)
+    from c4table.pipeline.merge import WRITE_CHUNK
+    mg["peak_task_memory"] = _mem("mem_merge", E / R) + M["mem_merge_chunk"] * min(E / R, WRITE_CHUNK)
+    io.shuffles.append(("merge", None, R, nb, pairs))
+    for s in io.stages.values():
+        for k2 in s:
+            s[k2] = int(round(s[k2]))
+    return io

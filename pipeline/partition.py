@@ -1,0 +1,57 @@
+"""How a build cuts its work into tasks: shard sizes and range counts, from the memory one
+task may hold and the number of workers. The pipeline (:mod:`c4table.pipeline.forward`,
+:mod:`c4table.pipeline.merge`, :class:`c4table.pipeline.build.Build`) and the planner
+(:mod:`c4table.pipeline.plan`) call the same functions, so a plan counts the tasks, runs and
+ranged reads a build will make.
+
+The shuffles of the forward and backward passes make one ranged read per (task, run of the
+step before) pair: their cost grows with the square of the task count. So tasks are sized
+from the worker's memory alone, as big as it allows (no fixed row cap): on 64 workers of
+16 GiB the largest 7x6 generation is 1,850 tasks, not 14,801.
+
+>>> shard_rows_for(16 * 2**30, 7)
+134217728
+>>> forward_ranges(10_000_000, 64 * 2**20, 5, 4)
+15
+>>> merge_ranges(10_000_000, 64 * 2**20, 4)
+4
+"""
+from __future__ import annotations
+
+import math
+
+KEY_BYTES_IN_RAM = 8
+MIN_PARALLEL_ROWS = 1 << 16   # below this many keys a stage runs as one task
+
+
+def shard_rows_for(task_memory: int, width: int) -> int:
+    """Largest generation shard a task of ``task_memory`` bytes handles on a board ``width``
+    columns wide. An expand task holds the shard and its children (w + 1 words per key); a
+    backward task holds the shard, its outcomes, the messages it reads and the messages it
+    sends (at most w words each per key): 2w + 2 words covers both."""
+    return max(1, task_memory // (8 * (2 * width + 2)))
+
+
+def forward_ranges(run_keys: int, task_memory: int, width: int, workers: int) -> int:
+    """Range tasks (next generation's shards) that merge ``run_keys`` run keys: each holds its
+    slices plus the merged copy (~2 words per key) and at most a shard's rows; at least one
+    per worker once there is enough to split."""
+    if run_keys == 0:
+        return 0
+    per_task = max(1, task_memory // (2 * KEY_BYTES_IN_RAM))
+    n = math.ceil(run_keys / min(per_task, shard_rows_for(task_memory, width)))
+    return max(n, workers if run_keys >= MIN_PARALLEL_ROWS else 1)
+
+
+MERGE_BYTES_PER_ENTRY = 8 + 2
+
+
+def merge_ranges(entries: int, task_memory: int, workers: int) -> int:
+    """Range tasks of the final merge: a task holds one word per entry, plus row groups and
+    chunks of a bounded size (counted as 2 bytes per entry more, for small budgets). Ranges
+    come in multiples of the workers so that the last wave keeps every worker busy."""
+    per_task = max(1, task_memory // MERGE_BYTES_PER_ENTRY)
+    n = math.ceil(entries / per_task)
+    if entries >= MIN_PARALLEL_ROWS:
+        n = max(workers, -(-n // workers) * workers)
+    return n
