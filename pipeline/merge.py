@@ -27,7 +27,6 @@ from c4table.pipeline.partition import merge_ranges
 from c4table.pipeline.shards import ShardInfo, open_row_groups, read_row_groups, verify_shards
 from c4table.pipeline.storage import Storage, open_storage
 
-WORD = 8
 READ_GROUPS = 8          # row groups decoded at a time by a range task (~1 M entries)
 WRITE_CHUNK = 1 << 22    # entries converted to bytes at a time
 PARTS = "work/merge"
