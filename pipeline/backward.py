@@ -212,7 +212,7 @@ def run(build) -> None:
             m.finish_step("backward", ply, infos,
                           **({"messages": sent} if ply > build.first_ply else {}))
             m.set_backward_counts(ply, stats)
-            m.checkpoint()
+            m.checkpoint(n)
             build.verified.add(f"messages {ply - 1}")
         build.store.delete_tree(messages_dir(ply))   # spent
         rec = m.data["plies"][ply]

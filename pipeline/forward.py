@@ -129,7 +129,7 @@ def run(build, max_ply: int | None = None) -> None:
                                            run_keys=int(sum(r[1] for r in results)))
             terminal, sym, term_sym, entries = (int(x) for x in stats)
             build.manifest.set_forward_counts(ply, entries, sym, terminal, term_sym)
-            build.manifest.checkpoint()
+            build.manifest.checkpoint(entries)
         build.store.delete_tree(rdir)
         rec = build.manifest.data["plies"][ply]
         prog.step(f"ply {ply}/{last}", rec["positions"], entries=entries,

@@ -29,8 +29,6 @@ A backward step also records the message runs it sent to the generation below
 from __future__ import annotations
 
 import json
-import time
-from contextlib import contextmanager
 from pathlib import PurePosixPath
 
 import xxhash
@@ -42,10 +40,12 @@ from c4table.pipeline.storage import Storage, open_storage
 
 FORMAT = "c4table-manifest/1"
 MANIFEST = "manifest.json"
-# A stage records its finished steps at most this often (:meth:`Manifest.checkpoint`): each save
-# is two fsyncs, which cost more than the steps of a small generation. A crash loses at most
-# this much recorded work; the unrecorded steps are redone on resume.
-CHECKPOINT_SECONDS = 1.0
+# A stage saves its finished steps once they hold this many entries (:meth:`Manifest.checkpoint`),
+# about a second of one core's work: each save is two fsyncs (or one object written), which cost
+# more than the steps of a small generation. A crash loses at most this much recorded work (the
+# unsaved steps are redone on resume). Counted in entries, not seconds, so that the same build
+# saves the same manifests wherever it runs.
+CHECKPOINT_ENTRIES = 1 << 22
 
 
 def _storage(root) -> Storage:
@@ -59,7 +59,7 @@ class Manifest:
     def __init__(self, root, data: dict):
         self.store = _storage(root)
         self.data = data
-        self._saved_at = float("-inf")
+        self._unsaved = 0       # entries of the steps recorded since the last save
         self._dirty = False
 
     # ----------------------------------------------------------- creating
@@ -122,36 +122,23 @@ class Manifest:
         data.pop("xxh64", None)
         data["xxh64"] = checksum(data)
         self.store.write_atomic(MANIFEST, (json.dumps(data, indent=1) + "\n").encode())
-        self._saved_at = time.monotonic()
+        self._unsaved = 0
         self._dirty = False
 
-    def checkpoint(self) -> None:
-        """Save if the last save is :data:`CHECKPOINT_SECONDS` old, else only note that the
-        manifest has unsaved steps (:meth:`flush` saves them). The files a step recorded are
-        durable before it is recorded, so a later save is as safe as an immediate one."""
-        if time.monotonic() - self._saved_at >= CHECKPOINT_SECONDS:
+    def checkpoint(self, entries: int) -> None:
+        """Record a finished step of ``entries`` entries: save once the unsaved steps hold
+        :data:`CHECKPOINT_ENTRIES`, else only note them (:meth:`flush` saves them). The files a
+        step recorded are durable before it is recorded, so a later save is as safe as an
+        immediate one."""
+        self._unsaved += entries
+        self._dirty = True
+        if self._unsaved >= CHECKPOINT_ENTRIES:
             self.save()
-        else:
-            self._dirty = True
 
     def flush(self) -> None:
         """Save the steps :meth:`checkpoint` has not saved yet, if any."""
         if self._dirty:
             self.save()
-
-    @contextmanager
-    def checkpoints(self):
-        """A block whose steps are recorded with :meth:`checkpoint`: on leaving it, also by an
-        exception (the steps recorded in memory are finished ones), the rest is saved."""
-        try:
-            yield self
-        except BaseException:
-            try:
-                self.flush()
-            except Exception:   # the original error matters more (e.g. the disk is full)
-                pass
-            raise
-        self.flush()
 
     # ------------------------------------------------------------ queries
     @property
