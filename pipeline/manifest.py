@@ -41,11 +41,12 @@ from c4table.pipeline.storage import Storage, open_storage
 FORMAT = "c4table-manifest/1"
 MANIFEST = "manifest.json"
 # A stage saves its finished steps once they hold this many entries (:meth:`Manifest.checkpoint`),
-# about a second of one core's work: each save is two fsyncs (or one object written), which cost
-# more than the steps of a small generation. A crash loses at most this much recorded work (the
-# unsaved steps are redone on resume). Counted in entries, not seconds, so that the same build
-# saves the same manifests wherever it runs.
-CHECKPOINT_ENTRIES = 1 << 22
+# well under a second of one core's work: each save is two fsyncs (or one object written), which
+# cost more than the steps of a small generation, so the small generations of a build are saved
+# together (a large generation is saved on its own, as before). A crash loses at most this much
+# recorded work (the unsaved steps are redone on resume). Counted in entries, not seconds, so
+# that the same build saves the same manifests wherever it runs.
+CHECKPOINT_ENTRIES = 1 << 18
 
 
 def _storage(root) -> Storage:
