@@ -9,7 +9,7 @@ child's outcome for the parent's mover. So one step, for generation g:
 
 1. one task per forward shard of g (a key range) reads its keys and, from every message run
    that generation g+1's tasks wrote, only the slice inside its key range
-   (:func:`c4table.pipeline.extsort.read_range`); it sorts the slices together, and each key's best
+   (:func:`c4table.pipeline.extsort.read_range_parts`); it merges the sorted slices, and each key's best
    message decides it (terminal positions are decided on the board);
 2. the same task writes its backward shard ``(key, outcome)`` and sorts the messages it sends
    to generation g-1, keeps the best per parent key, and spills them as one sorted run under
@@ -68,9 +68,8 @@ def write_messages(store: Storage, rel: str, msgs: np.ndarray) -> dict:
 def read_messages(store: Storage, runs: list[dict], first: int, last: int) -> np.ndarray:
     """The messages for keys ``first..last`` from every run, sorted."""
     top = (last << 8) | 0xFF   # inclusive; top + 1 may be 2**64, which read_range allows
-    out = extsort.read_range(store, [r["file"] for r in runs], first << 8, top + 1)
-    out.sort()
-    return out
+    parts = extsort.read_range_parts(store, [r["file"] for r in runs], first << 8, top + 1)
+    return extsort.merge_sorted(parts, unique=False)   # each run is sorted: merge them
 
 
 # ------------------------------------------------------------------ tasks
@@ -215,10 +214,11 @@ def run(build) -> None:
             m.finish_step("backward", ply, infos,
                           **({"messages": sent} if ply > build.first_ply else {}))
             m.set_backward_counts(ply, stats)
-            m.save()
+            m.checkpoint(n)
             build.verified.add(f"messages {ply - 1}")
         build.store.delete_tree(messages_dir(ply))   # spent
         rec = m.data["plies"][ply]
         prog.step(f"ply {ply}", n, entries=n, a_wins=rec["a_wins"], draws=rec["draws"],
                   b_wins=rec["b_wins"], sent=sum(r["rows"] for r in sent),
                   time=f"{time.perf_counter() - t0:.2f}s")
+    m.flush()   # the steps checkpoint() left unsaved

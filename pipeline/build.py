@@ -90,6 +90,10 @@ class Build:
         if self.executor is None:
             return
         try:
+            try:
+                self.manifest.flush()   # finished steps a failed stage left unsaved
+            except Exception:           # e.g. the disk is full: the stage's error says so
+                pass
             self.executor.close()
         finally:
             self.executor = None

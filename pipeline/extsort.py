@@ -1,11 +1,13 @@
 """External merge sort of uint64 keys under a memory budget.
 
 Phase 1 (*runs*): each task sorts and deduplicates the keys it produced (in place:
-``ndarray.sort`` uses numpy's AVX-512 sort, ~60 M keys/s/core) and spills them as a run
+``ndarray.sort`` uses numpy's AVX-512 sort: 110-200 M random keys/s per core measured on
+the development machine, several times a numba LSD radix sort there) and spills them as a run
 (raw uint64 plus a small file of *fences*, :func:`write_run`), keeping a small sample.
 Phase 2 (*ranges*): splitters chosen from the samples cut the key space into ranges of about
 equal size; one task per range reads only its slice of every run (found through the fences,
-:func:`read_range`), sorts the slices together and drops duplicates. Ranges are disjoint and
+:func:`read_range_parts`) and merges the sorted slices pairwise, dropping duplicates
+(:func:`merge_sorted`: 3-5x faster than sorting them together). Ranges are disjoint and
 ordered, so their outputs concatenated in order are the sorted, deduplicated whole, and no task
 ever holds more than its range: a generation larger than RAM still sorts. Runs live in the
 build's :class:`~c4table.pipeline.storage.Storage`, local or remote.
@@ -16,7 +18,7 @@ import numpy as np
 import xxhash
 
 from c4table.errors import CorruptDataError
-from c4table.pipeline.kernels import dedup_sorted
+from c4table.pipeline.kernels import dedup_sorted, merge_two
 from c4table.pipeline.storage import Storage
 
 SAMPLE_PER_RUN = 256
@@ -27,6 +29,29 @@ def sort_unique(x: np.ndarray) -> np.ndarray:
     """Sort ``x`` in place and return the view of its distinct values."""
     x.sort()
     return x[: dedup_sorted(x)]
+
+
+def merge_sorted(parts: list[np.ndarray], unique: bool) -> np.ndarray:
+    """The sorted union of sorted uint64 arrays, merged pairwise (no sort); with ``unique``
+    (each part without repeats) values in several parts appear once, otherwise every copy is
+    kept.
+
+    >>> a, b = np.array([1, 4, 9], np.uint64), np.array([4, 5], np.uint64)
+    >>> merge_sorted([a, b], unique=True).tolist(), merge_sorted([a, b], unique=False).tolist()
+    ([1, 4, 5, 9], [1, 4, 4, 5, 9])
+    """
+    parts = [p for p in parts if p.shape[0]]
+    if not parts:
+        return np.empty(0, np.uint64)
+    while len(parts) > 1:
+        merged = []
+        for i in range(0, len(parts) - 1, 2):
+            out = np.empty(parts[i].shape[0] + parts[i + 1].shape[0], np.uint64)
+            merged.append(out[: merge_two(parts[i], parts[i + 1], out, unique)])
+        if len(parts) % 2:
+            merged.append(parts[-1])
+        parts = merged
+    return parts[0]
 
 
 def write_run(store: Storage, rel: str, keys: np.ndarray) -> str:
@@ -66,7 +91,16 @@ def choose_splitters(samples: list[np.ndarray], n_ranges: int) -> list[int]:
 
 def read_range(store: Storage, rels: list[str], lo: int, hi: int) -> np.ndarray:
     """The values ``lo <= v < hi`` of every run in ``rels``, concatenated (not sorted); ``hi``
-    may be ``2**64`` (no upper bound).
+    may be ``2**64`` (no upper bound). See :func:`read_range_parts`."""
+    parts = read_range_parts(store, rels, lo, hi)
+    if not parts:
+        return np.empty(0, np.uint64)
+    return np.concatenate(parts) if len(parts) > 1 else parts[0]   # one part: its window's view
+
+
+def read_range_parts(store: Storage, rels: list[str], lo: int, hi: int) -> list[np.ndarray]:
+    """The values ``lo <= v < hi`` of each run in ``rels`` (sorted, one array per run that
+    has any); ``hi`` may be ``2**64`` (no upper bound).
 
     A run's fences give a window at most two fences wider than the range; only that window is
     read (``pread`` locally, one ranged GET on an object store), checked against the fences,
@@ -104,11 +138,10 @@ def read_range(store: Storage, rels: list[str], lo: int, hi: int) -> np.ndarray:
         b = int(np.searchsorted(buf, hi_u, "left")) if hi_u is not None else buf.shape[0]
         if b > a:
             parts.append(buf[a:b])
-    if not parts:
-        return np.empty(0, np.uint64)
-    return np.concatenate(parts) if len(parts) > 1 else parts[0]   # one part: its window's view
+    return parts
 
 
 def merge_range(store: Storage, rels: list[str], lo: int, hi: int) -> np.ndarray:
-    """Sorted distinct keys in ``[lo, hi)`` over all runs."""
-    return sort_unique(read_range(store, rels, lo, hi))
+    """Sorted distinct keys in ``[lo, hi)`` over all runs (each run is sorted and distinct:
+    merged, not sorted)."""
+    return merge_sorted(read_range_parts(store, rels, lo, hi), unique=True)

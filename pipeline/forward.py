@@ -130,12 +130,13 @@ def run(build, max_ply: int | None = None) -> None:
                                            run_keys=int(sum(r[1] for r in results)))
             terminal, sym, term_sym, entries = (int(x) for x in stats)
             build.manifest.set_forward_counts(ply, entries, sym, terminal, term_sym)
-            build.manifest.save()
+            build.manifest.checkpoint(entries)
         build.store.delete_tree(rdir)
         rec = build.manifest.data["plies"][ply]
         prog.step(f"ply {ply}/{last}", rec["positions"], entries=entries,
                   positions=rec["positions"], finished=rec["terminal"],
                   time=f"{time.perf_counter() - t0:.2f}s")
+    build.manifest.flush()   # the steps checkpoint() left unsaved
 
 
 def _merge_runs(build, ply: int, run_rels: list[str], results) -> list[ShardInfo]:

@@ -42,6 +42,13 @@ from c4table.pipeline.storage import Storage, open_storage
 
 FORMAT = "c4table-manifest/1"
 MANIFEST = "manifest.json"
+# A stage saves its finished steps once they hold this many entries (:meth:`Manifest.checkpoint`),
+# well under a second of one core's work: each save is two fsyncs (or one object written), which
+# cost more than the steps of a small generation, so the small generations of a build are saved
+# together (a large generation is saved on its own, as before). A crash loses at most this much
+# recorded work (the unsaved steps are redone on resume). Counted in entries, not seconds, so
+# that the same build saves the same manifests wherever it runs.
+CHECKPOINT_ENTRIES = 1 << 18
 
 
 def _storage(root) -> Storage:
@@ -55,6 +62,8 @@ class Manifest:
     def __init__(self, root, data: dict):
         self.store = _storage(root)
         self.data = data
+        self._unsaved = 0       # entries of the steps recorded since the last save
+        self._dirty = False
 
     # ----------------------------------------------------------- creating
     @classmethod
@@ -117,6 +126,23 @@ class Manifest:
         data.pop("xxh64", None)
         data["xxh64"] = checksum(data)
         self.store.write_atomic(MANIFEST, (json.dumps(data, indent=1) + "\n").encode())
+        self._unsaved = 0
+        self._dirty = False
+
+    def checkpoint(self, entries: int) -> None:
+        """Record a finished step of ``entries`` entries: save once the unsaved steps hold
+        :data:`CHECKPOINT_ENTRIES`, else only note them (:meth:`flush` saves them). The files a
+        step recorded are durable before it is recorded, so a later save is as safe as an
+        immediate one."""
+        self._unsaved += entries
+        self._dirty = True
+        if self._unsaved >= CHECKPOINT_ENTRIES:
+            self.save()
+
+    def flush(self) -> None:
+        """Save the steps :meth:`checkpoint` has not saved yet, if any."""
+        if self._dirty:
+            self.save()
 
     # ------------------------------------------------------------ queries
     @property
