@@ -66,7 +66,7 @@ def write_messages(store: Storage, rel: str, msgs: np.ndarray) -> dict:
 def read_messages(store: Storage, runs: list[dict], first: int, last: int) -> np.ndarray:
     """The messages for keys ``first..last`` from every run, sorted."""
     top = (last << 8) | 0xFF   # inclusive; top + 1 may be 2**64, which read_range allows
-    out = extsort.read_range(store, [r["file"] for r in runs], first << 8, top + 1)
+    out = extsort.read_range(store, runs, first << 8, top + 1)   # records: fences cached
     out.sort()
     return out
 
