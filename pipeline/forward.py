@@ -17,7 +17,7 @@ import numpy as np
 
 from c4table.wording import count
 from c4table.board import Board
-from c4table.pipeline import extsort, resources
+from c4table.pipeline import extsort, resources, shuffle
 from c4table.pipeline.kernels import board_tables, expand
 from c4table.pipeline.partition import forward_ranges
 from c4table.pipeline.shards import ShardInfo, read_shard, verify_shards, write_shard
@@ -146,9 +146,13 @@ def _merge_runs(build, ply: int, run_rels: list[str], results) -> list[ShardInfo
     n_ranges = forward_ranges(total, build.task_memory, build.board.width, build.executor.workers)
     bounds = extsort.choose_splitters([r[2] for r in results], n_ranges)
     runs = [{"file": f, "rows": r[1], "xxh64": r[3]} for f, r in zip(run_rels, results)]
-    tasks = [(build.store.uri, runs, bounds[r], bounds[r + 1],
-              f"{gen_dir(ply)}/part-{r:05d}.parquet") for r in range(len(bounds) - 1)]
+    ranges = list(zip(bounds[:-1], bounds[1:]))
+    reads0 = build.slice_reads()
+    reads, _, group = shuffle.two_level(build, runs, ranges, f"{runs_dir(ply)}/pre", unique=True)
+    tasks = [(build.store.uri, reads[r], lo, hi, f"{gen_dir(ply)}/part-{r:05d}.parquet")
+             for r, (lo, hi) in enumerate(ranges)]
     infos = [ShardInfo.from_json(d) for d in build.executor.map(merge_task, tasks)]
+    build.log_shuffle("forward", ply, len(ranges), len(runs), group, build.slice_reads() - reads0)
     return infos
 
 
