@@ -25,7 +25,7 @@ backward call the same driver (:func:`two_level`) on any executor.
 >>> group_size(4, 4, DEFAULT_MAX_READS) is None
 True
 >>> read_bound(10_361, 10_200, 102)
-2097120
+2076500
 """
 from __future__ import annotations
 
