@@ -35,6 +35,7 @@ import os
 
 import numpy as np
 
+from c4table.errors import BuildError
 from c4table.pipeline import extsort
 from c4table.pipeline.storage import open_storage
 
@@ -46,7 +47,15 @@ def max_reads_default() -> int:
     """The threshold a build uses unless given one: ``$C4TABLE_SHUFFLE_MAX_READS`` or
     :data:`DEFAULT_MAX_READS`."""
     v = os.environ.get(ENV_MAX_READS)
-    return int(v) if v else DEFAULT_MAX_READS
+    if not v:
+        return DEFAULT_MAX_READS
+    try:
+        n = int(v.replace("_", "").replace(",", ""))
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise BuildError(f"{ENV_MAX_READS}={v!r}: give a positive number of ranged reads")
+    return n
 
 
 def group_size(tasks: int, runs: int, max_reads: int) -> int | None:
@@ -72,7 +81,6 @@ def premerge_task(root: str, runs: list[dict], bounds: list[int], out: str, uniq
     run (one slice each), sorted (repeats dropped if ``unique``) and written as a run at
     ``out-NNN.u64``. Returns the records of the nonempty pieces, with their ``lo`` and ``hi``."""
     store = open_storage(root)
-    b = np.array(bounds, dtype=object)
     est = np.zeros(len(bounds), np.float64)   # values of the group below each bound
     for run in runs:
         _, n, fences = extsort.run_index(store, run)
@@ -89,7 +97,7 @@ def premerge_task(root: str, runs: list[dict], bounds: list[int], out: str, uniq
     cuts.append(len(bounds) - 1)
     pieces = []
     for j in range(len(cuts) - 1):
-        lo, hi = int(b[cuts[j]]), int(b[cuts[j + 1]])
+        lo, hi = bounds[cuts[j]], bounds[cuts[j + 1]]
         vals = extsort.read_range(store, runs, lo, hi)
         if unique:
             vals = extsort.sort_unique(vals)
