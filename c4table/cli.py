@@ -241,8 +241,11 @@ def merge(board, out, memory, workers, scheduler, quiet, restart, root, compress
               help="object store: price of 1,000 requests (e.g. 0.0004 for S3 GETs)")
 @click.option("--price-per-gb-month", type=click.FloatRange(0), default=None,
               help="object store: price of storing 1 GB for a month (e.g. 0.023)")
+@click.option("--shuffle-max-reads", type=click.IntRange(1), default=None,
+              help="a shuffle past this many ranged reads (tasks x runs) is pre-merged "
+                   "(two-level); the build's is $C4TABLE_SHUFFLE_MAX_READS, default 1,000,000")
 def plan(board, workers, memory_per_worker, from_dir, as_json, root, probe_plies,
-         price_per_1k_requests, price_per_gb_month):
+         price_per_1k_requests, price_per_gb_month, shuffle_max_reads):
     """Estimate a build of BOARD: entries per generation, final size, peak disk, shuffle volume
     and wall time on WORKERS workers, from published counts and measured per-entry costs."""
     from c4table.units import format_seconds, format_size, parse_size
@@ -259,7 +262,8 @@ def plan(board, workers, memory_per_worker, from_dir, as_json, root, probe_plies
         from c4table.pipeline.plan3d import make_plan3d
         p = make_plan3d(board, workers, mem, from_dir)
     else:
-        p = make_plan(board, workers, mem, from_dir)
+        p = make_plan(board, workers, mem, from_dir, shuffle_max_reads)
+    p.shuffle_max_reads = shuffle_max_reads
     io = p.io()
     cost = None
     if price_per_1k_requests is not None or price_per_gb_month is not None:
@@ -304,9 +308,13 @@ def _echo_io(io, cost, per_req, per_gb) -> None:
             if big[1] is None:
                 what = (f"{big[2]:,} range tasks open the {big[3]:,} backward shards that overlap "
                         f"their ranges: {big[4]:,} shard opens")
+            elif big[5]:
+                what = (f"largest at ply {big[1]}: {big[2]:,} tasks x {big[3]:,} runs, pre-merged in "
+                        f"groups of {big[5]:,} (two-level): {big[4]:,} ranged reads "
+                        f"(direct: {big[2] * big[3]:,})")
             else:
                 what = (f"largest at ply {big[1]}: {big[2]:,} tasks x {big[3]:,} runs = {big[4]:,} "
-                        "ranged reads (+ as many fence GETs and size HEADs)")
+                        "ranged reads (read directly)")
             click.echo(f"requests per shuffle, {s}: {what}; stage total {io.requests(s):,} requests")
     if cost is not None:
         click.echo(f"object store     about {cost:,.2f} (requests at {per_req or 0:g} per 1,000, peak "

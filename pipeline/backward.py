@@ -35,7 +35,7 @@ import numpy as np
 from c4table.wording import count
 from c4table.board import Board
 from c4table.errors import BuildError, CorruptDataError
-from c4table.pipeline import extsort, resources
+from c4table.pipeline import extsort, resources, shuffle
 from c4table.pipeline.kernels import keep_best
 from c4table.pipeline.kernels3d import for_board
 from c4table.pipeline.shards import ShardInfo, read_shard, stored_xxh64, verify_shards, write_shard
@@ -68,7 +68,7 @@ def write_messages(store: Storage, rel: str, msgs: np.ndarray) -> dict:
 def read_messages(store: Storage, runs: list[dict], first: int, last: int) -> np.ndarray:
     """The messages for keys ``first..last`` from every run, sorted."""
     top = (last << 8) | 0xFF   # inclusive; top + 1 may be 2**64, which read_range allows
-    parts = extsort.read_range_parts(store, [r["file"] for r in runs], first << 8, top + 1)
+    parts = extsort.read_range_parts(store, runs, first << 8, top + 1)   # records: fences cached
     return extsort.merge_sorted(parts, unique=False)   # each run is sorted: merge them
 
 
@@ -132,6 +132,7 @@ def incoming_runs(build, ply: int) -> list[dict]:
     build.note("backward", f"messages to generation {ply} are missing or damaged; sending them "
                            f"again from generation {ply + 1}'s backward shards")
     build.store.delete_tree(messages_dir(ply))
+    step.pop("premerged", None)   # pieces of the messages being replaced
     shards = [s for s in m.shards("backward", ply + 1) if s.rows]
     if "backward" not in build.verified:
         verify_shards(build.executor, build.store, shards)
@@ -142,6 +143,32 @@ def incoming_runs(build, ply: int) -> list[dict]:
     m.save()
     build.verified.add(tag)
     return runs
+
+
+def premerged_runs(build, ply: int, runs: list[dict], shards: list[ShardInfo]):
+    """The message runs each annotate task of generation ``ply`` reads: ``runs``, or past the
+    build's threshold the pieces of their pre-merge (:func:`c4table.pipeline.shuffle.two_level`,
+    under ``messages_dir(ply)/pre``). The pieces are recorded in the manifest beside the runs
+    they merge (``"premerged"`` in the step of ``ply + 1``), so a rerun verifies (xxh64) and
+    reuses them rather than merging again. Returns (runs per task, group size or None)."""
+    m = build.manifest
+    ranges = [(s.first << 8, ((s.last << 8) | 0xFF) + 1) for s in shards]
+    step = m.data["steps"]["backward"][str(ply + 1)]
+    rec, pieces = step.get("premerged"), None
+    if rec is not None and rec.get("ranges") == [list(r) for r in ranges]:
+        if all(build.executor.map(verify_run_task, [(build.store.uri, p) for p in rec["pieces"]])):
+            pieces = rec["pieces"]
+            build.note("backward", f"reusing the {count(len(pieces), 'pre-merged message run')} "
+                                   f"to generation {ply} (verified, xxh64)")
+    if pieces is None:
+        step.pop("premerged", None)
+        build.store.delete_tree(f"{messages_dir(ply)}/pre")   # an unfinished attempt's pieces
+    per_task, made, group = shuffle.two_level(build, runs, ranges, f"{messages_dir(ply)}/pre",
+                                              unique=False, pieces=pieces)
+    if made is not None and pieces is None:
+        step["premerged"] = {"ranges": [list(r) for r in ranges], "pieces": made}
+        m.save()
+    return per_task, group
 
 
 # ------------------------------------------------------------------ driver
@@ -199,11 +226,17 @@ def run(build) -> None:
             runs = incoming_runs(build, ply) if ply < last else []
             shards = [s for s in m.shards("forward", ply) if s.rows]
             n = sum(s.rows for s in shards)
-            tasks = [(build.store.uri, board.spec, ply, s.to_json(), runs,
+            reads0 = build.slice_reads()
+            per_task, group = premerged_runs(build, ply, runs, shards) if runs else \
+                ([runs] * len(shards), None)
+            tasks = [(build.store.uri, board.spec, ply, s.to_json(), per_task[i],
                       f"{gen_dir(ply)}/part-{i:05d}.parquet",
                       f"{messages_dir(ply - 1)}/run-{i:05d}.u64" if ply > build.first_ply else None)
                      for i, s in enumerate(shards)]
             results = build.executor.map(annotate_task, tasks)
+            if runs:
+                build.log_shuffle("backward", ply, len(shards), len(runs), group,
+                                  build.slice_reads() - reads0)
             stats = np.zeros(6, np.int64)
             infos, sent = [], []
             for info, st, run_rec in results:

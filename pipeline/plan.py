@@ -92,6 +92,7 @@ class Plan:
     plies: list[PlyPlan] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     overhead_seconds: float = 0.0   # fixed costs (rooted plans): startup, per-step dispatch
+    shuffle_max_reads: int | None = None   # None: the build's default (pipeline/shuffle.py)
 
     @property
     def entries(self) -> int:
@@ -209,10 +210,11 @@ def _known_positions(board: Board) -> list[int]:
 
 
 def make_plan(board: str | Board, workers: int, memory_per_worker: int,
-              from_dir: str | Path | None = None) -> Plan:
-    """Estimate a build of ``board`` on ``workers`` workers (see module docstring)."""
+              from_dir: str | Path | None = None, shuffle_max_reads: int | None = None) -> Plan:
+    """Estimate a build of ``board`` on ``workers`` workers (see module docstring);
+    ``shuffle_max_reads`` is the build's threshold of a two-level shuffle."""
     board = Board.parse(board)
-    plan = Plan(board, workers, memory_per_worker)
+    plan = Plan(board, workers, memory_per_worker, shuffle_max_reads=shuffle_max_reads)
     n = board.cells + 1
     exact: dict[int, tuple[int, int, str]] = {}    # ply -> (positions, entries, source)
     for g, pos in enumerate(_known_positions(board)[:n]):
@@ -261,10 +263,13 @@ def make_plan(board: str | Board, workers: int, memory_per_worker: int,
     worst = max(io.shuffles, key=lambda s: s[4]) if io.shuffles else None
     plan.notes.append(
         f"shards of at most {count(rows, 'entry')} per task (sized from the worker's memory): "
-        f"the largest generation is {count(tasks, 'task')} per stage; every task reads one slice "
-        "of every run of the step before, so a shuffle makes tasks x runs ranged reads"
-        + (f": the largest is the {worst[0]} step of ply {worst[1]}, {worst[2]:,} x {worst[3]:,} "
-           f"= {count(worst[4], 'ranged read')}" if worst and worst[1] is not None else ""))
+        f"the largest generation is {count(tasks, 'task')} per stage; read directly, every task "
+        "reads one slice of every run of the step before (tasks x runs ranged reads); past "
+        f"{io.max_reads:,} the runs are first pre-merged in groups (two-level shuffle)"
+        + (f": the largest shuffle is the {worst[0]} step of ply {worst[1]}, {worst[2]:,} tasks x "
+           f"{worst[3]:,} runs, {count(worst[4], 'ranged read')}"
+           + (f" (pre-merged in groups of {worst[5]})" if worst[5] else "")
+           if worst and worst[1] is not None else ""))
     return plan
 
 
