@@ -16,6 +16,11 @@ A :class:`Board` owns every fact about a board size that does not depend on a po
   cell lowest; bit ``c*(h+1)+h`` is a permanently empty sentinel, so shifting a bitboard by
   ``1`` (vertical), ``h+1`` (horizontal), ``h`` and ``h+2`` (the diagonals) never wraps a line
   from one column into the next. That is why a board must satisfy ``w*(h+1) <= 64``.
+* **3D gravity boards** (``XxYxH``, our extension: docs/FORMAT.md section 8): an ``X`` by ``Y``
+  grid of columns of height ``H``. Such a board is a :class:`Board` with ``grid = (X, Y)`` and
+  ``width = X*Y`` columns (column ``i`` stands at ``x = i % X``, ``y = i // X``), so everything
+  that counts columns (codes, keys, moves, bitboard columns) is shared with the 2D boards; its
+  lines (13 directions) and its symmetries (8 or 4) are in :mod:`c4table.grid3d`.
 
 Example::
 
@@ -34,9 +39,10 @@ import numpy as np
 from c4table.errors import BoardError
 
 EMPTY, A, B = 0, 1, 2
-_SPEC = re.compile(r"^\s*(\d+)\s*[xX]\s*(\d+)\s*(?:[kK]\s*(\d+))?\s*$")
-#: Table file names, as Cadot's script writes them: ``connect{K}_{W}x{H}.dat``.
-TABLE_NAME = re.compile(r"connect(\d+)_(\d+)x(\d+)(?:_root-\w+)?\.dat$")  # or a rooted table
+_SPEC = re.compile(r"^\s*(\d+)\s*[xX]\s*(\d+)\s*(?:[xX]\s*(\d+)\s*)?(?:[kK]\s*(\d+))?\s*$")
+#: Table file names, as Cadot's script writes them: ``connect{K}_{W}x{H}.dat`` (groups: K, W, H),
+#: or a rooted table; a 3D board's ``connect{K}_{X}x{Y}x{H}.dat`` (groups: K, X, Y, H).
+TABLE_NAME = re.compile(r"connect(\d+)_(\d+)x(\d+)(?:x(\d+))?(?:_root-\w+)?\.dat$")
 
 
 def _valid_columns(h: int, k: int) -> list[tuple[int, ...]]:
@@ -63,18 +69,26 @@ def column_value(cells: tuple[int, ...]) -> int:
 
 @dataclass(frozen=True)
 class Board:
-    """A ``width`` x ``height`` board where ``k`` in a row wins.
+    """A ``width`` x ``height`` board where ``k`` in a row wins; with ``grid = (X, Y)``, the 3D
+    board of an ``X`` by ``Y`` grid of columns of height ``height`` (``width`` is then ``X*Y``,
+    the number of columns: see :meth:`grid3d`).
 
     >>> Board(4, 4).base
     31
+    >>> Board.grid3d(3, 3, 3, k=3).name
+    '3x3x3k3'
     """
 
     width: int
     height: int
     k: int = 4
+    grid: tuple[int, int] | None = None
     _cache: dict = field(default_factory=dict, init=False, repr=False, compare=False, hash=False)
 
     def __post_init__(self) -> None:
+        if self.grid is not None:
+            self._check_grid()
+            return
         if not (isinstance(self.width, int) and isinstance(self.height, int)):
             raise BoardError("board width and height must be integers")
         if self.width < 1 or self.height < 1:
@@ -90,6 +104,61 @@ class Board:
                 f"connect length {self.k} does not fit board {self.width}x{self.height}: no line "
                 f"of {self.k} cells; at most {max(self.width, self.height)}")
 
+    def _check_grid(self) -> None:
+        g = tuple(self.grid)
+        if len(g) != 2 or not all(isinstance(v, int) for v in (*g, self.height)):
+            raise BoardError("a 3D board's grid and height must be integers")
+        object.__setattr__(self, "grid", g)
+        x, y = g
+        if min(x, y, self.height) < 1:
+            raise BoardError(f"board {self.name}: every dimension must be at least 1")
+        if self.width != x * y:
+            raise BoardError(f"board {self.name}: width must be the number of columns {x * y}")
+        if not isinstance(self.k, int) or self.k < 2:
+            raise BoardError(f"connect length k={self.k} must be an integer of at least 2")
+        if self.k > max(x, y, self.height, 4):
+            raise BoardError(
+                f"connect length {self.k} does not fit board {x}x{y}x{self.height}: no line of "
+                f"{self.k} cells; at most {max(x, y, self.height)}")
+
+    def check_buildable(self) -> None:
+        """Raise :class:`BoardError` unless the build's 64-bit bitboards hold the board: a 3D
+        board is accepted at any size (to be planned, or probed in plain Python), but its build
+        needs ``X*Y*(H+1) <= 64`` (a 2D board is refused beyond that when it is made).
+
+        >>> Board.parse("4x4x4").check_buildable()
+        Traceback (most recent call last):
+        ...
+        c4table.errors.BoardError: board 4x4x4: its bitboard needs X*Y*(H+1) = 80 bits, more than the 64 the build handles (c4table plan 4x4x4 estimates it)
+        """
+        if self.width * (self.height + 1) > 64:
+            raise BoardError(
+                f"board {self.name}: its bitboard needs X*Y*(H+1) = "
+                f"{self.width * (self.height + 1)} bits, more than the 64 the build handles "
+                f"(c4table plan {self.dims}{'' if self.k == 4 else f' --connect {self.k}'} "
+                "estimates it)")
+
+    @classmethod
+    def grid3d(cls, x: int, y: int, height: int, k: int = 4) -> "Board":
+        """The 3D gravity board of an ``x`` by ``y`` grid of columns of ``height`` cells.
+
+        >>> b = Board.grid3d(2, 3, 2, k=3)
+        >>> b.width, b.cells, b.table_filename
+        (6, 12, 'connect3_2x3x2.dat')
+        """
+        if not all(isinstance(v, int) for v in (x, y)):
+            raise BoardError("a 3D board's grid and height must be integers")
+        return cls(x * y, height, k, (x, y))
+
+    def __repr__(self) -> str:
+        grid = "" if self.grid is None else f", grid={self.grid}"
+        return f"Board(width={self.width}, height={self.height}, k={self.k}{grid})"
+
+    @property
+    def is_3d(self) -> bool:
+        """True for a 3D gravity board (``XxYxH``)."""
+        return self.grid is not None
+
     # ----------------------------------------------------------------- naming
     @classmethod
     def parse(cls, spec: str | "Board", k: int = 4) -> "Board":
@@ -104,11 +173,13 @@ class Board:
         m = _SPEC.match(str(spec))
         if not m:
             raise BoardError(f"bad board {spec!r}: expected WIDTHxHEIGHT such as 7x6")
-        if m.group(3) is not None:
-            named = int(m.group(3))
+        if m.group(4) is not None:
+            named = int(m.group(4))
             if k not in (4, named):
                 raise BoardError(f"board {spec!r} names connect length {named}, not {k}")
             k = named
+        if m.group(3) is not None:   # XxYxH: a 3D board
+            return cls.grid3d(int(m.group(1)), int(m.group(2)), int(m.group(3)), k)
         return cls(int(m.group(1)), int(m.group(2)), k)
 
     @classmethod
@@ -119,18 +190,30 @@ class Board:
         Board(width=5, height=4, k=3)
         """
         m = TABLE_NAME.search(str(name))
+        if m and m.group(4) is not None:
+            return cls.grid3d(int(m.group(2)), int(m.group(3)), int(m.group(4)), int(m.group(1)))
         return cls(int(m.group(2)), int(m.group(3)), int(m.group(1))) if m else None
 
     @property
     def name(self) -> str:
-        return f"{self.width}x{self.height}" + ("" if self.k == 4 else f"k{self.k}")
+        return self.dims + ("" if self.k == 4 else f"k{self.k}")
+
+    @property
+    def dims(self) -> str:
+        """``WxH``, or ``XxYxH`` for a 3D board (the name without the connect length)."""
+        if self.grid is not None:
+            return f"{self.grid[0]}x{self.grid[1]}x{self.height}"
+        return f"{self.width}x{self.height}"
 
     def __str__(self) -> str:
         return self.name
 
     @property
     def spec(self) -> tuple[int, int, int]:
-        """``(width, height, k)``: what a task needs to rebuild this board elsewhere."""
+        """``(width, height, k)`` (plus ``grid`` for a 3D board): what a task needs to rebuild
+        this board elsewhere, as ``Board(*spec)``."""
+        if self.grid is not None:
+            return (self.width, self.height, self.k, self.grid)
         return (self.width, self.height, self.k)
 
     @property
@@ -141,7 +224,7 @@ class Board:
     def table_filename(self) -> str:
         """``connect{K}_{W}x{H}.dat``, the name Cadot's script gives the table
         (``connect${CONNECT_Q}_${H_SIZE}x${V_SIZE}.dat``)."""
-        return f"connect{self.k}_{self.width}x{self.height}.dat"
+        return f"connect{self.k}_{self.dims}.dat"
 
     # ----------------------------------------------------------- column codes
     @cached_property

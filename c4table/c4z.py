@@ -462,7 +462,9 @@ class C4zFile:
         try:
             h = json.loads(hdr)
             self.header = h
-            self.board = Board(int(h["width"]), int(h["height"]), int(h.get("k", 4)))
+            grid = h.get("grid")   # a 3D board (docs/FORMAT.md section 8)
+            self.board = Board(int(h["width"]), int(h["height"]), int(h.get("k", 4)),
+                               None if grid is None else (int(grid[0]), int(grid[1])))
             self.entries = int(h["entries"])
             self.block_entries = int(h["block_entries"])
             self.blocks = int(h["blocks"])
@@ -1014,6 +1016,7 @@ def compress_table(src: str | os.PathLike, out: str | os.PathLike | None = None,
             idx_off = part_bytes
             header = {"format": "c4z", "version": FORMAT_VERSION, "board": b.name,
                       "width": b.width, "height": b.height, "k": b.k, "entry_size": E,
+                      **({"grid": list(b.grid)} if b.grid is not None else {}),
                       "key_bytes": b.key_bytes, "entries": entries, "raw_bytes": size,
                       "sha256": digests["sha256"], "md5": digests["md5"], "file": src.name,
                       "root": root, "block_entries": block_entries, "blocks": nblocks,

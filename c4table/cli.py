@@ -96,7 +96,37 @@ def _open(board, out, memory, workers, scheduler, quiet, restart, root=None):
     return open_build(board, out or default, memory, workers, scheduler, quiet, restart, origin)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Commands(click.Group):
+    """The command group; BDD mode's commands (``bdd``, ``crosscheck``) are imported when first
+    named or listed: their modules (oxidd and the BDD engine) are a tenth of the start-up time
+    of every other command, ``build`` included."""
+
+    LAZY = ("bdd", "crosscheck")
+
+    def _load_lazy(self) -> None:
+        if getattr(self, "_lazy_loaded", False):
+            return
+        self._lazy_loaded = True
+        try:
+            from c4table.cli_bdd import bdd, crosscheck
+        except ImportError:  # BDD mode needs oxidd
+            return
+        self.add_command(bdd)
+        self.add_command(crosscheck)
+        from c4table.cli_examples import add_examples
+        add_examples(self)
+
+    def list_commands(self, ctx):
+        self._load_lazy()
+        return super().list_commands(ctx)
+
+    def get_command(self, ctx, name):
+        if name in self.LAZY:
+            self._load_lazy()
+        return super().get_command(ctx, name)
+
+
+@click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="c4table")
 def cli() -> None:
     """Build, verify and query complete Connect-4 lookup tables (Sidney Cadot's format)."""
@@ -111,6 +141,7 @@ def build(board, out, memory, workers, scheduler, quiet, restart, root, clean, c
     """Build the complete table of BOARD (default 5x4): forward, backward and merge.
 
     Writes DIR/connect4_WxH.dat (connectK_WxH.dat with --connect K) and DIR/manifest.json.
+    BOARD XxYxH is a 3D board: an X by Y grid of columns of height H (connectK_XxYxH.dat).
     Rerunning on a partial build resumes it."""
     from c4table.pipeline.build import run_build
     b = _open(board, out, memory, workers, scheduler, quiet, restart, root)
@@ -210,8 +241,11 @@ def merge(board, out, memory, workers, scheduler, quiet, restart, root, compress
               help="object store: price of 1,000 requests (e.g. 0.0004 for S3 GETs)")
 @click.option("--price-per-gb-month", type=click.FloatRange(0), default=None,
               help="object store: price of storing 1 GB for a month (e.g. 0.023)")
+@click.option("--shuffle-max-reads", type=click.IntRange(1), default=None,
+              help="a shuffle past this many ranged reads (tasks x runs) is pre-merged "
+                   "(two-level); the build's is $C4TABLE_SHUFFLE_MAX_READS, default 1,000,000")
 def plan(board, workers, memory_per_worker, from_dir, as_json, root, probe_plies,
-         price_per_1k_requests, price_per_gb_month):
+         price_per_1k_requests, price_per_gb_month, shuffle_max_reads):
     """Estimate a build of BOARD: entries per generation, final size, peak disk, shuffle volume
     and wall time on WORKERS workers, from published counts and measured per-entry costs."""
     from c4table.units import format_seconds, format_size, parse_size
@@ -224,8 +258,12 @@ def plan(board, workers, memory_per_worker, from_dir, as_json, root, probe_plies
     if root is not None:
         from c4table.root import plan_rooted
         p = plan_rooted(board, root, workers, mem, from_dir, probe_plies)
+    elif board.grid is not None:   # a 3D board: nothing published
+        from c4table.pipeline.plan3d import make_plan3d
+        p = make_plan3d(board, workers, mem, from_dir)
     else:
-        p = make_plan(board, workers, mem, from_dir)
+        p = make_plan(board, workers, mem, from_dir, shuffle_max_reads)
+    p.shuffle_max_reads = shuffle_max_reads
     io = p.io()
     cost = None
     if price_per_1k_requests is not None or price_per_gb_month is not None:
@@ -270,9 +308,13 @@ def _echo_io(io, cost, per_req, per_gb) -> None:
             if big[1] is None:
                 what = (f"{big[2]:,} range tasks open the {big[3]:,} backward shards that overlap "
                         f"their ranges: {big[4]:,} shard opens")
+            elif big[5]:
+                what = (f"largest at ply {big[1]}: {big[2]:,} tasks x {big[3]:,} runs, pre-merged in "
+                        f"groups of {big[5]:,} (two-level): {big[4]:,} ranged reads "
+                        f"(direct: {big[2] * big[3]:,})")
             else:
                 what = (f"largest at ply {big[1]}: {big[2]:,} tasks x {big[3]:,} runs = {big[4]:,} "
-                        "ranged reads (+ as many fence GETs and size HEADs)")
+                        "ranged reads (read directly)")
             click.echo(f"requests per shuffle, {s}: {what}; stage total {io.requests(s):,} requests")
     if cost is not None:
         click.echo(f"object store     about {cost:,.2f} (requests at {per_req or 0:g} per 1,000, peak "
@@ -335,13 +377,7 @@ def _register_optional() -> None:
         cli.add_command(command)
     from c4table.cli_serve import serve
     cli.add_command(serve)
-    try:
-        from c4table.cli_bdd import bdd, crosscheck
-    except ImportError:  # BDD mode needs oxidd
-        pass
-    else:
-        cli.add_command(bdd)
-        cli.add_command(crosscheck)
+    # bdd and crosscheck: registered on first use (_Commands)
     from c4table.cli_examples import add_examples
     add_examples(cli)
 

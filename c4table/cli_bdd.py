@@ -63,9 +63,12 @@ def _fail(ctx: click.Context, message: str, status: int) -> None:
 
 def _parse_board(ctx: click.Context, spec: str, connect: int | None = None) -> Board:
     try:
-        return Board.parse(spec, connect or 4)
+        board = Board.parse(spec, connect or 4)
     except BoardError as e:
         _fail(ctx, str(e), 2)
+    if board.grid is not None:
+        _fail(ctx, f"board {board}: BDD mode knows 2D boards only, not 3D boards", 2)
+    return board
 
 
 def _peak_rss_mib() -> float:

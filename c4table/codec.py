@@ -58,7 +58,11 @@ def readings(board: Board, codes: Sequence[int]) -> tuple[int, int]:
 
 
 def key_of_codes(board: Board, codes: Sequence[int]) -> int:
-    """Mirror-canonical key ``min(v1, v2)`` of a position given its column codes."""
+    """Mirror-canonical key ``min(v1, v2)`` of a position given its column codes; on a 3D board
+    the least reading over the grid's symmetries (:func:`c4table.grid3d.readings`)."""
+    if board.grid is not None:
+        from c4table.grid3d import readings as readings3d
+        return min(readings3d(board, codes))
     return min(readings(board, codes))
 
 

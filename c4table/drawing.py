@@ -181,6 +181,9 @@ def parse_drawing(text: str, board: Board | str | None = None) -> Position:
     >>> parse_drawing("....\\n....\\n....\\nAB..").move_string()
     '12'
     """
+    if board is not None and Board.parse(board).grid is not None:
+        raise IllegalPositionError(f"board {Board.parse(board)}: drawings of 3D boards are not "
+                                   "read; give the position as a move string")
     board, cols = parse_grid(text, Board.parse(board) if board is not None else None)
     na = sum(col.count(A) for col in cols)
     nb = sum(col.count(B) for col in cols)
@@ -229,6 +232,8 @@ def render(pos: Position, marks: Iterable[int] = (), numbers: bool = True,
      ^
     """
     b = pos.board
+    if b.grid is not None:
+        return render_layers(pos, marks, numbers, last, line)
     wide = max(len(str(b.width)), 1) if numbers else 1
     line = set(line)
     margin = margin or bool(line)
@@ -258,4 +263,48 @@ def render(pos: Position, marks: Iterable[int] = (), numbers: bool = True,
     if last and pos.moves:
         rows.append(pad + " ".join(("^" if c == pos.moves[-1] else " ").rjust(wide)
                                    for c in range(b.width)).rstrip())
+    return "\n".join(rows)
+
+
+def render_layers(pos: Position, marks: Iterable[int] = (), numbers: bool = True,
+                  last: bool = False, line: Iterable[tuple[int, int]] = ()) -> str:
+    """Draw a position of a 3D board (:mod:`c4table.grid3d`): its layers side by side, the top
+    layer first, each an ``X`` by ``Y`` grid seen from above (``y = 0`` at the bottom), then the
+    grid of 1-based column numbers; ``line`` cells in brackets, a line naming the ``marks``
+    (best moves) and, with ``last``, the column of the last move.
+
+    >>> b = Board.grid3d(2, 2, 2, k=2)
+    >>> print(render_layers(Position.from_moves(b, "141"), marks=[2, 3]))
+    layer 2  layer 1  columns
+     .  .     .  B     3 4
+     A  .     A  .     1 2
+    best: 2, 3
+    """
+    b = pos.board
+    X, Y = b.grid
+    line = set(line)
+    wide = len(str(b.width))
+    span = max(3 * X, len(f"layer {b.height}"))
+    head = [f"layer {z + 1}".ljust(span) for z in range(b.height - 1, -1, -1)]
+    if numbers:
+        head.append("columns")
+    rows = ["  ".join(head).rstrip()]
+    for y in range(Y - 1, -1, -1):
+        parts = []
+        for z in range(b.height - 1, -1, -1):
+            cells = []
+            for x in range(X):
+                c = y * X + x
+                ch = CHAR_OF_CELL[pos.cell(c, z)]
+                cells.append(f"[{ch}]" if (c, z) in line else f" {ch} ")
+            parts.append("".join(cells).ljust(span))
+        if numbers:
+            parts.append(" " + " ".join(str(y * X + x + 1).rjust(wide) for x in range(X)))
+        rows.append("  ".join(parts).rstrip())
+    marks = sorted(set(marks))
+    if marks:
+        rows.append("best: " + ", ".join(str(m) for m in marks))
+    if last and pos.moves:
+        c = pos.moves[-1]
+        rows.append(f"last move: column {c + 1} (layer {len(pos.cols[c])})")
     return "\n".join(rows)

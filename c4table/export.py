@@ -69,14 +69,18 @@ PROGRESS_EVERY = 2.0
 # ------------------------------------------------------------------ vectorised decoding
 # The rules themselves (key digits, lines, terminal positions, un-moves) are the build's:
 # numba kernels of c4table.pipeline.kernels and the column tables of c4table.board.
-def decode_entries(board: Board, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def decode_entries(board: Board, keys: np.ndarray, images: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """``(codes (n, w), plies, terminal, symmetric)`` of each key, in one pass of the build's
     kernel (:func:`c4table.pipeline.kernels.classify`): column codes of the canonical
     orientation, chips on the board, game over (a line or a full board), own mirror image.
+    With ``images``, the last array is instead how many distinct positions each entry stands
+    for (1 or 2; on a 3D board up to 8: :mod:`c4table.grid3d`).
 
     >>> codes, plies, term, sym = decode_entries(Board(4, 4), np.array([0, 31], np.uint64))
     >>> codes.tolist(), plies.tolist(), term.tolist(), sym.tolist()
     ([[0, 0, 0, 0], [0, 1, 0, 0]], [0, 1], [False, False], [True, False])
+    >>> decode_entries(Board.grid3d(2, 2, 2), np.array([0, 1], np.uint64), images=True)[3].tolist()
+    [1, 4]
     """
     from c4table.pipeline import kernels
     keys = np.ascontiguousarray(keys, dtype=np.uint64)
@@ -84,11 +88,17 @@ def decode_entries(board: Board, keys: np.ndarray) -> tuple[np.ndarray, np.ndarr
     codes = np.empty((n, board.width), np.int64)
     plies = np.empty(n, np.int64)
     term = np.empty(n, np.bool_)
+    if board.grid is not None:
+        from c4table.pipeline import kernels3d
+        imgs = np.empty(n, np.int64)
+        t = kernels3d.board_tables(board)
+        kernels3d.classify(keys, *t[:5], *t[6:], board.col_height, codes, plies, term, imgs)
+        return codes, plies, term, (imgs if images else imgs == 1)
     sym = np.empty(n, np.bool_)
     kernels.classify(keys, board.width, board.stride, board.k, board.base, board.cells,
                      board.col_bits_a, board.col_bits_b, board.powers, board.col_height,
                      codes, plies, term, sym)
-    return codes, plies, term, sym
+    return codes, plies, term, (np.where(sym, 1, 2) if images else sym)
 
 
 def decode_keys(board: Board, keys: np.ndarray) -> np.ndarray:
@@ -139,6 +149,11 @@ def has_line(board: Board, bb: np.ndarray) -> np.ndarray:
     """Whether each bitboard holds ``k`` chips in a row (the build's line test)."""
     from c4table.pipeline.kernels import has_lines
     out = np.empty(bb.shape[0], np.bool_)
+    if board.grid is not None:   # a 3D board: its line masks
+        from c4table.grid3d import line_masks
+        from c4table.pipeline.kernels3d import has_lines as has_lines3d
+        has_lines3d(np.ascontiguousarray(bb, dtype=np.uint64), line_masks(board), out)
+        return out
     has_lines(np.ascontiguousarray(bb, dtype=np.uint64), board.stride, board.k, out)
     return out
 
@@ -271,8 +286,18 @@ def cell_names(board: Board) -> list[str]:
 
     >>> cell_names(Board(2, 2))
     ['a1', 'a2', 'b1', 'b2']
+
+    On a 3D board ``{x letter}{y number}z{layer}``, column by column (1-based column ``y*X + x +
+    1``), each bottom layer first:
+
+    >>> cell_names(Board.grid3d(2, 1, 2))
+    ['a1z1', 'a1z2', 'b1z1', 'b1z2']
     """
     letters = "abcdefghijklmnopqrstuvwxyz"
+    if board.grid is not None:
+        X = board.grid[0]
+        return [f"{letters[c % X]}{c // X + 1}z{r + 1}" for c in range(board.width)
+                for r in range(board.height)]
     return [f"{letters[c]}{r + 1}" for c in range(board.width) for r in range(board.height)]
 
 
@@ -394,6 +419,9 @@ def export_positions(table, out: str | os.PathLike, ply: int | None = None, *,
     t = open_table(table, board) if own else table
     try:
         b = t.board
+        if mirror and b.grid is not None:
+            raise TableError(f"board {b}: --mirror adds mirror images of 2D boards; a 3D board's "
+                             "entry stands for up to 8 images, which export does not write")
         if ply is not None and not 0 <= ply <= b.cells:
             raise TableError(f"ply {ply} does not exist on board {b} (0..{b.cells})")
         stream = stream or sys.stderr

@@ -133,7 +133,7 @@ class FastProber:
         """A prober, or ``None`` when the table is not a plain sorted file of entries (then use
         :meth:`Table.probe`)."""
         try:
-            if not isinstance(table, Table) or table.board.width > 9:
+            if not isinstance(table, Table) or table.board.width > 9 or table.board.grid:
                 return None
             return cls(table)
         except (AttributeError, TypeError, ValueError, NotImplementedError):

@@ -113,6 +113,10 @@ class Position:
         return key_of_codes(self.board, self.codes())
 
     def is_symmetric(self) -> bool:
+        """Its own mirror image (on a 3D board: its own image under every symmetry)."""
+        if self.board.grid is not None:
+            from c4table.grid3d import readings as readings3d
+            return len(set(readings3d(self.board, self.codes()))) == 1
         v1, v2 = readings(self.board, self.codes())
         return v1 == v2
 
@@ -184,6 +188,9 @@ def run_through(board: Board, cols: Sequence[Sequence[int]], col: int,
     >>> run_through(Board(4, 4), [[1], [1], [1], [1]], 2, 0)
     [(0, 0), (1, 0), (2, 0), (3, 0)]
     """
+    if board.grid is not None:   # a 3D board: 13 directions
+        from c4table.grid3d import run_through as run_through3d
+        return run_through3d(board, cols, col, row)
     w, h, k = board.width, board.height, board.k
     player = cols[col][row]
 

@@ -89,6 +89,9 @@ def load_tables(paths: Iterable[str | os.PathLike | Table]) -> dict[str, Table]:
     for p in paths:
         t = p if isinstance(p, Table) else open_table(p)
         name = t.board.name
+        if t.board.grid is not None:   # the web board draws 2D boards only
+            raise ServeError(f"{t.path}: board {name} is a 3D board; serve knows 2D boards only "
+                             "(use lookup, best or play)")
         if name in tables:
             raise ServeError(f"two tables of board {name}: {tables[name].path} and {t.path}; "
                              "serve one table per board")

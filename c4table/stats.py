@@ -89,19 +89,23 @@ def scan_stats(table, quiet: bool = True, stream: TextIO | None = None) -> list[
         t0 = last = time.perf_counter()
         seen = 0
         for chunk in t.iter_entries():
-            _, ply, term, sym = decode_entries(b, chunk["key"])
+            _, ply, term, images = decode_entries(b, chunk["key"], images=True)
             cls = chunk["outcome"] & 0xC0
+            sym = 2 - images   # positions = 2 * entries - sym (images: 1, 2, or up to 8 in 3D)
 
-            def count(mask=None):
-                return np.bincount(ply if mask is None else ply[mask], minlength=n)[:n]
+            def count(mask=None, weights=None):
+                if mask is None:
+                    return np.bincount(ply, weights, minlength=n)[:n].astype(np.int64)
+                return np.bincount(ply[mask], None if weights is None else weights[mask],
+                                   minlength=n)[:n].astype(np.int64)
             acc["entries"] += count()
-            acc["sym"] += count(sym)
+            acc["sym"] += count(None, sym)
             acc["term"] += count(term)
-            acc["term_sym"] += count(term & sym)
+            acc["term_sym"] += count(term, sym)
             for name, bits in (("a", 0x40), ("d", 0x00), ("b", 0x80)):
                 m = cls == bits
                 acc[name] += count(m)
-                acc[name + "_sym"] += count(m & sym)
+                acc[name + "_sym"] += count(m, sym)
             seen += chunk.shape[0]
             now = time.perf_counter()
             if not quiet and now - last >= PROGRESS_EVERY:

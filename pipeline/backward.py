@@ -9,7 +9,7 @@ child's outcome for the parent's mover. So one step, for generation g:
 
 1. one task per forward shard of g (a key range) reads its keys and, from every message run
    that generation g+1's tasks wrote, only the slice inside its key range
-   (:func:`c4table.pipeline.extsort.read_range`); it sorts the slices together, and each key's best
+   (:func:`c4table.pipeline.extsort.read_range_parts`); it merges the sorted slices, and each key's best
    message decides it (terminal positions are decided on the board);
 2. the same task writes its backward shard ``(key, outcome)`` and sorts the messages it sends
    to generation g-1, keeps the best per parent key, and spills them as one sorted run under
@@ -35,8 +35,9 @@ import numpy as np
 from c4table.wording import count
 from c4table.board import Board
 from c4table.errors import BuildError, CorruptDataError
-from c4table.pipeline import extsort, resources
-from c4table.pipeline.kernels import board_tables, emit_parents, keep_best, resolve, unmove_tables
+from c4table.pipeline import extsort, resources, shuffle
+from c4table.pipeline.kernels import keep_best
+from c4table.pipeline.kernels3d import for_board
 from c4table.pipeline.shards import ShardInfo, read_shard, stored_xxh64, verify_shards, write_shard
 from c4table.pipeline.storage import Storage, open_storage
 
@@ -50,7 +51,8 @@ def messages_dir(ply: int) -> str:
 
 
 def _tables(board: Board) -> tuple:
-    return (*board_tables(board), *unmove_tables(board))
+    kern = for_board(board)   # the 2D kernels, or those of a 3D board
+    return (*kern.board_tables(board), *kern.unmove_tables(board))
 
 
 # ------------------------------------------------------------------ message runs
@@ -66,9 +68,8 @@ def write_messages(store: Storage, rel: str, msgs: np.ndarray) -> dict:
 def read_messages(store: Storage, runs: list[dict], first: int, last: int) -> np.ndarray:
     """The messages for keys ``first..last`` from every run, sorted."""
     top = (last << 8) | 0xFF   # inclusive; top + 1 may be 2**64, which read_range allows
-    out = extsort.read_range(store, [r["file"] for r in runs], first << 8, top + 1)
-    out.sort()
-    return out
+    parts = extsort.read_range_parts(store, runs, first << 8, top + 1)   # records: fences cached
+    return extsort.merge_sorted(parts, unique=False)   # each run is sorted: merge them
 
 
 # ------------------------------------------------------------------ tasks
@@ -85,7 +86,7 @@ def annotate_task(root: str, board_spec: tuple, ply: int, info_json: dict, runs:
     out = np.empty(keys.shape[0], np.uint8)
     sent = np.empty(keys.shape[0] * board.width if send_rel else 0, np.uint64)
     stats = np.zeros(6, np.int64)
-    bad, n_sent = resolve(keys, msgs, ply, *_tables(board), out, sent, stats)
+    bad, n_sent = for_board(board).resolve(keys, msgs, ply, *_tables(board), out, sent, stats)
     del msgs
     if bad >= 0:
         raise CorruptDataError(
@@ -103,7 +104,7 @@ def emit_task(root: str, board_spec: tuple, ply: int, info_json: dict, send_rel:
     store = open_storage(root)
     keys, outs = read_shard(store, ShardInfo.from_json(info_json), with_outcome=True)
     sent = np.empty(keys.shape[0] * board.width, np.uint64)
-    n = emit_parents(keys, outs, ply, *_tables(board), sent)
+    n = for_board(board).emit_parents(keys, outs, ply, *_tables(board), sent)
     return write_messages(store, send_rel, sent[:n])
 
 
@@ -131,6 +132,7 @@ def incoming_runs(build, ply: int) -> list[dict]:
     build.note("backward", f"messages to generation {ply} are missing or damaged; sending them "
                            f"again from generation {ply + 1}'s backward shards")
     build.store.delete_tree(messages_dir(ply))
+    step.pop("premerged", None)   # pieces of the messages being replaced
     shards = [s for s in m.shards("backward", ply + 1) if s.rows]
     if "backward" not in build.verified:
         verify_shards(build.executor, build.store, shards)
@@ -141,6 +143,32 @@ def incoming_runs(build, ply: int) -> list[dict]:
     m.save()
     build.verified.add(tag)
     return runs
+
+
+def premerged_runs(build, ply: int, runs: list[dict], shards: list[ShardInfo]):
+    """The message runs each annotate task of generation ``ply`` reads: ``runs``, or past the
+    build's threshold the pieces of their pre-merge (:func:`c4table.pipeline.shuffle.two_level`,
+    under ``messages_dir(ply)/pre``). The pieces are recorded in the manifest beside the runs
+    they merge (``"premerged"`` in the step of ``ply + 1``), so a rerun verifies (xxh64) and
+    reuses them rather than merging again. Returns (runs per task, group size or None)."""
+    m = build.manifest
+    ranges = [(s.first << 8, ((s.last << 8) | 0xFF) + 1) for s in shards]
+    step = m.data["steps"]["backward"][str(ply + 1)]
+    rec, pieces = step.get("premerged"), None
+    if rec is not None and rec.get("ranges") == [list(r) for r in ranges]:
+        if all(build.executor.map(verify_run_task, [(build.store.uri, p) for p in rec["pieces"]])):
+            pieces = rec["pieces"]
+            build.note("backward", f"reusing the {count(len(pieces), 'pre-merged message run')} "
+                                   f"to generation {ply} (verified, xxh64)")
+    if pieces is None:
+        step.pop("premerged", None)
+        build.store.delete_tree(f"{messages_dir(ply)}/pre")   # an unfinished attempt's pieces
+    per_task, made, group = shuffle.two_level(build, runs, ranges, f"{messages_dir(ply)}/pre",
+                                              unique=False, pieces=pieces)
+    if made is not None and pieces is None:
+        step["premerged"] = {"ranges": [list(r) for r in ranges], "pieces": made}
+        m.save()
+    return per_task, group
 
 
 # ------------------------------------------------------------------ driver
@@ -198,11 +226,17 @@ def run(build) -> None:
             runs = incoming_runs(build, ply) if ply < last else []
             shards = [s for s in m.shards("forward", ply) if s.rows]
             n = sum(s.rows for s in shards)
-            tasks = [(build.store.uri, board.spec, ply, s.to_json(), runs,
+            reads0 = build.slice_reads()
+            per_task, group = premerged_runs(build, ply, runs, shards) if runs else \
+                ([runs] * len(shards), None)
+            tasks = [(build.store.uri, board.spec, ply, s.to_json(), per_task[i],
                       f"{gen_dir(ply)}/part-{i:05d}.parquet",
                       f"{messages_dir(ply - 1)}/run-{i:05d}.u64" if ply > build.first_ply else None)
                      for i, s in enumerate(shards)]
             results = build.executor.map(annotate_task, tasks)
+            if runs:
+                build.log_shuffle("backward", ply, len(shards), len(runs), group,
+                                  build.slice_reads() - reads0)
             stats = np.zeros(6, np.int64)
             infos, sent = [], []
             for info, st, run_rec in results:
@@ -213,10 +247,11 @@ def run(build) -> None:
             m.finish_step("backward", ply, infos,
                           **({"messages": sent} if ply > build.first_ply else {}))
             m.set_backward_counts(ply, stats)
-            m.save()
+            m.checkpoint(n)
             build.verified.add(f"messages {ply - 1}")
         build.store.delete_tree(messages_dir(ply))   # spent
         rec = m.data["plies"][ply]
         prog.step(f"ply {ply}", n, entries=n, a_wins=rec["a_wins"], draws=rec["draws"],
                   b_wins=rec["b_wins"], sent=sum(r["rows"] for r in sent),
                   time=f"{time.perf_counter() - t0:.2f}s")
+    m.flush()   # the steps checkpoint() left unsaved

@@ -27,10 +27,10 @@ from pathlib import Path
 
 from c4table.wording import count
 from c4table.board import Board
-from c4table.errors import BudgetError, BuildError, C4Error, CorruptDataError
+from c4table.errors import BoardError, BudgetError, BuildError, C4Error, CorruptDataError
 from c4table.root import Root
 from c4table.units import format_size, parse_size
-from c4table.pipeline import backward, counters, forward, merge, resources
+from c4table.pipeline import backward, counters, forward, merge, resources, shuffle
 from c4table.pipeline.execution import Executor, default_workers, make_executor
 from c4table.pipeline.kernels import key_bits
 from c4table.pipeline.manifest import Manifest
@@ -56,8 +56,12 @@ class Build:
     store: Storage = field(init=False)                  # where the files live
     verified: set = field(init=False, default_factory=set)  # what this process has checked
     _counts: object = field(init=False, default=None)        # the executor's StageCounts
+    # a shuffle past this many ranged reads (tasks x runs) is made two-level (pipeline/shuffle.py)
+    shuffle_max_reads: int = field(default_factory=lambda: shuffle.max_reads_default())
+    shuffles: list = field(init=False, default_factory=list)  # this run's shuffles, measured
 
     def __post_init__(self) -> None:
+        self.board.check_buildable()   # a 3D board too large for 64-bit bitboards
         if key_bits(self.board) > 56:
             raise BuildError(f"board {self.board}: keys need {key_bits(self.board)} bits; the "
                              "pipeline packs key and outcome in 64 bits, so at most 56")
@@ -89,6 +93,10 @@ class Build:
         if self.executor is None:
             return
         try:
+            try:
+                self.manifest.flush()   # finished steps a failed stage left unsaved
+            except Exception:           # e.g. the disk is full: the stage's error says so
+                pass
             self.executor.close()
         finally:
             self.executor = None
@@ -123,7 +131,24 @@ class Build:
         old.update(mine)
         counters.save_stats(self.store, self.board.name, self.executor.workers, self.executor.name,
                             old, {"memory": self.memory, "task_memory": self.task_memory,
-                             "storage": "local" if self.store.local else "remote"})
+                             "storage": "local" if self.store.local else "remote",
+                             "shuffle_max_reads": self.shuffle_max_reads,
+                             "shuffles": self.shuffles})
+
+    def slice_reads(self) -> int:
+        """Run-slice reads counted so far in the current stage (see :meth:`log_shuffle`)."""
+        c = self.executor.counts
+        c.sample()
+        st = c.stages.get(c.stage)
+        return st.slice_reads if st is not None else 0
+
+    def log_shuffle(self, stage: str, ply: int, tasks: int, runs: int, group: int | None,
+                    reads: int) -> None:
+        """Record one shuffle of this run (written to ``stats.json``): its tasks, the runs they
+        read, the pre-merge group size (None: read directly) and the run-slice reads counted."""
+        self.shuffles.append({"stage": stage, "ply": ply, "tasks": tasks, "runs": runs,
+                              "group": group, "slice_reads": reads,
+                              "bound": shuffle.read_bound(tasks, runs, group)})
 
     def _unlock(self) -> None:
         if self.store.local:
@@ -206,6 +231,8 @@ def open_build(board: str | Board, out: str | Path, memory: str | int = DEFAULT_
     (a move string, drawing or :class:`~c4table.root.Root`) makes it a rooted build. Without
     ``root``, a directory holding a rooted build resumes that build."""
     board = Board.parse(board)
+    if root is not None and board.grid is not None:
+        raise BoardError(f"board {board}: rooted builds (--root) are for 2D boards")
     if root is not None and not isinstance(root, Root):
         root = Root.parse(board, root)
     try:

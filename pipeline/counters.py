@@ -40,6 +40,7 @@ class IOCounts:
     bytes_read: int = 0
     get_requests: int = 0        # whole-object reads (GET without a range)
     ranged_reads: int = 0        # reads of part of an object (ranged GET / pread)
+    slice_reads: int = 0         # of which: windows of sorted runs read by a shuffle
     head_requests: int = 0       # size/existence queries (HEAD / stat)
     list_requests: int = 0
     delete_requests: int = 0

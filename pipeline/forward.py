@@ -17,8 +17,8 @@ import numpy as np
 
 from c4table.wording import count
 from c4table.board import Board
-from c4table.pipeline import extsort, resources
-from c4table.pipeline.kernels import board_tables, expand
+from c4table.pipeline import extsort, resources, shuffle
+from c4table.pipeline.kernels3d import for_board
 from c4table.pipeline.partition import forward_ranges
 from c4table.pipeline.shards import ShardInfo, read_shard, verify_shards, write_shard
 from c4table.pipeline.storage import open_storage
@@ -36,23 +36,25 @@ def runs_dir(ply: int) -> str:
 def expand_task(root: str, board_spec: tuple, ply: int, info_json: dict, run_rel: str | None):
     """Expand one shard of generation ``ply``; spill its sorted distinct children as a run.
 
-    Returns (stats int64[4], children written, sample of the run)."""
+    Returns (stats int64[4], children written, sample of the run, the run's xxh64)."""
     board = Board(*board_spec)
     store = open_storage(root)
     keys = read_shard(store, ShardInfo.from_json(info_json))
     stats = np.zeros(4, np.int64)
     buf = np.empty(keys.shape[0] * board.width if run_rel else 0, np.uint64)
-    n = expand(keys, ply, *board_tables(board), buf, stats)
+    kern = for_board(board)   # the 2D kernels, or those of a 3D board
+    n = kern.expand(keys, ply, *kern.board_tables(board), buf, stats)
     if not run_rel:
-        return stats, 0, None
+        return stats, 0, None, None
     del keys
     children = extsort.sort_unique(buf[:n])
-    extsort.write_run(store, run_rel, children)
-    return stats, int(children.shape[0]), extsort.sample(children)
+    digest = extsort.write_run(store, run_rel, children)
+    return stats, int(children.shape[0]), extsort.sample(children), digest
 
 
-def merge_task(root: str, run_rels: list[str], lo: int, hi: int, rel: str) -> dict:
-    """Merge the range ``[lo, hi)`` of all runs into one shard of the next generation."""
+def merge_task(root: str, run_rels: list, lo: int, hi: int, rel: str) -> dict:
+    """Merge the range ``[lo, hi)`` of all runs (paths or run records) into one shard of the
+    next generation."""
     store = open_storage(root)
     keys = extsort.merge_range(store, run_rels, lo, hi)
     return write_shard(store, rel, keys).to_json()
@@ -121,7 +123,7 @@ def run(build, max_ply: int | None = None) -> None:
                      for i, s in enumerate(shards) if s.rows]
             results = build.executor.map(expand_task, tasks)
             stats = np.zeros(4, np.int64)
-            for st, _, _ in results:
+            for st, *_ in results:
                 stats += st
             if expand_more:
                 new_shards = _merge_runs(build, ply + 1, [t[4] for t in tasks], results)
@@ -129,12 +131,13 @@ def run(build, max_ply: int | None = None) -> None:
                                            run_keys=int(sum(r[1] for r in results)))
             terminal, sym, term_sym, entries = (int(x) for x in stats)
             build.manifest.set_forward_counts(ply, entries, sym, terminal, term_sym)
-            build.manifest.save()
+            build.manifest.checkpoint(entries)
         build.store.delete_tree(rdir)
         rec = build.manifest.data["plies"][ply]
         prog.step(f"ply {ply}/{last}", rec["positions"], entries=entries,
                   positions=rec["positions"], finished=rec["terminal"],
                   time=f"{time.perf_counter() - t0:.2f}s")
+    build.manifest.flush()   # the steps checkpoint() left unsaved
 
 
 def _merge_runs(build, ply: int, run_rels: list[str], results) -> list[ShardInfo]:
@@ -144,15 +147,20 @@ def _merge_runs(build, ply: int, run_rels: list[str], results) -> list[ShardInfo
         return []
     n_ranges = forward_ranges(total, build.task_memory, build.board.width, build.executor.workers)
     bounds = extsort.choose_splitters([r[2] for r in results], n_ranges)
-    tasks = [(build.store.uri, run_rels, bounds[r], bounds[r + 1],
-              f"{gen_dir(ply)}/part-{r:05d}.parquet") for r in range(len(bounds) - 1)]
+    runs = [{"file": f, "rows": r[1], "xxh64": r[3]} for f, r in zip(run_rels, results)]
+    ranges = list(zip(bounds[:-1], bounds[1:]))
+    reads0 = build.slice_reads()
+    reads, _, group = shuffle.two_level(build, runs, ranges, f"{runs_dir(ply)}/pre", unique=True)
+    tasks = [(build.store.uri, reads[r], lo, hi, f"{gen_dir(ply)}/part-{r:05d}.parquet")
+             for r, (lo, hi) in enumerate(ranges)]
     infos = [ShardInfo.from_json(d) for d in build.executor.map(merge_task, tasks)]
+    build.log_shuffle("forward", ply, len(ranges), len(runs), group, build.slice_reads() - reads0)
     return infos
 
 
 def _expected_positions(build, last: int) -> int | None:
     from c4table.pipeline.progress import published_totals
     board = build.board
-    if board.k != 4 or last != board.cells or build.origin is not None:
+    if board.k != 4 or board.grid is not None or last != board.cells or build.origin is not None:
         return None
     return published_totals().get((board.width, board.height))

@@ -5,17 +5,22 @@ entries per generation, the workers and the memory of one worker.
 The tasks are counted with the very functions the pipeline cuts its work with
 (:mod:`c4table.pipeline.partition`); each task's requests follow the code: an expand task
 reads its shard (one GET) and writes a run and its fences; a range task reads, from each
-run, its fences (one GET), the run's size (one HEAD) and one window (one ranged read, up to
-about one fence spacing wider than its slice); a backward task does the same with the message
-runs of the generation above and writes a shard, a run and its fences; a merge range task
+run one window (one ranged read, up to about one fence spacing wider than its slice) and,
+once per worker process, its fences (one GET; the run's size comes with its record); a
+backward task does the same with the message runs of the generation above and writes a
+shard, a run and its fences; a shuffle past the threshold is two-level (a pre-merge of
+groups of runs into pieces, then the range tasks read the pieces, see
+:mod:`c4table.pipeline.shuffle`); a merge range task
 opens every backward shard (one HEAD and a footer read) and reads its row groups. The fitted
 constants of :data:`IO_MODEL` come from local 4-worker builds of 5x4 and 4x6 (128 MiB);
 ``tools/plan_vs_measured.py`` compares the predictions with measured runs of other boards.
 
 >>> from c4table.pipeline.plan import make_plan
->>> io = predict_io(make_plan("7x6", workers=64, memory_per_worker=16 * 2**30))
->>> io.largest_shuffle_reads <= 10_000_000
-True
+>>> for gib in (4, 16):   # shuffles past 1 M ranged reads are two-level (pipeline/shuffle.py)
+...     io = predict_io(make_plan("7x6", workers=64, memory_per_worker=gib * 2**30))
+...     print(gib, io.largest_shuffle_reads <= 10_000_000)
+4 True
+16 True
 """
 from __future__ import annotations
 
@@ -25,6 +30,7 @@ from dataclasses import dataclass, field
 from c4table.pipeline.extsort import FENCE
 from c4table.pipeline.partition import forward_ranges, merge_ranges, shard_rows_for
 from c4table.pipeline.shards import BACKWARD_ROW_GROUP
+from c4table.pipeline.shuffle import group_size, max_reads_default
 
 IO_MODEL = {
     # distinct children a task spills per next-generation entry: 1 with one task, towards
@@ -48,6 +54,10 @@ IO_MODEL = {
     # size/existence queries besides one per run slice: per generation (forward), per task
     # (backward: checks of the runs it reads and writes)
     "heads_per_forward_generation": 2.4, "heads_per_backward_task": 3.0,
+    # forward shuffles: share of (task, run) pairs whose window is not empty (a run holds the
+    # children of one key range of the generation before, which miss some ranges); fitted to
+    # a local 5x4 build (4 workers x 1 MiB, two-level past 100 reads): 2,210 of 2,757
+    "forward_slice_hit": 0.8,
 }
 
 STAGES = ("forward", "backward", "merge")
@@ -58,7 +68,8 @@ FIELDS = ("bytes_written", "objects_written", "bytes_read", "get_requests", "ran
 @dataclass
 class IOPlan:
     stages: dict = field(default_factory=lambda: {s: {f: 0 for f in FIELDS} for s in STAGES})
-    shuffles: list = field(default_factory=list)   # (stage, ply, tasks, runs, ranged reads)
+    shuffles: list = field(default_factory=list)   # (stage, ply, tasks, runs, ranged reads, group)
+    max_reads: int = 0    # the threshold of a two-level shuffle (pipeline/shuffle.py)
 
     @property
     def largest_shuffle_reads(self) -> int:
@@ -77,7 +88,8 @@ class IOPlan:
 
     def to_json(self) -> dict:
         return {"stages": self.stages, "largest_shuffle_ranged_reads": self.largest_shuffle_reads,
-                "shuffles": [dict(zip(("stage", "ply", "tasks", "runs", "ranged_reads"), s))
+                "shuffle_max_reads": self.max_reads,
+                "shuffles": [dict(zip(("stage", "ply", "tasks", "runs", "ranged_reads", "group"), s))
                              for s in self.shuffles]}
 
 
@@ -100,10 +112,47 @@ def _window(run_bytes: float, ranges: int) -> float:
     return min(run_bytes, run_bytes / ranges + 8 * FENCE * (ranges - 1) / ranges)
 
 
+def _shuffle(st: dict, tasks: int, runs: int, run_bytes: float, merged_bytes: float,
+             W: int, max_reads: int, hit: float = 1.0) -> tuple[int, float, int | None]:
+    """Add the requests and bytes of one shuffle's reads to the stage counts ``st``: ``tasks``
+    range tasks over ``runs`` runs of ``run_bytes`` in all, read directly or, past
+    ``max_reads``, through a pre-merge (:mod:`c4table.pipeline.shuffle`) whose pieces hold
+    ``merged_bytes``. Fences are read once per worker process and run (cached), sizes come
+    with the run records (no HEAD). Returns (ranged reads, bytes the pieces add to the store,
+    group size or None). ``hit``: the share of (task, run) pairs whose window is not empty."""
+    g = group_size(tasks, runs, max_reads)
+    run_b = run_bytes / runs
+    if g is None:
+        pairs = tasks * runs
+        st["ranged_reads"] += pairs * hit
+        st["get_requests"] += min(tasks, W) * runs
+        st["bytes_read"] += pairs * _window(run_b, tasks) + min(tasks, W) * run_bytes / FENCE
+        return pairs * hit, 0.0, None
+    P = min(g, tasks)
+    groups = -(-runs // g)
+    pieces = groups * P
+    l1 = runs * P
+    st["tasks"] += pieces
+    st["ranged_reads"] += l1 * hit
+    st["get_requests"] += min(P, W) * runs
+    st["bytes_read"] += l1 * _window(run_b, P) + min(P, W) * run_bytes / FENCE
+    st["objects_written"] += 2 * pieces
+    st["bytes_written"] += merged_bytes + merged_bytes / FENCE
+    per_chunk = tasks / P
+    l2 = tasks * groups
+    piece_b = merged_bytes / pieces
+    st["ranged_reads"] += l2 * hit
+    st["get_requests"] += pieces * min(W, per_chunk)
+    st["bytes_read"] += l2 * _window(piece_b, per_chunk) + min(W, per_chunk) * merged_bytes / FENCE
+    return (l1 + l2) * hit, merged_bytes, g
+
+
 def predict_io(plan, workers: int | None = None, task_memory: int | None = None,
-               remote: bool = True) -> IOPlan:
+               remote: bool = True, max_reads: int | None = None) -> IOPlan:
     """Predicted counts of a build of ``plan`` (a :class:`c4table.pipeline.plan.Plan`) on an
-    object store (``remote``; a local directory makes fewer HEAD requests)."""
+    object store (``remote``; a local directory makes fewer HEAD requests), whose shuffles
+    are made two-level past ``max_reads`` ranged reads (default: the plan's, or the build's
+    default, :func:`c4table.pipeline.shuffle.max_reads_default`)."""
     from c4table.pipeline.kernels import key_bits
     board = plan.board
     W = workers or plan.workers
@@ -112,7 +161,9 @@ def predict_io(plan, workers: int | None = None, task_memory: int | None = None,
     e = [p.entries for p in plan.plies]
     last = len(e) - 1
     first = next((g for g, x in enumerate(e) if x), 0)
-    io = IOPlan()
+    if max_reads is None:
+        max_reads = getattr(plan, "shuffle_max_reads", None) or max_reads_default()
+    io = IOPlan(max_reads=max_reads)
     f, b, mg = io.stages["forward"], io.stages["backward"], io.stages["merge"]
     rows = shard_rows_for(m, w)
     # ---------------------------------------------------------------- forward
@@ -127,7 +178,8 @@ def predict_io(plan, workers: int | None = None, task_memory: int | None = None,
         f["get_requests"] += T
         f["bytes_read"] += fbytes[g]
         f["objects_written"] += 1       # the manifest
-        f["head_requests"] += M["heads_per_forward_generation"]
+        # one existence check per expand task (read_shard), a few per generation remotely
+        f["head_requests"] += T + (M["heads_per_forward_generation"] if remote else 0)
         if g == last or e[g + 1] == 0:
             continue
         dup = 1 + (M["child_dup"] - 1) * (1 - 1 / T)
@@ -139,16 +191,15 @@ def predict_io(plan, workers: int | None = None, task_memory: int | None = None,
         shards[g + 1] = R
         fbytes[g + 1] = _shard_bytes(e[g + 1], e[g + 1], kb, M["zeta_forward"])
         f["tasks"] += R
-        pairs = R * runs
-        f["ranged_reads"] += pairs
-        f["get_requests"] += pairs
-        f["head_requests"] += pairs
-        run_b = 8 * k / runs
-        f["bytes_read"] += pairs * (_window(run_b, R) + run_b / FENCE)
+        # a pre-merge group of G runs drops the repeats between its runs
+        groups = -(-runs // (group_size(R, runs, max_reads) or runs))
+        merged = 8 * e[g + 1] * (1 + (M["child_dup"] - 1) * (1 - 1 / groups))
+        reads, extra, grp = _shuffle(f, R, runs, 8 * k, min(merged, 8 * k), W, max_reads,
+                                     M["forward_slice_hit"])
         f["objects_written"] += R
         f["bytes_written"] += fbytes[g + 1]
-        io.shuffles.append(("forward", g + 1, R, runs, pairs))
-        stored_now = stored + fbytes[g + 1] + 8 * k
+        io.shuffles.append(("forward", g + 1, R, runs, reads, grp))
+        stored_now = stored + fbytes[g + 1] + 8 * k + extra
         f["peak_stored_bytes"] = max(f["peak_stored_bytes"], int(stored_now + fbytes[first]))
         stored += fbytes[g + 1]
         f["peak_task_memory"] = max(f["peak_task_memory"], _mem("mem_forward", e[g] / T))
@@ -168,21 +219,17 @@ def predict_io(plan, workers: int | None = None, task_memory: int | None = None,
         bb = _shard_bytes(e[g], e[g], kb, M["zeta_backward"])
         b["bytes_written"] += bb
         b["objects_written"] += T + 1
+        extra = 0.0
         if in_runs:
-            pairs = T * in_runs
-            b["ranged_reads"] += pairs
-            b["get_requests"] += pairs
-            b["head_requests"] += pairs
-            run_b = incoming / in_runs
-            b["bytes_read"] += pairs * (_window(run_b, T) + run_b / FENCE)
-            io.shuffles.append(("backward", g, T, in_runs, pairs))
+            reads, extra, grp = _shuffle(b, T, in_runs, incoming, incoming, W, max_reads)
+            io.shuffles.append(("backward", g, T, in_runs, reads, grp))
         out = 0.0
         if g > first:
             out = 8 * e[g] * (M["msg_base"] + M["msg_extra"] * (1 - 1 / T))
             b["bytes_written"] += out + out / FENCE
             b["objects_written"] += 2 * T
         stored += bb
-        b["peak_stored_bytes"] = max(b["peak_stored_bytes"], int(stored + incoming + out))
+        b["peak_stored_bytes"] = max(b["peak_stored_bytes"], int(stored + incoming + extra + out))
         b["peak_task_memory"] = max(b["peak_task_memory"], _mem("mem_backward", e[g] / T))
         incoming, in_runs = out, (T if g > first else 0)
     # ---------------------------------------------------------------- merge
@@ -207,8 +254,9 @@ def predict_io(plan, workers: int | None = None, task_memory: int | None = None,
     mg["peak_stored_bytes"] = int(stored + table)
     from c4table.pipeline.merge import WRITE_CHUNK
     mg["peak_task_memory"] = _mem("mem_merge", E / R) + M["mem_merge_chunk"] * min(E / R, WRITE_CHUNK)
-    io.shuffles.append(("merge", None, R, nb, pairs))
+    io.shuffles.append(("merge", None, R, nb, pairs, None))
     for s in io.stages.values():
         for k2 in s:
             s[k2] = int(round(s[k2]))
+    io.shuffles = [(*x[:4], int(round(x[4])), x[5]) for x in io.shuffles]
     return io

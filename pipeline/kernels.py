@@ -157,6 +157,39 @@ def dedup_sorted(x):
     return m
 
 
+@njit(cache=True)
+def merge_two(a, b, out, unique):
+    """Merge sorted ``a`` and ``b`` into ``out`` (length >= both); return how many were
+    written. With ``unique`` (each input without repeats) a value in both is written once.
+    Linear and branch-light: several times faster than sorting the concatenation."""
+    i = 0
+    j = 0
+    n = 0
+    na = a.shape[0]
+    nb = b.shape[0]
+    while i < na and j < nb:
+        x = a[i]
+        y = b[j]
+        if y < x:
+            out[n] = y
+            j += 1
+        else:
+            out[n] = x
+            i += 1
+            if unique and x == y:
+                j += 1
+        n += 1
+    while i < na:
+        out[n] = a[i]
+        i += 1
+        n += 1
+    while j < nb:
+        out[n] = b[j]
+        j += 1
+        n += 1
+    return n
+
+
 @njit(cache=True, inline="always")
 def _gallop(arr, n, start, key):
     """First index >= start with arr[idx] >= key (arr sorted, arr[start-1] < key)."""
@@ -331,6 +364,19 @@ def pack_entries(keys, outcomes, out):
     """``out[i] = keys[i] << 8 | outcomes[i]``: one sortable word per table entry."""
     for i in range(keys.shape[0]):
         out[i] = (keys[i] << np.uint64(8)) | np.uint64(outcomes[i])
+
+
+@njit(cache=True)
+def words_to_entries(packed, entry_size, out):
+    """The low ``entry_size`` bytes of each ``key << 8 | outcome`` word, big-endian, one
+    table entry after the other, into the uint8 array ``out`` (one pass, no temporaries)."""
+    j = 0
+    for i in range(packed.shape[0]):
+        v = packed[i]
+        for b in range(entry_size - 1, -1, -1):
+            out[j + b] = np.uint8(v & np.uint64(0xFF))
+            v >>= np.uint64(8)
+        j += entry_size
 
 
 # ------------------------------------------------------------------ whole-array queries

@@ -18,7 +18,9 @@ its plies below the root's are recorded as empty generations (no shards, zero co
 
 Counts named ``*_entries`` are table entries (a position and its mirror image share one);
 ``positions``, ``terminal``, ``a_wins``, ``draws`` and ``b_wins`` count mirror images
-separately, as Böck's paper does: ``positions = 2 * entries - symmetric``.
+separately, as Böck's paper does: ``positions = 2 * entries - symmetric``. A 3D board
+(:mod:`c4table.grid3d`) adds ``"grid": [X, Y]``; its counts count every image (up to 8 per
+entry) and its plies have no ``symmetric`` field.
 
 Integrity: :meth:`Manifest.save` adds ``"xxh64"``, the checksum of the rest of the manifest
 (canonical JSON), and :meth:`Manifest.load` refuses a manifest whose checksum or structure does
@@ -40,6 +42,13 @@ from c4table.pipeline.storage import Storage, open_storage
 
 FORMAT = "c4table-manifest/1"
 MANIFEST = "manifest.json"
+# A stage saves its finished steps once they hold this many entries (:meth:`Manifest.checkpoint`),
+# well under a second of one core's work: each save is two fsyncs (or one object written), which
+# cost more than the steps of a small generation, so the small generations of a build are saved
+# together (a large generation is saved on its own, as before). A crash loses at most this much
+# recorded work (the unsaved steps are redone on resume). Counted in entries, not seconds, so
+# that the same build saves the same manifests wherever it runs.
+CHECKPOINT_ENTRIES = 1 << 18
 
 
 def _storage(root) -> Storage:
@@ -53,6 +62,8 @@ class Manifest:
     def __init__(self, root, data: dict):
         self.store = _storage(root)
         self.data = data
+        self._unsaved = 0       # entries of the steps recorded since the last save
+        self._dirty = False
 
     # ----------------------------------------------------------- creating
     @classmethod
@@ -104,7 +115,8 @@ class Manifest:
                                  "(use another --out or --restart)")
             return m
         data = {"format": FORMAT, "board": board.name, "width": board.width, "height": board.height,
-                "k": board.k, "key_bytes": board.key_bytes, "entry_size": board.entry_size,
+                "k": board.k, **({"grid": list(board.grid)} if board.grid is not None else {}),
+                "key_bytes": board.key_bytes, "entry_size": board.entry_size,
                 **({"root": origin.to_json()} if origin is not None else {}),
                 "plies": [], "steps": {"forward": {}, "backward": {}}}
         return cls(store, data)
@@ -114,11 +126,28 @@ class Manifest:
         data.pop("xxh64", None)
         data["xxh64"] = checksum(data)
         self.store.write_atomic(MANIFEST, (json.dumps(data, indent=1) + "\n").encode())
+        self._unsaved = 0
+        self._dirty = False
+
+    def checkpoint(self, entries: int) -> None:
+        """Record a finished step of ``entries`` entries: save once the unsaved steps hold
+        :data:`CHECKPOINT_ENTRIES`, else only note them (:meth:`flush` saves them). The files a
+        step recorded are durable before it is recorded, so a later save is as safe as an
+        immediate one."""
+        self._unsaved += entries
+        self._dirty = True
+        if self._unsaved >= CHECKPOINT_ENTRIES:
+            self.save()
+
+    def flush(self) -> None:
+        """Save the steps :meth:`checkpoint` has not saved yet, if any."""
+        if self._dirty:
+            self.save()
 
     # ------------------------------------------------------------ queries
     @property
     def board(self) -> Board:
-        return Board(self.data["width"], self.data["height"], self.data.get("k", 4))
+        return board_of(self.data)
 
     def origin(self):
         """The :class:`c4table.root.Root` of a rooted build, or None for a full build."""
@@ -152,6 +181,8 @@ class Manifest:
         rec = self.ply_record(ply)
         rec.update(entries=entries, symmetric=symmetric, positions=2 * entries - symmetric,
                    terminal_entries=terminal, terminal=2 * terminal - terminal_symmetric)
+        if "grid" in self.data:   # 3D: the kernels count 2 - images per entry, not a count
+            del rec["symmetric"]
 
     def set_backward_counts(self, ply: int, stats) -> None:
         """``stats``: [draws, draws symmetric, A wins, A sym, B wins, B sym] in entries."""
@@ -176,10 +207,17 @@ def _is_int(x) -> bool:
     return isinstance(x, int) and not isinstance(x, bool)
 
 
+def board_of(data: dict) -> Board:
+    """The board a manifest's fields name (``grid`` too for a 3D board)."""
+    grid = data.get("grid")
+    return Board(data["width"], data["height"], data.get("k", 4),
+                 tuple(grid) if isinstance(grid, list) else grid)
+
+
 def structure_problem(data: dict) -> str | None:
     """What is wrong with the layout of a loaded manifest, or None."""
     try:
-        board = Board(data["width"], data["height"], data.get("k", 4))
+        board = board_of(data)
     except KeyError as e:
         return f"no {e.args[0]!r} field"
     except (BoardError, TypeError):

@@ -22,12 +22,11 @@ from c4table.board import Board
 from c4table.errors import BuildError
 from c4table.verify import Hashes
 from c4table.pipeline import resources
-from c4table.pipeline.kernels import pack_entries, strictly_increasing_keys
+from c4table.pipeline.kernels import pack_entries, strictly_increasing_keys, words_to_entries
 from c4table.pipeline.partition import merge_ranges
 from c4table.pipeline.shards import ShardInfo, open_row_groups, read_row_groups, verify_shards
 from c4table.pipeline.storage import Storage, open_storage
 
-WORD = 8
 READ_GROUPS = 8          # row groups decoded at a time by a range task (~1 M entries)
 WRITE_CHUNK = 1 << 22    # entries converted to bytes at a time
 PARTS = "work/merge"
@@ -35,9 +34,14 @@ PARTS = "work/merge"
 
 def entries_to_bytes(packed: np.ndarray, entry_size: int) -> np.ndarray:
     """Big-endian ``entry_size``-byte rows of ``key << 8 | outcome`` words: the low bytes of
-    each big-endian 8-byte word."""
-    be = packed.astype(">u8").view(np.uint8).reshape(-1, WORD)
-    return be[:, WORD - entry_size:]
+    each big-endian 8-byte word (:func:`~c4table.pipeline.kernels.words_to_entries`).
+
+    >>> entries_to_bytes(np.array([0x0102_03FF], np.uint64), 5).tolist()
+    [[0, 1, 2, 3, 255]]
+    """
+    out = np.empty((packed.shape[0], entry_size), np.uint8)
+    words_to_entries(packed, entry_size, out.reshape(-1))
+    return out
 
 
 def range_task(root: str, shards: list[dict], lo: int, hi: int, rel: str, entry_size: int) -> int:
@@ -69,7 +73,7 @@ def range_task(root: str, shards: list[dict], lo: int, hi: int, rel: str, entry_
 
     def chunks():
         for s in range(0, pos, WRITE_CHUNK):
-            yield np.ascontiguousarray(entries_to_bytes(packed[s: s + WRITE_CHUNK], entry_size)).data
+            yield entries_to_bytes(packed[s: s + WRITE_CHUNK], entry_size).data
 
     store.write_atomic_chunks(rel, chunks(), durable=False)   # a part is scratch
     return pos

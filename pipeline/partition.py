@@ -43,6 +43,12 @@ def forward_ranges(run_keys: int, task_memory: int, width: int, workers: int) ->
     return max(n, workers if run_keys >= MIN_PARALLEL_ROWS else 1)
 
 
+def premerge_keys(task_memory: int) -> int:
+    """Values one pre-merge piece may hold (:mod:`c4table.pipeline.shuffle`): its slices and
+    their merged copy, 2 words per value, as a forward range task."""
+    return max(1, task_memory // (2 * KEY_BYTES_IN_RAM))
+
+
 MERGE_BYTES_PER_ENTRY = 8 + 2
 
 

@@ -51,11 +51,14 @@ from c4table.wording import count
 # messages_per_entry: 1.15-1.17 kept per sending entry on 5x5 and 6x4 with 2 workers; each task
 # keeps one message per parent, so more, smaller tasks keep more: 2.0 allows for that.
 # parallel_efficiency is an assumption for a cluster, not a measurement.
+# Rechecked for issue 16 with tools/bench_build.py 5x6 (CPU time of the process tree, before and
+# after its changes, one after the other, load 9.5-12.3): 99 / 101 ns forward, 130 / 122 ns
+# backward, 56 / 61 ns merge per entry: no change per entry, so these costs stand.
 # .c4z bytes per table entry (default format: 65,536-entry blocks, zstd 19, trained key
 # dictionary), measured with tools/bench_lookup.py on the 2-core development machine: 4x6, 5x5
 # and 5x6 whole files; 6x4 and 7x4 estimated from 200 evenly spread blocks (--sample-blocks;
-# on the other three that estimate came within 1% of the whole file). Boards not measured get a least-squares
-# fit of these figures against log10(entries): see c4z_bytes_per_entry.
+# on the other three that estimate came within 1% of the whole file). Boards not measured get
+# a least-squares fit of these figures against log10(entries): see c4z_bytes_per_entry.
 C4Z_MEASURED = {   # board: (entries, bytes per entry)
     "4x6": (7_917_955, 0.2813), "5x5": (34_888_367, 0.2961), "6x4": (47_455_869, 0.2777),
     "5x6": (522_196_933, 0.2460), "7x4": (1_132_927_517, 0.2540)}
@@ -111,6 +114,7 @@ class Plan:
     plies: list[PlyPlan] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     overhead_seconds: float = 0.0   # fixed costs (rooted plans): startup, per-step dispatch
+    shuffle_max_reads: int | None = None   # None: the build's default (pipeline/shuffle.py)
 
     @property
     def entries(self) -> int:
@@ -228,10 +232,11 @@ def _known_positions(board: Board) -> list[int]:
 
 
 def make_plan(board: str | Board, workers: int, memory_per_worker: int,
-              from_dir: str | Path | None = None) -> Plan:
-    """Estimate a build of ``board`` on ``workers`` workers (see module docstring)."""
+              from_dir: str | Path | None = None, shuffle_max_reads: int | None = None) -> Plan:
+    """Estimate a build of ``board`` on ``workers`` workers (see module docstring);
+    ``shuffle_max_reads`` is the build's threshold of a two-level shuffle."""
     board = Board.parse(board)
-    plan = Plan(board, workers, memory_per_worker)
+    plan = Plan(board, workers, memory_per_worker, shuffle_max_reads=shuffle_max_reads)
     n = board.cells + 1
     exact: dict[int, tuple[int, int, str]] = {}    # ply -> (positions, entries, source)
     for g, pos in enumerate(_known_positions(board)[:n]):
@@ -280,10 +285,13 @@ def make_plan(board: str | Board, workers: int, memory_per_worker: int,
     worst = max(io.shuffles, key=lambda s: s[4]) if io.shuffles else None
     plan.notes.append(
         f"shards of at most {count(rows, 'entry')} per task (sized from the worker's memory): "
-        f"the largest generation is {count(tasks, 'task')} per stage; every task reads one slice "
-        "of every run of the step before, so a shuffle makes tasks x runs ranged reads"
-        + (f": the largest is the {worst[0]} step of ply {worst[1]}, {worst[2]:,} x {worst[3]:,} "
-           f"= {count(worst[4], 'ranged read')}" if worst and worst[1] is not None else ""))
+        f"the largest generation is {count(tasks, 'task')} per stage; read directly, every task "
+        "reads one slice of every run of the step before (tasks x runs ranged reads); past "
+        f"{io.max_reads:,} the runs are first pre-merged in groups (two-level shuffle)"
+        + (f": the largest shuffle is the {worst[0]} step of ply {worst[1]}, {worst[2]:,} tasks x "
+           f"{worst[3]:,} runs, {count(worst[4], 'ranged read')}"
+           + (f" (pre-merged in groups of {worst[5]})" if worst[5] else "")
+           if worst and worst[1] is not None else ""))
     bpe, measured = c4z_bytes_per_entry(board, plan.entries)
     if not measured:
         plan.notes.append(

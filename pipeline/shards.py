@@ -1,7 +1,8 @@
 """Shard files: sorted key ranges of one generation, stored as parquet, written atomically.
 
 A *forward shard* holds one column ``key`` (int64; every key is < 2**63), a *backward shard*
-adds ``outcome`` (uint8). Keys use DELTA_BINARY_PACKED encoding with zstd level 1, no dictionary:
+adds ``outcome`` (one byte per entry, stored as ``fixed_size_binary(1)``; older builds wrote
+uint8, which reads the same). Keys use DELTA_BINARY_PACKED encoding with zstd level 1, no dictionary:
 measured here at ~3.2 bytes/key and 250-380 MB/s writes (engineering notes section 3).
 
 A shard is encoded in memory, checksummed and written atomically through the build's
@@ -72,13 +73,44 @@ def _missing(store: Storage, rel: str) -> CorruptDataError:
     return CorruptDataError(f"{store.display(rel)}: shard listed in the manifest is missing")
 
 
+def _arrow(values: np.ndarray, typ) -> pa.Array:
+    """A numpy array as an arrow array without copying. (``pa.array`` of a numpy array, like
+    ``to_numpy`` and ``pq.read_table``, imports pandas: 0.7 s of start-up the build does not
+    need, so shards go through buffers both ways.)"""
+    values = np.ascontiguousarray(values)
+    return pa.Array.from_buffers(typ, values.shape[0], [None, pa.py_buffer(values)])
+
+
+def column_numpy(table: pa.Table, name: str, dtype) -> np.ndarray:
+    """Column ``name`` of ``table`` (no nulls) as a numpy array of ``dtype``, from its buffers
+    (one chunk: no copy).
+
+    >>> t = pa.table({"key": _arrow(np.array([3, 5], np.int64), pa.int64())})
+    >>> column_numpy(t, "key", np.uint64)
+    array([3, 5], dtype=uint64)
+    """
+    dt = np.dtype(dtype)
+    parts = []
+    for chunk in table.column(name).chunks:
+        if chunk.null_count or chunk.type.bit_width != 8 * dt.itemsize:
+            raise CorruptDataError(f"column {name} has nulls or type {chunk.type}")
+        parts.append(np.frombuffer(chunk.buffers()[1], dt, count=len(chunk),
+                                   offset=chunk.offset * dt.itemsize))
+    if len(parts) == 1:
+        return parts[0]
+    return np.concatenate(parts) if parts else np.empty(0, dt)
+
+
 def write_shard(store: Storage, rel: str, keys: np.ndarray, outcomes: np.ndarray | None = None) -> ShardInfo:
     """Write sorted uint64 ``keys`` (and optional uint8 ``outcomes``) to ``rel`` of ``store``:
     encoded in memory, checksummed, then written atomically."""
-    cols = {"key": pa.array(keys.view(np.int64), type=pa.int64())}
+    cols = {"key": _arrow(keys.view(np.int64), pa.int64())}
     enc = {"key": "DELTA_BINARY_PACKED"}
     if outcomes is not None:
-        cols["outcome"] = pa.array(outcomes, type=pa.uint8())
+        # one byte per value (fixed_size_binary(1)): parquet stores a uint8 column as INT32,
+        # four bytes to compress per value (measured: 20% smaller, writes 12% and reads 30%
+        # faster); :func:`column_numpy` reads either kind as uint8.
+        cols["outcome"] = _arrow(outcomes, pa.binary(1))
     sink = pa.BufferOutputStream()
     pq.write_table(pa.table(cols), sink, compression="zstd", compression_level=1,
                    use_dictionary=False, column_encoding=enc, write_statistics=["key"],
@@ -102,14 +134,18 @@ def read_shard(store: Storage, info: ShardInfo, with_outcome: bool = False, chec
         if digest != info.xxh64:
             raise CorruptDataError(f"{where}: checksum {digest} does not match manifest {info.xxh64}")
     try:
-        table = pq.read_table(pa.BufferReader(data))
+        table = pq.ParquetFile(pa.BufferReader(data)).read()
     except Exception as e:  # pyarrow raises several types for damaged files
         raise CorruptDataError(f"{where}: unreadable shard ({e.__class__.__name__}: {e})") from None
-    keys = table.column("key").to_numpy().view(np.uint64)
+    try:
+        keys = column_numpy(table, "key", np.uint64)
+        outs = column_numpy(table, "outcome", np.uint8) if with_outcome else None
+    except (KeyError, CorruptDataError) as e:
+        raise CorruptDataError(f"{where}: unreadable shard ({e})") from None
     if keys.shape[0] != info.rows:
         raise CorruptDataError(f"{where}: {keys.shape[0]} rows, manifest says {info.rows}")
     if with_outcome:
-        return keys, table.column("outcome").to_numpy()
+        return keys, outs
     return keys
 
 
@@ -154,7 +190,7 @@ def read_row_groups(pf: pq.ParquetFile, where: str, indices: list[int]) -> tuple
         table = pf.read_row_groups(indices, columns=["key", "outcome"])
     except Exception as e:
         raise CorruptDataError(f"{where}: unreadable shard ({e.__class__.__name__}: {e})") from None
-    return table.column("key").to_numpy().view(np.uint64), table.column("outcome").to_numpy()
+    return column_numpy(table, "key", np.uint64), column_numpy(table, "outcome", np.uint8)
 
 
 def verify_shard_task(root: str, info_json: dict) -> int:

@@ -383,3 +383,140 @@ def main(argv: list[str]) -> None:
 
 if __name__ == "__main__":
     main(sys.argv)
+
+
+# --------------------------------------------------------------------------------------
+# 3D gravity boards (X x Y grid of columns of height H; docs/FORMAT.md section 8)
+# --------------------------------------------------------------------------------------
+# A position is a tuple of X*Y columns, column index y*X + x.  Written again from the
+# definition, sharing nothing with c4table.grid3d: lines are every set of k cells equally
+# spaced along a nonzero step in {-1,0,1}^3; images are the coordinate maps of the grid.
+
+@functools.lru_cache(maxsize=None)
+def _lines3d(X: int, Y: int, H: int, k: int) -> tuple[frozenset, ...]:
+    """Every set of k cells (x, y, z) in a straight line in the X x Y x H box."""
+    found = set()
+    steps = [s for s in itertools.product((-1, 0, 1), repeat=3) if s != (0, 0, 0)]
+    for x, y, z in itertools.product(range(X), range(Y), range(H)):
+        for dx, dy, dz in steps:
+            cells = [(x + i * dx, y + i * dy, z + i * dz) for i in range(k)]
+            if all(0 <= a < X and 0 <= b < Y and 0 <= c < H for a, b, c in cells):
+                found.add(frozenset(cells))
+    return tuple(sorted(found, key=sorted))
+
+
+def winners3d(position, X: int, Y: int, H: int, k: int) -> set[int]:
+    found = set()
+    for cells in _lines3d(X, Y, H, k):
+        chips = set()
+        for x, y, z in cells:
+            column = position[y * X + x]
+            chips.add(column[z] if z < len(column) else EMPTY)
+        if len(chips) == 1 and EMPTY not in chips:
+            found |= chips
+    return found
+
+
+def terminal_outcome3d(position, X: int, Y: int, H: int, k: int) -> int | None:
+    won = winners3d(position, X, Y, H, k)
+    if won:
+        assert len(won) == 1, ("two players own a line", position)
+        (winner,) = won
+        assert winner == (A if chips_played(position) % 2 == 1 else B), position
+        return A_WINS if winner == A else B_WINS
+    if is_full(position, H):
+        return DRAW
+    return None
+
+
+def images3d(position, X: int, Y: int) -> list:
+    """The position under every symmetry of the grid (8 when X == Y, else 4), repeats kept."""
+    maps = []
+    for fx in (False, True):
+        for fy in (False, True):
+            maps.append(lambda x, y, fx=fx, fy=fy: (X - 1 - x if fx else x, Y - 1 - y if fy else y))
+            if X == Y:
+                maps.append(lambda x, y, fx=fx, fy=fy: (Y - 1 - y if fy else y, X - 1 - x if fx else x))
+    out = []
+    for f in maps:
+        cols = [None] * (X * Y)
+        for y in range(Y):
+            for x in range(X):
+                nx, ny = f(x, y)
+                cols[ny * X + nx] = position[y * X + x]
+        out.append(tuple(cols))
+    return out
+
+
+def position_key3d(position, X: int, Y: int, H: int, k: int) -> int:
+    """Least base-B reading (column 0 least significant) over the images of the position."""
+    codes_of = _code_of_value(H, k)
+    base = len(column_values(H, k))
+    readings = []
+    for img in images3d(position, X, Y):
+        readings.append(sum(codes_of[column_value(col)] * base ** i for i, col in enumerate(img)))
+    return min(readings)
+
+
+@functools.lru_cache(maxsize=4)
+def analyse3d(X: int, Y: int, H: int, k: int):
+    """(levels, outcome): every reachable position per ply (images kept apart) and its outcome
+    byte, by forward enumeration and plain backward minimax."""
+    n, cells = X * Y, X * Y * H
+    levels = [{tuple(() for _ in range(n))}]
+    terminal: dict = {}
+    for ply in range(cells + 1):
+        nxt = set()
+        mover = A if ply % 2 == 0 else B
+        for pos in levels[ply]:
+            t = terminal_outcome3d(pos, X, Y, H, k)
+            if t is not None:
+                terminal[pos] = t
+                continue
+            for c in range(n):
+                if len(pos[c]) < H:
+                    nxt.add(play(pos, c, mover))
+        if ply < cells:
+            levels.append(nxt)
+    outcome: dict = {}
+    for ply in range(cells, -1, -1):
+        mover = A if ply % 2 == 0 else B
+        for pos in levels[ply]:
+            if pos in terminal:
+                outcome[pos] = terminal[pos]
+                continue
+            outcome[pos] = best_outcome(
+                ply, cells, [outcome[play(pos, c, mover)] for c in range(n) if len(pos[c]) < H])
+    return levels, outcome
+
+
+def oracle_table3d(X: int, Y: int, H: int, k: int) -> dict[int, int]:
+    """key -> outcome byte of every reachable position of the 3D board."""
+    levels, outcome = analyse3d(X, Y, H, k)
+    table: dict[int, int] = {}
+    for level in levels:
+        for pos in level:
+            key = position_key3d(pos, X, Y, H, k)
+            assert table.setdefault(key, outcome[pos]) == outcome[pos], ("images disagree", pos)
+    return table
+
+
+def oracle_bytes3d(X: int, Y: int, H: int, k: int) -> bytes:
+    table = oracle_table3d(X, Y, H, k)
+    K = key_bytes(X * Y, H, k)
+    return b"".join(key.to_bytes(K, "big") + bytes([table[key]]) for key in sorted(table))
+
+
+def oracle_ply_counts3d(X: int, Y: int, H: int, k: int) -> list[dict]:
+    """Per ply: positions (images counted), entries, terminal, a_wins, draws, b_wins
+    (positions)."""
+    levels, outcome = analyse3d(X, Y, H, k)
+    rows = []
+    for ply, level in enumerate(levels):
+        kinds = [outcome[pos] & 0xC0 for pos in level]
+        rows.append({"ply": ply, "positions": len(level),
+                     "entries": len({position_key3d(p, X, Y, H, k) for p in level}),
+                     "terminal": sum(terminal_outcome3d(p, X, Y, H, k) is not None for p in level),
+                     "a_wins": kinds.count(A_WINS), "draws": kinds.count(DRAW),
+                     "b_wins": kinds.count(B_WINS)})
+    return rows

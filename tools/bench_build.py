@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Benchmark full builds: per stage (forward, backward, merge) wall time, entries/s, peak RSS of
+"""Benchmark full builds: per stage (forward, backward, merge) wall time, entries/s, CPU time
+of the process tree (core-seconds per entry: what ``COSTS`` in ``pipeline/plan.py`` holds), peak RSS of
 the whole process tree, peak temporary disk, plus a baseline measured in the same run
 (numpy-sorting as many random uint64 as the table has entries) so figures compare across
 machines as ratios.
@@ -87,6 +88,25 @@ class Sampler(threading.Thread):
         self.join()
 
 
+def tree_cpu(sampler: threading.Thread | None = None) -> float:
+    """User + system CPU seconds of this process and its live children (the pool's workers
+    live through all stages, so differences between stages are per-stage CPU), without the
+    ``sampler`` thread's own (reading every process's smaps costs CPU too)."""
+    me = psutil.Process()
+    total = 0.0
+    if sampler is not None:
+        for th in me.threads():
+            if th.id == sampler.native_id:
+                total -= th.user_time + th.system_time
+    for p in [me, *me.children(recursive=True)]:
+        try:
+            t = p.cpu_times()
+            total += t.user + t.system
+        except psutil.Error:
+            pass
+    return total
+
+
 def dir_size(root: Path) -> int:
     total = 0
     for dirpath, _, files in os.walk(root):
@@ -112,13 +132,14 @@ def bench(board: str, workers: int | None, memory: str, keep: Path | None) -> No
     sampler.start()
     b = open_build(board, root, memory=memory, workers=workers, quiet=True)
     n_workers = b.executor.workers
-    times = {}
+    times, cpus = {}, {}
     try:
         for name, stage in (("forward", forward.run), ("backward", backward.run), ("merge", merge.run)):
             sampler.stage = name
-            t = time.perf_counter()
+            t, c = time.perf_counter(), tree_cpu(sampler)
             stage(b)
             times[name] = time.perf_counter() - t
+            cpus[name] = tree_cpu(sampler) - c
     finally:
         b.close()
         sampler.stop()
@@ -127,11 +148,14 @@ def bench(board: str, workers: int | None, memory: str, keep: Path | None) -> No
     total = sum(times.values())
     base = baseline_sort_seconds(entries)
     mib = 2**20
+    cpus["total"] = sum(cpus.values())
     for name, t in [*times.items(), ("total", total)]:
         mem = (f"   peak PSS {sampler.stage_pss.get(name, 0) / mib:7,.0f} MiB, anonymous "
                f"{sampler.stage_anon.get(name, 0) / mib:7,.0f} MiB") if name in times else ""
-        print(f"{board:>5} {name:>8} {t:9.2f} s {entries / t / 1e6:9.2f} M entries/s{mem}")
-    print(f"{board:>5}  entries {entries:,}  peak RSS {sampler.peak_rss / 2**20:,.0f} MiB  "
+        cpu = cpus[name]
+        print(f"{board:>5} {name:>8} {t:9.2f} s {entries / t / 1e6:9.2f} M entries/s  CPU {cpu:8.2f} s "
+              f"{cpu / entries * 1e9:6.0f} ns/entry{mem}")
+    print(f"{board:>5}  load {' '.join(f'{x:.2f}' for x in os.getloadavg())}  entries {entries:,}  peak RSS {sampler.peak_rss / 2**20:,.0f} MiB  "
           f"peak PSS {sampler.peak_pss / 2**20:,.0f} MiB  "
           f"temp disk peak {sampler.peak_disk / 2**20:,.0f} MiB  final {table['bytes'] / 2**20:,.1f} MiB  "
           f"workers {n_workers}")

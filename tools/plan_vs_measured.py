@@ -28,7 +28,9 @@ def compare(where: str) -> list[tuple]:
     workers, task_memory = st["workers"], st["task_memory"]
     plan = make_plan(st["board"], workers, task_memory)
     storage = st.get("storage") or ("remote" if "dask" in st["executor"] else "local")
-    io = predict_io(plan, workers, task_memory, remote=storage == "remote")
+    # the run's two-level threshold (stats without one predate the pre-merge: all direct)
+    io = predict_io(plan, workers, task_memory, remote=storage == "remote",
+                    max_reads=st.get("shuffle_max_reads") or 1 << 62)
     rows = []
     for stage in STAGES:
         meas = st["stages"].get(stage)

@@ -43,6 +43,9 @@ ENCODINGS = ("compressed", "plain")
 def make_encoding(board: Board | str, engine: Engine, name: str = "compressed") -> "Encoding":
     """Declare the variables of ``board`` in ``engine``'s manager and return the encoding."""
     board = Board.parse(board)
+    if board.grid is not None:
+        from c4table.errors import BoardError
+        raise BoardError(f"board {board}: BDD mode knows 2D boards only, not 3D boards")
     if name == "compressed":
         return CompressedEncoding(board, engine)
     if name == "plain":

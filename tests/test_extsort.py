@@ -1,0 +1,90 @@
+"""The build's sorting and encoding shortcuts against the plain numpy operations they replace:
+merging sorted runs (instead of sorting their concatenation), big-endian table entries in one
+numba pass (instead of ``astype('>u8')`` and slicing), and shards written and read through
+arrow buffers (the outcome column as one byte per entry; shards written by earlier versions,
+with a uint8 outcome column, still read the same)."""
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from c4table.errors import CorruptDataError
+from c4table.pipeline import extsort
+from c4table.pipeline.merge import entries_to_bytes
+from c4table.pipeline.shards import ShardInfo, read_row_groups, open_row_groups, read_shard, write_shard
+from c4table.pipeline.storage import open_storage
+
+
+@pytest.mark.parametrize("n_parts", [0, 1, 2, 3, 7])
+def test_merge_sorted_equals_sorting_the_concatenation(n_parts):
+    rng = np.random.default_rng(n_parts)
+    for trial in range(20):
+        # small value ranges make values shared between parts; some parts are empty
+        top = int(rng.choice([10, 1000, 1 << 50]))
+        parts = [np.unique(rng.integers(0, top, size=int(rng.integers(0, 300)), dtype=np.uint64))
+                 for _ in range(n_parts)]
+        both = np.concatenate(parts) if parts else np.empty(0, np.uint64)
+        got_unique = extsort.merge_sorted(list(parts), unique=True)
+        got_all = extsort.merge_sorted(list(parts), unique=False)
+        assert np.array_equal(got_unique, np.unique(both)), (n_parts, trial)
+        assert np.array_equal(got_all, np.sort(both)), (n_parts, trial)
+
+
+def test_merge_range_of_runs_equals_unique_of_their_values(tmp_path):
+    st = open_storage(tmp_path)
+    rng = np.random.default_rng(3)
+    runs = []
+    for i in range(3):
+        vals = np.unique(rng.integers(0, 1 << 20, size=2 * extsort.FENCE + 17 * i, dtype=np.uint64))
+        extsort.write_run(st, f"r{i}.u64", vals)
+        runs.append(vals)
+    every = np.unique(np.concatenate(runs))
+    for lo, hi in [(0, 1 << 64), (1000, 500_000), (int(every[7]), int(every[7]) + 1)]:
+        want = every[(every >= np.uint64(lo)) & ((every < np.uint64(hi)) if hi < 1 << 64 else True)]
+        assert np.array_equal(extsort.merge_range(st, ["r0.u64", "r1.u64", "r2.u64"], lo, hi), want)
+
+
+@pytest.mark.parametrize("entry_size", [3, 5, 7, 8])
+def test_entries_to_bytes_equals_big_endian_low_bytes(entry_size):
+    rng = np.random.default_rng(entry_size)
+    words = rng.integers(0, 1 << (8 * entry_size - 1), size=1000, dtype=np.uint64)
+    want = words.astype(">u8").view(np.uint8).reshape(-1, 8)[:, 8 - entry_size:]
+    assert np.array_equal(entries_to_bytes(words, entry_size), want)
+    assert entries_to_bytes(words[:0], entry_size).shape == (0, entry_size)
+
+
+def test_backward_shard_round_trip_and_older_uint8_shards(tmp_path):
+    st = open_storage(tmp_path)
+    rng = np.random.default_rng(5)
+    keys = np.unique(rng.integers(0, 1 << 50, size=300_000, dtype=np.uint64))
+    outs = rng.integers(0, 256, size=keys.shape[0], dtype=np.uint8)
+    info = write_shard(st, "b.parquet", keys, outs)
+    k2, o2 = read_shard(st, info, with_outcome=True)
+    assert np.array_equal(k2, keys) and np.array_equal(o2, outs) and o2.dtype == np.uint8
+    pf, groups = open_row_groups(st, info)
+    assert sum(g.rows for g in groups) == keys.shape[0] and len(groups) > 1
+    k3, o3 = read_row_groups(pf, "b.parquet", [g.index for g in groups[1:3]])
+    start = groups[0].rows
+    assert np.array_equal(k3, keys[start:start + k3.shape[0]])
+    assert np.array_equal(o3, outs[start:start + k3.shape[0]])
+    # a shard as earlier versions wrote it: outcome as parquet's uint8 (INT32 physical)
+    old = pa.table({"key": pa.array(keys.view(np.int64)), "outcome": pa.array(outs, pa.uint8())})
+    pq.write_table(old, tmp_path / "old.parquet", compression="zstd",
+                   column_encoding={"key": "DELTA_BINARY_PACKED"}, use_dictionary=False)
+    from c4table.pipeline.shards import file_xxh64
+    old_info = ShardInfo("old.parquet", int(keys.shape[0]), file_xxh64(tmp_path / "old.parquet"),
+                         int(keys[0]), int(keys[-1]))
+    k4, o4 = read_shard(st, old_info, with_outcome=True)
+    assert np.array_equal(k4, keys) and np.array_equal(o4, outs)
+
+
+def test_a_shard_with_a_wrong_column_type_is_corrupt_data(tmp_path):
+    st = open_storage(tmp_path)
+    bad = pa.table({"key": pa.array(np.arange(5, dtype=np.int32))})   # 32-bit keys: not ours
+    pq.write_table(bad, tmp_path / "bad.parquet")
+    from c4table.pipeline.shards import file_xxh64
+    info = ShardInfo("bad.parquet", 5, file_xxh64(tmp_path / "bad.parquet"), 0, 4)
+    with pytest.raises(CorruptDataError, match="bad.parquet"):
+        read_shard(st, info)
