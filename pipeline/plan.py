@@ -56,12 +56,14 @@ from c4table.wording import count
 # backward, 56 / 61 ns merge per entry: no change per entry, so these costs stand.
 # .c4z bytes per table entry (default format: 65,536-entry blocks, zstd 19, trained key
 # dictionary), measured with tools/bench_lookup.py on the 2-core development machine: 4x6, 5x5
-# and 5x6 whole files; 6x4 and 7x4 estimated from 200 evenly spread blocks (--sample-blocks;
-# on the other three that estimate came within 1% of the whole file). Boards not measured get
-# a least-squares fit of these figures against log10(entries): see c4z_bytes_per_entry.
+# and 5x6 whole files; 6x4, 7x4 and 6x5 estimated from 200 evenly spread blocks
+# (--sample-blocks; on the other three that estimate came within 1% of the whole file). Boards
+# not measured get a least-squares fit of these figures against log10(entries): see
+# c4z_bytes_per_entry.
 C4Z_MEASURED = {   # board: (entries, bytes per entry)
     "4x6": (7_917_955, 0.2813), "5x5": (34_888_367, 0.2961), "6x4": (47_455_869, 0.2777),
-    "5x6": (522_196_933, 0.2460), "7x4": (1_132_927_517, 0.2540)}
+    "5x6": (522_196_933, 0.2460), "7x4": (1_132_927_517, 0.2540),
+    "6x5": (1_409_488_535, 0.2524)}
 COSTS = {
     "forward_core_s": 0.169e-6,
     "backward_core_s": 0.215e-6,
