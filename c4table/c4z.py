@@ -4,7 +4,8 @@ locally or over ranged reads from an object store or a web server.
 Layout (all integers little-endian)::
 
     "C4ZTBL01"                                   8-byte magic
-    block 0 .. block n-1                         zstd frames, one per block of entries
+    key dictionary                               zstd dictionary of the key frames (optional)
+    block 0 .. block n-1                         two or more zstd frames each (below)
     index                                        zstd frame: first_key u64[n], offset u64[n+1],
                                                  xxh64 u64[n] (of each compressed block)
     header                                       JSON: board, k, root, entries, raw bytes, the
@@ -16,12 +17,16 @@ The header sits at the end so that a 16 TB table is written in one pass (its has
 known at the end); a reader fetches the last :data:`TAIL_BYTES` bytes once, which for tables
 up to a few G entries also holds the whole index.
 
-**Blocks.** Block ``i`` holds entries ``i*B .. min((i+1)*B, N)`` (``B`` =
-``block_entries``, 65,536 by default). Its payload is one byte ``w``, then the ``n - 1`` key
-deltas (key[j+1] - key[j], the first key is in the index) as ``w`` byte planes, low byte first
-(byte shuffle), then the ``n`` outcome bytes; compressed with zstd (frame content checksum
-on). On 5x5, deltas + shuffle take the keys from 4 bytes to about 0.13 byte per entry, and the
-outcome bytes make up 60 % of the result (measurements: ``tools/bench_lookup.py``, README).
+**Blocks** (format version 2). Block ``i`` holds entries ``i*B .. min((i+1)*B, N)`` (``B`` =
+``block_entries``, 65,536 by default). It is a small head (the count of symbol frames, u16,
+and every frame's length, u32), then zstd frames (level 19 by default, content checksums on):
+the key stream (varint deltas, the first key is in the index; compressed with the file's
+trained key dictionary when it has one) and the outcome symbol stream (outcome bytes mapped
+through a permutation chosen by the entry's ply) in frames of ``symbol_frame_entries``
+(header; the whole block by default); see :mod:`c4table.c4zcodec`. A single probe decodes
+the key stream and scans it only up to the probed key, then decodes one symbol frame. Files
+of format version 1 (byte-plane deltas, one frame) are refused with one line saying to
+compress the table again (measurements: ``tools/bench_lookup.py``, README).
 
 **Integrity.** The trailer checks the header (xxh64), the header checks the index (xxh64),
 the index checks every compressed block (xxh64) and zstd checks every decoded payload; a
@@ -61,6 +66,7 @@ import xxhash
 import zstandard
 
 from c4table.board import Board
+from c4table.c4zcodec import BlockCodec, _rows
 from c4table.errors import (ClosedTableError, CorruptDataError, MissingTableError,
                             PositionNotFoundError, TableError)
 from c4table.units import format_seconds, format_size
@@ -68,12 +74,14 @@ from c4table.units import format_seconds, format_size
 MAGIC = b"C4ZTBL01"
 END_MAGIC = b"C4ZEND01"
 TRAILER = struct.Struct("<QQQQ8s")      # index offset, index length, header length, xxh64(header)
-FORMAT_VERSION = 1
-TRANSFORM = "delta-shuffle-v1"
+FORMAT_VERSION = 2
+TRANSFORM = "varint-plysym-v2"
 DEFAULT_BLOCK_ENTRIES = 1 << 16
-DEFAULT_LEVEL = 9
+DEFAULT_LEVEL = 19
 TAIL_BYTES = 1 << 16                    # bytes a reader fetches from the end of the file at open
 CACHE_BLOCKS = 64                       # decoded blocks kept per open file (LRU)
+SYM_FRAME_ENTRIES = 1 << 16             # outcome symbols per zstd frame inside a block
+KEY_DICT_BYTES = 112640                 # trained zstd dictionary of the key frames
 CHECKPOINT_SECONDS = 30.0
 PROGRESS_EVERY = 5.0
 IDX_RECORD = struct.Struct("<QQQ")      # first key, end offset, xxh64 (the .part.idx side file)
@@ -98,44 +106,69 @@ def keys_of_rows(rows: np.ndarray, key_bytes: int) -> np.ndarray:
     return buf.view(">u8").ravel().astype(np.uint64)
 
 
-def encode_block(raw, entry_size: int) -> tuple[int, bytes]:
-    """``(first key, payload)`` of raw table bytes (whole entries, keys strictly increasing).
+def encode_block(raw, board: Board, level: int = DEFAULT_LEVEL,
+                 sym_entries: int = SYM_FRAME_ENTRIES, key_dict: bytes | None = None
+                 ) -> tuple[int, bytes]:
+    """``(first key, block bytes)`` of raw table bytes (whole entries, keys strictly
+    increasing): the number ``m`` of symbol frames (u16), the lengths of the key frame and of
+    the symbol frames (u32 each), the key frame, then the symbol frames (``sym_entries``
+    symbols each, the last one fewer). ``key_dict``: the zstd dictionary of the key frames.
 
-    >>> first, payload = encode_block(bytes([0, 0, 20, 0, 1, 147]), 3)
-    >>> first, payload
-    (0, b'\\x01\\x01\\x14\\x93')
+    >>> first, block = encode_block(bytes([0, 0, 0, 16, 0, 0, 1, 0x4f]), Board.parse("4x4"))
+    >>> first, decode_block_bytes(block, Board.parse("4x4"), 2, first)[1].tolist()
+    (0, [16, 79])
     """
-    K = entry_size - 1
-    rows = np.frombuffer(raw, np.uint8).reshape(-1, entry_size)
+    E = board.entry_size
+    K = E - 1
+    rows = np.frombuffer(raw, np.uint8).reshape(-1, E)
     keys = keys_of_rows(rows, K)
-    d = np.diff(keys)
-    if d.size and not (keys[1:] > keys[:-1]).all():
+    if keys.shape[0] > 1 and not (keys[1:] > keys[:-1]).all():
         raise TableError("keys are not strictly increasing (not a sorted table)")
-    w = max(1, (int(d.max()).bit_length() + 7) // 8) if d.size else 1
-    planes = d.astype("<u8").view(np.uint8).reshape(-1, 8)[:, :w].T
-    return int(keys[0]), bytes([w]) + planes.tobytes() + rows[:, K].tobytes()
+    kv, sy = _codec(board).encode(keys, np.ascontiguousarray(rows[:, K]))
+    c = _cctx(level)
+    frames = [_cctx(level, key_dict).compress(kv)] + [c.compress(sy[o: o + sym_entries])
+                                 for o in range(0, len(sy), sym_entries)]
+    head = struct.pack(f"<H{len(frames)}I", len(frames) - 1, *(len(f) for f in frames))
+    return int(keys[0]), head + b"".join(frames)
 
 
-def decode_payload(payload: bytes, n: int, first: int) -> tuple[np.ndarray, np.ndarray]:
-    """Keys (uint64) and outcome bytes of a block payload of ``n`` entries; ValueError if its
-    length does not fit."""
-    if not payload:
-        raise ValueError("empty payload")
-    w = payload[0]
-    if not 1 <= w <= 8 or len(payload) != 1 + w * (n - 1) + n:
-        raise ValueError(f"payload of {len(payload)} bytes does not hold {n} entries")
-    a = np.frombuffer(payload, np.uint8, count=w * (n - 1), offset=1).reshape(w, n - 1)
-    keys = np.empty(n, np.uint64)
-    keys[0] = first
-    if n > 1:
-        t = np.uint32 if w <= 4 else np.uint64     # 32-bit lanes when they suffice: faster
-        d = a[0].astype(t)
-        for j in range(1, w):
-            d |= a[j].astype(t) << t(8 * j)
-        np.cumsum(d, dtype=np.uint64, out=keys[1:])
-        keys[1:] += np.uint64(first)
-    outs = np.frombuffer(payload, np.uint8, count=n, offset=1 + w * (n - 1))
-    return keys, outs
+def split_block(block: bytes) -> list[bytes]:
+    """The key frame and the symbol frames of a block; ValueError if the lengths do not fit."""
+    if len(block) < 2:
+        raise ValueError("shorter than its header")
+    (m,) = struct.unpack_from("<H", block)
+    hl = 2 + 4 * (m + 1)
+    if len(block) < hl:
+        raise ValueError("shorter than its header")
+    lens = struct.unpack_from(f"<{m + 1}I", block, 2)
+    if hl + sum(lens) != len(block):
+        raise ValueError("frame lengths do not fit the block")
+    out, o = [], hl
+    for n in lens:
+        out.append(block[o: o + n])
+        o += n
+    return out
+
+
+def decode_block_bytes(block: bytes, board: Board, n: int, first: int,
+                       key_dict: bytes | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Keys (uint64) and outcome bytes of a block of ``n`` entries; ValueError or ZstdError
+    if it does not decode to exactly that."""
+    frames = split_block(block)
+    d = _dctx()
+    kv = _dctx(key_dict).decompress(frames[0])
+    sy = b"".join(d.decompress(f) for f in frames[1:])
+    return _codec(board).decode(kv, sy, first, n)
+
+
+_codecs: dict = {}
+
+
+def _codec(board: Board) -> BlockCodec:
+    c = _codecs.get(board)
+    if c is None:
+        c = _codecs[board] = BlockCodec(board)
+    return c
 
 
 def rows_of(keys: np.ndarray, outs: np.ndarray, entry_size: int) -> memoryview:
@@ -144,25 +177,61 @@ def rows_of(keys: np.ndarray, outs: np.ndarray, entry_size: int) -> memoryview:
     >>> bytes(rows_of(np.array([0, 258], np.uint64), np.array([20, 147], np.uint8), 3))
     b'\\x00\\x00\\x14\\x01\\x02\\x93'
     """
-    K = entry_size - 1
-    rows = np.empty((keys.shape[0], entry_size), np.uint8)
-    le = np.ascontiguousarray(keys, dtype="<u8").view(np.uint8).reshape(-1, 8)
-    rows[:, :K] = le[:, K - 1::-1]          # the low K bytes, most significant first
-    rows[:, K] = outs
-    return memoryview(rows).cast("B")
+    rows = np.empty(keys.shape[0] * entry_size, np.uint8)
+    _rows(np.ascontiguousarray(keys, np.uint64), np.ascontiguousarray(outs, np.uint8),
+          entry_size - 1, rows)
+    return memoryview(rows)
 
 
 _local = threading.local()
 
 
-def _compress_block(raw, entry_size: int, level: int) -> tuple[int, bytes, int]:
+def _cctx(level: int, zdict: bytes | None = None):
+    """This thread's zstd compressor for ``level`` and dictionary ``zdict``."""
+    cache = getattr(_local, "cctx", None)
+    if cache is None:
+        cache = _local.cctx = {}
+    key = (level, zdict)
+    c = cache.get(key)
+    if c is None:
+        if len(cache) > 8:
+            cache.clear()
+        d = zstandard.ZstdCompressionDict(zdict) if zdict else None
+        c = cache[key] = zstandard.ZstdCompressor(level=level, write_checksum=True, dict_data=d)
+    return c
+
+
+def train_key_dict(src, board: Board, block_entries: int, samples: int = 40,
+                   size: int = KEY_DICT_BYTES) -> bytes | None:
+    """A zstd dictionary for the key frames of the table file ``src``, trained on the key
+    streams of ``samples`` blocks spread evenly over it (deterministic: same input, same
+    dictionary); at most ``size`` bytes and 1/500 of the table file, so None for tables under
+    about 4 MB (or of fewer than 16 whole blocks), where it would cost more than it saves."""
+    E = board.entry_size
+    raw_bytes = os.path.getsize(src)
+    nblocks = raw_bytes // E // block_entries   # whole blocks only
+    size = min(size, raw_bytes // 500)
+    if nblocks < 16 or size < 8192:
+        return None
+    codec = _codec(board)
+    data = []
+    with open(src, "rb") as f:
+        for b in np.linspace(0, nblocks - 1, min(samples, nblocks)).astype(np.int64):
+            raw = os.pread(f.fileno(), block_entries * E, int(b) * block_entries * E)
+            rows = np.frombuffer(raw, np.uint8).reshape(-1, E)
+            keys = keys_of_rows(rows, E - 1)
+            data.append(codec.encode(keys, rows[:, E - 1].copy())[0])
+    try:
+        d = zstandard.train_dictionary(size, data, k=2048, d=8, level=DEFAULT_LEVEL, threads=1)
+    except zstandard.ZstdError:
+        return None
+    return d.as_bytes()
+
+
+def _compress_block(raw, board: Board, level: int, key_dict, sym_entries: int
+                    ) -> tuple[int, bytes, int]:
     """Worker: ``(first key, compressed block, xxh64 of it)``."""
-    c = getattr(_local, "cctx", None)
-    if c is None or _local.level != level:
-        c = _local.cctx = zstandard.ZstdCompressor(level=level, write_checksum=True)
-        _local.level = level
-    first, payload = encode_block(raw, entry_size)
-    comp = c.compress(payload)
+    first, comp = encode_block(raw, board, level, sym_entries, key_dict)
     return first, comp, xxhash.xxh64_intdigest(comp)
 
 
@@ -187,16 +256,24 @@ def tune_malloc() -> None:
         pass
 
 
-def _dctx():
-    d = getattr(_local, "dctx", None)
+def _dctx(zdict: bytes | None = None):
+    """This thread's zstd decompressor (for dictionary ``zdict``)."""
+    cache = getattr(_local, "dctx", None)
+    if cache is None:
+        cache = _local.dctx = {}
+    d = cache.get(zdict)
     if d is None:
-        d = _local.dctx = zstandard.ZstdDecompressor()
+        if len(cache) > 8:
+            cache.clear()
+        zd = zstandard.ZstdCompressionDict(zdict) if zdict else None
+        d = cache[zdict] = zstandard.ZstdDecompressor(dict_data=zd)
     return d
 
 
 # ----------------------------------------------------------------------- byte sources
 class LocalSource:
-    """A local file read with ``pread``."""
+    """A local file, memory-mapped: a block is a zero-copy view of the page cache (a ``pread``
+    and its copy cost about as much as decoding a key stream); ``pread`` where mapping fails."""
 
     def __init__(self, path: str | os.PathLike):
         self.name = str(path)
@@ -208,12 +285,34 @@ class LocalSource:
             raise MissingTableError(f"{path}: is a directory, not a table file") from None
         self.size = os.fstat(self.fd).st_size
         self.requests = 0
+        self._mv = None
+        if self.size:
+            import mmap
+            try:
+                self._mm = mmap.mmap(self.fd, self.size, access=mmap.ACCESS_READ)
+                self._mv = memoryview(self._mm)
+            except (OSError, ValueError):
+                pass
 
     def read(self, offset: int, n: int) -> bytes:
         self.requests += 1
         return os.pread(self.fd, n, offset)
 
+    def view(self, offset: int, n: int):
+        """The bytes at ``offset`` as a zero-copy view (a ``read`` if the file is not mapped)."""
+        if self._mv is None:
+            return self.read(offset, n)
+        self.requests += 1
+        return self._mv[offset: offset + n]
+
     def close(self) -> None:
+        if self._mv is not None:
+            self._mv.release()
+            self._mv = None
+            try:
+                self._mm.close()
+            except BufferError:   # a block view still in use somewhere: the GC closes it
+                pass
         if self.fd >= 0:
             os.close(self.fd)
             self.fd = -1
@@ -334,6 +433,7 @@ class C4zFile:
             self.src.close()
             raise
         self._lru: OrderedDict[int, tuple[np.ndarray, np.ndarray]] = OrderedDict()
+        self._slru: OrderedDict[int, tuple] = OrderedDict()   # decompressed streams (probes)
         self._lock = threading.Lock()
 
     def _bad(self, what: str) -> CorruptDataError:
@@ -369,12 +469,16 @@ class C4zFile:
             self.block_entries = int(h["block_entries"])
             self.blocks = int(h["blocks"])
             self.entry_size = int(h["entry_size"])
+            self.sym_entries = int(h.get("symbol_frame_entries", 0))
         except (ValueError, KeyError, TypeError) as e:
             raise self._bad(f"header unreadable ({e})") from None
+        if h.get("format") == "c4z" and h.get("version") == 1:
+            raise TableError(f"{self.where}: a .c4z of format version 1 (written by an older "
+                             "c4table), no longer read: compress the table again")
         if h.get("format") != "c4z" or h.get("transform") != TRANSFORM:
             raise TableError(f"{self.where}: unsupported .c4z variant "
                              f"({h.get('format')}, {h.get('transform')}); upgrade c4table")
-        if self.entry_size != self.board.entry_size or \
+        if self.entry_size != self.board.entry_size or self.sym_entries < 1 or \
                 self.blocks != -(-self.entries // self.block_entries):
             raise self._bad("header inconsistent (entry size or block count)")
         comp = None
@@ -413,11 +517,43 @@ class C4zFile:
         self.first_keys = a[:nb].astype(np.uint64)
         self.offsets = a[nb: 2 * nb + 1].astype(np.uint64)
         self.checksums = a[2 * nb + 1:].astype(np.uint64)
-        if nb and (int(self.offsets[0]) != len(MAGIC) or int(self.offsets[-1]) != idx_off
+        self.key_dict = self._key_dict(tail, size - tail_n, cache)
+        if nb and (int(self.offsets[0]) != len(MAGIC) + len(self.key_dict or b"")
+                   or int(self.offsets[-1]) != idx_off
                    or not (self.offsets[1:] > self.offsets[:-1]).all()
                    or not (self.first_keys[1:] > self.first_keys[:-1]).all()):
             raise self._bad("block index damaged (offsets or first keys out of order)")
         self.data_end = idx_off
+
+    def _key_dict(self, tail: bytes, tail0: int, cache) -> bytes | None:
+        """The key frames' zstd dictionary (header ``key_dict``: length and xxh64; it follows
+        the magic), read once and cached beside the index for remote tables."""
+        kd = self.header.get("key_dict")
+        if not kd:
+            return None
+        try:
+            n, x = int(kd["length"]), int(kd["xxh64"])
+        except (KeyError, TypeError, ValueError) as e:
+            raise self._bad(f"header unreadable (key_dict {e})") from None
+        data = None
+        cfile = cache.with_suffix(".dict") if cache is not None else None
+        if cfile is not None:
+            try:
+                data = cfile.read_bytes()
+            except OSError:
+                data = None
+        if data is None or xxhash.xxh64_intdigest(data) != x:
+            data = self._range(tail, tail0, len(MAGIC), n)
+            if xxhash.xxh64_intdigest(data) != x:
+                raise self._bad("key dictionary damaged (checksum mismatch)")
+            if cfile is not None:
+                try:
+                    tmp = cfile.with_name(f"{cfile.name}.{os.getpid()}.tmp")
+                    tmp.write_bytes(data)
+                    os.replace(tmp, cfile)
+                except OSError:
+                    pass
+        return data
 
     def _range(self, tail: bytes, tail0: int, off: int, n: int) -> bytes:
         if off >= tail0:
@@ -434,7 +570,7 @@ class C4zFile:
     def read_block(self, i: int) -> bytes:
         """The compressed bytes of block ``i``, checked against the index (one read)."""
         lo, hi = int(self.offsets[i]), int(self.offsets[i + 1])
-        comp = self.src.read(lo, hi - lo)
+        comp = self.src.view(lo, hi - lo) if hasattr(self.src, "view") else self.src.read(lo, hi - lo)
         if len(comp) != hi - lo:
             raise self._bad(f"block {i} (bytes {lo:,}..{hi:,}): short read (truncated file)")
         if xxhash.xxh64_intdigest(comp) != int(self.checksums[i]):
@@ -445,8 +581,8 @@ class C4zFile:
         """Keys and outcome bytes of block ``i`` from its compressed bytes, checked."""
         n = self.block_rows(i)
         try:
-            payload = _dctx().decompress(comp)
-            keys, outs = decode_payload(payload, n, int(self.first_keys[i]))
+            keys, outs = decode_block_bytes(comp, self.board, n, int(self.first_keys[i]),
+                                            self.key_dict)
         except (zstandard.ZstdError, ValueError) as e:
             raise self._bad(f"block {i}: cannot be decoded ({e}); damaged block") from None
         if i + 1 < self.blocks and not keys[-1] < self.first_keys[i + 1]:
@@ -467,14 +603,19 @@ class C4zFile:
                 self._lru.popitem(last=False)
         return got
 
-    def iter_blocks(self, start: int = 0, stop: int | None = None, threads: int = 2
-                    ) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
+    def iter_blocks(self, start: int = 0, stop: int | None = None, threads: int = 2,
+                    raw: bool = False) -> Iterator[tuple]:
         """``(i, keys, outcome bytes)`` of blocks ``start..stop`` in order, read and decoded
-        ahead on ``threads`` threads (bounded: at most ``2 * threads`` blocks in flight)."""
+        ahead on ``threads`` threads (bounded: at most ``2 * threads`` blocks in flight);
+        ``(i, raw table bytes)`` with ``raw`` (made in the threads too: numba kernels and
+        zstd release the GIL)."""
         stop = self.blocks if stop is None else stop
 
         def job(i):
-            return i, *self.decode_block(i, self.read_block(i))
+            k, o = self.decode_block(i, self.read_block(i))
+            if raw:
+                return i, rows_of(k, o, self.entry_size)
+            return i, k, o
         if threads <= 1:
             for i in range(start, stop):
                 yield job(i)
@@ -496,12 +637,55 @@ class C4zFile:
         """Outcome byte of ``key``; :class:`PositionNotFoundError` if absent."""
         i = self.block_of(key) if 0 <= key < 1 << 64 else -1
         if i >= 0:
-            keys, outs = self.block(i)
-            j = int(np.searchsorted(keys, np.uint64(key)))
-            if j < keys.shape[0] and int(keys[j]) == key:
-                return int(outs[j])
+            with self._lock:
+                hit = self._lru.get(i)
+            if hit is not None:
+                keys, outs = hit
+                j = int(np.searchsorted(keys, np.uint64(key)))
+                if j < keys.shape[0] and int(keys[j]) == key:
+                    return int(outs[j])
+            else:
+                b = self._probe_block(i, key)
+                if b >= 0:
+                    return b
         raise PositionNotFoundError(
             f"{self.where}: key {key} is not in the table (incomplete table, or not board {self.board})")
+
+    def _probe_block(self, i: int, key: int) -> int:
+        """Outcome byte of ``key`` in block ``i`` or -1, decoding only what it needs: the key
+        stream (scanned up to ``key`` by a numba kernel), then, if the key is there, the symbol
+        stream. The decompressed streams stay in a small LRU of their own."""
+        n = self.block_rows(i)
+        codec = _codec(self.board)
+        with self._lock:
+            got = self._slru.get(i)
+            if got is not None:
+                self._slru.move_to_end(i)
+        try:
+            if got is None:
+                frames = split_block(self.read_block(i))
+                got = [_dctx(self.key_dict).decompress(frames[0]), frames[1:], {}]   # key stream, symbol
+                with self._lock:                                        # frames, decoded ones
+                    self._slru[i] = got
+                    while len(self._slru) > CACHE_BLOCKS:
+                        self._slru.popitem(last=False)
+            j = codec.find(got[0], int(self.first_keys[i]), n, key)
+            if j < 0:
+                return -1
+            f, r = divmod(j, self.sym_entries)
+            sy = got[2].get(f)
+            if sy is None:
+                if f >= len(got[1]):
+                    raise ValueError(f"no symbol frame {f}")
+                sy = _dctx().decompress(got[1][f])
+                if len(sy) != min(self.sym_entries, n - f * self.sym_entries):
+                    raise ValueError(f"symbol frame {f} of {len(sy)} bytes")
+                got[2][f] = sy
+            return codec.outcome(key, sy[r])
+        except (zstandard.ZstdError, ValueError) as e:
+            with self._lock:
+                self._slru.pop(i, None)
+            raise self._bad(f"block {i}: cannot be decoded ({e}); damaged block") from None
 
     def probe_keys(self, keys, default: int | None = None) -> np.ndarray:
         """Outcome bytes of many keys (any order): each needed block is read and decoded once.
@@ -527,9 +711,15 @@ class C4zFile:
         out[order] = res
         return _finish_probe(out, q, default, self.where, self.board)
 
+    def clear_cache(self) -> None:
+        """Forget every decoded block (benchmarks measure probes without the LRU)."""
+        with self._lock:
+            self._lru.clear()
+            self._slru.clear()
+
     def close(self) -> None:
         self.src.close()
-        self._lru.clear()
+        self.clear_cache()
 
     def __enter__(self) -> "C4zFile":
         return self
@@ -561,8 +751,7 @@ class RawStream:
     decoded ahead on two threads), e.g. for hashing: ``verify`` reads a ``.c4z`` with it."""
 
     def __init__(self, z: C4zFile, threads: int = 2):
-        self._it = z.iter_blocks(threads=threads)
-        self._E = z.entry_size
+        self._it = z.iter_blocks(threads=threads, raw=True)
         self._buf = b""
 
     def read(self, n: int = -1) -> bytes:
@@ -571,7 +760,7 @@ class RawStream:
             nxt = next(self._it, None)
             if nxt is None:
                 break
-            b = bytes(rows_of(nxt[1], nxt[2], self._E))
+            b = bytes(nxt[1])
             parts.append(b)
             have += len(b)
         data = b"".join(parts)
@@ -689,11 +878,14 @@ def compress_table(src: str | os.PathLike, out: str | os.PathLike | None = None,
                    board: str | Board | None = None, level: int = DEFAULT_LEVEL,
                    block_entries: int = DEFAULT_BLOCK_ENTRIES, threads: int | None = None,
                    quiet: bool = False, stream=None, hashes: dict | None = None,
-                   root: str | None = None) -> Path:
+                   root: str | None = None, symbol_frame_entries: int = SYM_FRAME_ENTRIES,
+                   key_dict: bool = True) -> Path:
     """Compress the table file ``src`` into ``out`` (default: ``src`` with ``.c4z``), streaming,
     on ``threads`` threads (default: all cores), resuming an interrupted run (module
     docstring). ``hashes`` (``sha256``, ``md5`` from a manifest), when given, must equal the
-    hashes computed on the way. Returns ``out``.
+    hashes computed on the way. ``symbol_frame_entries`` below ``block_entries`` splits each
+    block's outcome symbols into several frames (faster single probes, bigger file);
+    ``key_dict=False`` skips the trained key dictionary. Returns ``out``.
 
     >>> compress_table("tables/4x4/connect4_4x4.dat", "t44.c4z", quiet=True)
     PosixPath('t44.c4z')
@@ -714,15 +906,16 @@ def compress_table(src: str | os.PathLike, out: str | os.PathLike | None = None,
                          f"board {b} (truncated or wrong board?)")
     if not 1 <= level <= 22:
         raise ValueError("zstd level must be 1..22")
-    if block_entries < 2:
-        raise ValueError("block_entries must be at least 2")
+    if block_entries < 2 or symbol_frame_entries < 1:
+        raise ValueError("block_entries must be at least 2, symbol_frame_entries at least 1")
     threads = threads or os.cpu_count() or 1
     tune_malloc()
     entries = size // E
     nblocks = -(-entries // block_entries)
     part, idxf, ckpt = (out.with_name(out.name + s) for s in (".part", ".part.idx", ".part.json"))
     settings = {"src": str(src.resolve()), "bytes": size, "mtime_ns": src.stat().st_mtime_ns,
-                "level": level, "block_entries": block_entries, "board": b.name}
+                "level": level, "block_entries": block_entries, "board": b.name,
+                "symbol_frame_entries": symbol_frame_entries, "key_dict": key_dict}
     done = 0
     if ckpt.exists() and part.exists() and idxf.exists():
         try:
@@ -737,6 +930,13 @@ def compress_table(src: str | os.PathLike, out: str | os.PathLike | None = None,
     stream = stream or sys.stderr
     t0 = last = time.perf_counter()
     chunk = block_entries * E
+    if done:   # the dictionary the first run trained, from the part file
+        kd_len = int(state.get("key_dict_bytes", 0))
+        with open(part, "rb") as f:
+            f.seek(len(MAGIC))
+            key_dict = f.read(kd_len) or None
+    else:
+        key_dict = train_key_dict(src, b, block_entries) if key_dict else None
     with open(src, "rb") as fin:
         if done:
             _say(quiet, stream, f"[compress] resuming {out.name} at block {done:,} of {nblocks:,}; "
@@ -752,7 +952,9 @@ def compress_table(src: str | os.PathLike, out: str | os.PathLike | None = None,
         else:
             fpart = open(part, "wb")
             fpart.write(MAGIC)
-            part_bytes = len(MAGIC)
+            if key_dict:
+                fpart.write(key_dict)
+            part_bytes = len(MAGIC) + len(key_dict or b"")
             fidx = open(idxf, "wb")
         last_ckpt = time.perf_counter()
         prev_last_key = -1
@@ -784,12 +986,12 @@ def compress_table(src: str | os.PathLike, out: str | os.PathLike | None = None,
                 raw = fin.read(chunk)
                 h.update(raw)
                 last_key = int.from_bytes(raw[-E:-1], "big")
-                pending.append((pool.submit(_compress_block, raw, E, level), None, last_key))
+                pending.append((pool.submit(_compress_block, raw, b, level, key_dict, symbol_frame_entries), None, last_key))
                 while len(pending) > 2 * threads:
                     drain_one()
                 now = time.perf_counter()
                 if now - last_ckpt >= CHECKPOINT_SECONDS:
-                    _checkpoint(fpart, fidx, ckpt, settings, i, part_bytes)
+                    _checkpoint(fpart, fidx, ckpt, settings, i, part_bytes, len(key_dict or b""))
                     last_ckpt = now
                 if not quiet and now - last >= PROGRESS_EVERY:
                     last = now
@@ -808,7 +1010,8 @@ def compress_table(src: str | os.PathLike, out: str | os.PathLike | None = None,
             rec = np.frombuffer(open(idxf, "rb").read(), "<u8").reshape(-1, 3)
             if rec.shape[0] != nblocks:
                 raise TableError(f"{idxf}: {rec.shape[0]} index records for {nblocks} blocks")
-            index = np.concatenate([rec[:, 0], np.array([len(MAGIC)], "<u8"), rec[:, 1], rec[:, 2]]).astype("<u8")
+            index = np.concatenate([rec[:, 0], np.array([len(MAGIC) + len(key_dict or b"")], "<u8"),
+                                    rec[:, 1], rec[:, 2]]).astype("<u8")
             comp_index = zstandard.ZstdCompressor(level=9).compress(index.tobytes())
             idx_off = part_bytes
             header = {"format": "c4z", "version": FORMAT_VERSION, "board": b.name,
@@ -818,6 +1021,9 @@ def compress_table(src: str | os.PathLike, out: str | os.PathLike | None = None,
                       "sha256": digests["sha256"], "md5": digests["md5"], "file": src.name,
                       "root": root, "block_entries": block_entries, "blocks": nblocks,
                       "transform": TRANSFORM, "codec": "zstd", "level": level,
+                      "symbol_frame_entries": symbol_frame_entries,
+                      "key_dict": {"length": len(key_dict), "xxh64": xxhash.xxh64_intdigest(key_dict)}
+                      if key_dict else None,
                       "index_xxh64": xxhash.xxh64_intdigest(comp_index)}
             hdr = json.dumps(header, sort_keys=True).encode()
             fpart.write(comp_index)
@@ -838,11 +1044,13 @@ def compress_table(src: str | os.PathLike, out: str | os.PathLike | None = None,
     return out
 
 
-def _checkpoint(fpart, fidx, ckpt: Path, settings: dict, blocks: int, part_bytes: int) -> None:
+def _checkpoint(fpart, fidx, ckpt: Path, settings: dict, blocks: int, part_bytes: int,
+                key_dict_bytes: int) -> None:
     _fsync(fpart)
     _fsync(fidx)
     tmp = ckpt.with_name(ckpt.name + ".tmp")
-    tmp.write_text(json.dumps({"settings": settings, "blocks": blocks, "part_bytes": part_bytes}))
+    tmp.write_text(json.dumps({"settings": settings, "blocks": blocks, "part_bytes": part_bytes,
+                               "key_dict_bytes": key_dict_bytes}))
     os.replace(tmp, ckpt)
 
 
@@ -898,8 +1106,7 @@ def decompress_table(src, out: str | os.PathLike | None = None, *, threads: int 
         with f:
             written = done * chunk
             last_sync = time.perf_counter()
-            for i, keys, outs in z.iter_blocks(done, threads=threads):
-                raw = rows_of(keys, outs, E)
+            for i, raw in z.iter_blocks(done, threads=threads, raw=True):
                 hashes.update(raw)
                 f.write(raw)
                 written += len(raw)

@@ -28,7 +28,8 @@ def _threads_option(f):
               help="output file (default: TABLE.c4z beside the input)")
 @click.option("--board", default=None, help="board of the table if its name does not say")
 @click.option("--level", type=click.IntRange(1, 22), default=None,
-              help="zstd level (default 9: about 100 MB/s of raw table per core)")
+              help="zstd level (default 19: about 7 MB of raw table per CPU-second; the "
+                   "decoding speed does not depend on it)")
 @click.option("--block-entries", type=click.IntRange(2, 1 << 26), default=None,
               help="entries per block (default 65,536): bigger blocks compress better and make "
                    "single probes slower")

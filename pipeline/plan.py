@@ -54,7 +54,16 @@ from c4table.wording import count
 # Rechecked for issue 16 with tools/bench_build.py 5x6 (CPU time of the process tree, before and
 # after its changes, one after the other, load 9.5-12.3): 99 / 101 ns forward, 130 / 122 ns
 # backward, 56 / 61 ns merge per entry: no change per entry, so these costs stand.
-C4Z_BYTES_PER_ENTRY = 0.36   # see COSTS
+# .c4z bytes per table entry (default format: 65,536-entry blocks, zstd 19, trained key
+# dictionary), measured with tools/bench_lookup.py on the 2-core development machine: 4x6, 5x5
+# and 5x6 whole files; 6x4, 7x4 and 6x5 estimated from 200 evenly spread blocks
+# (--sample-blocks; on the other three that estimate came within 1% of the whole file). Boards
+# not measured get a least-squares fit of these figures against log10(entries): see
+# c4z_bytes_per_entry.
+C4Z_MEASURED = {   # board: (entries, bytes per entry)
+    "4x6": (7_917_955, 0.2813), "5x5": (34_888_367, 0.2961), "6x4": (47_455_869, 0.2777),
+    "5x6": (522_196_933, 0.2460), "7x4": (1_132_927_517, 0.2540),
+    "6x5": (1_409_488_535, 0.2524)}
 COSTS = {
     "forward_core_s": 0.169e-6,
     "backward_core_s": 0.215e-6,
@@ -65,11 +74,26 @@ COSTS = {
     "messages_per_entry": 2.0,
     "message_bytes": 8.0,         # parent_key << 8 | score, raw runs
     "parallel_efficiency": 0.8,
-    # .c4z (65,536-entry blocks, zstd 9): compressed bytes per table entry measured with
-    # tools/bench_lookup.py on the largest board measured here (6x4); the ratio falls with
-    # board size (4x6 > 5x5 > 6x4), so 7x6 should come out smaller: an upper estimate.
-    "c4z_bytes_per_entry": C4Z_BYTES_PER_ENTRY,
 }
+
+
+def c4z_bytes_per_entry(board: Board, entries: int) -> tuple[float, bool]:
+    """``(bytes per entry, measured)`` of a board's ``.c4z``: the measured figure
+    (:data:`C4Z_MEASURED`), else the least-squares line of the measured figures against
+    ``log10(entries)`` at this board's entries (``measured`` False: an extrapolation; the
+    boards measured have 8 M to 1.1 G entries, 7x6 has 2.3 T).
+
+    >>> c4z_bytes_per_entry(Board.parse("5x5"), 34888367)
+    (0.2961, True)
+    """
+    if board.k == 4 and board.name in C4Z_MEASURED:
+        return C4Z_MEASURED[board.name][1], True
+    pts = [(math.log10(e), v) for e, v in C4Z_MEASURED.values()]
+    n = len(pts)
+    mx = sum(x for x, _ in pts) / n
+    my = sum(y for _, y in pts) / n
+    slope = sum((x - mx) * (y - my) for x, y in pts) / sum((x - mx) ** 2 for x, _ in pts)
+    return max(0.0, my + slope * (math.log10(max(entries, 1)) - mx)), False
 # Fixed costs of a rooted build on the development machine (2 cores, loaded): a 7x6 build from
 # a ply-28 root of a few thousand entries took 7-9 s, so per generation and stage about 0.15 s
 # (manifest writes, task dispatch), plus about 3 s to start (imports, numba cache, pool).
@@ -104,8 +128,8 @@ class Plan:
 
     @property
     def c4z_bytes(self) -> int:
-        """Estimated size of the table as a ``.c4z`` (see ``COSTS``)."""
-        return int(self.entries * COSTS["c4z_bytes_per_entry"])
+        """Estimated size of the table as a ``.c4z`` (see :func:`c4z_bytes_per_entry`)."""
+        return int(self.entries * c4z_bytes_per_entry(self.board, self.entries)[0])
 
     @property
     def peak_entries(self) -> int:
@@ -270,6 +294,13 @@ def make_plan(board: str | Board, workers: int, memory_per_worker: int,
            f"{worst[3]:,} runs, {count(worst[4], 'ranged read')}"
            + (f" (pre-merged in groups of {worst[5]})" if worst[5] else "")
            if worst and worst[1] is not None else ""))
+    bpe, measured = c4z_bytes_per_entry(board, plan.entries)
+    if not measured:
+        plan.notes.append(
+            f"the .c4z size extrapolates bytes per entry measured on {', '.join(C4Z_MEASURED)} "
+            f"({min(e for e, _ in C4Z_MEASURED.values()) / 1e6:,.0f} M to "
+            f"{max(e for e, _ in C4Z_MEASURED.values()) / 1e9:,.1f} G entries) along a line in "
+            f"log(entries): {bpe:.3f} bytes per entry; not measured on a board this size")
     return plan
 
 

@@ -390,9 +390,12 @@ def test_s3_c4z(t44, tmp_path, monkeypatch):
 
 
 def test_plan_estimates_the_c4z_size():
-    from c4table.pipeline.plan import COSTS, make_plan
+    from c4table.pipeline.plan import C4Z_MEASURED, c4z_bytes_per_entry, make_plan
     p = make_plan("7x6", workers=64, memory_per_worker=16 * 2**30)
-    assert p.c4z_bytes == int(p.entries * COSTS["c4z_bytes_per_entry"]) and 0 < p.c4z_bytes < p.final_bytes
+    bpe, measured = c4z_bytes_per_entry(p.board, p.entries)
+    assert not measured and p.c4z_bytes == int(p.entries * bpe) and 0 < p.c4z_bytes < p.final_bytes
+    assert bpe <= min(v for _, v in C4Z_MEASURED.values())   # the measured ratios fall with size
+    assert any("extrapolates" in n for n in p.notes)
     assert p.to_json()["c4z_bytes"] == p.c4z_bytes
     rc, out, err = run_cli("plan", "7x6")
     assert rc == 0 and "as .c4z" in out, err
@@ -408,3 +411,24 @@ def test_a_closed_c4z_table_says_so(t44):
     for use in (lambda: t.probe("12"), lambda: t.wdl_many(["1"]), lambda: next(t.iter_entries())):
         with pytest.raises(ClosedTableError, match="closed"):
             use()
+
+
+def test_key_dictionary_read_once_and_cached_remotely(t54, http_dir, tmp_path, monkeypatch):
+    """The 5x4 .c4z has a trained key dictionary: a remote reader fetches it once with the
+    index, then takes both from its cache; answers equal the raw table's."""
+    dat, z = t54
+    root, url = http_dir
+    shutil.copy(z, root / "connect4_5x4.c4z")
+    monkeypatch.setenv("C4TABLE_CACHE", str(tmp_path / "cache"))
+    with open_table(dat) as t:
+        keys = np.array([t.key_at(i) for i in range(0, len(t), 9973)], np.uint64)
+        want = t.probe_keys(keys)
+    for opens in range(2):
+        RangeHandler.log.clear()
+        with open_c4z(f"{url}/connect4_5x4.c4z") as f:
+            assert f.header["key_dict"]["length"] == len(f.key_dict) > 0
+            n_open = len(RangeHandler.log)
+            assert [f.outcome_byte(int(k)) for k in keys] == want.tolist()
+        if opens:
+            assert n_open == 1      # the tail only: index and dictionary from the cache
+    assert list((tmp_path / "cache").glob("*.dict"))
