@@ -4,9 +4,8 @@
 :class:`IOCounts` of the calling thread (:func:`active`): bytes and objects written, whole-object
 GETs, ranged reads (a ``pread`` locally, a ranged GET on an object store), metadata requests
 (HEAD/stat, LIST) and deletes, with the bytes each moved. :func:`run_counted` runs one task
-under a fresh :class:`IOCounts` and also measures the task's peak memory (the rise of the
-process's resident set above what it held when the task started, from ``/proc/self/status``
-after resetting the high-water mark), so a task's counts travel back with its result from any
+under a fresh :class:`IOCounts` and also measures the task's peak memory (the peak of the
+bytes its numpy arrays and Python objects held, through ``tracemalloc``), so a task's counts travel back with its result from any
 worker process. The execution layer (:mod:`c4table.pipeline.execution`) adds them up per stage;
 the build writes them to ``DIR/stats.json`` (:func:`save_stats`) and the CLI prints them.
 
@@ -24,6 +23,7 @@ from __future__ import annotations
 
 import json
 import threading
+import tracemalloc
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, fields
 
@@ -133,25 +133,49 @@ def _reset_peak() -> bool:
 _warm = False   # has this process run a counted task before?
 
 
+def _tracked() -> int:
+    """Bytes traced now by tracemalloc (numpy reports its array buffers to it), its peak
+    reset. Tracing starts (one frame) at a process's first task and is never stopped:
+    ``tracemalloc.stop()`` while another thread allocates crashes CPython 3.11 (seen: Arrow's
+    I/O threads), so it stays on in a process that has run a counted task."""
+    if not tracemalloc.is_tracing():
+        tracemalloc.start(1)
+    tracemalloc.reset_peak()
+    return tracemalloc.get_traced_memory()[0]
+
+
 def run_counted(fn, *args):
     """Run ``fn(*args)`` under fresh counts; return ``(result, counts)``. The counts include
-    the task's peak memory: the high-water mark of the resident set (reset at the start) minus
-    the resident set at the start. A process's first task also loads the compiled kernels and
-    libraries (tens of MiB): its rise is kept apart, as ``first_task_memory``."""
+    the task's peak memory: the peak of the bytes held by numpy arrays and Python objects
+    during the task (``tracemalloc``) above what the process held when it started, so what
+    the task's own arrays need, at their allocated size. Arrow's buffers (parquet decoding and
+    encoding) and what the allocator keeps are not counted: the process's resident set is not
+    a per-task figure (the first task of each kind in a process warms allocator and Arrow
+    pools by tens of MiB, whatever its size). A process's first task also loads the compiled
+    kernels and libraries: it is not traced (that would double its time) and its rise of the
+    resident set is kept apart, as ``first_task_memory``.
+
+    >>> import numpy as np
+    >>> _, c = run_counted(lambda: np.ones(1 << 20).sum())
+    >>> _, c = run_counted(lambda: np.ones(1 << 20).sum())
+    >>> 8 << 20 <= c.peak_task_memory < 9 << 20
+    True
+    """
     global _warm
     c = IOCounts(tasks=1)
-    can = _reset_peak()
-    before = _status_kib("VmRSS:")
-    with counting(c):
-        result = fn(*args)
-    if can:
-        rise = max(0, _status_kib("VmHWM:") - before) * 1024
-        if _warm:
-            c.peak_task_memory = rise
-            c.task_memory_sum = rise
-        else:
-            c.first_task_memory = rise
-    _warm = True
+    if _warm:
+        before = _tracked()
+        with counting(c):
+            result = fn(*args)
+        c.peak_task_memory = c.task_memory_sum = max(0, tracemalloc.get_traced_memory()[1] - before)
+    else:   # not traced: loading the kernels under tracemalloc would double its time
+        can = _reset_peak()
+        before = _status_kib("VmRSS:")
+        with counting(c):
+            result = fn(*args)
+        if can:
+            c.first_task_memory = max(0, _status_kib("VmHWM:") - before) * 1024
+        _warm = True
     return result, c
 
 

@@ -146,7 +146,7 @@ def _merge_runs(build, ply: int, run_rels: list[str], results) -> list[ShardInfo
     if total == 0:
         return []
     n_ranges = forward_ranges(total, build.task_memory, build.board.width, build.executor.workers)
-    bounds = extsort.choose_splitters([r[2] for r in results], n_ranges)
+    bounds = extsort.choose_splitters([r[2] for r in results], n_ranges, [r[1] for r in results])
     runs = [{"file": f, "rows": r[1], "xxh64": r[3]} for f, r in zip(run_rels, results)]
     ranges = list(zip(bounds[:-1], bounds[1:]))
     reads0 = build.slice_reads()

@@ -28,8 +28,8 @@ import math
 from dataclasses import dataclass, field
 
 from c4table.pipeline.extsort import FENCE
-from c4table.pipeline.partition import forward_ranges, merge_ranges, shard_rows_for
-from c4table.pipeline.shards import BACKWARD_ROW_GROUP
+from c4table.pipeline.partition import forward_ranges, merge_ranges, premerge_keys, shard_rows_for
+from c4table.pipeline.shards import BACKWARD_ROW_GROUP, ROW_GROUP
 from c4table.pipeline.shuffle import group_size, max_reads_default
 
 IO_MODEL = {
@@ -40,15 +40,12 @@ IO_MODEL = {
     "msg_base": 1.15, "msg_extra": 0.45,
     # parquet bytes per key = zeta * (log2(key space / entries) + 1) / 8 (delta + zstd)
     "zeta_forward": 0.48, "zeta_backward": 0.85,
-    # a task's resident-set rise above the process's at its start (a process's first task
-    # apart, see counters.run_counted): fixed part + bytes per row of the task's input (the
-    # largest shard of an expand or backward task, the entries of a merge range). Forward and
-    # backward: the least worst relative fit to local builds of 4x6 (4 workers x 32 MiB,
-    # 2 x 256 MiB: 284 k and 568 k rows) and 5x5 (2 x 256 MiB: 2.49 M rows); merge: one word
-    # per entry, and at most merge.WRITE_CHUNK entries converted at a time (~13 bytes each)
-    "mem_forward": (16.75 * 2**20, 26.5), "mem_backward": (4.25 * 2**20, 34.1),
-    "mem_merge": (6.8e6, 8.0),
-    "mem_merge_chunk": 13.0,
+    # the largest forward shard (a range of the splitters) over the mean: 1.30-1.37 in local
+    # 4-worker builds of 5x4 and 4x6 at 32 and 64 MiB per task (splitters weighted by run size)
+    "shard_skew": 1.35,
+    # the share of its group's values the largest pre-merge task takes (a group's runs cover
+    # few of its chunks): fitted to local 4-worker builds of 4x6 at 32 and 64 MiB per task
+    "premerge_share": 0.75,
     # merge: ranged reads per (range task, backward shard) pair: footer and row groups
     "merge_reads_per_pair": 2.0,
     # size/existence queries besides one per run slice: per generation (forward), per task
@@ -99,9 +96,17 @@ def _shard_bytes(entries: int, rows: int, key_bits: int, zeta: float) -> float:
     return rows * zeta * (math.log2(max(2.0, 2.0 ** key_bits / entries)) + 1) / 8
 
 
-def _mem(which: str, rows: float) -> float:
-    a, b = IO_MODEL[which]
-    return a + b * rows
+def _merged(window_values: float, values: float, parts: int) -> float:
+    """Bytes a task holds while it merges sorted slices (:func:`extsort.merge_sorted` on
+    :func:`extsort.read_range_parts`): the windows it read and the first level of the
+    pairwise merge (later levels replace the one before; one part is not copied)."""
+    return 8 * (window_values + (values if parts > 1 else 0))
+
+
+def _keys_read(rows: float) -> float:
+    """Bytes of the keys :func:`read_shard` returns: a view of Arrow's column (not counted) for
+    one row group, a numpy copy when several row groups are concatenated."""
+    return 8 * rows if rows > ROW_GROUP else 0.0
 
 
 def _window(run_bytes: float, ranges: int) -> float:
@@ -113,13 +118,16 @@ def _window(run_bytes: float, ranges: int) -> float:
 
 
 def _shuffle(st: dict, tasks: int, runs: int, run_bytes: float, merged_bytes: float,
-             W: int, max_reads: int, hit: float = 1.0) -> tuple[int, float, int | None]:
+             W: int, max_reads: int, hit: float = 1.0, task_memory: int = 1 << 62
+             ) -> tuple[int, float, int | None, float, int]:
     """Add the requests and bytes of one shuffle's reads to the stage counts ``st``: ``tasks``
     range tasks over ``runs`` runs of ``run_bytes`` in all, read directly or, past
     ``max_reads``, through a pre-merge (:mod:`c4table.pipeline.shuffle`) whose pieces hold
     ``merged_bytes``. Fences are read once per worker process and run (cached), sizes come
     with the run records (no HEAD). Returns (ranged reads, bytes the pieces add to the store,
-    group size or None). ``hit``: the share of (task, run) pairs whose window is not empty."""
+    group size or None, values in a range task's windows, runs or pieces it reads); a pre-merge
+    task's memory goes to ``st["peak_task_memory"]``. ``hit``: the share of (task, run) pairs
+    whose window is not empty."""
     g = group_size(tasks, runs, max_reads)
     run_b = run_bytes / runs
     if g is None:
@@ -127,7 +135,7 @@ def _shuffle(st: dict, tasks: int, runs: int, run_bytes: float, merged_bytes: fl
         st["ranged_reads"] += pairs * hit
         st["get_requests"] += min(tasks, W) * runs
         st["bytes_read"] += pairs * _window(run_b, tasks) + min(tasks, W) * run_bytes / FENCE
-        return pairs * hit, 0.0, None
+        return pairs * hit, 0.0, None, runs * _window(run_b, tasks) / 8, runs
     P = min(g, tasks)
     groups = -(-runs // g)
     pieces = groups * P
@@ -136,6 +144,13 @@ def _shuffle(st: dict, tasks: int, runs: int, run_bytes: float, merged_bytes: fl
     st["ranged_reads"] += l1 * hit
     st["get_requests"] += min(P, W) * runs
     st["bytes_read"] += l1 * _window(run_b, P) + min(P, W) * run_bytes / FENCE
+    # a pre-merge task: the windows of its group's runs over its chunk, and their merge. A
+    # group's runs cover few chunks (a run holds the children, or parents, of one key range),
+    # so the largest task takes most of its group's values, up to what a piece may hold
+    gv = IO_MODEL["premerge_share"] * run_bytes / 8 / groups
+    v = min(gv, premerge_keys(task_memory))
+    st["peak_task_memory"] = max(st["peak_task_memory"],
+                                 _merged(min(gv, v + min(g, runs) * FENCE), v, min(g, runs)))
     st["objects_written"] += 2 * pieces
     st["bytes_written"] += merged_bytes + merged_bytes / FENCE
     per_chunk = tasks / P
@@ -144,7 +159,7 @@ def _shuffle(st: dict, tasks: int, runs: int, run_bytes: float, merged_bytes: fl
     st["ranged_reads"] += l2 * hit
     st["get_requests"] += pieces * min(W, per_chunk)
     st["bytes_read"] += l2 * _window(piece_b, per_chunk) + min(W, per_chunk) * merged_bytes / FENCE
-    return (l1 + l2) * hit, merged_bytes, g
+    return (l1 + l2) * hit, merged_bytes, g, groups * _window(piece_b, per_chunk) / 8, groups
 
 
 def predict_io(plan, workers: int | None = None, task_memory: int | None = None,
@@ -194,15 +209,20 @@ def predict_io(plan, workers: int | None = None, task_memory: int | None = None,
         # a pre-merge group of G runs drops the repeats between its runs
         groups = -(-runs // (group_size(R, runs, max_reads) or runs))
         merged = 8 * e[g + 1] * (1 + (M["child_dup"] - 1) * (1 - 1 / groups))
-        reads, extra, grp = _shuffle(f, R, runs, 8 * k, min(merged, 8 * k), W, max_reads,
-                                     M["forward_slice_hit"])
+        reads, extra, grp, window, parts = _shuffle(f, R, runs, 8 * k, min(merged, 8 * k), W,
+                                                    max_reads, M["forward_slice_hit"], m)
+        # a range task (forward.merge_task): its windows and their merge
+        values = M["shard_skew"] * (min(merged, 8 * k) if grp else 8 * k) / 8 / R
+        f["peak_task_memory"] = max(f["peak_task_memory"], _merged(window, values, parts))
         f["objects_written"] += R
         f["bytes_written"] += fbytes[g + 1]
         io.shuffles.append(("forward", g + 1, R, runs, reads, grp))
         stored_now = stored + fbytes[g + 1] + 8 * k + extra
         f["peak_stored_bytes"] = max(f["peak_stored_bytes"], int(stored_now + fbytes[first]))
         stored += fbytes[g + 1]
-        f["peak_task_memory"] = max(f["peak_task_memory"], _mem("mem_forward", e[g] / T))
+        # an expand task: its shard's keys and a buffer of w children per key
+        r = M["shard_skew"] * e[g] / T
+        f["peak_task_memory"] = max(f["peak_task_memory"], _keys_read(r) + 8 * w * r)
     stored += fbytes[first]
     # ---------------------------------------------------------------- backward
     incoming = 0.0   # message bytes to generation g
@@ -220,9 +240,12 @@ def predict_io(plan, workers: int | None = None, task_memory: int | None = None,
         b["bytes_written"] += bb
         b["objects_written"] += T + 1
         extra = 0.0
+        r, msgs, msg_mem = M["shard_skew"] * e[g] / T, M["shard_skew"] * incoming / 8 / T, 0.0
         if in_runs:
-            reads, extra, grp = _shuffle(b, T, in_runs, incoming, incoming, W, max_reads)
+            reads, extra, grp, window, parts = _shuffle(b, T, in_runs, incoming, incoming, W,
+                                                        max_reads, task_memory=m)
             io.shuffles.append(("backward", g, T, in_runs, reads, grp))
+            msg_mem = _merged(window, msgs, parts)
         out = 0.0
         if g > first:
             out = 8 * e[g] * (M["msg_base"] + M["msg_extra"] * (1 - 1 / T))
@@ -230,7 +253,10 @@ def predict_io(plan, workers: int | None = None, task_memory: int | None = None,
             b["objects_written"] += 2 * T
         stored += bb
         b["peak_stored_bytes"] = max(b["peak_stored_bytes"], int(stored + incoming + extra + out))
-        b["peak_task_memory"] = max(b["peak_task_memory"], _mem("mem_backward", e[g] / T))
+        # an annotate task: its keys and the messages' windows and merge; then its keys, the
+        # merged messages, an outcome byte and a buffer of w messages to send per key
+        hold = _keys_read(r) + max(msg_mem, 8 * msgs + r + (8 * w * r if g > first else 0))
+        b["peak_task_memory"] = max(b["peak_task_memory"], hold)
         incoming, in_runs = out, (T if g > first else 0)
     # ---------------------------------------------------------------- merge
     E = sum(e)
@@ -252,8 +278,12 @@ def predict_io(plan, workers: int | None = None, task_memory: int | None = None,
     mg["bytes_written"] = 2 * table
     mg["objects_written"] = R + 2
     mg["peak_stored_bytes"] = int(stored + table)
-    from c4table.pipeline.merge import WRITE_CHUNK
-    mg["peak_task_memory"] = _mem("mem_merge", E / R) + M["mem_merge_chunk"] * min(E / R, WRITE_CHUNK)
+    from c4table.pipeline.merge import READ_GROUPS, WRITE_CHUNK
+    # a range task: one word per entry, the keys and outcomes of READ_GROUPS row groups
+    # (concatenated: 9 bytes a row), and one chunk of entries converted to bytes
+    n = E / R
+    mg["peak_task_memory"] = (8 * n + 9 * min(n, READ_GROUPS * BACKWARD_ROW_GROUP)
+                              + board.entry_size * min(n, WRITE_CHUNK))
     io.shuffles.append(("merge", None, R, nb, pairs, None))
     for s in io.stages.values():
         for k2 in s:
