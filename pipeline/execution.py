@@ -24,7 +24,7 @@ from concurrent.futures import ProcessPoolExecutor
 from typing import Any, Callable, Sequence
 
 from c4table.errors import MissingExtraError
-from c4table.pipeline.counters import StageCounts, run_counted
+from c4table.pipeline.counters import StageCounts, run_counted, run_counted_here
 
 
 def default_workers() -> int:
@@ -51,7 +51,7 @@ class Executor:
         :func:`~c4table.pipeline.counters.run_counted`; its counts go to :attr:`counts`."""
         tasks = list(tasks)
         if self._pool is None or len(tasks) <= 1:
-            pairs = [run_counted(fn, *t) for t in tasks]
+            pairs = [run_counted_here(fn, *t) for t in tasks]
         else:
             futures = [self._pool.submit(run_counted, fn, *t) for t in tasks]
             try:
