@@ -145,13 +145,12 @@ class Plan:
 
     @property
     def peak_disk(self) -> int:
-        """During the final merge: every forward and backward shard and the final file (the
-        largest generation's runs or messages, while they exist, are less than the final file)."""
-        e = self.entries
-        shards = e * (COSTS["forward_shard_bytes"] + COSTS["backward_shard_bytes"])
-        gen = self.peak_entries * max(COSTS["children_per_entry"] * 8,
-                                      COSTS["messages_per_entry"] * COSTS["message_bytes"])
-        return int(shards + max(gen, self.final_bytes))
+        """The most bytes stored at once during the build (scratch and final file), from the
+        I/O model that the builds' measured counters check (:meth:`io`). Against the temporary
+        disk peaks that ``tools/bench_build.py`` measured (README, Performance; 2 workers, 4 GiB):
+        6x5 10.1 GiB predicted / 10.7 measured, 7x4 8.0 / 8.8, 5x6 3.7 / 4.3, 5x5 0.21 / 0.27."""
+        io = self.io()
+        return int(max(io.stages[s]["peak_stored_bytes"] for s in io.stages))
 
     @property
     def core_seconds(self) -> float:
