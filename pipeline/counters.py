@@ -22,6 +22,7 @@ deletes them), so its maximum is the peak the object store held for this run.
 from __future__ import annotations
 
 import json
+import os
 import threading
 import tracemalloc
 from contextlib import contextmanager
@@ -130,7 +131,7 @@ def _reset_peak() -> bool:
         return False
 
 
-_warm = False   # has this process run a counted task before?
+_warm_pid = 0   # the process that has run a counted task before (a forked worker is not warm)
 
 
 def _tracked() -> int:
@@ -164,23 +165,27 @@ def run_counted(fn, *args):
     return _run(fn, args, traced=True)
 
 
-def run_counted_here(fn, *args):
+def run_counted_here(fn, *args, memory: bool = True):
     """:func:`run_counted` for a task run in the driver's own process (one worker, no pool):
     never traced, since tracemalloc once started stays on (see :func:`_tracked`) and would slow
-    everything else that process does (the CLI, a test session); the task memory is then the
-    rise of the resident set, as for a first task.
+    everything else that process does (the CLI, a test session). With ``memory`` the task
+    memory is then the rise of the resident set, as for a first task (a build with one worker
+    has no other measure); without it (a stage of a single task in a build that has worker
+    processes) no task memory is reported, since a resident-set rise there is the driver's
+    pools warming, not the task.
 
     >>> r, c = run_counted_here(len, "abc")
     >>> r, c.tasks, c.ranged_reads
     (3, 1, 0)
     """
-    return _run(fn, args, traced=False)
+    return _run(fn, args, traced=False, memory=memory)
 
 
-def _run(fn, args, traced: bool):
-    global _warm
+def _run(fn, args, traced: bool, memory: bool = True):
+    global _warm_pid
+    warm = _warm_pid == os.getpid()
     c = IOCounts(tasks=1)
-    if traced and _warm:
+    if traced and warm:
         before = _tracked()
         with counting(c):
             result = fn(*args)
@@ -190,13 +195,13 @@ def _run(fn, args, traced: bool):
         before = _status_kib("VmRSS:")
         with counting(c):
             result = fn(*args)
-        if can:
+        if can and memory:
             rise = max(0, _status_kib("VmHWM:") - before) * 1024
-            if _warm:
+            if warm:
                 c.peak_task_memory = c.task_memory_sum = rise
             else:
                 c.first_task_memory = rise
-        _warm = True
+        _warm_pid = os.getpid()
     return result, c
 
 

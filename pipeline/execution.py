@@ -51,7 +51,7 @@ class Executor:
         :func:`~c4table.pipeline.counters.run_counted`; its counts go to :attr:`counts`."""
         tasks = list(tasks)
         if self._pool is None or len(tasks) <= 1:
-            pairs = [run_counted_here(fn, *t) for t in tasks]
+            pairs = [run_counted_here(fn, *t, memory=self._pool is None) for t in tasks]
         else:
             futures = [self._pool.submit(run_counted, fn, *t) for t in tasks]
             try:
