@@ -246,6 +246,22 @@ def _outcome(score, win_bits, lose_bits):
 
 
 @njit(cache=True, inline="always")
+def _message_outcome(msgs, nm, p, key, win_bits, lose_bits):
+    """The outcome byte of the non-terminal position ``key`` from its children's messages in the
+    sorted ``msgs`` (``parent_key << 8 | score``; searched from index ``p`` on, keys come in
+    order), and the index after its messages. Several children may send the same score to the
+    same parent: the best is the largest, the last of its run. The outcome is -1 when no message
+    names ``key`` (its messages are lost)."""
+    eight = np.uint64(8)
+    p = _gallop(msgs, nm, p, key << eight)
+    if p >= nm or (msgs[p] >> eight) != key:
+        return -1, p
+    while p + 1 < nm and (msgs[p + 1] >> eight) == key:
+        p += 1
+    return _outcome(np.int64(msgs[p] & np.uint64(0xFF)), win_bits, lose_bits), p + 1
+
+
+@njit(cache=True, inline="always")
 def _emit(key, v2, codes, o, ply, w, powers, parent_code, top_owner, out, n):
     """Write one message ``parent_key << 8 | score`` per parent of the position (``key``, mirror
     reading ``v2``, column ``codes``, outcome ``o``, generation ``ply``) to ``out[n:]``: each
@@ -291,7 +307,6 @@ def resolve(keys, msgs, ply, w, stride, k, base, cells, child_code, bits_a, bits
     emit = emitted.shape[0] > 0
     codes = np.empty(w, np.int64)
     nm = msgs.shape[0]
-    eight = np.uint64(8)
     p = 0
     ne = 0
     for i in range(keys.shape[0]):
@@ -303,13 +318,9 @@ def resolve(keys, msgs, ply, w, stride, k, base, cells, child_code, bits_a, bits
         elif term == 2:
             o = DRAW
         else:
-            p = _gallop(msgs, nm, p, key << eight)
-            if p >= nm or (msgs[p] >> eight) != key:
+            o, p = _message_outcome(msgs, nm, p, key, win_bits, lose_bits)
+            if o < 0:
                 return i, ne
-            while p + 1 < nm and (msgs[p + 1] >> eight) == key:
-                p += 1
-            o = _outcome(np.int64(msgs[p] & np.uint64(0xFF)), win_bits, lose_bits)
-            p += 1
         out[i] = o
         cls_idx = o >> 6  # 0 draw, 1 A, 2 B
         stats[2 * cls_idx] += 1

@@ -32,7 +32,7 @@ from numba import njit
 from c4table.board import Board
 from c4table.grid3d import line_masks, symmetry_powers
 from c4table.pipeline import kernels
-from c4table.pipeline.kernels import (A_WINS, B_WINS, DRAW, _gallop, _outcome, _score,
+from c4table.pipeline.kernels import (A_WINS, B_WINS, DRAW, _message_outcome, _score,
                                       unmove_tables)
 
 __all__ = ["for_board", "board_tables", "unmove_tables", "expand", "resolve", "emit_parents",
@@ -185,7 +185,6 @@ def resolve(keys, msgs, ply, n, stride, k, base, cells, child_code, bits_a, bits
     codes = np.empty(n, np.int64)
     reads = np.empty(pows.shape[0], np.uint64)
     nm = msgs.shape[0]
-    eight = np.uint64(8)
     p = 0
     ne = 0
     for i in range(keys.shape[0]):
@@ -197,13 +196,9 @@ def resolve(keys, msgs, ply, n, stride, k, base, cells, child_code, bits_a, bits
         elif term == 2:
             o = DRAW
         else:
-            p = _gallop(msgs, nm, p, key << eight)
-            if p >= nm or (msgs[p] >> eight) != key:
+            o, p = _message_outcome(msgs, nm, p, key, win_bits, lose_bits)
+            if o < 0:
                 return i, ne
-            while p + 1 < nm and (msgs[p + 1] >> eight) == key:
-                p += 1
-            o = _outcome(np.int64(msgs[p] & np.uint64(0xFF)), win_bits, lose_bits)
-            p += 1
         out[i] = o
         cls_idx = o >> 6
         stats[2 * cls_idx] += 1
