@@ -106,6 +106,23 @@ def _plies(keys, base, width, heights, out):
 
 
 @njit(cache=True, nogil=True)
+def _varint_at(kv, pos, m):
+    """The LEB128 varint at ``kv[pos]`` (``m`` bytes in all) and the position after it;
+    position -1 if the stream ends inside it or it is longer than a uint64 (damaged)."""
+    x = np.uint64(0)
+    shift = 0
+    while True:
+        if pos >= m or shift > 63:
+            return x, -1
+        b = kv[pos]
+        pos += 1
+        x |= np.uint64(b & 127) << np.uint64(shift)
+        shift += 7
+        if b < 128:
+            return x, pos
+
+
+@njit(cache=True, nogil=True)
 def _decode(kv, syms, first, n, base, width, heights, inv, keys, outs):
     """Keys and outcome bytes of a block from its two decompressed streams; 0 if they fit
     ``n`` entries exactly, else -1 (a damaged block)."""
@@ -115,18 +132,8 @@ def _decode(kv, syms, first, n, base, width, heights, inv, keys, outs):
     pos = 0
     m = kv.shape[0]
     for j in range(1, n):
-        x = np.uint64(0)
-        shift = 0
-        while True:
-            if pos >= m or shift > 63:
-                return -1
-            b = kv[pos]
-            pos += 1
-            x |= np.uint64(b & 127) << np.uint64(shift)
-            shift += 7
-            if b < 128:
-                break
-        if x == 0:
+        x, pos = _varint_at(kv, pos, m)
+        if pos < 0 or x == 0:
             return -1
         keys[j] = keys[j - 1] + x
     if pos != m:
@@ -167,17 +174,9 @@ def _find(kv, first, n, key):
                     pos += 8
                     j += 8
                     continue
-        x = np.uint64(0)
-        shift = 0
-        while True:
-            if pos >= m or shift > 63:
-                return -2
-            b = kv[pos]
-            pos += 1
-            x |= np.uint64(b & 127) << np.uint64(shift)
-            shift += 7
-            if b < 128:
-                break
+        x, pos = _varint_at(kv, pos, m)
+        if pos < 0:
+            return -2
         k += x
         if k >= key:
             return j if k == key else -1
