@@ -64,7 +64,7 @@ def merge_sorted(parts: list[np.ndarray], unique: bool) -> np.ndarray:
 def write_run(store: Storage, rel: str, keys: np.ndarray) -> str:
     """Spill sorted keys as a run: ``rel`` holds the raw little-endian uint64 values and
     ``rel + ".fences"`` every :data:`FENCE`-th of them, so a range of the run can be found
-    without reading it (:func:`read_range`). The fences are written first: a run that exists
+    without reading it (:func:`read_range_parts`). The fences are written first: a run that exists
     has its fences. Runs are scratch (a crash discards or re-checks them), so they are not
     fsync'ed. Returns the run's xxh64."""
     data = np.ascontiguousarray(keys, dtype="<u8")
@@ -151,15 +151,6 @@ def run_index(store: Storage, run) -> tuple[str, int, np.ndarray]:
         while _fence_cache_bytes > FENCE_CACHE_BYTES:
             _fence_cache_bytes -= _fence_cache.popitem(last=False)[1].nbytes
     return rel, n, fences
-
-
-def read_range(store: Storage, rels: list, lo: int, hi: int) -> np.ndarray:
-    """The values ``lo <= v < hi`` of every run in ``rels``, concatenated (not sorted); ``hi``
-    may be ``2**64`` (no upper bound). See :func:`read_range_parts`."""
-    parts = read_range_parts(store, rels, lo, hi)
-    if not parts:
-        return np.empty(0, np.uint64)
-    return np.concatenate(parts) if len(parts) > 1 else parts[0]   # one part: its window's view
 
 
 def read_range_parts(store: Storage, rels: list, lo: int, hi: int) -> list[np.ndarray]:

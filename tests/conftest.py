@@ -120,3 +120,22 @@ def describe_table(path: Path, board: str) -> None:
     m.data["table"] = {"file": path.name, "entries": len(body) // b.entry_size, "bytes": len(body),
                        "sha256": hashlib.sha256(body).hexdigest()}
     m.save()
+
+
+def interrupt_backward(b, stop) -> None:
+    """Run the backward pass of the open build ``b`` and interrupt it (``KeyboardInterrupt``,
+    as Ctrl-C would) at the first batch of annotation tasks for which ``stop()`` is true; the
+    build is then closed, as a killed command leaves it. Tests resume it with a new build."""
+    from c4table.pipeline import backward
+    real_map = b.executor.map
+
+    def map_until(fn, tasks):
+        if fn is backward.annotate_task and stop():
+            raise KeyboardInterrupt
+        return real_map(fn, tasks)
+    b.executor.map = map_until
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            backward.run(b)
+    finally:
+        b.close()

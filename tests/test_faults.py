@@ -21,6 +21,7 @@ import pytest
 
 from c4table.errors import BuildError
 from c4table.pipeline.manifest import Manifest
+from conftest import interrupt_backward
 
 ROOT = Path(__file__).resolve().parents[1]
 BOARD = "5x4"
@@ -59,24 +60,17 @@ def reference(built):
 @pytest.fixture(scope="module")
 def partial(tmp_path_factory):
     """A build directory whose forward pass is finished and backward pass is half done."""
-    from c4table.pipeline import backward, forward
+    from c4table.pipeline import forward
     from c4table.pipeline.build import open_build
     d = tmp_path_factory.mktemp("partial")
     b = open_build(BOARD, d, workers=1, quiet=True)
     try:
         forward.run(b)
-        m = b.manifest
-        real_map = b.executor.map
-
-        def map_until(fn, tasks):   # interrupt the backward pass after plies 20..10
-            if fn is backward.annotate_task and len(m.data["steps"]["backward"]) >= 11:
-                raise KeyboardInterrupt
-            return real_map(fn, tasks)
-        b.executor.map = map_until
-        with pytest.raises(KeyboardInterrupt):
-            backward.run(b)
-    finally:
+    except BaseException:
         b.close()
+        raise
+    m = b.manifest
+    interrupt_backward(b, lambda: len(m.data["steps"]["backward"]) >= 11)   # after plies 20..10
     assert len(json.loads((d / "manifest.json").read_text())["steps"]["backward"]) == 11
     return d
 

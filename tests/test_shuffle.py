@@ -27,11 +27,11 @@ def test_fences_are_read_once_per_run_record_and_never_stale(tmp_path):
     want = vals[(vals >= np.uint64(lo)) & (vals < np.uint64(hi))]
     by_path, first, second = IOCounts(), IOCounts(), IOCounts()
     with counting(by_path):
-        assert np.array_equal(extsort.read_range(st, ["r.u64"], lo, hi), want)
+        assert np.array_equal(extsort.merge_range(st, ["r.u64"], lo, hi), want)
     with counting(first):
-        assert np.array_equal(extsort.read_range(st, [rec], lo, hi), want)
+        assert np.array_equal(extsort.merge_range(st, [rec], lo, hi), want)
     with counting(second):
-        assert np.array_equal(extsort.read_range(st, [rec], lo, hi), want)
+        assert np.array_equal(extsort.merge_range(st, [rec], lo, hi), want)
     assert (by_path.head_requests, by_path.get_requests, by_path.ranged_reads) == (1, 1, 1)
     assert (first.head_requests, first.get_requests, first.ranged_reads) == (0, 1, 1)
     assert (second.head_requests, second.get_requests, second.ranged_reads) == (0, 0, 1)
@@ -40,7 +40,7 @@ def test_fences_are_read_once_per_run_record_and_never_stale(tmp_path):
     rec2 = extsort.run_record("r.u64", other, extsort.write_run(st, "r.u64", other))
     assert rec2["xxh64"] != rec["xxh64"]
     want2 = other[(other >= np.uint64(lo)) & (other < np.uint64(hi))]
-    assert np.array_equal(extsort.read_range(st, [rec2], lo, hi), want2)
+    assert np.array_equal(extsort.merge_range(st, [rec2], lo, hi), want2)
 
 
 # ---------------------------------------------------------------- the two-level shuffle
@@ -48,7 +48,7 @@ import json  # noqa: E402
 
 import pytest  # noqa: E402
 
-from conftest import ROOT  # noqa: E402
+from conftest import ROOT, interrupt_backward  # noqa: E402
 
 
 def known_sha256(board: str) -> str:
@@ -114,17 +114,12 @@ def test_premerged_messages_are_reused_after_an_interruption(tmp_path):
     b.shuffle_max_reads = 30
     try:
         forward.run(b)
-        real_map, steps = b.executor.map, b.manifest.data["steps"]["backward"]
-
-        def map_until(fn, tasks):   # stop at the first annotation that reads pre-merged pieces
-            if fn is backward.annotate_task and any("premerged" in s for s in steps.values()):
-                raise KeyboardInterrupt
-            return real_map(fn, tasks)
-        b.executor.map = map_until
-        with pytest.raises(KeyboardInterrupt):
-            backward.run(b)
-    finally:
+    except BaseException:
         b.close()
+        raise
+    steps = b.manifest.data["steps"]["backward"]
+    # stop at the first annotation that reads pre-merged pieces
+    interrupt_backward(b, lambda: any("premerged" in s for s in steps.values()))
     b = open_build("5x4", out, memory="4MiB", workers=1, quiet=True)
     b.shuffle_max_reads = 30
     calls, real_map = [], b.executor.map

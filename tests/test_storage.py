@@ -83,7 +83,7 @@ def test_runs_read_by_range_through_fences(s3):
     extsort.write_run(st, "r.u64", vals)
     for lo, hi in [(0, 1 << 64), (int(vals[5]), int(vals[-5])), (int(vals[100]) + 1, int(vals[100]) + 2),
                    (1 << 41, 1 << 42), (int(vals[extsort.FENCE]), int(vals[2 * extsort.FENCE]) + 1)]:
-        got = extsort.read_range(st, ["r.u64"], lo, hi)
+        got = extsort.merge_range(st, ["r.u64"], lo, hi)
         want = vals[(vals >= np.uint64(lo)) & ((vals < np.uint64(hi)) if hi < 1 << 64 else True)]
         assert np.array_equal(got, want), (lo, hi)
 
