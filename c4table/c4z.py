@@ -121,16 +121,16 @@ def encode_block(raw, board: Board, level: int = DEFAULT_LEVEL,
                  part_entries: int | None = None, key_dict: bytes | None = None,
                  sym_dict: bytes | None = None) -> tuple[int, bytes]:
     """``(first key, block bytes)`` of raw table bytes (whole entries, keys strictly
-    increasing), in parts of ``part_entries`` entries (the last one fewer): the number ``p`` of
-    parts (u16), the lengths of the key frame and the symbol frame of every part (u32 each, in
-    the order key 0, symbols 0, key 1, ...), the first key of parts 1.. (u64 each), then the
-    frames in that order. Part 0's frames are compressed with the dictionaries ``key_dict``
-    and ``sym_dict``, part ``q``'s with part ``q - 1``'s decoded stream as their dictionary
-    (a prefix, so the frames of a block compress about as well as one frame; a probe of part
-    0 decodes part 0 only).
+    increasing), in parts of ``part_entries`` entries (the last one fewer): a head (the
+    number ``p`` of parts, u16; the lengths of the key frame and of the symbol frame, u32;
+    the end of every part but the last in the decoded key stream, u32; the first key of
+    every part but the first, u64), then the key frame and the symbol frame. Each frame is
+    one zstd frame (with ``key_dict`` / ``sym_dict``) whose zstd blocks end where the parts
+    end (:func:`zstd_frame`): the frame keeps its whole history, and a probe of a key of
+    part 0 decodes the frames only up to the end of part 0.
 
     >>> first, block = encode_block(bytes([0, 0, 0, 16, 0, 0, 1, 0x4f]), Board.parse("4x4"), part_entries=1)
-    >>> first, decode_block_bytes(block, Board.parse("4x4"), 2, first)[1].tolist()
+    >>> first, decode_block_bytes(block, Board.parse("4x4"), 2, first, part_entries=1)[1].tolist()
     (0, [16, 79])
     """
     E = board.entry_size
@@ -140,21 +140,44 @@ def encode_block(raw, board: Board, level: int = DEFAULT_LEVEL,
     if keys.shape[0] > 1 and not (keys[1:] > keys[:-1]).all():
         raise TableError("keys are not strictly increasing (not a sorted table)")
     outs = np.ascontiguousarray(rows[:, K])
-    part_entries = part_entries or default_part_entries(keys.shape[0])
+    n = keys.shape[0]
+    part_entries = part_entries or default_part_entries(n)
     codec = _codec(board)
-    frames, firsts, prev = [], [], None
-    for o in range(0, keys.shape[0], part_entries):
+    kvs, sys_, firsts = [], [], []
+    for o in range(0, n, part_entries):
         kv, sy = codec.encode(keys[o: o + part_entries], outs[o: o + part_entries])
+        kvs.append(kv)
+        sys_.append(sy)
         if o:
             firsts.append(int(keys[o]))
-            frames += [_chain_cctx(level, key_dict, prev[0]).compress(kv),
-                       _chain_cctx(level, sym_dict, prev[1]).compress(sy)]
-        else:
-            frames += [_cctx(level, key_dict).compress(kv), _cctx(level, sym_dict).compress(sy)]
-        prev = (kv, sy)
-    p = len(frames) // 2
-    head = struct.pack(f"<H{2 * p}I{p - 1}Q", p, *(len(f) for f in frames), *firsts)
-    return int(keys[0]), head + b"".join(frames)
+    ends = np.cumsum([len(k) for k in kvs]).tolist()
+    kf = zstd_frame(_cctx(level, key_dict), kvs)
+    sf = zstd_frame(_cctx(level, sym_dict), sys_)
+    p = len(kvs)
+    head = struct.pack(f"<HII{p - 1}I{p - 1}Q", p, len(kf), len(sf), *ends[:-1], *firsts)
+    return int(keys[0]), head + kf + sf
+
+
+def zstd_frame(cctx, pieces: list[bytes]) -> bytes:
+    """One zstd frame of the concatenated ``pieces`` (content size and checksum written)
+    whose zstd blocks end where each piece ends (a block flush: the frame keeps its match
+    history across it, so a cut costs little; a streaming decoder that stops after a piece
+    has decoded only the blocks up to it).
+
+    >>> import zstandard
+    >>> f = zstd_frame(zstandard.ZstdCompressor(), [b"abc" * 500, b"xyz" * 300])
+    >>> zstandard.ZstdDecompressor().stream_reader(f).read(1500) == b"abc" * 500
+    True
+    """
+    if len(pieces) == 1:
+        return cctx.compress(pieces[0])
+    o = cctx.compressobj(size=sum(len(x) for x in pieces))
+    out = []
+    for i, x in enumerate(pieces):
+        out.append(o.compress(x))
+        out.append(o.flush(zstandard.COMPRESSOBJ_FLUSH_BLOCK if i + 1 < len(pieces)
+                           else zstandard.COMPRESSOBJ_FLUSH_FINISH))
+    return b"".join(out)
 
 
 def default_part_entries(block_entries: int) -> int:
@@ -167,24 +190,19 @@ def default_part_entries(block_entries: int) -> int:
     return max(1, block_entries * PART_SHARE[0] // PART_SHARE[1])
 
 
-def split_block(block: bytes) -> tuple[list[bytes], list[int]]:
-    """The frames of a block (key 0, symbols 0, key 1, ...) and the first keys of its parts
-    1..; ValueError if the lengths do not fit."""
-    if len(block) < 2:
+def split_block(block: bytes) -> tuple[bytes, bytes, list[int], list[int]]:
+    """The key frame, the symbol frame, the ends of the parts in the key stream (but the
+    last) and the first keys of the parts (but the first) of a block; ValueError if the
+    lengths do not fit."""
+    if len(block) < 10:
         raise ValueError("shorter than its header")
-    (p,) = struct.unpack_from("<H", block)
-    hl = 2 + 8 * p + 8 * (p - 1)
-    if p < 1 or len(block) < hl:
-        raise ValueError("shorter than its header")
-    lens = struct.unpack_from(f"<{2 * p}I", block, 2)
-    firsts = list(struct.unpack_from(f"<{p - 1}Q", block, 2 + 8 * p))
-    if hl + sum(lens) != len(block):
+    p, kl, sl = struct.unpack_from("<HII", block)
+    hl = 10 + 12 * (p - 1)
+    if p < 1 or len(block) < hl or hl + kl + sl != len(block):
         raise ValueError("frame lengths do not fit the block")
-    out, o = [], hl
-    for n in lens:
-        out.append(block[o: o + n])
-        o += n
-    return out, firsts
+    ends = list(struct.unpack_from(f"<{p - 1}I", block, 10))
+    firsts = list(struct.unpack_from(f"<{p - 1}Q", block, 10 + 4 * (p - 1)))
+    return block[hl: hl + kl], block[hl + kl:], ends, firsts
 
 
 def decode_block_bytes(block: bytes, board: Board, n: int, first: int,
@@ -192,58 +210,28 @@ def decode_block_bytes(block: bytes, board: Board, n: int, first: int,
                        part_entries: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Keys (uint64) and outcome bytes of a block of ``n`` entries; ValueError or ZstdError
     if it does not decode to exactly that."""
-    frames, firsts = split_block(block)
-    p = len(frames) // 2
+    kf, sf, ends, firsts = split_block(block)
     part_entries = part_entries or default_part_entries(n)
+    p = len(ends) + 1
     if p != -(-n // part_entries):
         raise ValueError(f"{p} parts for {n} entries")
+    kv = np.frombuffer(_dctx(key_dict).decompress(kf), np.uint8)
+    sy = np.frombuffer(_dctx(sym_dict).decompress(sf), np.uint8)
+    if sy.shape[0] != n or not all(0 <= a <= b for a, b in zip([0] + ends, ends + [kv.shape[0]])):
+        raise ValueError("the streams do not fit the parts")
     codec = _codec(board)
     keys = np.empty(n, np.uint64)
     outs = np.empty(n, np.int64)
-    prev = None
+    bounds = [0] + ends + [kv.shape[0]]
     for q in range(p):
         lo, hi = q * part_entries, min(n, (q + 1) * part_entries)
-        kv, sy = _part_streams(frames, q, prev, key_dict, sym_dict)
-        if _decode(np.frombuffer(kv, np.uint8), np.frombuffer(sy, np.uint8),
-                   np.uint64(firsts[q - 1] if q else first), hi - lo, codec.base, codec.width,
-                   codec.heights, codec.inv, keys[lo:hi], outs[lo:hi]) < 0:
+        if _decode(kv[bounds[q]: bounds[q + 1]], sy[lo:hi], np.uint64(firsts[q - 1] if q else first),
+                   hi - lo, codec.base, codec.width, codec.heights, codec.inv,
+                   keys[lo:hi], outs[lo:hi]) < 0:
             raise ValueError(f"the streams of part {q} do not hold {hi - lo} entries")
         if q and not keys[lo - 1] < keys[lo]:
             raise ValueError(f"part {q} starts before part {q - 1} ends")
-        prev = (kv, sy)
     return keys, outs.astype(np.uint8)
-
-
-def _part_streams(frames, q: int, prev, key_dict, sym_dict) -> tuple[bytes, bytes]:
-    """Decoded key and symbol streams of part ``q`` (``prev``: part ``q - 1``'s)."""
-    if q == 0:
-        return _dctx(key_dict).decompress(frames[0]), _dctx(sym_dict).decompress(frames[1])
-    return (_chain_dctx(key_dict, prev[0]).decompress(frames[2 * q]),
-            _chain_dctx(sym_dict, prev[1]).decompress(frames[2 * q + 1]))
-
-
-def _chain_dict(zdict: bytes | None, prev: bytes):
-    """The dictionary of a part after the first: the file's trained dictionary ``zdict``
-    with the previous part's decoded stream ``prev`` appended to its content (a zstd
-    dictionary is its entropy tables, then content: the frame keeps both the trained tables
-    and the previous part as history), or ``prev`` as raw content without one."""
-    if zdict:
-        return zstandard.ZstdCompressionDict(zdict + prev)
-    if prev:
-        return zstandard.ZstdCompressionDict(prev, dict_type=zstandard.DICT_TYPE_RAWCONTENT)
-    return None
-
-
-def _chain_cctx(level: int, zdict: bytes | None, prev: bytes):
-    """A zstd compressor with :func:`_chain_dict`."""
-    return zstandard.ZstdCompressor(level=level, write_checksum=True,
-                                    dict_data=_chain_dict(zdict, prev))
-
-
-def _chain_dctx(zdict: bytes | None, prev: bytes):
-    """The zstd decompressor of :func:`_chain_cctx`'s frames."""
-    d = _chain_dict(zdict, prev)
-    return zstandard.ZstdDecompressor(dict_data=d) if d is not None else _dctx(None)
 
 
 _codecs: dict = {}
@@ -765,11 +753,13 @@ class C4zFile:
 
     def _probe_block(self, i: int, key: int) -> int:
         """Outcome byte of ``key`` in block ``i`` or -1, decoding only what it needs: the
-        block's part that can hold ``key`` (by the first keys in the block's head), its key
-        frame (and those of the parts before it, its dictionaries), scanned up to ``key`` by a
-        numba kernel, then, if the key is there, its symbol frame (and those before it). The
-        decoded streams stay in a small LRU of their own."""
+        block's part that can hold ``key`` (by the first keys in the block's head), the key
+        frame up to the end of that part (a streaming decoder that stops there), scanned from
+        the part's start up to ``key`` by a numba kernel, then, if the key is there, the
+        symbol frame up to the end of the part. The decoded prefixes stay in a small LRU of
+        their own (a later probe decodes again only if it needs more)."""
         n = self.block_rows(i)
+        P = self.part_entries
         codec = _codec(self.board)
         with self._lock:
             got = self._slru.get(i)
@@ -777,44 +767,59 @@ class C4zFile:
                 self._slru.move_to_end(i)
         try:
             if got is None:
-                frames, firsts = split_block(self.read_block(i))
-                if len(frames) // 2 != -(-n // self.part_entries):
-                    raise ValueError(f"{len(frames) // 2} parts for {n} entries")
-                got = (frames, [int(self.first_keys[i])] + firsts, [], [])   # + decoded key
-                with self._lock:                                         # and symbol streams
+                kf, sf, ends, firsts = split_block(self.read_block(i))
+                if len(ends) + 1 != -(-n // P):
+                    raise ValueError(f"{len(ends) + 1} parts for {n} entries")
+                total = zstandard.frame_content_size(kf)
+                if total < 0 or ends and not 0 <= ends[0] <= ends[-1] <= total:
+                    raise ValueError("the key frame does not fit the parts")
+                #     key frame, symbol frame, part ends, part first keys, decoded prefixes
+                got = [kf, sf, [0] + ends + [total], [int(self.first_keys[i])] + firsts, b"", b""]
+                with self._lock:
                     self._slru[i] = got
                     while len(self._slru) > CACHE_BLOCKS:
                         self._slru.popitem(last=False)
-            frames, firsts, kvs, sys_ = got
+            kf, sf, bounds, firsts = got[:4]
             q = bisect.bisect_right(firsts, key) - 1
             if q < 0:
                 return -1
-            while len(kvs) <= q:
-                k = len(kvs)
-                kv = _dctx(self.key_dict).decompress(frames[0]) if k == 0 \
-                    else _chain_dctx(self.key_dict, kvs[k - 1]).decompress(frames[2 * k])
-                with self._lock:   # another thread may have decoded it meanwhile
-                    if len(kvs) == k:
-                        kvs.append(kv)
-            lo = q * self.part_entries
-            j = codec.find(kvs[q], firsts[q], min(n, lo + self.part_entries) - lo, key)
+            lo, hi = q * P, min(n, (q + 1) * P)
+            end, total = bounds[q + 1], bounds[-1]
+            # A part but the last: decode up to one byte before its end (zstd, once a block's
+            # output is all delivered, decodes the next block ahead); that last byte is needed
+            # only if the key is the part's last entry (the scan then runs out: decode all).
+            kv = self._decoded(got, 4, kf, self.key_dict, end - 1 if end < total else total, total)
+            try:
+                j = codec.find(memoryview(kv)[bounds[q]: min(end, len(kv))], firsts[q], hi - lo, key)
+            except ValueError:
+                if len(kv) >= end:
+                    raise
+                kv = self._decoded(got, 4, kf, self.key_dict, total, total)
+                j = codec.find(memoryview(kv)[bounds[q]: end], firsts[q], hi - lo, key)
             if j < 0:
                 return -1
-            while len(sys_) <= q:
-                k = len(sys_)
-                sy = _dctx(self.sym_dict).decompress(frames[1]) if k == 0 \
-                    else _chain_dctx(self.sym_dict, sys_[k - 1]).decompress(frames[2 * k + 1])
-                with self._lock:
-                    if len(sys_) == k:
-                        sys_.append(sy)
-            sy = sys_[q]
-            if len(sy) != min(n, lo + self.part_entries) - lo:
-                raise ValueError(f"symbol frame of part {q} of {len(sy)} bytes")
-            return codec.outcome(key, sy[j])
+            sy = self._decoded(got, 5, sf, self.sym_dict,
+                               hi - 1 if lo + j < hi - 1 and hi < n else n, n)
+            return codec.outcome(key, sy[lo + j])
         except (zstandard.ZstdError, ValueError) as e:
             with self._lock:
                 self._slru.pop(i, None)
             raise self._bad(f"block {i}: cannot be decoded ({e}); damaged block") from None
+
+    @staticmethod
+    def _decoded(got: list, slot: int, frame, zdict, need: int, total: int) -> bytes:
+        """The decoded prefix ``got[slot]`` of ``frame`` (``total`` bytes decoded), made at
+        least ``need`` bytes long: a streaming decoder that stops there, or one call for the
+        whole frame."""
+        buf = got[slot]
+        if len(buf) >= need:
+            return buf
+        d = _dctx(zdict)
+        buf = d.decompress(frame) if need >= total else d.stream_reader(frame).read(need)
+        if len(buf) != min(need, total) or need >= total and len(buf) != total:
+            raise ValueError(f"a stream ends early ({len(buf)} of {min(need, total)} bytes)")
+        got[slot] = buf
+        return buf
 
     def probe_keys(self, keys, default: int | None = None) -> np.ndarray:
         """Outcome bytes of many keys (any order): each needed block is read and decoded once.
