@@ -20,19 +20,17 @@ up to a few G entries also holds the whole index.
 
 **Blocks** (format version 3). Block ``i`` holds entries ``i*B .. min((i+1)*B, N)`` (``B`` =
 ``block_entries``, 65,536 by default), in **parts** of ``part_entries`` (header; 9/16 of the
-block by default: 36,864 and 28,672). A block is a small head (the count of parts, u16, the
-length of every frame, u32, the first key of every part after the first, u64), then two zstd
-frames per part (level 19 by default, content checksums on): the key stream (varint deltas;
-the block's first key is in the index) and the outcome symbol stream (outcome bytes mapped
-through a permutation chosen by the entry's ply); see :mod:`c4table.c4zcodec`. The frames
-of part 0 are compressed with the file's trained key and symbol dictionaries; those of part
-``q`` with a dictionary made of the trained one followed by part ``q - 1``'s decoded stream,
-so a block compresses about as well as in one frame (5.94% of raw on 5x5 against 5.92%)
-while a single probe of a key of part 0 (9/16 of the probes) decodes part 0 alone. A probe
-finds the part from the head, decodes its key frame (and those before it), scans it up to
-the key (numba), then decodes the part's symbol frame. Files of format versions 1 and 2 are
-refused with one line saying to compress the table again (measurements:
-``tools/bench_lookup.py``, README).
+block by default: 36,864 and 28,672). A block is a small head (the count of parts, u16; the
+lengths of the two frames, u32; where each part but the last ends in the key stream, u32;
+the first key of each part but the first, u64), then two zstd frames (level 19 by default,
+content checksums on, each with the file's trained dictionary if it has one): the key
+stream (varint deltas, part by part; each part's first key is in the index or the head) and
+the outcome symbol stream (outcome bytes mapped through a permutation chosen by the entry's
+ply); see :mod:`c4table.c4zcodec`. The frames' zstd blocks end where the parts end
+(:func:`zstd_frame`), so a single probe of a key in part 0 decodes both frames only up to
+the end of part 0 (9/16 of the work) and scans the keys from the part's start (numba).
+Files of format versions 1 and 2 are refused with one line saying to compress the table
+again (measurements: ``tools/bench_lookup.py``, README).
 
 **Integrity.** The trailer checks the header (xxh64), the header checks the index (xxh64),
 the index checks every compressed block (xxh64) and zstd checks every decoded payload; a
@@ -88,7 +86,7 @@ DEFAULT_LEVEL = 19
 TAIL_BYTES = 1 << 16                    # bytes a reader fetches from the end of the file at open
 CACHE_BLOCKS = 64                       # decoded blocks kept per open file (LRU)
 PART_SHARE = (9, 16)                    # a block's first part: 9/16 of its entries (default)
-KEY_DICT_BYTES = 225280                 # trained zstd dictionary of the key frames (at most)
+KEY_DICT_BYTES = 112640                 # trained zstd dictionary of the key frames (at most)
 SYM_DICT_BYTES = 32768                  # trained zstd dictionary of the symbol frames (at most)
 KEY_DICT_SHARE = 500                    # ... and at most 1/500 of the table (key dictionary)
 SYM_DICT_SHARE = 5000                   # ... and at most 1/5000 (symbol dictionary)
