@@ -5,6 +5,7 @@ Layout (all integers little-endian)::
 
     "C4ZTBL01"                                   8-byte magic
     key dictionary                               zstd dictionary of the key frames (optional)
+    symbol dictionary                            zstd dictionary of the symbol frames (optional)
     block 0 .. block n-1                         two or more zstd frames each (below)
     index                                        zstd frame: first_key u64[n], offset u64[n+1],
                                                  xxh64 u64[n] (of each compressed block)
@@ -17,16 +18,19 @@ The header sits at the end so that a 16 TB table is written in one pass (its has
 known at the end); a reader fetches the last :data:`TAIL_BYTES` bytes once, which for tables
 up to a few G entries also holds the whole index.
 
-**Blocks** (format version 2). Block ``i`` holds entries ``i*B .. min((i+1)*B, N)`` (``B`` =
-``block_entries``, 65,536 by default). It is a small head (the count of symbol frames, u16,
-and every frame's length, u32), then zstd frames (level 19 by default, content checksums on):
-the key stream (varint deltas, the first key is in the index; compressed with the file's
-trained key dictionary when it has one) and the outcome symbol stream (outcome bytes mapped
-through a permutation chosen by the entry's ply) in frames of ``symbol_frame_entries``
-(header; the whole block by default); see :mod:`c4table.c4zcodec`. A single probe decodes
-the key stream and scans it only up to the probed key, then decodes one symbol frame. Files
-of format version 1 (byte-plane deltas, one frame) are refused with one line saying to
-compress the table again (measurements: ``tools/bench_lookup.py``, README).
+**Blocks** (format version 3). Block ``i`` holds entries ``i*B .. min((i+1)*B, N)`` (``B`` =
+``block_entries``, 65,536 by default), in **parts** of ``part_entries`` (header; 9/16 of the
+block by default: 36,864 and 28,672). A block is a small head (the count of parts, u16; the
+lengths of the two frames, u32; where each part but the last ends in the key stream, u32;
+the first key of each part but the first, u64), then two zstd frames (level 19 by default,
+content checksums on, each with the file's trained dictionary if it has one): the key
+stream (varint deltas, part by part; each part's first key is in the index or the head) and
+the outcome symbol stream (outcome bytes mapped through a permutation chosen by the entry's
+ply); see :mod:`c4table.c4zcodec`. The frames' zstd blocks end where the parts end
+(:func:`zstd_frame`), so a single probe of a key in part 0 decodes both frames only up to
+the end of part 0 (9/16 of the work) and scans the keys from the part's start (numba).
+Files of format versions 1 and 2 are refused with one line saying to compress the table
+again (measurements: ``tools/bench_lookup.py``, README).
 
 **Integrity.** The trailer checks the header (xxh64), the header checks the index (xxh64),
 the index checks every compressed block (xxh64) and zstd checks every decoded payload; a
@@ -50,6 +54,7 @@ way from the length of ``OUT.part`` (whole blocks are kept, the prefix is re-has
 """
 from __future__ import annotations
 
+import bisect
 import json
 import os
 import struct
@@ -66,7 +71,7 @@ import xxhash
 import zstandard
 
 from c4table.board import Board
-from c4table.c4zcodec import BlockCodec, _rows
+from c4table.c4zcodec import BlockCodec, _decode, _rows
 from c4table.errors import (ClosedTableError, CorruptDataError, MissingTableError,
                             PositionNotFoundError, TableError)
 from c4table.units import format_seconds, format_size
@@ -74,14 +79,18 @@ from c4table.units import format_seconds, format_size
 MAGIC = b"C4ZTBL01"
 END_MAGIC = b"C4ZEND01"
 TRAILER = struct.Struct("<QQQQ8s")      # index offset, index length, header length, xxh64(header)
-FORMAT_VERSION = 2
-TRANSFORM = "varint-plysym-v2"
+FORMAT_VERSION = 3
+TRANSFORM = "varint-plysym-v3"
 DEFAULT_BLOCK_ENTRIES = 1 << 16
 DEFAULT_LEVEL = 19
 TAIL_BYTES = 1 << 16                    # bytes a reader fetches from the end of the file at open
 CACHE_BLOCKS = 64                       # decoded blocks kept per open file (LRU)
-SYM_FRAME_ENTRIES = 1 << 16             # outcome symbols per zstd frame inside a block
-KEY_DICT_BYTES = 112640                 # trained zstd dictionary of the key frames
+PART_SHARE = (9, 16)                    # a block's first part: 9/16 of its entries (default)
+KEY_DICT_BYTES = 112640                 # trained zstd dictionary of the key frames (at most)
+SYM_DICT_BYTES = 32768                  # trained zstd dictionary of the symbol frames (at most)
+KEY_DICT_SHARE = 500                    # ... and at most 1/500 of the table (key dictionary)
+SYM_DICT_SHARE = 5000                   # ... and at most 1/5000 (symbol dictionary)
+DICT_SAMPLES = 40                       # blocks the dictionaries are trained on
 CHECKPOINT_SECONDS = 30.0
 PROGRESS_EVERY = 5.0
 IDX_RECORD = struct.Struct("<QQQ")      # first key, end offset, xxh64 (the .part.idx side file)
@@ -107,15 +116,19 @@ def keys_of_rows(rows: np.ndarray, key_bytes: int) -> np.ndarray:
 
 
 def encode_block(raw, board: Board, level: int = DEFAULT_LEVEL,
-                 sym_entries: int = SYM_FRAME_ENTRIES, key_dict: bytes | None = None
-                 ) -> tuple[int, bytes]:
+                 part_entries: int | None = None, key_dict: bytes | None = None,
+                 sym_dict: bytes | None = None) -> tuple[int, bytes]:
     """``(first key, block bytes)`` of raw table bytes (whole entries, keys strictly
-    increasing): the number ``m`` of symbol frames (u16), the lengths of the key frame and of
-    the symbol frames (u32 each), the key frame, then the symbol frames (``sym_entries``
-    symbols each, the last one fewer). ``key_dict``: the zstd dictionary of the key frames.
+    increasing), in parts of ``part_entries`` entries (the last one fewer): a head (the
+    number ``p`` of parts, u16; the lengths of the key frame and of the symbol frame, u32;
+    the end of every part but the last in the decoded key stream, u32; the first key of
+    every part but the first, u64), then the key frame and the symbol frame. Each frame is
+    one zstd frame (with ``key_dict`` / ``sym_dict``) whose zstd blocks end where the parts
+    end (:func:`zstd_frame`): the frame keeps its whole history, and a probe of a key of
+    part 0 decodes the frames only up to the end of part 0.
 
-    >>> first, block = encode_block(bytes([0, 0, 0, 16, 0, 0, 1, 0x4f]), Board.parse("4x4"))
-    >>> first, decode_block_bytes(block, Board.parse("4x4"), 2, first)[1].tolist()
+    >>> first, block = encode_block(bytes([0, 0, 0, 16, 0, 0, 1, 0x4f]), Board.parse("4x4"), part_entries=1)
+    >>> first, decode_block_bytes(block, Board.parse("4x4"), 2, first, part_entries=1)[1].tolist()
     (0, [16, 79])
     """
     E = board.entry_size
@@ -124,41 +137,99 @@ def encode_block(raw, board: Board, level: int = DEFAULT_LEVEL,
     keys = keys_of_rows(rows, K)
     if keys.shape[0] > 1 and not (keys[1:] > keys[:-1]).all():
         raise TableError("keys are not strictly increasing (not a sorted table)")
-    kv, sy = _codec(board).encode(keys, np.ascontiguousarray(rows[:, K]))
-    c = _cctx(level)
-    frames = [_cctx(level, key_dict).compress(kv)] + [c.compress(sy[o: o + sym_entries])
-                                 for o in range(0, len(sy), sym_entries)]
-    head = struct.pack(f"<H{len(frames)}I", len(frames) - 1, *(len(f) for f in frames))
-    return int(keys[0]), head + b"".join(frames)
+    outs = np.ascontiguousarray(rows[:, K])
+    n = keys.shape[0]
+    part_entries = part_entries or default_part_entries(n)
+    codec = _codec(board)
+    kvs, sys_, firsts = [], [], []
+    for o in range(0, n, part_entries):
+        kv, sy = codec.encode(keys[o: o + part_entries], outs[o: o + part_entries])
+        kvs.append(kv)
+        sys_.append(sy)
+        if o:
+            firsts.append(int(keys[o]))
+    ends = np.cumsum([len(k) for k in kvs]).tolist()
+    kf = zstd_frame(_cctx(level, key_dict), kvs)
+    sf = zstd_frame(_cctx(level, sym_dict), sys_)
+    p = len(kvs)
+    head = struct.pack(f"<HII{p - 1}I{p - 1}Q", p, len(kf), len(sf), *ends[:-1], *firsts)
+    return int(keys[0]), head + kf + sf
 
 
-def split_block(block: bytes) -> list[bytes]:
-    """The key frame and the symbol frames of a block; ValueError if the lengths do not fit."""
-    if len(block) < 2:
+def zstd_frame(cctx, pieces: list[bytes]) -> bytes:
+    """One zstd frame of the concatenated ``pieces`` (content size and checksum written)
+    whose zstd blocks end where each piece ends (a block flush: the frame keeps its match
+    history across it, so a cut costs little; a streaming decoder that stops after a piece
+    has decoded only the blocks up to it).
+
+    >>> import zstandard
+    >>> f = zstd_frame(zstandard.ZstdCompressor(), [b"abc" * 500, b"xyz" * 300])
+    >>> zstandard.ZstdDecompressor().stream_reader(f).read(1500) == b"abc" * 500
+    True
+    """
+    if len(pieces) == 1:
+        return cctx.compress(pieces[0])
+    o = cctx.compressobj(size=sum(len(x) for x in pieces))
+    out = []
+    for i, x in enumerate(pieces):
+        out.append(o.compress(x))
+        out.append(o.flush(zstandard.COMPRESSOBJ_FLUSH_BLOCK if i + 1 < len(pieces)
+                           else zstandard.COMPRESSOBJ_FLUSH_FINISH))
+    return b"".join(out)
+
+
+def default_part_entries(block_entries: int) -> int:
+    """Entries of a block's parts by default: 9/16 of the block (36,864 of 65,536), so that
+    most single probes (9/16 of them) decode the first part only.
+
+    >>> default_part_entries(65536)
+    36864
+    """
+    return max(1, block_entries * PART_SHARE[0] // PART_SHARE[1])
+
+
+def split_block(block: bytes) -> tuple[bytes, bytes, list[int], list[int]]:
+    """The key frame, the symbol frame, the ends of the parts in the key stream (but the
+    last) and the first keys of the parts (but the first) of a block; ValueError if the
+    lengths do not fit."""
+    if len(block) < 10:
         raise ValueError("shorter than its header")
-    (m,) = struct.unpack_from("<H", block)
-    hl = 2 + 4 * (m + 1)
-    if len(block) < hl:
-        raise ValueError("shorter than its header")
-    lens = struct.unpack_from(f"<{m + 1}I", block, 2)
-    if hl + sum(lens) != len(block):
+    p, kl, sl = struct.unpack_from("<HII", block)
+    hl = 10 + 12 * (p - 1)
+    if p < 1 or len(block) < hl or hl + kl + sl != len(block):
         raise ValueError("frame lengths do not fit the block")
-    out, o = [], hl
-    for n in lens:
-        out.append(block[o: o + n])
-        o += n
-    return out
+    ends = list(struct.unpack_from(f"<{p - 1}I", block, 10))
+    firsts = list(struct.unpack_from(f"<{p - 1}Q", block, 10 + 4 * (p - 1)))
+    return block[hl: hl + kl], block[hl + kl:], ends, firsts
 
 
 def decode_block_bytes(block: bytes, board: Board, n: int, first: int,
-                       key_dict: bytes | None = None) -> tuple[np.ndarray, np.ndarray]:
+                       key_dict: bytes | None = None, sym_dict: bytes | None = None,
+                       part_entries: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Keys (uint64) and outcome bytes of a block of ``n`` entries; ValueError or ZstdError
     if it does not decode to exactly that."""
-    frames = split_block(block)
-    d = _dctx()
-    kv = _dctx(key_dict).decompress(frames[0])
-    sy = b"".join(d.decompress(f) for f in frames[1:])
-    return _codec(board).decode(kv, sy, first, n)
+    kf, sf, ends, firsts = split_block(block)
+    part_entries = part_entries or default_part_entries(n)
+    p = len(ends) + 1
+    if p != -(-n // part_entries):
+        raise ValueError(f"{p} parts for {n} entries")
+    kv = np.frombuffer(_dctx(key_dict).decompress(kf), np.uint8)
+    sy = np.frombuffer(_dctx(sym_dict).decompress(sf), np.uint8)
+    if sy.shape[0] != n or not all(0 <= a <= b for a, b in zip([0] + ends, ends + [kv.shape[0]])):
+        raise ValueError("the streams do not fit the parts")
+    codec = _codec(board)
+    keys = np.empty(n, np.uint64)
+    outs = np.empty(n, np.int64)
+    bounds = [0] + ends + [kv.shape[0]]
+    for q in range(p):
+        lo, hi = q * part_entries, min(n, (q + 1) * part_entries)
+        if _decode(kv[bounds[q]: bounds[q + 1]], sy[lo:hi], np.uint64(firsts[q - 1] if q else first),
+                   hi - lo, codec.base, codec.width, codec.heights, codec.inv,
+                   keys[lo:hi], outs[lo:hi]) < 0:
+            raise ValueError(f"the streams of part {q} do not hold {hi - lo} entries")
+        if q and not keys[lo - 1] < keys[lo]:
+            raise ValueError(f"part {q} starts before part {q - 1} ends")
+    return keys, outs.astype(np.uint8)
 
 
 _codecs: dict = {}
@@ -201,37 +272,53 @@ def _cctx(level: int, zdict: bytes | None = None):
     return c
 
 
-def train_key_dict(src, board: Board, block_entries: int, samples: int = 40,
-                   size: int = KEY_DICT_BYTES) -> bytes | None:
-    """A zstd dictionary for the key frames of the table file ``src``, trained on the key
-    streams of ``samples`` blocks spread evenly over it (deterministic: same input, same
-    dictionary); at most ``size`` bytes and 1/500 of the table file, so None for tables under
-    about 4 MB (or of fewer than 16 whole blocks), where it would cost more than it saves."""
+def train_dicts(src, board: Board, block_entries: int, samples: int | None = None,
+                key_size: int | None = None, sym_size: int | None = None,
+                ) -> tuple[bytes | None, bytes | None]:
+    """zstd dictionaries ``(keys, symbols)`` for the key frames and the symbol frames of the
+    table file ``src``, trained on the streams of ``samples`` blocks spread evenly over it
+    (deterministic: same input, same dictionaries). The key dictionary is at most
+    ``key_size`` bytes and 1/500 of the table file, the symbol one at most ``sym_size`` and
+    1/5000 (it gains less: about 1.4% of the symbol frames on 5x5); None where that is under
+    8 KiB or the table has fewer than 16 whole blocks, where a dictionary would cost more
+    than it saves. ``key_size`` or ``sym_size`` 0: no such dictionary."""
     E = board.entry_size
     raw_bytes = os.path.getsize(src)
     nblocks = raw_bytes // E // block_entries   # whole blocks only
-    size = min(size, raw_bytes // 500)
-    if nblocks < 16 or size < 8192:
-        return None
+    samples = DICT_SAMPLES if samples is None else samples
+    sizes = (min(KEY_DICT_BYTES if key_size is None else key_size, raw_bytes // KEY_DICT_SHARE),
+             min(SYM_DICT_BYTES if sym_size is None else sym_size, raw_bytes // SYM_DICT_SHARE))
+    if nblocks < 16 or max(sizes) < 8192:
+        return None, None
     codec = _codec(board)
-    data = []
+    data: tuple[list, list] = ([], [])
     with open(src, "rb") as f:
         for b in np.linspace(0, nblocks - 1, min(samples, nblocks)).astype(np.int64):
             raw = os.pread(f.fileno(), block_entries * E, int(b) * block_entries * E)
             rows = np.frombuffer(raw, np.uint8).reshape(-1, E)
             keys = keys_of_rows(rows, E - 1)
-            data.append(codec.encode(keys, rows[:, E - 1].copy())[0])
-    try:
-        d = zstandard.train_dictionary(size, data, k=2048, d=8, level=DEFAULT_LEVEL, threads=1)
-    except zstandard.ZstdError:
-        return None
-    return d.as_bytes()
+            for part, stream in zip(data, codec.encode(keys, rows[:, E - 1].copy())):
+                part.append(stream)
+    out = []
+    for size, part in zip(sizes, data):
+        try:
+            out.append(zstandard.train_dictionary(size, part, k=2048, d=8, level=DEFAULT_LEVEL,
+                                                  threads=1).as_bytes() if size >= 8192 else None)
+        except zstandard.ZstdError:
+            out.append(None)
+    return out[0], out[1]
 
 
-def _compress_block(raw, board: Board, level: int, key_dict, sym_entries: int
+def train_key_dict(src, board: Board, block_entries: int, samples: int | None = None,
+                   size: int | None = None) -> bytes | None:
+    """The key dictionary of :func:`train_dicts` alone."""
+    return train_dicts(src, board, block_entries, samples, size, 0)[0]
+
+
+def _compress_block(raw, board: Board, level: int, key_dict, part_entries: int, sym_dict
                     ) -> tuple[int, bytes, int]:
     """Worker: ``(first key, compressed block, xxh64 of it)``."""
-    first, comp = encode_block(raw, board, level, sym_entries, key_dict)
+    first, comp = encode_block(raw, board, level, part_entries, key_dict, sym_dict)
     return first, comp, xxhash.xxh64_intdigest(comp)
 
 
@@ -435,6 +522,7 @@ class C4zFile:
         self._lru: OrderedDict[int, tuple[np.ndarray, np.ndarray]] = OrderedDict()
         self._slru: OrderedDict[int, tuple] = OrderedDict()   # decompressed streams (probes)
         self._lock = threading.Lock()
+        self._first_list = None   # first keys as Python ints (bisect: no numpy call per probe)
 
     def _bad(self, what: str) -> CorruptDataError:
         return CorruptDataError(f"{self.where}: {what}")
@@ -469,16 +557,16 @@ class C4zFile:
             self.block_entries = int(h["block_entries"])
             self.blocks = int(h["blocks"])
             self.entry_size = int(h["entry_size"])
-            self.sym_entries = int(h.get("symbol_frame_entries", 0))
+            self.part_entries = int(h.get("part_entries", 0))
         except (ValueError, KeyError, TypeError) as e:
             raise self._bad(f"header unreadable ({e})") from None
-        if h.get("format") == "c4z" and h.get("version") == 1:
-            raise TableError(f"{self.where}: a .c4z of format version 1 (written by an older "
-                             "c4table), no longer read: compress the table again")
+        if h.get("format") == "c4z" and h.get("version") in (1, 2):
+            raise TableError(f"{self.where}: a .c4z of format version {h['version']} (written by "
+                             "an older c4table), no longer read: compress the table again")
         if h.get("format") != "c4z" or h.get("transform") != TRANSFORM:
             raise TableError(f"{self.where}: unsupported .c4z variant "
                              f"({h.get('format')}, {h.get('transform')}); upgrade c4table")
-        if self.entry_size != self.board.entry_size or self.sym_entries < 1 or \
+        if self.entry_size != self.board.entry_size or self.part_entries < 1 or \
                 self.blocks != -(-self.entries // self.block_entries):
             raise self._bad("header inconsistent (entry size or block count)")
         comp = None
@@ -517,35 +605,41 @@ class C4zFile:
         self.first_keys = a[:nb].astype(np.uint64)
         self.offsets = a[nb: 2 * nb + 1].astype(np.uint64)
         self.checksums = a[2 * nb + 1:].astype(np.uint64)
-        self.key_dict = self._key_dict(tail, size - tail_n, cache)
+        self.key_dict = self._dict(tail, size - tail_n, cache, "key_dict", len(MAGIC))
+        self.sym_dict = self._dict(tail, size - tail_n, cache, "sym_dict",
+                                   len(MAGIC) + len(self.key_dict or b""))
         if nb and (int(self.offsets[0]) != len(MAGIC) + len(self.key_dict or b"")
+                   + len(self.sym_dict or b"")
                    or int(self.offsets[-1]) != idx_off
                    or not (self.offsets[1:] > self.offsets[:-1]).all()
                    or not (self.first_keys[1:] > self.first_keys[:-1]).all()):
             raise self._bad("block index damaged (offsets or first keys out of order)")
         self.data_end = idx_off
 
-    def _key_dict(self, tail: bytes, tail0: int, cache) -> bytes | None:
-        """The key frames' zstd dictionary (header ``key_dict``: length and xxh64; it follows
-        the magic), read once and cached beside the index for remote tables."""
-        kd = self.header.get("key_dict")
+    def _dict(self, tail: bytes, tail0: int, cache, name: str, offset: int) -> bytes | None:
+        """The zstd dictionary of the key frames (``name`` ``key_dict``: it follows the magic)
+        or of the symbol frames (``sym_dict``: it follows the key dictionary); the header
+        gives its length and xxh64. Read once and cached beside the index for remote tables."""
+        what = "key" if name == "key_dict" else "symbol"
+        kd = self.header.get(name)
         if not kd:
             return None
         try:
             n, x = int(kd["length"]), int(kd["xxh64"])
         except (KeyError, TypeError, ValueError) as e:
-            raise self._bad(f"header unreadable (key_dict {e})") from None
+            raise self._bad(f"header unreadable ({name} {e})") from None
         data = None
-        cfile = cache.with_suffix(".dict") if cache is not None else None
+        cfile = cache.with_suffix(".dict" if name == "key_dict" else ".sdict") \
+            if cache is not None else None
         if cfile is not None:
             try:
                 data = cfile.read_bytes()
             except OSError:
                 data = None
         if data is None or xxhash.xxh64_intdigest(data) != x:
-            data = self._range(tail, tail0, len(MAGIC), n)
+            data = self._range(tail, tail0, offset, n)
             if xxhash.xxh64_intdigest(data) != x:
-                raise self._bad("key dictionary damaged (checksum mismatch)")
+                raise self._bad(f"{what} dictionary damaged (checksum mismatch)")
             if cfile is not None:
                 try:
                     tmp = cfile.with_name(f"{cfile.name}.{os.getpid()}.tmp")
@@ -582,7 +676,7 @@ class C4zFile:
         n = self.block_rows(i)
         try:
             keys, outs = decode_block_bytes(comp, self.board, n, int(self.first_keys[i]),
-                                            self.key_dict)
+                                            self.key_dict, self.sym_dict, self.part_entries)
         except (zstandard.ZstdError, ValueError) as e:
             raise self._bad(f"block {i}: cannot be decoded ({e}); damaged block") from None
         if i + 1 < self.blocks and not keys[-1] < self.first_keys[i + 1]:
@@ -631,7 +725,11 @@ class C4zFile:
 
     # ------------------------------------------------------------- probes
     def block_of(self, key: int) -> int:
-        return int(np.searchsorted(self.first_keys, np.uint64(key), "right")) - 1
+        """The block that holds ``key`` if any block does (-1: below the first key)."""
+        fl = self._first_list
+        if fl is None:
+            fl = self._first_list = self.first_keys.tolist()
+        return bisect.bisect_right(fl, key) - 1
 
     def outcome_byte(self, key: int) -> int:
         """Outcome byte of ``key``; :class:`PositionNotFoundError` if absent."""
@@ -652,10 +750,14 @@ class C4zFile:
             f"{self.where}: key {key} is not in the table (incomplete table, or not board {self.board})")
 
     def _probe_block(self, i: int, key: int) -> int:
-        """Outcome byte of ``key`` in block ``i`` or -1, decoding only what it needs: the key
-        stream (scanned up to ``key`` by a numba kernel), then, if the key is there, the symbol
-        stream. The decompressed streams stay in a small LRU of their own."""
+        """Outcome byte of ``key`` in block ``i`` or -1, decoding only what it needs: the
+        block's part that can hold ``key`` (by the first keys in the block's head), the key
+        frame up to the end of that part (a streaming decoder that stops there), scanned from
+        the part's start up to ``key`` by a numba kernel, then, if the key is there, the
+        symbol frame up to the end of the part. The decoded prefixes stay in a small LRU of
+        their own (a later probe decodes again only if it needs more)."""
         n = self.block_rows(i)
+        P = self.part_entries
         codec = _codec(self.board)
         with self._lock:
             got = self._slru.get(i)
@@ -663,29 +765,59 @@ class C4zFile:
                 self._slru.move_to_end(i)
         try:
             if got is None:
-                frames = split_block(self.read_block(i))
-                got = [_dctx(self.key_dict).decompress(frames[0]), frames[1:], {}]   # key stream, symbol
-                with self._lock:                                        # frames, decoded ones
+                kf, sf, ends, firsts = split_block(self.read_block(i))
+                if len(ends) + 1 != -(-n // P):
+                    raise ValueError(f"{len(ends) + 1} parts for {n} entries")
+                total = zstandard.frame_content_size(kf)
+                if total < 0 or ends and not 0 <= ends[0] <= ends[-1] <= total:
+                    raise ValueError("the key frame does not fit the parts")
+                #     key frame, symbol frame, part ends, part first keys, decoded prefixes
+                got = [kf, sf, [0] + ends + [total], [int(self.first_keys[i])] + firsts, b"", b""]
+                with self._lock:
                     self._slru[i] = got
                     while len(self._slru) > CACHE_BLOCKS:
                         self._slru.popitem(last=False)
-            j = codec.find(got[0], int(self.first_keys[i]), n, key)
+            kf, sf, bounds, firsts = got[:4]
+            q = bisect.bisect_right(firsts, key) - 1
+            if q < 0:
+                return -1
+            lo, hi = q * P, min(n, (q + 1) * P)
+            end, total = bounds[q + 1], bounds[-1]
+            # A part but the last: decode up to one byte before its end (zstd, once a block's
+            # output is all delivered, decodes the next block ahead); that last byte is needed
+            # only if the key is the part's last entry (the scan then runs out: decode all).
+            kv = self._decoded(got, 4, kf, self.key_dict, end - 1 if end < total else total, total)
+            try:
+                j = codec.find(memoryview(kv)[bounds[q]: min(end, len(kv))], firsts[q], hi - lo, key)
+            except ValueError:
+                if len(kv) >= end:
+                    raise
+                kv = self._decoded(got, 4, kf, self.key_dict, total, total)
+                j = codec.find(memoryview(kv)[bounds[q]: end], firsts[q], hi - lo, key)
             if j < 0:
                 return -1
-            f, r = divmod(j, self.sym_entries)
-            sy = got[2].get(f)
-            if sy is None:
-                if f >= len(got[1]):
-                    raise ValueError(f"no symbol frame {f}")
-                sy = _dctx().decompress(got[1][f])
-                if len(sy) != min(self.sym_entries, n - f * self.sym_entries):
-                    raise ValueError(f"symbol frame {f} of {len(sy)} bytes")
-                got[2][f] = sy
-            return codec.outcome(key, sy[r])
+            sy = self._decoded(got, 5, sf, self.sym_dict,
+                               hi - 1 if lo + j < hi - 1 and hi < n else n, n)
+            return codec.outcome(key, sy[lo + j])
         except (zstandard.ZstdError, ValueError) as e:
             with self._lock:
                 self._slru.pop(i, None)
             raise self._bad(f"block {i}: cannot be decoded ({e}); damaged block") from None
+
+    @staticmethod
+    def _decoded(got: list, slot: int, frame, zdict, need: int, total: int) -> bytes:
+        """The decoded prefix ``got[slot]`` of ``frame`` (``total`` bytes decoded), made at
+        least ``need`` bytes long: a streaming decoder that stops there, or one call for the
+        whole frame."""
+        buf = got[slot]
+        if len(buf) >= need:
+            return buf
+        d = _dctx(zdict)
+        buf = d.decompress(frame) if need >= total else d.stream_reader(frame).read(need)
+        if len(buf) != min(need, total) or need >= total and len(buf) != total:
+            raise ValueError(f"a stream ends early ({len(buf)} of {min(need, total)} bytes)")
+        got[slot] = buf
+        return buf
 
     def probe_keys(self, keys, default: int | None = None) -> np.ndarray:
         """Outcome bytes of many keys (any order): each needed block is read and decoded once.
@@ -878,14 +1010,15 @@ def compress_table(src: str | os.PathLike, out: str | os.PathLike | None = None,
                    board: str | Board | None = None, level: int = DEFAULT_LEVEL,
                    block_entries: int = DEFAULT_BLOCK_ENTRIES, threads: int | None = None,
                    quiet: bool = False, stream=None, hashes: dict | None = None,
-                   root: str | None = None, symbol_frame_entries: int = SYM_FRAME_ENTRIES,
-                   key_dict: bool = True) -> Path:
+                   root: str | None = None, part_entries: int | None = None,
+                   key_dict: bool = True, sym_dict: bool = True) -> Path:
     """Compress the table file ``src`` into ``out`` (default: ``src`` with ``.c4z``), streaming,
     on ``threads`` threads (default: all cores), resuming an interrupted run (module
     docstring). ``hashes`` (``sha256``, ``md5`` from a manifest), when given, must equal the
-    hashes computed on the way. ``symbol_frame_entries`` below ``block_entries`` splits each
-    block's outcome symbols into several frames (faster single probes, bigger file);
-    ``key_dict=False`` skips the trained key dictionary. Returns ``out``.
+    hashes computed on the way. ``part_entries``: the entries of a block's first part (and
+    of every further part; default :func:`default_part_entries`), which a single probe
+    decodes alone when it holds the key;
+    ``key_dict=False`` / ``sym_dict=False`` skip the trained dictionaries. Returns ``out``.
 
     >>> compress_table("tables/4x4/connect4_4x4.dat", "t44.c4z", quiet=True)
     PosixPath('t44.c4z')
@@ -906,8 +1039,9 @@ def compress_table(src: str | os.PathLike, out: str | os.PathLike | None = None,
                          f"board {b} (truncated or wrong board?)")
     if not 1 <= level <= 22:
         raise ValueError("zstd level must be 1..22")
-    if block_entries < 2 or symbol_frame_entries < 1:
-        raise ValueError("block_entries must be at least 2, symbol_frame_entries at least 1")
+    part_entries = part_entries or default_part_entries(block_entries)
+    if block_entries < 2 or part_entries < 1:
+        raise ValueError("block_entries must be at least 2, part_entries at least 1")
     threads = threads or os.cpu_count() or 1
     tune_malloc()
     entries = size // E
@@ -915,7 +1049,8 @@ def compress_table(src: str | os.PathLike, out: str | os.PathLike | None = None,
     part, idxf, ckpt = (out.with_name(out.name + s) for s in (".part", ".part.idx", ".part.json"))
     settings = {"src": str(src.resolve()), "bytes": size, "mtime_ns": src.stat().st_mtime_ns,
                 "level": level, "block_entries": block_entries, "board": b.name,
-                "symbol_frame_entries": symbol_frame_entries, "key_dict": key_dict}
+                "part_entries": part_entries, "key_dict": key_dict,
+                "sym_dict": sym_dict, "version": FORMAT_VERSION}
     done = 0
     if ckpt.exists() and part.exists() and idxf.exists():
         try:
@@ -932,11 +1067,16 @@ def compress_table(src: str | os.PathLike, out: str | os.PathLike | None = None,
     chunk = block_entries * E
     if done:   # the dictionary the first run trained, from the part file
         kd_len = int(state.get("key_dict_bytes", 0))
+        sd_len = int(state.get("sym_dict_bytes", 0))
         with open(part, "rb") as f:
             f.seek(len(MAGIC))
             key_dict = f.read(kd_len) or None
+            sym_dict = f.read(sd_len) or None
     else:
-        key_dict = train_key_dict(src, b, block_entries) if key_dict else None
+        key_dict, sym_dict = train_dicts(src, b, block_entries,
+                                         key_size=KEY_DICT_BYTES if key_dict else 0,
+                                         sym_size=SYM_DICT_BYTES if sym_dict else 0)
+    dicts_len = len(key_dict or b"") + len(sym_dict or b"")
     with open(src, "rb") as fin:
         if done:
             _say(quiet, stream, f"[compress] resuming {out.name} at block {done:,} of {nblocks:,}; "
@@ -952,9 +1092,9 @@ def compress_table(src: str | os.PathLike, out: str | os.PathLike | None = None,
         else:
             fpart = open(part, "wb")
             fpart.write(MAGIC)
-            if key_dict:
-                fpart.write(key_dict)
-            part_bytes = len(MAGIC) + len(key_dict or b"")
+            fpart.write(key_dict or b"")
+            fpart.write(sym_dict or b"")
+            part_bytes = len(MAGIC) + dicts_len
             fidx = open(idxf, "wb")
         last_ckpt = time.perf_counter()
         prev_last_key = -1
@@ -986,12 +1126,15 @@ def compress_table(src: str | os.PathLike, out: str | os.PathLike | None = None,
                 raw = fin.read(chunk)
                 h.update(raw)
                 last_key = int.from_bytes(raw[-E:-1], "big")
-                pending.append((pool.submit(_compress_block, raw, b, level, key_dict, symbol_frame_entries), None, last_key))
+                pending.append((pool.submit(_compress_block, raw, b, level, key_dict, part_entries,
+                                            sym_dict),
+                                None, last_key))
                 while len(pending) > 2 * threads:
                     drain_one()
                 now = time.perf_counter()
                 if now - last_ckpt >= CHECKPOINT_SECONDS:
-                    _checkpoint(fpart, fidx, ckpt, settings, i, part_bytes, len(key_dict or b""))
+                    _checkpoint(fpart, fidx, ckpt, settings, i, part_bytes, len(key_dict or b""),
+                                len(sym_dict or b""))
                     last_ckpt = now
                 if not quiet and now - last >= PROGRESS_EVERY:
                     last = now
@@ -1010,7 +1153,7 @@ def compress_table(src: str | os.PathLike, out: str | os.PathLike | None = None,
             rec = np.frombuffer(open(idxf, "rb").read(), "<u8").reshape(-1, 3)
             if rec.shape[0] != nblocks:
                 raise TableError(f"{idxf}: {rec.shape[0]} index records for {nblocks} blocks")
-            index = np.concatenate([rec[:, 0], np.array([len(MAGIC) + len(key_dict or b"")], "<u8"),
+            index = np.concatenate([rec[:, 0], np.array([len(MAGIC) + dicts_len], "<u8"),
                                     rec[:, 1], rec[:, 2]]).astype("<u8")
             comp_index = zstandard.ZstdCompressor(level=9).compress(index.tobytes())
             idx_off = part_bytes
@@ -1021,9 +1164,11 @@ def compress_table(src: str | os.PathLike, out: str | os.PathLike | None = None,
                       "sha256": digests["sha256"], "md5": digests["md5"], "file": src.name,
                       "root": root, "block_entries": block_entries, "blocks": nblocks,
                       "transform": TRANSFORM, "codec": "zstd", "level": level,
-                      "symbol_frame_entries": symbol_frame_entries,
+                      "part_entries": part_entries,
                       "key_dict": {"length": len(key_dict), "xxh64": xxhash.xxh64_intdigest(key_dict)}
                       if key_dict else None,
+                      "sym_dict": {"length": len(sym_dict), "xxh64": xxhash.xxh64_intdigest(sym_dict)}
+                      if sym_dict else None,
                       "index_xxh64": xxhash.xxh64_intdigest(comp_index)}
             hdr = json.dumps(header, sort_keys=True).encode()
             fpart.write(comp_index)
@@ -1045,12 +1190,13 @@ def compress_table(src: str | os.PathLike, out: str | os.PathLike | None = None,
 
 
 def _checkpoint(fpart, fidx, ckpt: Path, settings: dict, blocks: int, part_bytes: int,
-                key_dict_bytes: int) -> None:
+                key_dict_bytes: int, sym_dict_bytes: int) -> None:
     _fsync(fpart)
     _fsync(fidx)
     tmp = ckpt.with_name(ckpt.name + ".tmp")
     tmp.write_text(json.dumps({"settings": settings, "blocks": blocks, "part_bytes": part_bytes,
-                               "key_dict_bytes": key_dict_bytes}))
+                               "key_dict_bytes": key_dict_bytes,
+                               "sym_dict_bytes": sym_dict_bytes}))
     os.replace(tmp, ckpt)
 
 

@@ -432,3 +432,41 @@ def test_key_dictionary_read_once_and_cached_remotely(t54, http_dir, tmp_path, m
         if opens:
             assert n_open == 1      # the tail only: index and dictionary from the cache
     assert list((tmp_path / "cache").glob("*.dict"))
+
+
+def test_blocks_in_parts_round_trip_and_probe(t44):
+    """Blocks of several parts (zstd blocks that end where the parts end, decoded only up to
+    the probed part): every key of the 4x4 table probes like the oracle, from any part, with
+    and without the decoded prefixes of earlier probes, and a block of 4 parts decodes back
+    exactly."""
+    dat, z = t44
+    with open_c4z(z) as f:
+        assert f.part_entries == c4z.default_part_entries(SMALL_BLOCKS) < f.block_entries
+        ref = oracle_table(4, 4)
+        keys = sorted(ref)[::7]
+        assert [f.outcome_byte(k) for k in keys] == [ref[k] for k in keys]
+        f.clear_cache()
+        for k in keys[::-1][:300]:   # a later part first, then earlier ones of the same block
+            assert f.outcome_byte(k) == ref[k]
+        with pytest.raises(PositionNotFoundError):
+            f.outcome_byte(max(ref) + 1)
+        raw = dat.read_bytes()[: f.entry_size * 1000]
+        first, block = c4z.encode_block(raw, f.board, part_entries=300)
+        k, o = c4z.decode_block_bytes(block, f.board, 1000, first, part_entries=300)
+        assert len(c4z.split_block(block)[2]) == 3 and bytes(c4z.rows_of(k, o, f.entry_size)) == raw
+
+
+def test_older_format_versions_are_refused_in_one_line(t44, tmp_path):
+    _, z = t44
+    data, idx_off, idx_len, hdr_len = _layout(z)
+    hdr = json.loads(data[idx_off + idx_len: idx_off + idx_len + hdr_len])
+    for version in (1, 2):
+        hdr.update(version=version, transform="varint-plysym-v2")
+        h = json.dumps(hdr).encode()
+        import xxhash
+        old = tmp_path / f"v{version}.c4z"
+        old.write_bytes(data[: idx_off + idx_len] + h + c4z.TRAILER.pack(
+            idx_off, idx_len, len(h), xxhash.xxh64_intdigest(h), c4z.END_MAGIC))
+        rc, out, err = run_cli("lookup", "--table", str(old), "1")
+        assert rc == 1 and f"format version {version}" in err and "compress the table again" \
+            in err and err.count("\n") == 1, err

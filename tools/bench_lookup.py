@@ -6,8 +6,8 @@ warm page cache, and cold after posix_fadvise(DONTNEED)), and batched probes per
         [--configs 65536:19,65536:19:32768,65536:9] [--no-external] [--probes 2000]
         [--batch 1000000] [--sample-external BYTES] [--sample-blocks N]
 
-Each config is ``block_entries:zstd_level[:symbol_frame_entries]`` (default: one symbol frame
-per block). ``--sample-external`` runs xz -9 and zstd -19 on the first BYTES of a big file
+Each config is ``block_entries:zstd_level[:part_entries]`` (default part: 9/16 of the block;
+``65536:19:65536`` is one part per block, the layout of format 2). ``--sample-external`` runs xz -9 and zstd -19 on the first BYTES of a big file
 only (reported as such) where the whole file would take hours. Output: one markdown table per file plus the load
 average, so that figures measured on a shared machine can be judged. Times are wall clock;
 CPU seconds are given beside the compression figures (``cpu``), which is what a loaded
@@ -61,9 +61,11 @@ def sample_keys(dat: Path, n: int, rng) -> np.ndarray:
     return rng.permutation(keys)
 
 
-def latencies(path: Path, keys: np.ndarray, cold: bool, clear_lru: bool) -> tuple[float, float, float]:
-    """p50, p99 in microseconds of single outcome_byte probes (wall clock), and the p50 of
-    their CPU time (what a loaded machine distorts least)."""
+def latencies(path: Path, keys: np.ndarray, cold: bool, clear_lru: bool
+              ) -> tuple[float, float, float, float]:
+    """p50, p99 in microseconds of single outcome_byte probes (wall clock), the p50 of their
+    CPU time (what a loaded machine distorts least) and their mean (wall): a .c4z probe
+    decodes the first part of a block or all of it, so its times have two modes."""
     out, cpu = [], []
     t = open_table(path)
     try:
@@ -81,7 +83,8 @@ def latencies(path: Path, keys: np.ndarray, cold: bool, clear_lru: bool) -> tupl
     finally:
         t.close()
     a = np.array(out) * 1e6
-    return float(np.percentile(a, 50)), float(np.percentile(a, 99)), float(np.median(cpu) * 1e6)
+    return (float(np.percentile(a, 50)), float(np.percentile(a, 99)), float(np.median(cpu) * 1e6),
+            float(a.mean()))
 
 
 def warm(path: Path) -> None:
@@ -130,8 +133,8 @@ def bench_file(dat: Path, configs, ext: bool, n_probes: int, n_batch: int, out,
     probe_keys = keys[:n_probes]
     with open_table(dat) as t:
         want = t.probe_keys(keys[:n_batch])
-    p50, p99, pc = latencies(dat, probe_keys, False, False)
-    c50, c99, _ = latencies(dat, probe_keys[: max(50, n_probes // 10)], True, False)
+    p50, p99, pc, pm = latencies(dat, probe_keys, False, False)
+    c50, c99, _, _ = latencies(dat, probe_keys[: max(50, n_probes // 10)], True, False)
     rate, crate = batched(dat, keys[:n_batch], want)
     rows.append(f"| .dat (raw) | {raw:,} | 100% | | | {p50:.1f} / {p99:.1f} (cpu {pc:.1f}) | "
                 f"{c50:.0f} / {c99:.0f} | | {rate / 1e6:.2f} M/s (cpu {crate / 1e6:.2f} M/s) |")
@@ -141,7 +144,7 @@ def bench_file(dat: Path, configs, ext: bool, n_probes: int, n_batch: int, out,
             z = Path(tmp) / f"b{B}_l{level}_s{S}.c4z"
             c0, t0 = time.process_time(), time.perf_counter()
             compress_table(dat, z, block_entries=B, level=level, quiet=True,
-                           symbol_frame_entries=S or B)
+                           part_entries=S or None)
             csecs, ccpu = time.perf_counter() - t0, time.process_time() - c0
             size = z.stat().st_size
             back = Path(tmp) / "back.dat"
@@ -155,16 +158,16 @@ def bench_file(dat: Path, configs, ext: bool, n_probes: int, n_batch: int, out,
             psecs, pcpu = time.perf_counter() - t0, time.process_time() - c0
             same = sha256_of(back) == sha256_of(dat)
             back.unlink()
-            p50, p99, pc = latencies(z, probe_keys, False, True)
-            l50, _, _ = latencies(z, probe_keys, False, False)
-            c50, c99, _ = latencies(z, probe_keys[: max(50, n_probes // 10)], True, True)
+            p50, p99, pc, pm = latencies(z, probe_keys, False, True)
+            l50, _, _, _ = latencies(z, probe_keys, False, False)
+            c50, c99, _, _ = latencies(z, probe_keys[: max(50, n_probes // 10)], True, True)
             rate, crate = batched(z, keys[:n_batch], want)
-            sym = f", symbol frames of {S:,}" if S and S < B else ""
+            sym = f", parts of {S:,}" if S else ""
             rows.append(f"| .c4z {B:,}-entry blocks, zstd {level}{sym} | {size:,} | {100 * size / raw:.2f}% | "
                         f"{raw / csecs / 1e6:.1f} MB/s (cpu {ccpu:.1f} s) | "
                         f"{raw / dsecs / 1e6:.0f} MB/s (cpu {dcpu:.1f} s; decode only {raw / psecs / 1e6:.0f} "
                         f"MB/s, cpu {pcpu:.1f} s){'' if same else ' MISMATCH'} | "
-                        f"{p50:.0f} / {p99:.0f} (cpu {pc:.0f}) | {c50:.0f} / {c99:.0f} | {l50:.1f} | "
+                        f"{p50:.0f} / {p99:.0f} (cpu {pc:.0f}; mean {pm:.0f}) | {c50:.0f} / {c99:.0f} | {l50:.1f} | "
                         f"{rate / 1e6:.2f} M/s (cpu {crate / 1e6:.2f} M/s) |")
             print(rows[-1], file=out, flush=True)
 
@@ -179,15 +182,15 @@ def sampled_size(dat: Path, configs, n_blocks: int, out) -> None:
     E = b.entry_size
     for B, level, S in configs:
         c0 = time.process_time()
-        kd = c4z.train_key_dict(dat, b, B)
+        kd, sd = c4z.train_dicts(dat, b, B)
         nb = -(-raw // E // B)
         pick = np.linspace(0, nb - 2, min(n_blocks, nb - 1)).astype(np.int64)
         total = 0
         with open(dat, "rb") as f:
             for i in pick:
                 rawb = os.pread(f.fileno(), B * E, int(i) * B * E)
-                total += len(c4z.encode_block(rawb, b, level, S or B, kd)[1])
-        est = total / len(pick) * nb + len(kd or b"") + 24 * nb
+                total += len(c4z.encode_block(rawb, b, level, S or None, kd, sd)[1])
+        est = total / len(pick) * nb + len(kd or b"") + len(sd or b"") + 24 * nb
         print(f"| .c4z {B:,}-entry blocks, zstd {level} (estimate from {len(pick)} of {nb:,} "
               f"blocks) | {est:,.0f} | {100 * est / raw:.2f}% | {est / (raw / E):.4f} bytes per "
               f"entry | cpu {time.process_time() - c0:.0f} s | | | | |", file=out, flush=True)
@@ -200,7 +203,7 @@ HEADER = ("| file | bytes | of raw | compress | decompress | probe p50 / p99 us,
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("tables", nargs="+", type=Path)
-    ap.add_argument("--configs", default="65536:19,65536:19:32768,65536:9")
+    ap.add_argument("--configs", default="65536:19,65536:19:65536")
     ap.add_argument("--sample-external", type=int, default=0, metavar="BYTES")
     ap.add_argument("--sample-blocks", type=int, default=0, metavar="N",
                     help="only estimate the .c4z size from N blocks (for tables too big here)")
