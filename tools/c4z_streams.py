@@ -16,7 +16,11 @@ the order-0 entropy of the symbols given the ply (bits per entry). Variants:
 - ``btultra2``, ``tl<N>``, ``ml<N>``, ``sl<N>``, ``wl<N>``: zstd compression parameters on top
   of the level (strategy, targetLength, minMatch, searchLog, windowLog), combinable with ``+``
   (``btultra2+tl999+ml3``); ``nodict``: no key dictionary; ``dict<KB>``: a dictionary of that
-  many KB; ``symdict``: a trained dictionary for the symbol frames too.
+  many KB; ``symdict``: a trained dictionary for the symbol frames too; ``hybrid``: the
+  symbol map with "the last mover has won (distance 0)" as symbol 1 and "the player to move
+  wins in 1" as 33 at every ply (the default map has them swapped at even plies);
+  ``mover``: every win relative to the player to move (1 + d//2: the player who moved last
+  wins, 33 + d//2: the player to move wins).
 """
 from __future__ import annotations
 
@@ -74,6 +78,21 @@ def cctx(level: int, spec: str, zdict: bytes | None):
     return zstandard.ZstdCompressor(compression_params=p, dict_data=d)
 
 
+def symbol_map(cells: int, kind: str) -> np.ndarray:
+    """``fwd[p, byte]`` of a symbol-map variant (see the module docstring)."""
+    from c4table.c4zcodec import symbol_tables
+    fwd, _ = symbol_tables(cells)
+    fwd = fwd.copy()
+    for p in range(cells + 1):
+        if kind == "hybrid" and p % 2 == 0:
+            a, b = fwd[p, 0x80 | 0], fwd[p, 0x40 | 1]      # B wins in 0, A wins in 1
+            fwd[p, 0x80 | 0], fwd[p, 0x40 | 1] = b, a
+        elif kind == "mover" and p % 2 == 0:               # at even plies swap A and B
+            for d in range(64):
+                fwd[p, 0x40 | d], fwd[p, 0x80 | d] = fwd[p, 0x80 | d], fwd[p, 0x40 | d]
+    return fwd
+
+
 def sym_entropy(plies: np.ndarray, syms: np.ndarray) -> float:
     """Order-0 entropy of the symbols given the ply, bits per entry."""
     joint = plies.astype(np.int64) * 256 + syms
@@ -90,7 +109,7 @@ def bench(dat: Path, n_blocks: int, B: int, level: int, variants: list[str], out
     entries = raw // E
     codec = BlockCodec(board)
     pick, nb = pick_blocks(raw, E, B, n_blocks)
-    streams = []
+    streams, raws = [], []
     gaps, multi, ent = [], 0, 0.0
     with open(dat, "rb") as f:
         for i in pick:
@@ -99,6 +118,7 @@ def bench(dat: Path, n_blocks: int, B: int, level: int, variants: list[str], out
             outs = np.ascontiguousarray(rows[:, E - 1])
             kv, sy = codec.encode(keys, outs)
             streams.append((kv, sy))
+            raws.append((codec.plies(keys), outs))
             d = np.diff(keys)
             gaps.append(float(d.mean()))
             multi += int((d >= 128).sum())
@@ -128,11 +148,16 @@ def bench(dat: Path, n_blocks: int, B: int, level: int, variants: list[str], out
             except zstandard.ZstdError:
                 sd = None
         ck, cs = cctx(level, v, kd), cctx(level, v, sd)
+        kind = next((p for p in parts if p in ("hybrid", "mover")), None)
+        cur = streams
+        if kind:
+            fwd = symbol_map(board.cells, kind)
+            cur = [(kv, fwd[pl, o].tobytes()) for (kv, _), (pl, o) in zip(streams, raws)]
         dk = zstandard.ZstdDecompressor(dict_data=zstandard.ZstdCompressionDict(kd) if kd else None)
         ds = zstandard.ZstdDecompressor(dict_data=zstandard.ZstdCompressionDict(sd) if sd else None)
         kb = sb = 0
         tk = ts = 0.0
-        for kv, sy in streams:
+        for kv, sy in cur:
             fk, fs = ck.compress(kv), cs.compress(sy)
             kb += len(fk)
             sb += len(fs)
