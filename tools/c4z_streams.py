@@ -5,6 +5,7 @@ explain them (key density, gaps, symbol entropy), and zstd parameter variants of
 
     python tools/c4z_streams.py FILE.dat [...] [--blocks 60] [--block-entries 65536]
         [--level 19] [--variants default,btultra2,...]
+    python tools/c4z_streams.py FILE.dat --compare-blocks 65536,262144,1048576 --blocks 8
 
 Per board it prints one row per variant: key bytes per entry, symbol bytes per entry, total
 (plus the index, 24 bytes per block, and the dictionary spread over the table), the CPU
@@ -175,6 +176,48 @@ def bench(dat: Path, n_blocks: int, B: int, level: int, variants: list[str], out
               f"{time.process_time() - c0:.0f} |", file=out, flush=True)
 
 
+def compare_blocks(dat: Path, n_regions: int, sizes: list[int], level: int, out) -> None:
+    """Block sizes compared on the same data: ``n_regions`` evenly spread regions of the
+    largest size, each cut into blocks of every size and encoded as ``compress`` does (the
+    key dictionary trained for that block size); bytes per entry with index and dictionary."""
+    board = board_of_table(dat, None)
+    E = board.entry_size
+    raw = dat.stat().st_size
+    entries = raw // E
+    big = max(sizes)
+    pick, nreg = pick_blocks(raw, E, big, n_regions)
+    print(f"\n### {dat.name}: {entries:,} entries; the same {len(pick)} regions of {big:,} entries "
+          f"(of {nreg:,}) cut into blocks of each size\n| block entries | keys B/entry | symbols "
+          f"B/entry | total B/entry (+index, dict) | decode us per block (cpu), keys + symbols | "
+          f"cpu s |\n|---:|---:|---:|---:|---:|---:|", file=out, flush=True)
+    codec = BlockCodec(board)
+    for B in sizes:
+        c0 = time.process_time()
+        kd = c4z.train_key_dict(dat, board, B)
+        ck, cs = cctx(level, "", kd), cctx(level, "", None)
+        dk = zstandard.ZstdDecompressor(dict_data=zstandard.ZstdCompressionDict(kd) if kd else None)
+        ds = zstandard.ZstdDecompressor()
+        kb = sb = n = 0
+        td = 0.0
+        with open(dat, "rb") as f:
+            for i in pick:
+                rows = read_block(f, E, big, i)
+                for o in range(0, rows.shape[0], B):
+                    r = rows[o: o + B]
+                    keys = c4z.keys_of_rows(r, E - 1)
+                    kv, sy = codec.encode(keys, np.ascontiguousarray(r[:, E - 1]))
+                    fk, fs = ck.compress(kv), cs.compress(sy)
+                    kb, sb, n = kb + len(fk), sb + len(fs), n + keys.shape[0]
+                    t0 = time.thread_time()
+                    dk.decompress(fk)
+                    ds.decompress(fs)
+                    td += time.thread_time() - t0
+        nb = -(-entries // B)
+        extra = (24 * nb + len(kd or b"")) / entries
+        print(f"| {B:,} | {kb / n:.4f} | {sb / n:.4f} | {(kb + sb) / n + extra:.4f} | "
+              f"{td / (n / B) * 1e6:.0f} | {time.process_time() - c0:.0f} |", file=out, flush=True)
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("tables", nargs="+", type=Path)
@@ -182,11 +225,17 @@ def main(argv=None) -> None:
     ap.add_argument("--block-entries", type=int, default=c4z.DEFAULT_BLOCK_ENTRIES)
     ap.add_argument("--level", type=int, default=c4z.DEFAULT_LEVEL)
     ap.add_argument("--variants", default="default")
+    ap.add_argument("--compare-blocks", default="", metavar="SIZES",
+                    help="e.g. 65536,262144,1048576: block sizes on the same regions (--blocks regions)")
     a = ap.parse_args(argv)
     c4z.tune_malloc()
     print(f"load average at start: {os.getloadavg()}, cores {os.cpu_count()}; "
           f"zstd level {a.level}, blocks of {a.block_entries:,}")
     for t in a.tables:
+        if a.compare_blocks:
+            compare_blocks(t, a.blocks, [int(x) for x in a.compare_blocks.split(",")], a.level,
+                           sys.stdout)
+            continue
         bench(t, a.blocks, a.block_entries, a.level, a.variants.split(","), sys.stdout)
     print(f"load average at end: {os.getloadavg()}")
 
