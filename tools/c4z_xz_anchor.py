@@ -60,16 +60,33 @@ def xz_size(path: Path, entry_size: int, offset: int = 0, length: int | None = N
     return out[0]
 
 
+def c4z_size(path: Path, board, offs: list[int], n: int, block_entries: int) -> int:
+    """``.c4z`` bytes of the same bytes: blocks encoded as ``compress`` encodes them (the
+    table's own trained key dictionary, default level), plus 24 index bytes per block (the
+    dictionary, stored once per table, is left out)."""
+    from c4table import c4z
+    kd = c4z.train_key_dict(path, board, block_entries)
+    step = block_entries * board.entry_size
+    total = 0
+    with open(path, "rb") as f:
+        for o in offs:
+            for p in range(o, o + n, step):
+                raw = os.pread(f.fileno(), min(step, o + n - p), p)
+                total += len(c4z.encode_block(raw, board, c4z.DEFAULT_LEVEL, block_entries, kd)[1]) + 24
+    return total
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("tables", nargs="+", type=Path)
-    ap.add_argument("--chunks", type=int, default=0, help="evenly spread chunks (0: whole file)")
+    ap.add_argument("--chunks", type=int, default=0, help="evenly spread chunks (0: whole file), each centred in its share of the file")
     ap.add_argument("--chunk-bytes", type=int, default=100_000_000)
+    ap.add_argument("--block-entries", type=int, default=1 << 16)
     a = ap.parse_args(argv)
-    print(f"load average at start: {os.getloadavg()}; command: {' '.join(xz_cmd(0))} "
-          "(dist = entry size)")
-    print("| table | entries | input bytes | xz bytes | of raw | bytes per entry | how | cpu s | wall s |")
-    print("|---|---:|---:|---:|---:|---:|---|---:|---:|")
+    print(f"load average at start: {os.getloadavg()}; command: {' '.join(xz_cmd(0)).replace('dist=0', 'dist=ENTRY_BYTES')}")
+    print("| table | entries | input bytes | xz bytes | of raw | xz bytes per entry | .c4z bytes per "
+          "entry (same bytes) | .c4z / xz | how | xz cpu s | wall s |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|")
     for t in a.tables:
         b = board_of_table(t, None)
         E = b.entry_size
@@ -79,16 +96,18 @@ def main(argv=None) -> None:
         if a.chunks and raw > a.chunks * a.chunk_bytes:
             n = a.chunk_bytes // E * E
             offs = [int(x) // E * E for x in
-                    [i * (raw - n) / max(1, a.chunks - 1) for i in range(a.chunks)]]
+                    [(i + 0.5) * raw / a.chunks - n / 2 for i in range(a.chunks)]]
             size = sum(xz_size(t, E, o, n) for o in offs)
             inp, how = n * len(offs), f"{len(offs)} chunks of {n:,} bytes, evenly spread"
         else:
+            offs, n = [0], raw // E * E
             size, inp, how = xz_size(t, E), raw, "whole file"
+        c4 = c4z_size(t, b, offs, n, a.block_entries)
         c1 = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpu = (c1.ru_utime + c1.ru_stime) - (c0.ru_utime + c0.ru_stime)
         print(f"| {t.name} | {raw // E:,} | {inp:,} | {size:,} | {100 * size / inp:.2f}% | "
-              f"{size / (inp / E):.4f} | {how} | {cpu:.0f} | {time.perf_counter() - t0:.0f} |",
-              flush=True)
+              f"{size / (inp / E):.4f} | {c4 / (inp / E):.4f} | {c4 / size:.3f} | {how} | {cpu:.0f} | "
+              f"{time.perf_counter() - t0:.0f} |", flush=True)
     print(f"load average at end: {os.getloadavg()}")
 
 
