@@ -77,6 +77,7 @@ TRAILER = struct.Struct("<QQQQ8s")      # index offset, index length, header len
 FORMAT_VERSION = 2
 TRANSFORM = "varint-plysym-v2"
 DEFAULT_BLOCK_ENTRIES = 1 << 16
+ARCHIVE_BLOCK_ENTRIES = 1 << 20         # compress --archive: smaller files, probes in milliseconds
 DEFAULT_LEVEL = 19
 TAIL_BYTES = 1 << 16                    # bytes a reader fetches from the end of the file at open
 CACHE_BLOCKS = 64                       # decoded blocks kept per open file (LRU)
