@@ -40,7 +40,10 @@ from c4table.table import board_of_table
 
 
 def pick_blocks(raw: int, E: int, B: int, n: int) -> np.ndarray:
+    """Up to ``n`` evenly spread whole blocks of ``B`` entries (one: the middle one)."""
     nb = raw // E // B
+    if n == 1:
+        return np.array([nb // 2], np.int64), nb
     return np.unique(np.linspace(0, nb - 1, min(n, nb)).astype(np.int64)), nb
 
 
