@@ -309,19 +309,29 @@ def c4z_notes(board: Board, entries: int) -> list[str]:
                 "board like this one"]
     notes = [f"the .c4z size is an extrapolation, not a measurement: {e.how} from "
              f"{', '.join(c4zsize.C4Z_STREAMS)} (2 M to 1.4 G entries; tools/c4z_streams.py): "
-             f"keys {e.keys:.3f} + outcome symbols {e.symbols:.3f} + index = "
+             f"keys {e.keys:.3f} + outcome symbols {e.symbols:.3f} + index and dictionary = "
              f"{e.bytes_per_entry:.3f} bytes per entry, about {gb:,.0f} GB"]
     if board.name == "7x6" and c4zsize.C4Z_OVER_CADOT_XZ:
-        lo, hi = min(c4zsize.C4Z_OVER_CADOT_XZ.values()), max(c4zsize.C4Z_OVER_CADOT_XZ.values())
+        r = c4zsize.C4Z_OVER_CADOT_XZ
+        big = max(r, key=lambda b: c4zsize.C4Z_STREAMS.get(b, (0,))[0])
+        small = min(r, key=lambda b: c4zsize.C4Z_STREAMS.get(b, (0,))[0])
         x = c4zsize.CADOT_XZ_7X6 / 1e9
-        notes.append(f"cross-check: Cadot's 7x6 xz archive is {x:,.0f} GB; on our tables the "
-                     f".c4z is {lo:.2f}-{hi:.2f} times his xz command's output (tools/"
-                     f"c4z_xz_anchor.py), which would make {lo * x:,.0f}-{hi * x:,.0f} GB")
+        notes.append(f"cross-check: Cadot's 7x6 xz archive is {x:,.0f} GB; his xz command on our "
+                     f"tables keeps {1 / r[small]:.2f} ({small}) down to {1 / r[big]:.2f} ({big}) "
+                     f"times the .c4z of the same bytes (tools/c4z_xz_anchor.py): at {big}'s "
+                     f"ratio the 7x6 .c4z would be about {r[big] * x:,.0f} GB, more if the ratio "
+                     "keeps rising with board size")
     r = c4zsize.archive_ratio()
     if r:
+        cmp = ""
+        if board.name == "7x6":
+            x = c4zsize.CADOT_XZ_7X6
+            a = entries * e.bytes_per_entry * r
+            cmp = (f", {'under' if a < x else 'above'} Cadot's xz archive of {x / 1e9:,.0f} GB "
+                   f"({x / 2**30:,.1f} GiB)")
         notes.append(f"compress --archive ({c4zsize.ARCHIVE_BLOCK_ENTRIES:,}-entry blocks, probes "
                      f"in milliseconds): {r:.2f} times the default on the boards measured, about "
-                     f"{gb * r:,.0f} GB")
+                     f"{gb * r:,.0f} GB{cmp}")
     return notes
 
 
