@@ -6,6 +6,11 @@ explain them (key density, gaps, symbol entropy), and zstd parameter variants of
     python tools/c4z_streams.py FILE.dat [...] [--blocks 60] [--block-entries 65536]
         [--level 19] [--variants default,btultra2,...]
     python tools/c4z_streams.py FILE.dat --compare-blocks 65536,262144,1048576 --blocks 8
+    python tools/c4z_streams.py --wdl BUILD_DIR [...]    # per-ply outcome statistics, and 7x6's
+
+``--wdl`` prints, per build directory (its manifest) and for 7x6 (Böck's Table 2, shipped in
+the package), the won/drawn/lost entropy given the ply (bits per position), the share of draws
+and of finished games: what the outcome symbols of a board hold, known for 7x6 without its table.
 
 Per board it prints one row per variant: key bytes per entry, symbol bytes per entry, total
 (plus the index, 24 bytes per block, and the dictionary spread over the table), the CPU
@@ -221,9 +226,37 @@ def compare_blocks(dat: Path, n_regions: int, sizes: list[int], level: int, out)
               f"{td / (n / B) * 1e6:.0f} | {time.process_time() - c0:.0f} |", file=out, flush=True)
 
 
+def wdl_summary(name: str, rows, out) -> None:
+    """rows: (ply, won, drawn, lost, positions, finished) per ply."""
+    import math
+
+    def h(ws):
+        n = sum(ws)
+        return -sum(w / n * math.log2(w / n) for w in ws if w)
+    n = sum(r[4] for r in rows)
+    print(f"| {name} | {n:,} | {sum(r[4] * h(r[1:4]) for r in rows if r[4]) / n:.3f} | "
+          f"{sum(r[2] for r in rows) / n:.3f} | {sum(r[5] for r in rows) / n:.3f} |", file=out)
+
+
+def wdl(dirs: list[Path], out) -> None:
+    import csv
+    from importlib import resources
+    from c4table.stats import ply_stats
+    print("| board | positions | H(won/drawn/lost given ply), bits | draws | finished |\n"
+          "|---|---:|---:|---:|---:|", file=out)
+    for d in dirs:
+        s = ply_stats(d)
+        wdl_summary(d.name, [(p.ply, p.won, p.drawn, p.lost, p.positions, p.finished) for p in s], out)
+    text = resources.files("c4table").joinpath("data/wdl_by_ply_7x6.tsv").read_text()
+    rows = [tuple(int(x) for x in r) for r in csv.reader(
+        (ln for ln in text.splitlines() if ln and not ln.startswith(("#", "ply"))), delimiter="\t")]
+    wdl_summary("7x6 (Böck, Table 2)", rows, out)
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("tables", nargs="+", type=Path)
+    ap.add_argument("tables", nargs="*", type=Path)
+    ap.add_argument("--wdl", nargs="+", type=Path, metavar="BUILD_DIR", default=None)
     ap.add_argument("--blocks", type=int, default=60)
     ap.add_argument("--block-entries", type=int, default=c4z.DEFAULT_BLOCK_ENTRIES)
     ap.add_argument("--level", type=int, default=c4z.DEFAULT_LEVEL)
@@ -232,6 +265,9 @@ def main(argv=None) -> None:
                     help="e.g. 65536,262144,1048576: block sizes on the same regions (--blocks regions)")
     a = ap.parse_args(argv)
     c4z.tune_malloc()
+    if a.wdl:
+        wdl(a.wdl, sys.stdout)
+        return
     print(f"load average at start: {os.getloadavg()}, cores {os.cpu_count()}; "
           f"zstd level {a.level}, blocks of {a.block_entries:,}")
     for t in a.tables:
