@@ -80,7 +80,8 @@ DEFAULT_BLOCK_ENTRIES = 1 << 16
 ARCHIVE_BLOCK_ENTRIES = 1 << 20         # compress --archive: smaller files, probes in milliseconds
 DEFAULT_LEVEL = 19
 TAIL_BYTES = 1 << 16                    # bytes a reader fetches from the end of the file at open
-CACHE_BLOCKS = 64                       # decoded blocks kept per open file (LRU)
+CACHE_BLOCKS = 64                       # decoded blocks kept per open file (LRU) ...
+CACHE_ENTRIES = 64 << 16                # ... and at most this many entries (big archive blocks)
 SYM_FRAME_ENTRIES = 1 << 16             # outcome symbols per zstd frame inside a block
 KEY_DICT_BYTES = 112640                 # trained zstd dictionary of the key frames
 CHECKPOINT_SECONDS = 30.0
@@ -468,6 +469,7 @@ class C4zFile:
                                None if grid is None else (int(grid[0]), int(grid[1])))
             self.entries = int(h["entries"])
             self.block_entries = int(h["block_entries"])
+            self._cache_blocks = max(1, min(CACHE_BLOCKS, CACHE_ENTRIES // self.block_entries))
             self.blocks = int(h["blocks"])
             self.entry_size = int(h["entry_size"])
             self.sym_entries = int(h.get("symbol_frame_entries", 0))
@@ -600,7 +602,7 @@ class C4zFile:
         got = self.decode_block(i, self.read_block(i))
         with self._lock:
             self._lru[i] = got
-            while len(self._lru) > CACHE_BLOCKS:
+            while len(self._lru) > self._cache_blocks:
                 self._lru.popitem(last=False)
         return got
 
@@ -668,7 +670,7 @@ class C4zFile:
                 got = [_dctx(self.key_dict).decompress(frames[0]), frames[1:], {}]   # key stream, symbol
                 with self._lock:                                        # frames, decoded ones
                     self._slru[i] = got
-                    while len(self._slru) > CACHE_BLOCKS:
+                    while len(self._slru) > self._cache_blocks:
                         self._slru.popitem(last=False)
             j = codec.find(got[0], int(self.first_keys[i]), n, key)
             if j < 0:
