@@ -285,7 +285,7 @@ def plan(board, workers, memory_per_worker, from_dir, as_json, root, probe_plies
                f"{100 * p.c4z_bytes / p.final_bytes:.1f}% of the raw file"
                f"{'' if p.c4z_measured else '; extrapolated' + (', see the note' if any('.c4z' in n for n in p.notes) else '')})\n"
                + (f"  --archive      about {format_size(p.c4z_archive_bytes)} (compress --archive, "
-                  f"{100 * p.c4z_archive_bytes / p.final_bytes:.1f}%; probes in milliseconds)\n"
+                  f"{100 * p.c4z_archive_bytes / p.final_bytes:.1f}%; probes in tens of milliseconds)\n"
                   if p.c4z_archive_bytes else "") +
                f"largest gen      {p.peak_entries:,} entries\n"
                f"shuffle volume   {format_size(p.shuffle_bytes)} (child-key runs and backward messages)\n"

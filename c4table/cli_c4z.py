@@ -34,9 +34,10 @@ def _threads_option(f):
               help="entries per block (default 65,536): bigger blocks compress better and make "
                    "single probes slower")
 @click.option("--archive", is_flag=True,
-              help="distribution profile: 1,048,576-entry blocks with one symbol frame each "
-                   "(smaller file; every reader still takes it, but a single probe decodes a "
-                   "whole block: milliseconds instead of about a hundred microseconds)")
+              help="distribution profile: 16,777,216-entry blocks with one symbol frame each "
+                   "(about 2/3 of the default size; every reader still takes it, but a single "
+                   "probe decodes a whole block: tens of milliseconds instead of about a hundred "
+                   "microseconds)")
 @_threads_option
 @click.option("-q", "--quiet", is_flag=True, help="no progress lines")
 def compress(table_path, out, board, level, block_entries, archive, threads, quiet):

@@ -16,9 +16,9 @@ A cross-check for 7x6 is Cadot's own archive: he published the xz size of his 7x
 tables (``tools/c4z_xz_anchor.py``) against the ``.c4z`` of the same bytes gives the ratio
 :data:`C4Z_OVER_CADOT_XZ`, which times his archive is a second estimate.
 
-The archive profile (``compress --archive``: bigger blocks, one symbol frame per block, probes
-in milliseconds) is measured against the default on the same regions of the same tables
-(``tools/c4z_streams.py --compare-blocks``, :data:`ARCHIVE_RATIO`).
+The archive profile (``compress --archive``: 16 M-entry blocks, one symbol frame per block,
+probes in tens of milliseconds) is measured against the default on the same regions of the
+same tables (``tools/c4z_streams.py --compare-blocks``, :data:`ARCHIVE_RATIO`).
 
 >>> from c4table.board import Board
 >>> e = estimate(Board.parse("5x5"), 34888367)
@@ -59,11 +59,13 @@ C4Z_OVER_CADOT_XZ = {"4x6": 0.834, "5x5": 0.948, "5x6": 1.046, "7x4": 1.159, "6x
 CADOT_XZ_7X6 = 350_251_723_872   # Cadot, 7x6/README.txt, section 2.2
 
 # Archive profile against the default on the same regions (tools/c4z_streams.py --compare-blocks).
-ARCHIVE_BLOCK_ENTRIES = 1 << 20     # c4table.c4z.ARCHIVE_BLOCK_ENTRIES
-# 1,048,576-entry blocks (one symbol frame each) / 65,536-entry blocks, on the same 8 evenly
-# spread regions of 1,048,576 entries (keys 0.62-0.74 of the default, symbols 0.84-0.87). The
-# whole 5x5 file: 4.82% / 5.92% = 0.814 (tools/bench_lookup.py).
-ARCHIVE_RATIO = {"5x5": 0.820, "5x6": 0.796, "7x4": 0.766, "6x5": 0.791}
+ARCHIVE_BLOCK_ENTRIES = 1 << 24     # c4table.c4z.ARCHIVE_BLOCK_ENTRIES
+# compress --archive (16,777,216-entry blocks, one symbol frame each) / the default, as the
+# product of two measured ratios (tools/c4z_streams.py --compare-blocks, load 8-14):
+# 1,048,576 / 65,536-entry blocks on the same 8 evenly spread regions of 1 M entries
+# (5x5 0.820, 5x6 0.796, 7x4 0.766, 6x5 0.791; whole 5x5 file 0.814), times
+# 16,777,216 / 1,048,576 on the middle 16 M entries (5x6 0.845, 6x5 0.860, 7x4 0.761).
+ARCHIVE_RATIO = {"5x6": 0.796 * 0.845, "6x5": 0.791 * 0.860, "7x4": 0.766 * 0.761}
 
 
 @dataclass

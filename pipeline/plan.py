@@ -330,7 +330,8 @@ def c4z_notes(board: Board, entries: int) -> list[str]:
             cmp = (f", {'under' if a < x else 'above'} Cadot's xz archive of {x / 1e9:,.0f} GB "
                    f"({x / 2**30:,.1f} GiB)")
         notes.append(f"compress --archive ({c4zsize.ARCHIVE_BLOCK_ENTRIES:,}-entry blocks, probes "
-                     f"in milliseconds): {r:.2f} times the default on the boards measured, about "
+                     f"in tens of milliseconds): {r:.2f} times the default on the boards measured "
+                     f"({', '.join(c4zsize.ARCHIVE_RATIO)}), also an extrapolation: about "
                      f"{gb * r:,.0f} GB{cmp}")
     return notes
 

@@ -427,14 +427,14 @@ def test_the_c4z_size_model_predicts_each_measured_board_from_the_others(monkeyp
 
 
 def test_compress_archive_profile_round_trips(t44, tmp_path):
-    """compress --archive: 1,048,576-entry blocks with one symbol frame each; the file is read
+    """compress --archive: 16,777,216-entry blocks with one symbol frame each; the file is read
     like any .c4z and decompresses to the same bytes."""
     dat, _ = t44
     z = tmp_path / "a.c4z"
     rc, out, err = run_cli("compress", "--archive", "-q", str(dat), "-o", str(z))
     assert rc == 0, err
     with c4z.open_c4z(z) as f:
-        assert f.block_entries == c4z.ARCHIVE_BLOCK_ENTRIES == 1 << 20
+        assert f.block_entries == c4z.ARCHIVE_BLOCK_ENTRIES == 1 << 24
         assert f.header["symbol_frame_entries"] == f.block_entries
     with open_table(dat) as a, open_table(z) as b:
         keys = np.concatenate([c["key"] for c in a.iter_entries()])[::97].copy()
