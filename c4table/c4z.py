@@ -82,9 +82,11 @@ TRAILER = struct.Struct("<QQQQ8s")      # index offset, index length, header len
 FORMAT_VERSION = 3
 TRANSFORM = "varint-plysym-v3"
 DEFAULT_BLOCK_ENTRIES = 1 << 16
+ARCHIVE_BLOCK_ENTRIES = 1 << 24         # compress --archive: smaller files, probes in tens of ms
 DEFAULT_LEVEL = 19
 TAIL_BYTES = 1 << 16                    # bytes a reader fetches from the end of the file at open
-CACHE_BLOCKS = 64                       # decoded blocks kept per open file (LRU)
+CACHE_BLOCKS = 64                       # decoded blocks kept per open file (LRU) ...
+CACHE_ENTRIES = 64 << 16                # ... and at most this many entries (big archive blocks)
 PART_SHARE = (9, 16)                    # a block's first part: 9/16 of its entries (default)
 KEY_DICT_BYTES = 112640                 # trained zstd dictionary of the key frames (at most)
 SYM_DICT_BYTES = 32768                  # trained zstd dictionary of the symbol frames (at most)
@@ -555,6 +557,7 @@ class C4zFile:
                                None if grid is None else (int(grid[0]), int(grid[1])))
             self.entries = int(h["entries"])
             self.block_entries = int(h["block_entries"])
+            self._cache_blocks = max(1, min(CACHE_BLOCKS, CACHE_ENTRIES // self.block_entries))
             self.blocks = int(h["blocks"])
             self.entry_size = int(h["entry_size"])
             self.part_entries = int(h.get("part_entries", 0))
@@ -693,7 +696,7 @@ class C4zFile:
         got = self.decode_block(i, self.read_block(i))
         with self._lock:
             self._lru[i] = got
-            while len(self._lru) > CACHE_BLOCKS:
+            while len(self._lru) > self._cache_blocks:
                 self._lru.popitem(last=False)
         return got
 
@@ -775,7 +778,7 @@ class C4zFile:
                 got = [kf, sf, [0] + ends + [total], [int(self.first_keys[i])] + firsts, b"", b""]
                 with self._lock:
                     self._slru[i] = got
-                    while len(self._slru) > CACHE_BLOCKS:
+                    while len(self._slru) > self._cache_blocks:
                         self._slru.popitem(last=False)
             kf, sf, bounds, firsts = got[:4]
             q = bisect.bisect_right(firsts, key) - 1

@@ -282,7 +282,11 @@ def plan(board, workers, memory_per_worker, from_dir, as_json, root, probe_plies
     click.echo(f"entries          {p.entries:,}\n"
                f"final file       {p.final_bytes:,} bytes ({format_size(p.final_bytes)})\n"
                f"as .c4z          about {format_size(p.c4z_bytes)} (c4table compress, "
-               f"{100 * p.c4z_bytes / p.final_bytes:.1f}% of the raw file)\n"
+               f"{100 * p.c4z_bytes / p.final_bytes:.1f}% of the raw file"
+               f"{_c4z_extrapolated(p)})\n"
+               + (f"  --archive      about {format_size(p.c4z_archive_bytes)} (compress --archive, "
+                  f"{100 * p.c4z_archive_bytes / p.final_bytes:.1f}%; probes in tens of milliseconds)\n"
+                  if p.c4z_archive_bytes else "") +
                f"largest gen      {p.peak_entries:,} entries\n"
                f"shuffle volume   {format_size(p.shuffle_bytes)} (child-key runs and backward messages)\n"
                f"peak disk        {format_size(p.peak_disk)}\n"
@@ -291,6 +295,13 @@ def plan(board, workers, memory_per_worker, from_dir, as_json, root, probe_plies
     _echo_io(io, cost, price_per_1k_requests, price_per_gb_month)
     for n in p.notes:
         click.echo(f"note: {n}")
+
+
+def _c4z_extrapolated(p) -> str:
+    """What the plan's ``.c4z`` line adds when its size is not a measured figure."""
+    if p.c4z_measured:
+        return ""
+    return "; extrapolated" + (", see the note" if any(".c4z" in n for n in p.notes) else "")
 
 
 def _echo_io(io, cost, per_req, per_gb) -> None:

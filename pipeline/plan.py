@@ -42,6 +42,8 @@ from pathlib import Path
 
 from c4table.board import Board
 from c4table.errors import BuildError
+from c4table.pipeline import c4zsize
+from c4table.pipeline.c4zsize import C4Z_MEASURED  # noqa: F401  (re-exported)
 from c4table.pipeline.progress import published_totals
 from c4table.wording import count
 
@@ -54,16 +56,6 @@ from c4table.wording import count
 # Rechecked for issue 16 with tools/bench_build.py 5x6 (CPU time of the process tree, before and
 # after its changes, one after the other, load 9.5-12.3): 99 / 101 ns forward, 130 / 122 ns
 # backward, 56 / 61 ns merge per entry: no change per entry, so these costs stand.
-# .c4z bytes per table entry (default format: 65,536-entry blocks, zstd 19, trained key
-# dictionary), measured with tools/bench_lookup.py on the 2-core development machine: 4x6, 5x5
-# and 5x6 whole files; 6x4, 7x4 and 6x5 estimated from 200 evenly spread blocks
-# (--sample-blocks; on the other three that estimate came within 1% of the whole file). Boards
-# not measured get a least-squares fit of these figures against log10(entries): see
-# c4z_bytes_per_entry.
-C4Z_MEASURED = {   # board: (entries, bytes per entry)
-    "4x6": (7_917_955, 0.2813), "5x5": (34_888_367, 0.2961), "6x4": (47_455_869, 0.2777),
-    "5x6": (522_196_933, 0.2460), "7x4": (1_132_927_517, 0.2540),
-    "6x5": (1_409_488_535, 0.2524)}
 COSTS = {
     "forward_core_s": 0.169e-6,
     "backward_core_s": 0.215e-6,
@@ -78,22 +70,17 @@ COSTS = {
 
 
 def c4z_bytes_per_entry(board: Board, entries: int) -> tuple[float, bool]:
-    """``(bytes per entry, measured)`` of a board's ``.c4z``: the measured figure
-    (:data:`C4Z_MEASURED`), else the least-squares line of the measured figures against
-    ``log10(entries)`` at this board's entries (``measured`` False: an extrapolation; the
-    boards measured have 8 M to 1.1 G entries, 7x6 has 2.3 T).
+    """``(bytes per entry, measured)`` of a board's ``.c4z`` (default format): the measured
+    figure, else the model of :mod:`c4table.pipeline.c4zsize` (``measured`` False: an
+    extrapolation; the boards measured have 2 M to 1.4 G entries, 7x6 has 2.3 T).
 
     >>> c4z_bytes_per_entry(Board.parse("5x5"), 34888367)
     (0.2961, True)
     """
-    if board.k == 4 and board.name in C4Z_MEASURED:
-        return C4Z_MEASURED[board.name][1], True
-    pts = [(math.log10(e), v) for e, v in C4Z_MEASURED.values()]
-    n = len(pts)
-    mx = sum(x for x, _ in pts) / n
-    my = sum(y for _, y in pts) / n
-    slope = sum((x - mx) * (y - my) for x, y in pts) / sum((x - mx) ** 2 for x, _ in pts)
-    return max(0.0, my + slope * (math.log10(max(entries, 1)) - mx)), False
+    e = c4zsize.estimate(board, entries)
+    return e.bytes_per_entry, e.measured
+
+
 # Fixed costs of a rooted build on the development machine (2 cores, loaded): a 7x6 build from
 # a ply-28 root of a few thousand entries took 7-9 s, so per generation and stage about 0.15 s
 # (manifest writes, task dispatch), plus about 3 s to start (imports, numba cache, pool).
@@ -130,6 +117,18 @@ class Plan:
     def c4z_bytes(self) -> int:
         """Estimated size of the table as a ``.c4z`` (see :func:`c4z_bytes_per_entry`)."""
         return int(self.entries * c4z_bytes_per_entry(self.board, self.entries)[0])
+
+    @property
+    def c4z_measured(self) -> bool:
+        """Whether :attr:`c4z_bytes` is a measured figure (else an extrapolation)."""
+        return c4z_bytes_per_entry(self.board, self.entries)[1]
+
+    @property
+    def c4z_archive_bytes(self) -> int | None:
+        """Estimated size as a ``.c4z`` written by ``compress --archive`` (None: no ratio
+        measured)."""
+        r = c4zsize.archive_ratio()
+        return int(self.c4z_bytes * r) if r else None
 
     @property
     def peak_entries(self) -> int:
@@ -171,6 +170,7 @@ class Plan:
         return {"board": self.board.name, "workers": self.workers, "io": self.io().to_json(),
                 "memory_per_worker": self.memory_per_worker, "entries": self.entries,
                 "final_bytes": self.final_bytes, "c4z_bytes": self.c4z_bytes,
+                "c4z_archive_bytes": self.c4z_archive_bytes, "c4z_measured": self.c4z_measured,
                 "peak_generation_entries": self.peak_entries,
                 "shuffle_bytes": self.shuffle_bytes, "peak_disk_bytes": self.peak_disk,
                 "core_seconds": round(self.core_seconds), "wall_seconds": round(self.wall_seconds),
@@ -293,14 +293,47 @@ def make_plan(board: str | Board, workers: int, memory_per_worker: int,
            f"{worst[3]:,} runs, {count(worst[4], 'ranged read')}"
            + (f" (pre-merged in groups of {worst[5]})" if worst[5] else "")
            if worst and worst[1] is not None else ""))
-    bpe, measured = c4z_bytes_per_entry(board, plan.entries)
-    if not measured:
-        plan.notes.append(
-            f"the .c4z size extrapolates bytes per entry measured on {', '.join(C4Z_MEASURED)} "
-            f"({min(e for e, _ in C4Z_MEASURED.values()) / 1e6:,.0f} M to "
-            f"{max(e for e, _ in C4Z_MEASURED.values()) / 1e9:,.1f} G entries) along a line in "
-            f"log(entries): {bpe:.3f} bytes per entry; not measured on a board this size")
+    plan.notes.extend(c4z_notes(board, plan.entries))
     return plan
+
+
+def c4z_notes(board: Board, entries: int) -> list[str]:
+    """What the plan's ``.c4z`` line rests on, when it is not a measured figure."""
+    e = c4zsize.estimate(board, entries)
+    if e.measured:
+        return []
+    gb = entries * e.bytes_per_entry / 1e9
+    if e.keys is None:
+        return [f"the .c4z size ({e.bytes_per_entry:.3f} bytes per entry, about {gb:,.0f} GB) "
+                f"extrapolates {e.how} ({', '.join(c4zsize.C4Z_MEASURED)}); not measured on a "
+                "board like this one"]
+    notes = [f"the .c4z size is an extrapolation, not a measurement: {e.how} from "
+             f"{', '.join(c4zsize.C4Z_STREAMS)} (2 M to 1.4 G entries; tools/c4z_streams.py): "
+             f"keys {e.keys:.3f} + outcome symbols {e.symbols:.3f} + index and dictionary = "
+             f"{e.bytes_per_entry:.3f} bytes per entry, about {gb:,.0f} GB"]
+    if board.name == "7x6" and c4zsize.C4Z_OVER_CADOT_XZ:
+        r = c4zsize.C4Z_OVER_CADOT_XZ
+        big = max(r, key=lambda b: c4zsize.C4Z_STREAMS.get(b, (0,))[0])
+        small = min(r, key=lambda b: c4zsize.C4Z_STREAMS.get(b, (0,))[0])
+        x = c4zsize.CADOT_XZ_7X6 / 1e9
+        notes.append(f"cross-check: Cadot's 7x6 xz archive is {x:,.0f} GB; his xz command on our "
+                     f"tables keeps {1 / r[small]:.2f} ({small}) down to {1 / r[big]:.2f} ({big}) "
+                     f"times the .c4z of the same bytes (tools/c4z_xz_anchor.py): at {big}'s "
+                     f"ratio the 7x6 .c4z would be about {r[big] * x:,.0f} GB, more if the ratio "
+                     "keeps rising with board size")
+    r = c4zsize.archive_ratio()
+    if r:
+        cmp = ""
+        if board.name == "7x6":
+            x = c4zsize.CADOT_XZ_7X6
+            a = entries * e.bytes_per_entry * r
+            cmp = (f", {'under' if a < x else 'above'} Cadot's xz archive of {x / 1e9:,.0f} GB "
+                   f"({x / 2**30:,.1f} GiB)")
+        notes.append(f"compress --archive ({c4zsize.ARCHIVE_BLOCK_ENTRIES:,}-entry blocks, probes "
+                     f"in tens of milliseconds): {r:.2f} times the default on the boards measured "
+                     f"({', '.join(c4zsize.ARCHIVE_RATIO)}), also an extrapolation: about "
+                     f"{gb * r:,.0f} GB{cmp}")
+    return notes
 
 
 # ------------------------------------------------------------------ rooted plans
