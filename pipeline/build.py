@@ -32,7 +32,7 @@ from c4table.root import Root
 from c4table.units import format_size, parse_size
 from c4table.pipeline import backward, counters, forward, merge, resources, shuffle
 from c4table.pipeline.execution import Executor, default_workers, make_executor
-from c4table.pipeline.kernels import key_bits
+from c4table.pipeline.kernels import key_bits, warm
 from c4table.pipeline.manifest import Manifest
 from c4table.pipeline.partition import MIN_PARALLEL_ROWS, shard_rows_for
 from c4table.pipeline.progress import Progress
@@ -71,6 +71,7 @@ class Build:
                              f"too small to make progress with {count(self.executor.workers, 'worker')}: "
                              f"each needs at least {format_size(MIN_TASK_MEMORY)}, so give "
                              f"--memory {format_size(least).replace(' ', '')} or more, or fewer --workers")
+        self.executor.prepare(lambda: warm(self.board))   # before the workers fork
         self.store = open_storage(self.root)
         if self.store.local:
             self.root = self.store.root

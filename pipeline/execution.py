@@ -44,12 +44,21 @@ class Executor:
         self.name = name
         self._owner = owner  # e.g. a dask Client/LocalCluster to close with us
         self.counts = StageCounts()   # what the tasks (and the driver) read, wrote and held
+        self._prepare: list[Callable[[], Any]] = []
+
+    def prepare(self, fn: Callable[[], Any]) -> None:
+        """Have ``fn()`` run in this (the driver's) process before the first task runs
+        anywhere, e.g. loading compiled code: local worker processes start (fork) at the
+        first task sent to them, so they inherit what it loaded."""
+        self._prepare.append(fn)
 
     def map(self, fn: Callable[..., Any], tasks: Sequence[tuple]) -> list:
         """Run ``fn(*args)`` for each ``args`` in ``tasks``; results in task order. The first
         task that raises makes ``map`` raise the same exception. Each task runs under
         :func:`~c4table.pipeline.counters.run_counted`; its counts go to :attr:`counts`."""
         tasks = list(tasks)
+        while self._prepare and tasks:
+            self._prepare.pop(0)()
         if self._pool is None or len(tasks) <= 1:
             pairs = [run_counted_here(fn, *t, memory=self._pool is None) for t in tasks]
         else:

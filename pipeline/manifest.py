@@ -2,7 +2,8 @@
 shards and counts each produced, and, once merged, the final table's size and hashes.
 
 The manifest is the single source of truth for resuming: a step is finished exactly when it is
-recorded here, and the manifest is replaced atomically after each step. Layout::
+recorded here, and the manifest is replaced atomically (:meth:`Manifest.save`, after the shards
+it records were made durable) after each step or batch of small steps (:meth:`Manifest.checkpoint`). Layout::
 
     {"format": "c4table-manifest/1", "board": "5x4", "width": 5, "height": 4, "k": 4,
      "key_bytes": 4, "entry_size": 5,
@@ -43,12 +44,14 @@ from c4table.pipeline.storage import Storage, open_storage
 FORMAT = "c4table-manifest/1"
 MANIFEST = "manifest.json"
 # A stage saves its finished steps once they hold this many entries (:meth:`Manifest.checkpoint`),
-# well under a second of one core's work: each save is two fsyncs (or one object written), which
-# cost more than the steps of a small generation, so the small generations of a build are saved
-# together (a large generation is saved on its own, as before). A crash loses at most this much
-# recorded work (the unsaved steps are redone on resume). Counted in entries, not seconds, so
-# that the same build saves the same manifests wherever it runs.
-CHECKPOINT_ENTRIES = 1 << 18
+# a few tenths of a second of one core's work (100-300 ns per entry and stage): each save makes
+# the steps' shards durable (one batch of fsyncs) and then writes the manifest (two fsyncs, or
+# one object written), which costs more than the steps of a small generation, so the small
+# generations of a build are saved together (a 5x4 build saves once per stage; a large
+# generation is saved on its own). A crash loses at most this much recorded work (the unsaved
+# steps are redone on resume). Counted in entries, not seconds, so that the same build saves
+# the same manifests wherever it runs.
+CHECKPOINT_ENTRIES = 1 << 21
 
 
 def _storage(root) -> Storage:
@@ -64,6 +67,7 @@ class Manifest:
         self.data = data
         self._unsaved = 0       # entries of the steps recorded since the last save
         self._dirty = False
+        self._unsynced: set[str] = set()   # files of the steps recorded since the last save
 
     # ----------------------------------------------------------- creating
     @classmethod
@@ -122,9 +126,14 @@ class Manifest:
         return cls(store, data)
 
     def save(self) -> None:
+        """Write the manifest atomically and durably, after making durable the shard files
+        of the steps recorded since the last save (:meth:`Storage.sync`: tasks write shards
+        without fsync, so a saved manifest never records a file a crash could lose)."""
         data = dict(self.data)
         data.pop("xxh64", None)
         data["xxh64"] = checksum(data)
+        self.store.sync(self._unsynced)
+        self._unsynced.clear()
         self.store.write_atomic(MANIFEST, (json.dumps(data, indent=1) + "\n").encode())
         self._unsaved = 0
         self._dirty = False
@@ -165,10 +174,13 @@ class Manifest:
         return [ShardInfo.from_json(s) for s in step["shards"]]
 
     def finish_step(self, stage: str, ply: int, shards: list[ShardInfo], **extra) -> None:
+        """Record a finished step and its shards (made durable when the manifest is saved)."""
         self.data["steps"][stage][str(ply)] = {"shards": [s.to_json() for s in shards], **extra}
+        self._unsynced.update(s.file for s in shards)
 
     def forget_step(self, stage: str, ply: int) -> None:
-        self.data["steps"][stage].pop(str(ply), None)
+        for s in self.data["steps"][stage].pop(str(ply), {}).get("shards", []):
+            self._unsynced.discard(s["file"])
 
     def ply_record(self, ply: int) -> dict:
         plies = self.data["plies"]

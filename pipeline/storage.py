@@ -5,9 +5,15 @@ Every stage reads and writes the build directory only through a :class:`Storage`
 relative to it (``work/forward/ply_03/part-00000.parquet``), so the same tasks run against a
 local disk, a shared POSIX file system or an object store. What differs:
 
-* **Atomic writes.** Locally a file is written under a temporary name, fsync'ed and renamed
-  (then the directory is fsync'ed), so a file under its final name is complete. On an object
-  store an object appears only when its upload completes, which gives the same guarantee.
+* **Atomic writes.** Locally a file is written under a temporary name and renamed, so a file
+  under its final name is complete. On an object store an object appears only when its upload
+  completes, which gives the same guarantee.
+* **Durability.** A durable write (the default) fsyncs the file and its directory before it
+  returns. Files written in bulk by tasks (shards) are written without, and made durable
+  together by :meth:`Storage.sync` before the manifest records them
+  (:meth:`c4table.pipeline.manifest.Manifest.save`): the fsyncs run in parallel (the file
+  system commits them together) and each directory is fsync'ed once. On an object store a
+  written object is already durable.
 * **Reads.** Whole files (:meth:`Storage.read_bytes`), byte ranges (:meth:`Storage.read_into`:
   ``pread`` locally, a ranged GET remotely) and random-access files for parquet footers.
 * **What only a local directory has**: a lock file, free-disk checks and ENOSPC handling
@@ -27,6 +33,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 from pathlib import Path
 
@@ -35,6 +42,7 @@ import pyarrow.fs as pafs
 
 from c4table.pipeline.counters import active
 
+SYNC_THREADS = 16   # parallel fsyncs of :meth:`Storage.sync` (the journal commits them together)
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
 
@@ -210,6 +218,24 @@ class Storage:
         if durable:
             fsync_dir(path.parent)
 
+    def sync(self, rels) -> None:
+        """Make the files ``rels`` (written without fsync, by any process) durable with their
+        directory entries: locally fsync each file and then each of their directories once,
+        in parallel threads; nothing to do on an object store."""
+        if self.root is None:
+            return
+        files = sorted({str(self.root / r) for r in rels})
+        if not files:
+            return
+        dirs = sorted({os.path.dirname(f) for f in files})
+        if len(files) + len(dirs) <= 2:
+            for p in files + dirs:
+                fsync_path(p)
+            return
+        with ThreadPoolExecutor(min(SYNC_THREADS, len(files))) as ex:
+            list(ex.map(fsync_path, files))
+            list(ex.map(fsync_path, dirs))
+
     def open_output(self, rel: str):
         """A stream that writes ``rel`` directly (the caller handles atomicity, e.g. by writing
         a temporary name and :meth:`rename`). Counted as one object written when closed."""
@@ -341,12 +367,17 @@ class _CountingOutput:
         self.close()
 
 
-def fsync_dir(path: Path) -> None:
+def fsync_path(path) -> None:
+    """fsync a file or a directory by its path (its written data and metadata reach the disk,
+    whoever wrote it)."""
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+fsync_dir = fsync_path
 
 
 @lru_cache(maxsize=64)
