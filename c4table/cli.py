@@ -168,10 +168,10 @@ def _echo_counts(b, quiet: bool) -> None:
 
 def _compressed(path, compress: bool, compress_only: bool, quiet: bool):
     """The table ``path``, or its .c4z when asked for (written here)."""
-    from pathlib import Path
-    from c4table.c4z import default_c4z_name
     if not (compress or compress_only):
         return path
+    from pathlib import Path
+    from c4table.c4z import default_c4z_name
     path = Path(path)
     z = default_c4z_name(path)
     if compress_only and not path.exists() and z.exists():

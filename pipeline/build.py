@@ -36,7 +36,7 @@ from c4table.pipeline.kernels import key_bits, warm
 from c4table.pipeline.manifest import Manifest
 from c4table.pipeline.partition import MIN_PARALLEL_ROWS, shard_rows_for
 from c4table.pipeline.progress import Progress
-from c4table.pipeline.storage import Storage, open_storage
+from c4table.pipeline.storage import Storage, open_storage, settle_deletes
 
 DEFAULT_MEMORY = "4GiB"
 MIN_TASK_MEMORY = 1 << 20
@@ -99,6 +99,7 @@ class Build:
             except Exception:           # e.g. the disk is full: the stage's error says so
                 pass
             self.executor.close()
+            settle_deletes()   # the spent directories delete_tree set aside
         finally:
             self.executor = None
             self._unlock()
@@ -302,4 +303,5 @@ def run_build(b: Build, keep_work: bool = True) -> Path:
         b.close()
     if not keep_work:
         b.store.delete_tree("work")
+        settle_deletes()
     return path
