@@ -32,12 +32,15 @@ A backward step also records the message runs it sent to the generation below
 from __future__ import annotations
 
 import json
+import os
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import PurePosixPath
 
 import xxhash
 
 from c4table.board import Board
 from c4table.errors import BoardError, BuildError, C4Error, CorruptDataError
+from c4table.pipeline.counters import IOCounts, active, counting
 from c4table.pipeline.shards import ShardInfo
 from c4table.pipeline.storage import Storage, open_storage
 
@@ -54,6 +57,23 @@ MANIFEST = "manifest.json"
 CHECKPOINT_ENTRIES = 1 << 21
 
 
+_background: tuple[int, ThreadPoolExecutor] | None = None
+
+
+def _saver() -> ThreadPoolExecutor:
+    """This process's thread for background saves (a forked child makes its own)."""
+    global _background
+    if _background is None or _background[0] != os.getpid():
+        _background = (os.getpid(), ThreadPoolExecutor(1, thread_name_prefix="c4table-manifest"))
+    return _background[1]
+
+
+def _uncounted(fn, *args):
+    """``fn(*args)`` with its requests counted apart (the caller counted them already)."""
+    with counting(IOCounts()):
+        return fn(*args)
+
+
 def _storage(root) -> Storage:
     return root if isinstance(root, Storage) else open_storage(root)
 
@@ -68,6 +88,7 @@ class Manifest:
         self._unsaved = 0       # entries of the steps recorded since the last save
         self._dirty = False
         self._unsynced: set[str] = set()   # files of the steps recorded since the last save
+        self._pending: list[Future] = []    # background saves (checkpoint) not yet waited for
 
     # ----------------------------------------------------------- creating
     @classmethod
@@ -128,30 +149,60 @@ class Manifest:
     def save(self) -> None:
         """Write the manifest atomically and durably, after making durable the shard files
         of the steps recorded since the last save (:meth:`Storage.sync`: tasks write shards
-        without fsync, so a saved manifest never records a file a crash could lose)."""
+        without fsync, so a saved manifest never records a file a crash could lose). Waits
+        for the saves :meth:`checkpoint` started first, and raises their error if any."""
+        self.wait()
+        self._write(*self._snapshot())
+
+    def _snapshot(self) -> tuple[bytes, set[str]]:
+        """The manifest's text as of now and the files to make durable before it."""
         data = dict(self.data)
         data.pop("xxh64", None)
         data["xxh64"] = checksum(data)
-        self.store.sync(self._unsynced)
-        self._unsynced.clear()
-        self.store.write_atomic(MANIFEST, (json.dumps(data, indent=1) + "\n").encode())
+        files, self._unsynced = self._unsynced, set()
         self._unsaved = 0
         self._dirty = False
+        return (json.dumps(data, indent=1) + "\n").encode(), files
+
+    def _write(self, body: bytes, files: set[str]) -> None:
+        self.store.sync(files)
+        self.store.write_atomic(MANIFEST, body)
 
     def checkpoint(self, entries: int) -> None:
         """Record a finished step of ``entries`` entries: save once the unsaved steps hold
-        :data:`CHECKPOINT_ENTRIES`, else only note them (:meth:`flush` saves them). The files a
-        step recorded are durable before it is recorded, so a later save is as safe as an
-        immediate one."""
+        :data:`CHECKPOINT_ENTRIES`, else only note them (:meth:`flush` saves them). The save
+        runs in a background thread (one per process, saves in order) while the build goes on:
+        its fsyncs wait for the disk, not the workers. Until it is written the previous
+        manifest stands, so a crash redoes the steps it records, as for the steps not yet
+        saved. Its error, if any, is raised by the next checkpoint, save or flush. Counted
+        (one object written) here, so that a stage's counts do not depend on timing."""
         self._unsaved += entries
         self._dirty = True
         if self._unsaved >= CHECKPOINT_ENTRIES:
-            self.save()
+            self._raise_failed()
+            body, files = self._snapshot()
+            active().add_write(len(body))
+            self._pending.append(_saver().submit(_uncounted, self._write, body, files))
+
+    def _raise_failed(self) -> None:
+        """Raise the error of a finished background save, if one failed."""
+        for f in self._pending:
+            if f.done() and f.exception() is not None:
+                self.wait()
+
+    def wait(self) -> None:
+        """Wait for the background saves; raise the first error one of them met."""
+        pending, self._pending = self._pending, []
+        for f in pending:
+            f.result()
 
     def flush(self) -> None:
-        """Save the steps :meth:`checkpoint` has not saved yet, if any."""
+        """Save the steps :meth:`checkpoint` has not saved yet, if any (waiting for the
+        background saves either way)."""
         if self._dirty:
             self.save()
+        else:
+            self.wait()
 
     # ------------------------------------------------------------ queries
     @property
