@@ -79,10 +79,9 @@ def _open(board, out, memory, workers, scheduler, quiet, restart, root=None):
     import gc
     was = gc.isenabled()
     gc.disable()   # importing the pipeline (numba) makes full collections that find nothing
-    try:
+    try:           # (the executor freezes these objects before the first task)
         from c4table.pipeline.build import open_build
         from c4table.pipeline.storage import is_url, open_storage
-        gc.freeze()   # the modules' objects: later collections skip them
     finally:
         if was:
             gc.enable()

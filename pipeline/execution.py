@@ -12,8 +12,10 @@ order. Back-ends:
   has one code path whatever runs it.
 
 >>> with make_executor(workers=1) as ex:
-...     ex.map(abs, [(-1,), (2,)])
-[1, 2]
+...     ex.prepare(lambda: print("prepared once, before the first task"))
+...     ex.map(abs, [(-1,), (2,)]), ex.map(abs, [(-3,)])
+prepared once, before the first task
+([1, 2], [3])
 """
 from __future__ import annotations
 
