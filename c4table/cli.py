@@ -401,7 +401,8 @@ def main(argv: list[str] | None = None) -> None:
     No traceback is printed unless ``C4TABLE_TRACEBACK=1``."""
     import os
     from concurrent.futures.process import BrokenProcessPool
-    _fast_exit()
+    if argv is None:   # the command line's own process (a caller passing argv may go on)
+        _fast_exit()
     try:
         # without standalone mode click *returns* the code a command gave ctx.exit(n)
         rc = cli.main(args=argv, prog_name="c4table", standalone_mode=False)
@@ -447,9 +448,9 @@ def main(argv: list[str] | None = None) -> None:
 
 def _fast_exit() -> None:
     """Freeze the garbage collector's objects when the interpreter exits (once registered): the
-    collections of its shutdown then skip the hundreds of thousands of objects numba and the
-    other libraries hold, which took longer than a small build (0.3-1 s; frozen, under 0.1 s).
-    Exit handlers, flushes and finalizers still run."""
+    collections of its shutdown then skip the ~110,000 objects numba and the other libraries
+    hold, which took longer than a small build (0.3-1 s; frozen, 0.1 s). Exit handlers and
+    flushes still run; cyclic garbage left at exit is not collected (the process ends)."""
     global _exit_registered
     if not _exit_registered:
         import atexit

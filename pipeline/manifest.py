@@ -88,7 +88,7 @@ class Manifest:
         self._unsaved = 0       # entries of the steps recorded since the last save
         self._dirty = False
         self._unsynced: set[str] = set()   # files of the steps recorded since the last save
-        self._pending: list[Future] = []    # background saves (checkpoint) not yet waited for
+        self._pending: list[tuple[Future, set[str]]] = []   # background saves, their files
 
     # ----------------------------------------------------------- creating
     @classmethod
@@ -182,19 +182,27 @@ class Manifest:
             self._raise_failed()
             body, files = self._snapshot()
             active().add_write(len(body))
-            self._pending.append(_saver().submit(_uncounted, self._write, body, files))
+            self._pending.append((_saver().submit(_uncounted, self._write, body, files), files))
 
     def _raise_failed(self) -> None:
         """Raise the error of a finished background save, if one failed."""
-        for f in self._pending:
-            if f.done() and f.exception() is not None:
-                self.wait()
+        if any(f.done() and f.exception() is not None for f, _ in self._pending):
+            self.wait()
 
     def wait(self) -> None:
-        """Wait for the background saves; raise the first error one of them met."""
-        pending, self._pending = self._pending, []
-        for f in pending:
-            f.result()
+        """Wait for the background saves, in order; raise the first error one of them met
+        (its steps and files are then due again: the next save writes them). Interrupted
+        while waiting, the saves not finished stay pending (never two writers at once)."""
+        while self._pending:
+            f, files = self._pending[0]
+            try:
+                f.result()
+            finally:
+                if f.done():
+                    self._pending.pop(0)
+                    if f.exception() is not None:
+                        self._unsynced |= files
+                        self._dirty = True
 
     def flush(self) -> None:
         """Save the steps :meth:`checkpoint` has not saved yet, if any (waiting for the
