@@ -193,7 +193,8 @@ class Storage:
         """Write the bytes-like items of the iterable ``chunks``, in order, as file ``rel``,
         so that it appears whole or not at all (the caller need not hold the whole file).
         ``durable=False`` skips the fsyncs, for scratch files that a crash makes the build
-        discard or check anyway (runs, messages, merge parts)."""
+        discard or check anyway (runs, messages, merge parts) and for files made durable later
+        in a batch (:meth:`sync`: shards, before a manifest records them)."""
         counts = active()
         if self.root is None:
             n = 0
