@@ -22,12 +22,28 @@ from c4table.codec import Outcome, decode_outcome, encode_outcome
 from c4table.errors import (BoardError, BuildError, C4Error, ClosedTableError, CorruptDataError,
                             IllegalPositionError, MissingTableError, PositionNotFoundError,
                             TableError)
-from c4table.drawing import parse_drawing, render
-from c4table.export import ExportReport, export_positions
-from c4table.rules import Position
-from c4table.stats import PlyStats, ply_stats
-from c4table.table import MoveProbe, Probe, Table, open_table
-from c4table.verify import VerifyReport, verify_table
+
+# Imported on first use (PEP 562): the command line's start-up (``c4table build`` included)
+# does not pay for the readers, the exporter and the plots it does not call.
+_LAZY = {"parse_drawing": "drawing", "render": "drawing", "ExportReport": "export",
+         "export_positions": "export", "Position": "rules", "PlyStats": "stats",
+         "ply_stats": "stats", "MoveProbe": "table", "Probe": "table", "Table": "table",
+         "open_table": "table", "VerifyReport": "verify", "verify_table": "verify"}
+
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'c4table' has no attribute {name!r}")
+    import importlib
+    value = getattr(importlib.import_module(f"c4table.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __all__ = ["Board", "Outcome", "decode_outcome", "encode_outcome", "Position", "Table", "Probe",
            "MoveProbe", "open_table", "verify_table", "VerifyReport", "C4Error", "BoardError",

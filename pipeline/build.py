@@ -32,11 +32,11 @@ from c4table.root import Root
 from c4table.units import format_size, parse_size
 from c4table.pipeline import backward, counters, forward, merge, resources, shuffle
 from c4table.pipeline.execution import Executor, default_workers, make_executor
-from c4table.pipeline.kernels import key_bits
+from c4table.pipeline.kernels import key_bits, warm
 from c4table.pipeline.manifest import Manifest
 from c4table.pipeline.partition import MIN_PARALLEL_ROWS, shard_rows_for
 from c4table.pipeline.progress import Progress
-from c4table.pipeline.storage import Storage, open_storage
+from c4table.pipeline.storage import Storage, open_storage, settle_deletes
 
 DEFAULT_MEMORY = "4GiB"
 MIN_TASK_MEMORY = 1 << 20
@@ -71,6 +71,7 @@ class Build:
                              f"too small to make progress with {count(self.executor.workers, 'worker')}: "
                              f"each needs at least {format_size(MIN_TASK_MEMORY)}, so give "
                              f"--memory {format_size(least).replace(' ', '')} or more, or fewer --workers")
+        self.executor.prepare(lambda: warm(self.board))   # before the workers fork
         self.store = open_storage(self.root)
         if self.store.local:
             self.root = self.store.root
@@ -98,6 +99,7 @@ class Build:
             except Exception:           # e.g. the disk is full: the stage's error says so
                 pass
             self.executor.close()
+            settle_deletes()   # the spent directories delete_tree set aside
         finally:
             self.executor = None
             self._unlock()
@@ -301,4 +303,5 @@ def run_build(b: Build, keep_work: bool = True) -> Path:
         b.close()
     if not keep_work:
         b.store.delete_tree("work")
+        settle_deletes()
     return path

@@ -390,6 +390,29 @@ def words_to_entries(packed, entry_size, out):
         j += entry_size
 
 
+def warm(board: Board) -> None:
+    """Load the compiled kernels a build of ``board`` calls (from numba's on-disk cache) into
+    this process, each called once on empty arrays of the types the stages pass. The build's
+    driver does it before its first task: worker processes forked afterwards inherit them
+    instead of each loading them again in its first tasks (numba's first use in a process,
+    about 0.2 s, and a few ms per kernel, several times that under the tasks' tracemalloc).
+
+    >>> warm(Board(4, 4))
+    """
+    from c4table.pipeline.kernels3d import for_board
+    kern = for_board(board)
+    tabs, untabs = kern.board_tables(board), kern.unmove_tables(board)
+    u64, u8 = np.empty(0, np.uint64), np.empty(0, np.uint8)
+    kern.expand(u64, 0, *tabs, u64, np.zeros(4, np.int64))
+    kern.resolve(u64, u64, 0, *tabs, *untabs, u8, u64, np.zeros(6, np.int64))
+    dedup_sorted(u64)
+    merge_two(u64, u64, u64, True)
+    keep_best(u64)
+    pack_entries(u64, u8, u64)
+    strictly_increasing_keys(u64)
+    words_to_entries(u64, board.entry_size, u8)
+
+
 # ------------------------------------------------------------------ whole-array queries
 # What export and stats ask of a chunk of table entries, with the same rules as the build.
 @njit(cache=True)

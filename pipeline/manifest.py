@@ -2,7 +2,8 @@
 shards and counts each produced, and, once merged, the final table's size and hashes.
 
 The manifest is the single source of truth for resuming: a step is finished exactly when it is
-recorded here, and the manifest is replaced atomically after each step. Layout::
+recorded here, and the manifest is replaced atomically (:meth:`Manifest.save`, after the shards
+it records were made durable) after each step or batch of small steps (:meth:`Manifest.checkpoint`). Layout::
 
     {"format": "c4table-manifest/1", "board": "5x4", "width": 5, "height": 4, "k": 4,
      "key_bytes": 4, "entry_size": 5,
@@ -31,24 +32,46 @@ A backward step also records the message runs it sent to the generation below
 from __future__ import annotations
 
 import json
+import os
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import PurePosixPath
 
 import xxhash
 
 from c4table.board import Board
 from c4table.errors import BoardError, BuildError, C4Error, CorruptDataError
+from c4table.pipeline.counters import IOCounts, active, counting
 from c4table.pipeline.shards import ShardInfo
 from c4table.pipeline.storage import Storage, open_storage
 
 FORMAT = "c4table-manifest/1"
 MANIFEST = "manifest.json"
 # A stage saves its finished steps once they hold this many entries (:meth:`Manifest.checkpoint`),
-# well under a second of one core's work: each save is two fsyncs (or one object written), which
-# cost more than the steps of a small generation, so the small generations of a build are saved
-# together (a large generation is saved on its own, as before). A crash loses at most this much
-# recorded work (the unsaved steps are redone on resume). Counted in entries, not seconds, so
-# that the same build saves the same manifests wherever it runs.
-CHECKPOINT_ENTRIES = 1 << 18
+# a few tenths of a second of one core's work (100-300 ns per entry and stage): each save makes
+# the steps' shards durable (one batch of fsyncs) and then writes the manifest (two fsyncs, or
+# one object written), which costs more than the steps of a small generation, so the small
+# generations of a build are saved together (a 5x4 build saves once per stage; a large
+# generation is saved on its own). A crash loses at most this much recorded work (the unsaved
+# steps are redone on resume). Counted in entries, not seconds, so that the same build saves
+# the same manifests wherever it runs.
+CHECKPOINT_ENTRIES = 1 << 21
+
+
+_background: tuple[int, ThreadPoolExecutor] | None = None
+
+
+def _saver() -> ThreadPoolExecutor:
+    """This process's thread for background saves (a forked child makes its own)."""
+    global _background
+    if _background is None or _background[0] != os.getpid():
+        _background = (os.getpid(), ThreadPoolExecutor(1, thread_name_prefix="c4table-manifest"))
+    return _background[1]
+
+
+def _uncounted(fn, *args):
+    """``fn(*args)`` with its requests counted apart (the caller counted them already)."""
+    with counting(IOCounts()):
+        return fn(*args)
 
 
 def _storage(root) -> Storage:
@@ -64,6 +87,8 @@ class Manifest:
         self.data = data
         self._unsaved = 0       # entries of the steps recorded since the last save
         self._dirty = False
+        self._unsynced: set[str] = set()   # files of the steps recorded since the last save
+        self._pending: list[tuple[Future, set[str]]] = []   # background saves, their files
 
     # ----------------------------------------------------------- creating
     @classmethod
@@ -122,27 +147,70 @@ class Manifest:
         return cls(store, data)
 
     def save(self) -> None:
+        """Write the manifest atomically and durably, after making durable the shard files
+        of the steps recorded since the last save (:meth:`Storage.sync`: tasks write shards
+        without fsync, so a saved manifest never records a file a crash could lose). Waits
+        for the saves :meth:`checkpoint` started first, and raises their error if any."""
+        self.wait()
+        self._write(*self._snapshot())
+
+    def _snapshot(self) -> tuple[bytes, set[str]]:
+        """The manifest's text as of now and the files to make durable before it."""
         data = dict(self.data)
         data.pop("xxh64", None)
         data["xxh64"] = checksum(data)
-        self.store.write_atomic(MANIFEST, (json.dumps(data, indent=1) + "\n").encode())
+        files, self._unsynced = self._unsynced, set()
         self._unsaved = 0
         self._dirty = False
+        return (json.dumps(data, indent=1) + "\n").encode(), files
+
+    def _write(self, body: bytes, files: set[str]) -> None:
+        self.store.sync(files)
+        self.store.write_atomic(MANIFEST, body)
 
     def checkpoint(self, entries: int) -> None:
         """Record a finished step of ``entries`` entries: save once the unsaved steps hold
-        :data:`CHECKPOINT_ENTRIES`, else only note them (:meth:`flush` saves them). The files a
-        step recorded are durable before it is recorded, so a later save is as safe as an
-        immediate one."""
+        :data:`CHECKPOINT_ENTRIES`, else only note them (:meth:`flush` saves them). The save
+        runs in a background thread (one per process, saves in order) while the build goes on:
+        its fsyncs wait for the disk, not the workers. Until it is written the previous
+        manifest stands, so a crash redoes the steps it records, as for the steps not yet
+        saved. Its error, if any, is raised by the next checkpoint, save or flush. Counted
+        (one object written) here, so that a stage's counts do not depend on timing."""
         self._unsaved += entries
         self._dirty = True
         if self._unsaved >= CHECKPOINT_ENTRIES:
-            self.save()
+            self._raise_failed()
+            body, files = self._snapshot()
+            active().add_write(len(body))
+            self._pending.append((_saver().submit(_uncounted, self._write, body, files), files))
+
+    def _raise_failed(self) -> None:
+        """Raise the error of a finished background save, if one failed."""
+        if any(f.done() and f.exception() is not None for f, _ in self._pending):
+            self.wait()
+
+    def wait(self) -> None:
+        """Wait for the background saves, in order; raise the first error one of them met
+        (its steps and files are then due again: the next save writes them). Interrupted
+        while waiting, the saves not finished stay pending (never two writers at once)."""
+        while self._pending:
+            f, files = self._pending[0]
+            try:
+                f.result()
+            finally:
+                if f.done():
+                    self._pending.pop(0)
+                    if f.exception() is not None:
+                        self._unsynced |= files
+                        self._dirty = True
 
     def flush(self) -> None:
-        """Save the steps :meth:`checkpoint` has not saved yet, if any."""
+        """Save the steps :meth:`checkpoint` has not saved yet, if any (waiting for the
+        background saves either way)."""
         if self._dirty:
             self.save()
+        else:
+            self.wait()
 
     # ------------------------------------------------------------ queries
     @property
@@ -165,10 +233,13 @@ class Manifest:
         return [ShardInfo.from_json(s) for s in step["shards"]]
 
     def finish_step(self, stage: str, ply: int, shards: list[ShardInfo], **extra) -> None:
+        """Record a finished step and its shards (made durable when the manifest is saved)."""
         self.data["steps"][stage][str(ply)] = {"shards": [s.to_json() for s in shards], **extra}
+        self._unsynced.update(s.file for s in shards)
 
     def forget_step(self, stage: str, ply: int) -> None:
-        self.data["steps"][stage].pop(str(ply), None)
+        for s in self.data["steps"][stage].pop(str(ply), {}).get("shards", []):
+            self._unsynced.discard(s["file"])
 
     def ply_record(self, ply: int) -> dict:
         plies = self.data["plies"]

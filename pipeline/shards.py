@@ -103,7 +103,9 @@ def column_numpy(table: pa.Table, name: str, dtype) -> np.ndarray:
 
 def write_shard(store: Storage, rel: str, keys: np.ndarray, outcomes: np.ndarray | None = None) -> ShardInfo:
     """Write sorted uint64 ``keys`` (and optional uint8 ``outcomes``) to ``rel`` of ``store``:
-    encoded in memory, checksummed, then written atomically."""
+    encoded in memory, checksummed, then written atomically but not fsync'ed: the manifest
+    makes a shard durable when it records it (:meth:`~c4table.pipeline.manifest.Manifest.save`,
+    one batch of fsyncs for the shards of many tasks)."""
     cols = {"key": _arrow(keys.view(np.int64), pa.int64())}
     enc = {"key": "DELTA_BINARY_PACKED"}
     if outcomes is not None:
@@ -117,7 +119,7 @@ def write_shard(store: Storage, rel: str, keys: np.ndarray, outcomes: np.ndarray
                    row_group_size=ROW_GROUP if outcomes is None else BACKWARD_ROW_GROUP)
     buf = sink.getvalue()
     digest = xxhash.xxh64(buf).hexdigest()
-    store.write_atomic(rel, buf)
+    store.write_atomic(rel, buf, durable=False)
     n = int(keys.shape[0])
     return ShardInfo(rel, n, digest, int(keys[0]) if n else -1, int(keys[-1]) if n else -1)
 

@@ -5,9 +5,15 @@ Every stage reads and writes the build directory only through a :class:`Storage`
 relative to it (``work/forward/ply_03/part-00000.parquet``), so the same tasks run against a
 local disk, a shared POSIX file system or an object store. What differs:
 
-* **Atomic writes.** Locally a file is written under a temporary name, fsync'ed and renamed
-  (then the directory is fsync'ed), so a file under its final name is complete. On an object
-  store an object appears only when its upload completes, which gives the same guarantee.
+* **Atomic writes.** Locally a file is written under a temporary name and renamed, so a file
+  under its final name is complete. On an object store an object appears only when its upload
+  completes, which gives the same guarantee.
+* **Durability.** A durable write (the default) fsyncs the file and its directory before it
+  returns. Files written in bulk by tasks (shards) are written without, and made durable
+  together by :meth:`Storage.sync` before the manifest records them
+  (:meth:`c4table.pipeline.manifest.Manifest.save`): the fsyncs run in parallel (the file
+  system commits them together) and each directory is fsync'ed once. On an object store a
+  written object is already durable.
 * **Reads.** Whole files (:meth:`Storage.read_bytes`), byte ranges (:meth:`Storage.read_into`:
   ``pread`` locally, a ranged GET remotely) and random-access files for parquet footers.
 * **What only a local directory has**: a lock file, free-disk checks and ENOSPC handling
@@ -24,9 +30,13 @@ for an S3-compatible server such as MinIO); workers must have the same environme
 """
 from __future__ import annotations
 
+import itertools
 import os
+import queue
 import re
 import shutil
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 from pathlib import Path
 
@@ -35,6 +45,7 @@ import pyarrow.fs as pafs
 
 from c4table.pipeline.counters import active
 
+SYNC_THREADS = 16   # parallel fsyncs of :meth:`Storage.sync` (the journal commits them together)
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
 
@@ -182,7 +193,8 @@ class Storage:
         """Write the bytes-like items of the iterable ``chunks``, in order, as file ``rel``,
         so that it appears whole or not at all (the caller need not hold the whole file).
         ``durable=False`` skips the fsyncs, for scratch files that a crash makes the build
-        discard or check anyway (runs, messages, merge parts)."""
+        discard or check anyway (runs, messages, merge parts) and for files made durable later
+        in a batch (:meth:`sync`: shards, before a manifest records them)."""
         counts = active()
         if self.root is None:
             n = 0
@@ -209,6 +221,24 @@ class Storage:
         counts.add_write(n)
         if durable:
             fsync_dir(path.parent)
+
+    def sync(self, rels) -> None:
+        """Make the files ``rels`` (written without fsync, by any process) durable with their
+        directory entries: locally fsync each file and then each of their directories once,
+        in parallel threads; nothing to do on an object store."""
+        if self.root is None:
+            return
+        files = sorted({str(self.root / r) for r in rels})
+        if not files:
+            return
+        dirs = sorted({os.path.dirname(f) for f in files})
+        if len(files) + len(dirs) <= 2:
+            for p in files + dirs:
+                fsync_path(p)
+            return
+        with ThreadPoolExecutor(min(SYNC_THREADS, len(files))) as ex:
+            list(ex.map(fsync_path, files))
+            list(ex.map(fsync_path, dirs))
 
     def open_output(self, rel: str):
         """A stream that writes ``rel`` directly (the caller handles atomicity, e.g. by writing
@@ -247,13 +277,27 @@ class Storage:
 
     def delete_tree(self, rel: str) -> None:
         """Delete directory ``rel`` and everything under it, if it exists (one LIST, then one
-        delete request per file)."""
+        delete request per file). Locally the files are unlinked at once and the emptied
+        directories renamed aside (``.NAME.deleted-*``) and removed by a background thread
+        (:func:`settle_deletes` waits for it): an ext4 ``rmdir`` takes milliseconds, and a build
+        deletes a spent directory of runs or messages after every generation."""
         files = self._list_sizes(rel)
         c = active()
         c.delete_requests += len(files)
         c.bytes_deleted += sum(files.values())
         if self.root is not None:
-            shutil.rmtree(self.root / rel, ignore_errors=True)
+            d = self.root / rel
+            if not d.is_dir():
+                return
+            for f in files:
+                (self.root / f).unlink(missing_ok=True)
+            trash = d.with_name(f".{d.name}.deleted-{os.getpid()}-{next(_trash_seq)}")
+            try:
+                os.rename(d, trash)
+            except OSError:
+                shutil.rmtree(d, ignore_errors=True)
+                return
+            _remove_later(trash)
             return
         info = self.fs.get_file_info(self.path(rel))
         if info.type == pafs.FileType.Directory:
@@ -341,12 +385,47 @@ class _CountingOutput:
         self.close()
 
 
-def fsync_dir(path: Path) -> None:
+_trash_seq = itertools.count()
+_trash: tuple[int, queue.Queue] | None = None   # (pid, queue of the reaper thread)
+
+
+def _remove_later(path: Path) -> None:
+    """Remove the (emptied) directory tree ``path`` in this process's background thread
+    (started on first use; a forked child starts its own)."""
+    global _trash
+    if _trash is None or _trash[0] != os.getpid():
+        _trash = (os.getpid(), queue.Queue())
+        threading.Thread(target=_reaper, args=(_trash[1],), name="c4table-rmdir",
+                         daemon=True).start()
+    _trash[1].put(path)
+
+
+def _reaper(q: queue.Queue) -> None:
+    while True:
+        path = q.get()
+        try:
+            shutil.rmtree(path, ignore_errors=True)
+        finally:
+            q.task_done()
+
+
+def settle_deletes() -> None:
+    """Wait until the directories :meth:`Storage.delete_tree` set aside are removed."""
+    if _trash is not None and _trash[0] == os.getpid():
+        _trash[1].join()
+
+
+def fsync_path(path) -> None:
+    """fsync a file or a directory by its path (its written data and metadata reach the disk,
+    whoever wrote it)."""
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+fsync_dir = fsync_path
 
 
 @lru_cache(maxsize=64)

@@ -168,3 +168,82 @@ def test_rooted_build_on_s3_equals_local(s3, tmp_path):
     assert s3_bytes(s3, "rooted/connect4_4x4_root-23.dat") == ref.read_bytes()
     rep = verify_table(f"s3://{BUCKET}/rooted/connect4_4x4_root-23.dat", quiet=True)
     assert rep.ok, rep.problems
+
+
+# ------------------------------------------------------------------ local durability and deletes
+def test_local_delete_tree_is_immediate_and_leaves_nothing(tmp_path):
+    """A deleted tree's files are gone at once (a listing no longer shows them, the same path
+    can be written again), and once the background removal settles nothing of it is left."""
+    from c4table.pipeline.storage import Storage, settle_deletes
+    st = Storage(tmp_path)
+    for rel in ("w/runs/ply_01/run-00000.u64", "w/runs/ply_01/pre/p-000.u64", "w/keep/a.bin"):
+        st.write_atomic(rel, b"x" * 100, durable=False)
+    st.delete_tree("w/runs/ply_01")
+    assert st.list_files("w") == ["w/keep/a.bin"]
+    st.write_atomic("w/runs/ply_01/run-00000.u64", b"again", durable=False)
+    assert st.read_bytes("w/runs/ply_01/run-00000.u64") == b"again"
+    st.delete_tree("w/runs")
+    st.delete_tree("w/nothing-here")
+    settle_deletes()
+    left = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*"))
+    assert left == ["w", "w/keep", "w/keep/a.bin"]
+
+
+def _manifest_shards(body) -> list[str]:
+    import json
+    m = json.loads(bytes(body))
+    return [s["file"] for stage in m["steps"].values() for step in stage.values()
+            for s in step["shards"]]
+
+
+def test_a_saved_manifest_records_only_fsynced_shards(tmp_path, monkeypatch):
+    """Shards are written without fsync; every manifest a build writes (checkpoints saved in
+    the background included: one per step here) records only shards fsync'ed before it."""
+    from c4table.pipeline import manifest, storage
+    from c4table.pipeline.build import build_table
+    from conftest import published_tables
+    synced, saves = set(), []
+    real_fsync, real_write = storage.fsync_path, storage.Storage.write_atomic
+
+    def fsync(path):
+        synced.add(os.path.abspath(path))
+        real_fsync(path)
+
+    def write_atomic(self, rel, data, durable=True):
+        if rel == "manifest.json":
+            files = _manifest_shards(data)
+            saves.append((len(files), [f for f in files if str(self.root / f) not in synced]))
+        return real_write(self, rel, data, durable)
+
+    monkeypatch.setattr(storage, "fsync_path", fsync)
+    monkeypatch.setattr(storage.Storage, "write_atomic", write_atomic)
+    monkeypatch.setattr(manifest, "CHECKPOINT_ENTRIES", 1)
+    table = build_table("4x4", tmp_path / "b", workers=1)
+    assert len(saves) > 2 * 17 and saves[-1][0] == 2 * 17   # a save per step; 17 plies
+    assert all(not missing for _, missing in saves), [m for _, m in saves if m][:1]
+    assert hashlib.sha256(table.read_bytes()).hexdigest() == published_tables()["4x4"]["sha256"]
+
+
+def test_a_failed_background_save_fails_the_build(tmp_path, monkeypatch):
+    """A checkpoint saved in the background that fails (here: an I/O error writing the
+    manifest) is raised in the build, not lost; the build then resumes to the same table."""
+    import errno
+    from c4table.pipeline import manifest, storage
+    from c4table.pipeline.build import build_table
+    from conftest import published_tables
+    real_write, n = storage.Storage.write_atomic, []
+
+    def write_atomic(self, rel, data, durable=True):
+        if rel == "manifest.json":
+            n.append(1)
+            if len(n) == 4:
+                raise OSError(errno.EIO, "Input/output error", str(self.root / rel))
+        return real_write(self, rel, data, durable)
+
+    monkeypatch.setattr(storage.Storage, "write_atomic", write_atomic)
+    monkeypatch.setattr(manifest, "CHECKPOINT_ENTRIES", 1)
+    with pytest.raises(OSError, match="Input/output error"):
+        build_table("4x4", tmp_path / "b", workers=1)
+    monkeypatch.setattr(storage.Storage, "write_atomic", real_write)
+    table = build_table("4x4", tmp_path / "b", workers=1)
+    assert hashlib.sha256(table.read_bytes()).hexdigest() == published_tables()["4x4"]["sha256"]
