@@ -54,13 +54,13 @@ def range_task(root: str, shards: list[dict], lo: int, hi: int, rel: str, entry_
     picks = []
     for d in shards:
         info = ShardInfo.from_json(d)
-        pf, groups = open_row_groups(store, info)
-        picks.append((store.display(info.file), pf, [g for g in groups if g.last >= lo and g.first < hi]))
-    packed = np.empty(sum(g.rows for _, _, groups in picks for g in groups), np.uint64)
+        shard, groups = open_row_groups(store, info)
+        picks.append((shard, [g for g in groups if g.last >= lo and g.first < hi]))
+    packed = np.empty(sum(g.rows for _, groups in picks for g in groups), np.uint64)
     pos = 0
-    for where, pf, groups in picks:
+    for shard, groups in picks:
         for i in range(0, len(groups), READ_GROUPS):
-            keys, outs = read_row_groups(pf, where, [g.index for g in groups[i: i + READ_GROUPS]])
+            keys, outs = read_row_groups(shard, [g.index for g in groups[i: i + READ_GROUPS]])
             a = int(np.searchsorted(keys, np.uint64(lo), "left"))
             b = int(np.searchsorted(keys, np.uint64(hi), "left"))
             pack_entries(keys[a:b], outs[a:b], packed[pos: pos + b - a])

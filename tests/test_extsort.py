@@ -65,7 +65,7 @@ def test_backward_shard_round_trip_and_older_uint8_shards(tmp_path):
     assert np.array_equal(k2, keys) and np.array_equal(o2, outs) and o2.dtype == np.uint8
     pf, groups = open_row_groups(st, info)
     assert sum(g.rows for g in groups) == keys.shape[0] and len(groups) > 1
-    k3, o3 = read_row_groups(pf, "b.parquet", [g.index for g in groups[1:3]])
+    k3, o3 = read_row_groups(pf, [g.index for g in groups[1:3]])
     start = groups[0].rows
     assert np.array_equal(k3, keys[start:start + k3.shape[0]])
     assert np.array_equal(o3, outs[start:start + k3.shape[0]])
