@@ -205,9 +205,12 @@ def run(build):
             tasks = [(store.uri, mine[r], bounds[r], bounds[r + 1], f"{PARTS}/part-{r:05d}.bin", E)
                      for r in range(n_r)]
         counts = build.executor.map(range_task, tasks)
-        if sum(counts) != total or (below is not None and any(
-                c != below[r + 1] - below[r] for r, c in enumerate(counts))):
+        if sum(counts) != total:
             raise BuildError(f"the merge wrote {sum(counts):,} entries, the generations hold {total:,}")
+        for r, c in enumerate(counts if below is not None else []):
+            if c != below[r + 1] - below[r]:
+                raise BuildError(f"merge range {r} wrote {c:,} entries where {below[r + 1] - below[r]:,} "
+                                 "were counted (the table file is not trusted)")
         prog = build.progress("merge", total=total * E)
         prog.note(f"sorted {total:,} entries ({total * E:,} bytes) in {count(len(tasks), 'range')} in "
                   f"{time.perf_counter() - t0:.2f}s; {'hashing' if store.local else 'appending and hashing'}")
