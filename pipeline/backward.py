@@ -11,7 +11,8 @@ child's outcome for the parent's mover. So one step, for generation g:
    that generation g+1's tasks wrote, only the slice inside its key range
    (:func:`c4table.pipeline.extsort.read_range_parts`); it merges the sorted slices, and each key's best
    message decides it (terminal positions are decided on the board);
-2. the same task writes its backward shard ``(key, outcome)`` and sorts the messages it sends
+2. the same task writes its backward shard (the outcomes of its forward shard's keys, in the
+   same order: :func:`c4table.pipeline.shards.write_outcomes`) and sorts the messages it sends
    to generation g-1, keeps the best per parent key, and spills them as one sorted run under
    ``work/messages/ply_{g-1}/``.
 
@@ -38,7 +39,7 @@ from c4table.errors import BuildError, CorruptDataError
 from c4table.pipeline import extsort, resources, shuffle
 from c4table.pipeline.kernels import keep_best
 from c4table.pipeline.kernels3d import for_board
-from c4table.pipeline.shards import ShardInfo, read_shard, stored_xxh64, verify_shards, write_shard
+from c4table.pipeline.shards import ShardInfo, read_shard, stored_xxh64, verify_shards, write_outcomes
 from c4table.pipeline.storage import Storage, open_storage
 
 def gen_dir(ply: int) -> str:
@@ -92,7 +93,7 @@ def annotate_task(root: str, board_spec: tuple, ply: int, info_json: dict, runs:
         raise CorruptDataError(
             f"{store.display(info.file)}: position key {int(keys[bad])} (ply {ply}) has none of "
             f"its children in generation {ply + 1}; the forward pass output is inconsistent")
-    shard = write_shard(store, rel, keys, out)
+    shard = write_outcomes(store, rel, out, info)   # the keys stay in the forward shard
     del keys, out
     run = write_messages(store, send_rel, sent[:n_sent]) if send_rel else None
     return shard.to_json(), stats, run

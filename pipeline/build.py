@@ -30,7 +30,7 @@ from c4table.board import Board
 from c4table.errors import BoardError, BudgetError, BuildError, C4Error, CorruptDataError
 from c4table.root import Root
 from c4table.units import format_size, parse_size
-from c4table.pipeline import backward, counters, forward, merge, resources, shuffle
+from c4table.pipeline import allocator, backward, counters, forward, merge, resources, shuffle
 from c4table.pipeline.execution import Executor, default_workers, make_executor
 from c4table.pipeline.kernels import key_bits, warm
 from c4table.pipeline.manifest import Manifest
@@ -267,6 +267,7 @@ def _open_locked(board: Board, store, memory, workers, scheduler, quiet, restart
             names.add(old["file"])
         for name in ("manifest.json", *(n + x for n in sorted(names) for x in ("", ".tmp"))):
             store.delete(name)
+    allocator.tune()   # before the workers fork: they inherit it (pipeline/allocator.py)
     # The AWS SDK behind pyarrow's S3 is not fork-safe: remote builds start workers fresh.
     executor = make_executor(workers or default_workers(), scheduler,
                              start_method="fork" if store.local else "spawn")

@@ -28,6 +28,8 @@ import tracemalloc
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, fields
 
+from c4table.pipeline import allocator
+
 STATS = "stats.json"
 STATS_FORMAT = "c4table-stats/1"
 
@@ -183,6 +185,7 @@ def run_counted_here(fn, *args, memory: bool = True):
 
 def _run(fn, args, traced: bool, memory: bool = True):
     global _warm_pid
+    allocator.tune()   # large arrays reuse the memory of the task before (once per process)
     warm = _warm_pid == os.getpid()
     c = IOCounts(tasks=1)
     if traced and warm:

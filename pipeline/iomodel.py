@@ -38,16 +38,22 @@ IO_MODEL = {
     "child_dup": 1.40,
     # messages a task keeps per entry of its generation: base with one task, + extra with many
     "msg_base": 1.15, "msg_extra": 0.45,
-    # parquet bytes per key = zeta * (log2(key space / entries) + 1) / 8 (delta + zstd)
-    "zeta_forward": 0.48, "zeta_backward": 0.85,
+    # parquet bytes per key = zeta * (log2(key space / entries) + 1) / 8 (delta encoding): 0.48
+    # with zstd, fitted; forward shards are no longer compressed, which doubled their size on
+    # 5x6's ply 22 (0.61 -> 1.25 bytes per key), hence 0.98
+    "zeta_forward": 0.98,
+    # backward shards hold outcomes only (their keys are the forward shard's): zstd level 1,
+    # measured 0.23 bytes per entry on local 5x5 and 4x6 builds, 0.25 on 5x4
+    "outcome_bytes": 0.25,
     # the largest forward shard (a range of the splitters) over the mean: 1.30-1.37 in local
     # 4-worker builds of 5x4 and 4x6 at 32 and 64 MiB per task (splitters weighted by run size)
     "shard_skew": 1.35,
     # the share of its group's values the largest pre-merge task takes (a group's runs cover
     # few of its chunks): fitted to local 4-worker builds of 4x6 at 32 and 64 MiB per task
     "premerge_share": 0.75,
-    # merge: ranged reads per (range task, backward shard) pair: footer and row groups
-    "merge_reads_per_pair": 2.0,
+    # merge: ranged reads per (range task, backward shard) pair: footer and row groups, of the
+    # outcomes' file and of the keys' (forward) file
+    "merge_reads_per_pair": 4.0,
     # size/existence queries besides one per run slice: per generation (forward), per task
     # (backward: checks of the runs it reads and writes)
     "heads_per_forward_generation": 2.4, "heads_per_backward_task": 3.0,
@@ -236,7 +242,7 @@ def predict_io(plan, workers: int | None = None, task_memory: int | None = None,
         b["head_requests"] += M["heads_per_backward_task"] * T
         b["get_requests"] += T
         b["bytes_read"] += fbytes[g]
-        bb = _shard_bytes(e[g], e[g], kb, M["zeta_backward"])
+        bb = M["outcome_bytes"] * e[g]
         b["bytes_written"] += bb
         b["objects_written"] += T + 1
         extra = 0.0
@@ -267,15 +273,18 @@ def predict_io(plan, workers: int | None = None, task_memory: int | None = None,
     # a range task opens the shards of each generation that overlap its range
     pairs = sum(min(R * t, t + R - 1) for t in shards if t)
     # opening a shard: an existence check, and on an object store a HEAD for its size
-    mg["head_requests"] = (pairs + nb) * (2 if remote else 1)
+    mg["head_requests"] = 2 * (pairs + nb) * (2 if remote else 1)   # two files per shard
     mg["ranged_reads"] = pairs * M["merge_reads_per_pair"] + nb
-    bshards = sum(_shard_bytes(e[g], e[g], kb, M["zeta_backward"]) for g in range(len(e)))
+    # a backward shard is read with its forward shard (the keys)
+    bshards = sum(fbytes) + M["outcome_bytes"] * E
+    per_key = [_shard_bytes(e[g], 1, kb, M["zeta_forward"]) + M["outcome_bytes"] for g in range(len(e))]
     # plus, per pair, about one row group that straddles the range's ends
-    group = sum(min(BACKWARD_ROW_GROUP, e[g] / t) * _shard_bytes(e[g], 1, kb, M["zeta_backward"])
+    group = sum(min(BACKWARD_ROW_GROUP, e[g] / t) * per_key[g]
                 * min(R * t, t + R - 1) for g, t in enumerate(shards) if t) / max(1, R)
     mg["bytes_read"] = bshards + group + table
     mg["get_requests"] = R
-    mg["bytes_written"] = 2 * table
+    # locally the tasks write the table in place; remotely they write parts, appended
+    mg["bytes_written"] = 2 * table if remote else table
     mg["objects_written"] = R + 2
     mg["peak_stored_bytes"] = int(stored + table)
     from c4table.pipeline.merge import READ_GROUPS, WRITE_CHUNK

@@ -4,11 +4,14 @@ Generations are disjoint (a position's ply is its chip count), so the table is t
 sorted by key. The smallest keys of the backward shards' row groups (parquet footer
 statistics: no data read) cut the key space into ranges of about equal entry counts. One task
 per range reads, from every generation, only the row groups overlapping its range, packs its
-entries as ``key << 8 | outcome`` words, sorts them, converts them to big-endian ``K + 1``-byte
-entries and writes them as a part file. The driver then appends the parts in key order to the
-table's temporary file, hashing as it goes (each part is deleted once appended), fsyncs it,
-records its size and hashes in the manifest, and only then renames it into place (see
-:func:`run` for what a resumed merge does).
+entries as ``key << 8 | outcome`` words, sorts them and converts them to big-endian ``K + 1``-byte
+entries. In a local build directory each task writes its entries straight into the table's
+temporary file at their final place: the entries below each range's first key are counted
+first (:func:`count_below_task`: footers, and one row group per shard decoded), so every range
+knows its offset. The driver then hashes the file, fsyncs it, records its size and hashes in
+the manifest, and only then renames it into place (see :func:`run` for what a resumed merge
+does). On an object store (no positional writes) each task writes a part file and the driver
+appends the parts in key order while hashing, deleting each part once appended.
 """
 from __future__ import annotations
 
@@ -44,9 +47,11 @@ def entries_to_bytes(packed: np.ndarray, entry_size: int) -> np.ndarray:
     return out
 
 
-def range_task(root: str, shards: list[dict], lo: int, hi: int, rel: str, entry_size: int) -> int:
+def range_task(root: str, shards: list[dict], lo: int, hi: int, rel: str, entry_size: int,
+               offset: int | None = None) -> int:
     """Write the entries with ``lo <= key < hi`` of the given backward shards (every
-    generation's shards that overlap the range) as the part file ``rel``; return how many.
+    generation's shards that overlap the range) as the part file ``rel``, or, with ``offset``,
+    into the existing file ``rel`` from entry ``offset`` on; return how many.
 
     Memory: one uint64 word per entry (sized from the row groups' counts, filled row group by
     row group), sorted in place, then converted and written in chunks."""
@@ -54,13 +59,13 @@ def range_task(root: str, shards: list[dict], lo: int, hi: int, rel: str, entry_
     picks = []
     for d in shards:
         info = ShardInfo.from_json(d)
-        pf, groups = open_row_groups(store, info)
-        picks.append((store.display(info.file), pf, [g for g in groups if g.last >= lo and g.first < hi]))
-    packed = np.empty(sum(g.rows for _, _, groups in picks for g in groups), np.uint64)
+        shard, groups = open_row_groups(store, info)
+        picks.append((shard, [g for g in groups if g.last >= lo and g.first < hi]))
+    packed = np.empty(sum(g.rows for _, groups in picks for g in groups), np.uint64)
     pos = 0
-    for where, pf, groups in picks:
+    for shard, groups in picks:
         for i in range(0, len(groups), READ_GROUPS):
-            keys, outs = read_row_groups(pf, where, [g.index for g in groups[i: i + READ_GROUPS]])
+            keys, outs = read_row_groups(shard, [g.index for g in groups[i: i + READ_GROUPS]])
             a = int(np.searchsorted(keys, np.uint64(lo), "left"))
             b = int(np.searchsorted(keys, np.uint64(hi), "left"))
             pack_entries(keys[a:b], outs[a:b], packed[pos: pos + b - a])
@@ -75,8 +80,33 @@ def range_task(root: str, shards: list[dict], lo: int, hi: int, rel: str, entry_
         for s in range(0, pos, WRITE_CHUNK):
             yield entries_to_bytes(packed[s: s + WRITE_CHUNK], entry_size).data
 
-    store.write_atomic_chunks(rel, chunks(), durable=False)   # a part is scratch
+    if offset is None:
+        store.write_atomic_chunks(rel, chunks(), durable=False)   # a part is scratch
+    else:
+        store.write_at(rel, offset * entry_size, chunks())
     return pos
+
+
+def count_below_task(root: str, shards: list[dict], bound: int) -> int:
+    """Entries with ``key < bound`` in the given backward shards: whole row groups from their
+    footers' statistics, and the one row group of a shard that straddles ``bound`` decoded."""
+    store = open_storage(root)
+    n = 0
+    for d in shards:
+        info = ShardInfo.from_json(d)
+        if info.last < bound:
+            n += info.rows
+            continue
+        if info.first >= bound:
+            continue
+        shard, groups = open_row_groups(store, info)
+        for g in groups:
+            if g.last < bound:
+                n += g.rows
+            elif g.first < bound:
+                keys, _ = read_row_groups(shard, [g.index])
+                n += int(np.searchsorted(keys, np.uint64(bound), "left"))
+    return n
 
 
 def choose_ranges(store: Storage, shards: list[ShardInfo], n_ranges: int) -> list[int]:
@@ -158,19 +188,41 @@ def run(build):
         n_ranges = merge_ranges(total, build.task_memory, build.executor.workers)
         bounds = choose_ranges(store, shards, n_ranges)
         E = board.entry_size
-        tasks = []
-        for r in range(len(bounds) - 1):
-            lo, hi = bounds[r], bounds[r + 1]
-            mine = [s.to_json() for s in shards if s.last >= lo and s.first < hi]
-            tasks.append((store.uri, mine, lo, hi, f"{PARTS}/part-{r:05d}.bin", E))
+        target = tmp_name if store.local else name
+        n_r = len(bounds) - 1
+        mine = [[s.to_json() for s in shards if s.last >= bounds[r] and s.first < bounds[r + 1]]
+                for r in range(n_r)]
+        if store.local:   # each range writes its entries at their place in the table
+            below = [0, *build.executor.map(count_below_task, [
+                (store.uri, [s.to_json() for s in shards if s.first < bounds[r]], bounds[r])
+                for r in range(1, n_r)]), total]
+            with open(store.root / target, "wb") as f:   # the table's size, filled by the tasks
+                f.truncate(total * E)
+            tasks = [(store.uri, mine[r], bounds[r], bounds[r + 1], target, E, below[r])
+                     for r in range(n_r)]
+        else:
+            below = None
+            tasks = [(store.uri, mine[r], bounds[r], bounds[r + 1], f"{PARTS}/part-{r:05d}.bin", E)
+                     for r in range(n_r)]
         counts = build.executor.map(range_task, tasks)
         if sum(counts) != total:
             raise BuildError(f"the merge wrote {sum(counts):,} entries, the generations hold {total:,}")
+        for r, c in enumerate(counts if below is not None else []):
+            if c != below[r + 1] - below[r]:
+                raise BuildError(f"merge range {r} wrote {c:,} entries where {below[r + 1] - below[r]:,} "
+                                 "were counted (the table file is not trusted)")
         prog = build.progress("merge", total=total * E)
         prog.note(f"sorted {total:,} entries ({total * E:,} bytes) in {count(len(tasks), 'range')} in "
-                  f"{time.perf_counter() - t0:.2f}s; appending and hashing")
-        target = tmp_name if store.local else name
-        hashes = append_parts(store, target, [t[4] for t in tasks])
+                  f"{time.perf_counter() - t0:.2f}s; {'hashing' if store.local else 'appending and hashing'}")
+        if store.local:
+            hashes = hash_stored(store, target)
+            fd = os.open(store.root / target, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        else:
+            hashes = append_parts(store, target, [t[4] for t in tasks])
         if hashes["bytes"] != total * E:
             raise BuildError(f"{store.display(target)}: {hashes['bytes']:,} bytes written, "
                              f"expected {total * E:,}")

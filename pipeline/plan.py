@@ -48,21 +48,23 @@ from c4table.pipeline.progress import published_totals
 from c4table.wording import count
 
 # Measured with tools/bench_build.py on the 2-core development machine: 7x4 build, 1,132.9 M
-# entries, 2 workers, --memory 4GiB, stage wall time x 2 / entries (forward 95.5 s, backward
-# 121.8 s, merge 74.3 s), in core-seconds per table entry; bytes per entry on disk.
+# entries, 2 workers, --memory 4GiB, CPU time of the process tree per stage / entries (issue
+# 16, second round, branch perentry: forward 103.4 s, backward 120.9 s, merge 41.1 s; main's
+# code in the same session, overlapping, load 5-13: 128.9 s, 174.1 s, 55.4 s, which would be
+# 0.114 / 0.154 / 0.049 us), in core-seconds per table entry. Until then these were stage wall
+# time x 2 / entries of an idle 7x4 build (0.169 / 0.215 / 0.131 us: the wall time also counted
+# cores waiting, such as the merge's serial append); bytes per entry on disk.
 # messages_per_entry: 1.15-1.17 kept per sending entry on 5x5 and 6x4 with 2 workers; each task
 # keeps one message per parent, so more, smaller tasks keep more: 2.0 allows for that.
 # parallel_efficiency is an assumption for a cluster, not a measurement.
-# Rechecked for issue 16 with tools/bench_build.py 5x6 (CPU time of the process tree, before and
-# after its changes, one after the other, load 9.5-12.3): 99 / 101 ns forward, 130 / 122 ns
-# backward, 56 / 61 ns merge per entry: no change per entry, so these costs stand.
 COSTS = {
-    "forward_core_s": 0.169e-6,
-    "backward_core_s": 0.215e-6,
-    "merge_core_s": 0.131e-6,
+    "forward_core_s": 0.091e-6,
+    "backward_core_s": 0.107e-6,
+    "merge_core_s": 0.036e-6,
     "children_per_entry": 2.15,   # child keys emitted per distinct next-generation entry (5x5)
-    "forward_shard_bytes": 3.2,   # parquet delta+zstd per key, 48-bit keys (engineering notes)
-    "backward_shard_bytes": 4.2,
+    "forward_shard_bytes": 3.2,   # parquet delta+zstd per key, 48-bit keys (engineering notes;
+    # forward shards are no longer compressed: the I/O model, pipeline/iomodel.py, says more)
+    "backward_shard_bytes": 0.25,  # outcomes only (zstd), measured on 5x4, 4x6, 5x5
     "messages_per_entry": 2.0,
     "message_bytes": 8.0,         # parent_key << 8 | score, raw runs
     "parallel_efficiency": 0.8,

@@ -1,9 +1,13 @@
 """Shard files: sorted key ranges of one generation, stored as parquet, written atomically.
 
-A *forward shard* holds one column ``key`` (int64; every key is < 2**63), a *backward shard*
-adds ``outcome`` (one byte per entry, stored as ``fixed_size_binary(1)``; older builds wrote
-uint8, which reads the same). Keys use DELTA_BINARY_PACKED encoding with zstd level 1, no dictionary:
-measured here at ~3.2 bytes/key and 250-380 MB/s writes (engineering notes section 3).
+A *forward shard* holds one column ``key`` (int64; every key is < 2**63). A *backward shard*
+holds the outcome of each key of one forward shard, in the same order and cut into the same row
+groups: one column ``outcome`` (one byte per entry, ``fixed_size_binary(1)``), and its record
+names the forward shard that holds its keys (``keys``, ``keys_xxh64``): the keys are not stored
+twice (:func:`write_outcomes`). Older builds wrote backward shards with their own ``key``
+column (and the outcome as uint8) and compressed keys with zstd: they read the same. Keys use
+DELTA_BINARY_PACKED encoding, no dictionary, no compression (about 1.25 bytes per key on 5x6's
+generations, whose keys cluster); outcomes zstd level 1 (about 0.2 bytes per entry).
 
 A shard is encoded in memory, checksummed and written atomically through the build's
 :class:`~c4table.pipeline.storage.Storage` (a local directory or an object store), so a file that
@@ -23,10 +27,11 @@ import xxhash
 from c4table.errors import CorruptDataError
 from c4table.pipeline.storage import Storage, open_storage
 
-ROW_GROUP = 1 << 20
-# Backward shards are read by key range in the final merge: smaller row groups (each with its
-# key min/max statistics) bound what a range task reads beyond its range.
-BACKWARD_ROW_GROUP = 1 << 17
+# Shards are read by key range in the final merge: small row groups (each with its key min/max
+# statistics) bound what a range task reads beyond its range. A backward shard has the row
+# groups of its forward shard.
+ROW_GROUP = 1 << 17
+BACKWARD_ROW_GROUP = ROW_GROUP
 
 
 @dataclass
@@ -38,13 +43,25 @@ class ShardInfo:
     xxh64: str
     first: int      # smallest key (or -1 when empty)
     last: int       # largest key
+    keys: str | None = None         # a backward shard of outcomes only: its forward shard
+    keys_xxh64: str | None = None   # and that shard's xxh64
 
     def to_json(self) -> dict:
-        return dict(file=self.file, rows=self.rows, xxh64=self.xxh64, first=self.first, last=self.last)
+        d = dict(file=self.file, rows=self.rows, xxh64=self.xxh64, first=self.first, last=self.last)
+        if self.keys is not None:
+            d.update(keys=self.keys, keys_xxh64=self.keys_xxh64)
+        return d
 
     @classmethod
     def from_json(cls, d: dict) -> "ShardInfo":
-        return cls(d["file"], d["rows"], d["xxh64"], d["first"], d["last"])
+        return cls(d["file"], d["rows"], d["xxh64"], d["first"], d["last"], d.get("keys"),
+                   d.get("keys_xxh64"))
+
+    def key_shard(self) -> "ShardInfo":
+        """The shard that holds this shard's keys: itself, or (outcomes only) its forward shard."""
+        if self.keys is None:
+            return self
+        return ShardInfo(self.keys, self.rows, self.keys_xxh64, self.first, self.last)
 
 
 def _stream_xxh64(f, chunk: int) -> str:
@@ -114,9 +131,12 @@ def write_shard(store: Storage, rel: str, keys: np.ndarray, outcomes: np.ndarray
         # faster); :func:`column_numpy` reads either kind as uint8.
         cols["outcome"] = _arrow(outcomes, pa.binary(1))
     sink = pa.BufferOutputStream()
-    pq.write_table(pa.table(cols), sink, compression="zstd", compression_level=1,
+    # No compression: DELTA_BINARY_PACKED alone keeps a generation's clustered keys at about
+    # 1.25 bytes (5x6), zstd level 1 took them to 0.6 but cost 3.7 ns more per key to write and
+    # 2 ns more to read (each key is read three times), measured on 5x6's ply 22.
+    pq.write_table(pa.table(cols), sink, compression="none",
                    use_dictionary=False, column_encoding=enc, write_statistics=["key"],
-                   row_group_size=ROW_GROUP if outcomes is None else BACKWARD_ROW_GROUP)
+                   row_group_size=ROW_GROUP)
     buf = sink.getvalue()
     digest = xxhash.xxh64(buf).hexdigest()
     store.write_atomic(rel, buf, durable=False)
@@ -124,8 +144,39 @@ def write_shard(store: Storage, rel: str, keys: np.ndarray, outcomes: np.ndarray
     return ShardInfo(rel, n, digest, int(keys[0]) if n else -1, int(keys[-1]) if n else -1)
 
 
+def write_outcomes(store: Storage, rel: str, outcomes: np.ndarray, keys: ShardInfo) -> ShardInfo:
+    """Write the uint8 ``outcomes`` of the keys of forward shard ``keys`` (same order) to
+    ``rel`` as a backward shard of outcomes only, with the row groups of :func:`write_shard`
+    (so row group ``i`` of both files holds the same rows); return its record, which names the
+    forward shard. About 0.2 bytes per entry (zstd), and no second encoding of the keys.
+    Written like :func:`write_shard`: atomically, made durable when the manifest records it."""
+    if outcomes.shape[0] != keys.rows:
+        raise ValueError(f"{outcomes.shape[0]} outcomes for a shard of {keys.rows} keys")
+    md = _open_parquet(store, keys.file).metadata   # its row groups (an older build's are larger)
+    group = md.row_group(0).num_rows if md.num_row_groups else ROW_GROUP
+    sink = pa.BufferOutputStream()
+    pq.write_table(pa.table({"outcome": _arrow(outcomes, pa.binary(1))}), sink,
+                   compression="zstd", compression_level=1, use_dictionary=False,
+                   write_statistics=False, row_group_size=max(1, group))
+    buf = sink.getvalue()
+    digest = xxhash.xxh64(buf).hexdigest()
+    store.write_atomic(rel, buf, durable=False)
+    return ShardInfo(rel, keys.rows, digest, keys.first, keys.last, keys.file, keys.xxh64)
+
+
 def read_shard(store: Storage, info: ShardInfo, with_outcome: bool = False, check: bool = True):
-    """Read a shard back as uint64 keys (and uint8 outcomes); verify checksum and row count."""
+    """Read a shard back as uint64 keys (and uint8 outcomes); verify checksums and row counts.
+    A backward shard of outcomes only takes its keys from its forward shard."""
+    if info.keys is not None:
+        keys = _read_columns(store, info.key_shard(), ("key",), check)[0]
+        if not with_outcome:
+            return keys
+        return keys, _read_columns(store, info, ("outcome",), check)[0]
+    cols = _read_columns(store, info, ("key", "outcome") if with_outcome else ("key",), check)
+    return cols if with_outcome else cols[0]
+
+
+def _read_columns(store: Storage, info: ShardInfo, names: tuple, check: bool) -> list:
     where = store.display(info.file)
     try:
         data = store.read_bytes(info.file)
@@ -140,15 +191,12 @@ def read_shard(store: Storage, info: ShardInfo, with_outcome: bool = False, chec
     except Exception as e:  # pyarrow raises several types for damaged files
         raise CorruptDataError(f"{where}: unreadable shard ({e.__class__.__name__}: {e})") from None
     try:
-        keys = column_numpy(table, "key", np.uint64)
-        outs = column_numpy(table, "outcome", np.uint8) if with_outcome else None
+        cols = [column_numpy(table, n, np.uint64 if n == "key" else np.uint8) for n in names]
     except (KeyError, CorruptDataError) as e:
         raise CorruptDataError(f"{where}: unreadable shard ({e})") from None
-    if keys.shape[0] != info.rows:
-        raise CorruptDataError(f"{where}: {keys.shape[0]} rows, manifest says {info.rows}")
-    if with_outcome:
-        return keys, outs
-    return keys
+    if cols[0].shape[0] != info.rows:
+        raise CorruptDataError(f"{where}: {cols[0].shape[0]} rows, manifest says {info.rows}")
+    return cols
 
 
 def _open_parquet(store: Storage, rel: str) -> pq.ParquetFile:
@@ -170,41 +218,69 @@ class RowGroup:
     rows: int
 
 
-def open_row_groups(store: Storage, info: ShardInfo) -> tuple[pq.ParquetFile, list[RowGroup]]:
-    """A shard opened for reading by row group, and its non-empty row groups (footer only: no
-    data is read)."""
-    pf = _open_parquet(store, info.file)
-    md = pf.metadata
+@dataclass
+class OpenShard:
+    """A backward shard opened for reading by row group: the parquet file of its keys and that
+    of its outcomes (the same file for an older shard with both columns)."""
+
+    keys: pq.ParquetFile
+    outcomes: pq.ParquetFile
+    where: str
+
+
+def open_row_groups(store: Storage, info: ShardInfo) -> tuple[OpenShard, list[RowGroup]]:
+    """A backward shard opened for reading by row group, and its non-empty row groups with
+    their key statistics (footers only: no data is read). A shard of outcomes only must have
+    the row groups of its forward shard."""
+    kf = _open_parquet(store, info.key_shard().file)
+    of = _open_parquet(store, info.file) if info.keys is not None else kf
+    md = kf.metadata
+    if info.keys is not None:
+        om = of.metadata
+        if om.num_row_groups != md.num_row_groups or any(
+                om.row_group(i).num_rows != md.row_group(i).num_rows for i in range(md.num_row_groups)):
+            raise CorruptDataError(f"{store.display(info.file)}: row groups do not match those "
+                                   f"of its keys' shard {store.display(info.keys)}")
     groups = []
     for i in range(md.num_row_groups):
         rg = md.row_group(i)
         if rg.num_rows:
             st = rg.column(0).statistics
             groups.append(RowGroup(i, int(st.min), int(st.max), rg.num_rows))
-    return pf, groups
+    return OpenShard(kf, of, store.display(info.file)), groups
 
 
-def read_row_groups(pf: pq.ParquetFile, where: str, indices: list[int]) -> tuple[np.ndarray, np.ndarray]:
-    """Keys and outcomes of some row groups of an opened backward shard (``where`` names it in
-    errors). The checksum is not checked here: the caller verifies the shards once
-    (:func:`verify_shards`)."""
+def read_row_groups(shard: OpenShard, indices: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """Keys and outcomes of some row groups of an opened backward shard. The checksums are not
+    checked here: the caller verifies the shards once (:func:`verify_shards`)."""
     try:
-        table = pf.read_row_groups(indices, columns=["key", "outcome"])
+        if shard.keys is shard.outcomes:
+            table = shard.keys.read_row_groups(indices, columns=["key", "outcome"])
+            return column_numpy(table, "key", np.uint64), column_numpy(table, "outcome", np.uint8)
+        keys = column_numpy(shard.keys.read_row_groups(indices, columns=["key"]), "key", np.uint64)
+        outs = column_numpy(shard.outcomes.read_row_groups(indices, columns=["outcome"]),
+                            "outcome", np.uint8)
+    except CorruptDataError as e:
+        raise CorruptDataError(f"{shard.where}: unreadable shard ({e})") from None
     except Exception as e:
-        raise CorruptDataError(f"{where}: unreadable shard ({e.__class__.__name__}: {e})") from None
-    return column_numpy(table, "key", np.uint64), column_numpy(table, "outcome", np.uint8)
+        raise CorruptDataError(f"{shard.where}: unreadable shard ({e.__class__.__name__}: {e})") from None
+    if keys.shape[0] != outs.shape[0]:
+        raise CorruptDataError(f"{shard.where}: {outs.shape[0]} outcomes for {keys.shape[0]} keys")
+    return keys, outs
 
 
 def verify_shard_task(root: str, info_json: dict) -> int:
-    """Check one finished shard's presence and xxh64 against the manifest; return its rows."""
+    """Check one finished shard's presence and xxh64 against the manifest (and those of the
+    forward shard holding its keys); return its rows."""
     info = ShardInfo.from_json(info_json)
     store = open_storage(root)
-    if not store.exists(info.file):
-        raise _missing(store, info.file)
-    digest = stored_xxh64(store, info.file)
-    if digest != info.xxh64:
-        raise CorruptDataError(f"{store.display(info.file)}: checksum {digest} does not match "
-                               f"manifest {info.xxh64} (damaged shard)")
+    for f in (info, info.key_shard()) if info.keys is not None else (info,):
+        if not store.exists(f.file):
+            raise _missing(store, f.file)
+        digest = stored_xxh64(store, f.file)
+        if digest != f.xxh64:
+            raise CorruptDataError(f"{store.display(f.file)}: checksum {digest} does not match "
+                                   f"manifest {f.xxh64} (damaged shard)")
     return info.rows
 
 

@@ -240,6 +240,26 @@ class Storage:
             list(ex.map(fsync_path, files))
             list(ex.map(fsync_path, dirs))
 
+    def write_at(self, rel: str, offset: int, chunks) -> int:
+        """Write the bytes-like items of ``chunks`` into the existing local file ``rel`` from
+        byte ``offset`` on (``pwrite``: several processes may fill disjoint parts of one file;
+        the caller fsyncs it). Returns the bytes written. Local storage only."""
+        if self.root is None:
+            raise NotImplementedError("write_at: positional writes need a local directory")
+        fd = os.open(self.root / rel, os.O_WRONLY)
+        n = 0
+        try:
+            for c in chunks:
+                view = memoryview(c).cast("B")
+                while view:
+                    k = os.pwrite(fd, view, offset + n)
+                    n += k
+                    view = view[k:]
+        finally:
+            os.close(fd)
+        active().add_write(n)
+        return n
+
     def open_output(self, rel: str):
         """A stream that writes ``rel`` directly (the caller handles atomicity, e.g. by writing
         a temporary name and :meth:`rename`). Counted as one object written when closed."""

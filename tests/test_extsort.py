@@ -2,7 +2,8 @@
 merging sorted runs (instead of sorting their concatenation), big-endian table entries in one
 numba pass (instead of ``astype('>u8')`` and slicing), and shards written and read through
 arrow buffers (the outcome column as one byte per entry; shards written by earlier versions,
-with a uint8 outcome column, still read the same)."""
+with a uint8 outcome column, still read the same), and backward shards of outcomes only that
+take their keys from the forward shard."""
 from __future__ import annotations
 
 import numpy as np
@@ -13,7 +14,8 @@ import pytest
 from c4table.errors import CorruptDataError
 from c4table.pipeline import extsort
 from c4table.pipeline.merge import entries_to_bytes
-from c4table.pipeline.shards import ShardInfo, read_row_groups, open_row_groups, read_shard, write_shard
+from c4table.pipeline.shards import (ROW_GROUP, ShardInfo, open_row_groups, read_row_groups, read_shard,
+                                     verify_shard_task, write_outcomes, write_shard)
 from c4table.pipeline.storage import open_storage
 
 
@@ -65,7 +67,7 @@ def test_backward_shard_round_trip_and_older_uint8_shards(tmp_path):
     assert np.array_equal(k2, keys) and np.array_equal(o2, outs) and o2.dtype == np.uint8
     pf, groups = open_row_groups(st, info)
     assert sum(g.rows for g in groups) == keys.shape[0] and len(groups) > 1
-    k3, o3 = read_row_groups(pf, "b.parquet", [g.index for g in groups[1:3]])
+    k3, o3 = read_row_groups(pf, [g.index for g in groups[1:3]])
     start = groups[0].rows
     assert np.array_equal(k3, keys[start:start + k3.shape[0]])
     assert np.array_equal(o3, outs[start:start + k3.shape[0]])
@@ -88,3 +90,45 @@ def test_a_shard_with_a_wrong_column_type_is_corrupt_data(tmp_path):
     info = ShardInfo("bad.parquet", 5, file_xxh64(tmp_path / "bad.parquet"), 0, 4)
     with pytest.raises(CorruptDataError, match="bad.parquet"):
         read_shard(st, info)
+
+
+def test_outcome_only_backward_shard_reads_keys_from_its_forward_shard(tmp_path):
+    st = open_storage(tmp_path)
+    rng = np.random.default_rng(6)
+    keys = np.unique(rng.integers(0, 1 << 40, size=2 * ROW_GROUP + 1000, dtype=np.uint64))
+    outs = rng.integers(0, 256, size=keys.shape[0], dtype=np.uint8)
+    fwd = write_shard(st, "work/f.parquet", keys)
+    bwd = write_outcomes(st, "work/b.parquet", outs, fwd)
+    assert (bwd.keys, bwd.keys_xxh64, bwd.first, bwd.last, bwd.rows) == \
+        (fwd.file, fwd.xxh64, int(keys[0]), int(keys[-1]), keys.shape[0])
+    assert ShardInfo.from_json(bwd.to_json()) == bwd and "keys" not in fwd.to_json()
+    assert pq.ParquetFile(tmp_path / "work/b.parquet").schema_arrow.names == ["outcome"]
+    k2, o2 = read_shard(st, bwd, with_outcome=True)
+    assert np.array_equal(k2, keys) and np.array_equal(o2, outs)
+    assert np.array_equal(read_shard(st, bwd), keys)
+    shard, groups = open_row_groups(st, bwd)
+    assert len(groups) == 3 and groups[1].first == int(keys[ROW_GROUP])
+    k3, o3 = read_row_groups(shard, [1, 2])
+    assert np.array_equal(k3, keys[ROW_GROUP:]) and np.array_equal(o3, outs[ROW_GROUP:])
+    assert verify_shard_task(str(tmp_path), bwd.to_json()) == keys.shape[0]
+    # the forward shard is part of the backward shard: damage to it is found by either read
+    (tmp_path / "work/f.parquet").write_bytes(b"PAR1" + bytes(100) + b"PAR1")
+    with pytest.raises(CorruptDataError, match="f.parquet"):
+        read_shard(st, bwd, with_outcome=True)
+    with pytest.raises(CorruptDataError, match="f.parquet"):
+        verify_shard_task(str(tmp_path), bwd.to_json())
+
+
+def test_outcomes_cut_into_other_row_groups_than_their_keys_are_refused(tmp_path):
+    st = open_storage(tmp_path)
+    keys = np.arange(ROW_GROUP + 10, dtype=np.uint64)
+    fwd = write_shard(st, "work/f.parquet", keys)
+    pq.write_table(pa.table({"outcome": pa.array(np.zeros(keys.shape[0], np.uint8))}),
+                   tmp_path / "work/b.parquet", row_group_size=1000)
+    from c4table.pipeline.shards import file_xxh64
+    bwd = ShardInfo("work/b.parquet", keys.shape[0], file_xxh64(tmp_path / "work/b.parquet"), 0,
+                    int(keys[-1]), fwd.file, fwd.xxh64)
+    with pytest.raises(CorruptDataError, match="row groups"):
+        open_row_groups(st, bwd)
+    with pytest.raises(ValueError):
+        write_outcomes(st, "work/c.parquet", np.zeros(3, np.uint8), fwd)
