@@ -113,7 +113,8 @@ def cells_of(board: str) -> int:
 def kill_once(cmd: list[str], out: Path, rng: random.Random, cells: int, target: str | None = None,
               log: Path | None = None, max_delay: float = 8.0) -> str:
     """Start the build, kill it at a random point (of ``target`` stage if given); describe it.
-    ``max_delay`` bounds the delay of the ``time`` target (seconds after start)."""
+    ``max_delay`` bounds the delay of the ``time`` target (seconds after start), and a tenth
+    of it the delay after the merge starts (so a retry with a smaller one hits a fast merge)."""
     target = target or rng.choice(["forward", "backward", "merge", "time"])
     p = start_build(cmd, log)
     if target == "forward":
@@ -128,7 +129,7 @@ def kill_once(cmd: list[str], out: Path, rng: random.Random, cells: int, target:
         what = f"backward after {n} step(s) + {delay:.2f}s"
     elif target == "merge":
         reached = wait_for_stage(p, out, "merge", cells + 1)
-        delay = rng.uniform(0, 0.8)
+        delay = rng.uniform(0, min(0.8, max_delay / 10))   # a 5x4 merge takes ~0.15 s now
         what = f"merge + {delay:.2f}s"
     else:
         reached = True
