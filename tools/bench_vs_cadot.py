@@ -13,7 +13,8 @@ machine skews the figures: compare ratios from one run, not times from different
 
 Compiling his generator is not timed, and neither is an untimed ``c4table build 4x4`` made first
 to fill numba's on-disk cache (c4table's counterpart of his ``make``); both timed runs include
-their process start-up. Exit
+their process start-up, and each starts after an untimed ``sync`` (his run leaves gigabytes of
+sort files to be written back, which would otherwise land in the next run's time). Exit
 status 1 if any board's bytes differ. Reuses ``tools/cadot_compare.py`` for every step.
 """
 from __future__ import annotations
@@ -41,7 +42,9 @@ def bench(checkout: Path, w: int, h: int, k: int, workers: int) -> bool:
     try:
         solver = prepare(checkout, w, h, k, tmp)
         before = load()
+        os.sync()   # untimed: neither run pays for writing back the other's (or earlier) files
         theirs, t_cadot = run_cadot(solver, tmp, w, h, k)
+        os.sync()
         ours, t_ours = run_c4table(tmp / "c4table", w, h, k, workers=workers)
         after = load()
         same = same_bytes(theirs, ours)
