@@ -56,24 +56,19 @@ def read_block(f, E: int, B: int, i: int) -> np.ndarray:
     return np.frombuffer(os.pread(f.fileno(), B * E, int(i) * B * E), np.uint8).reshape(-1, E)
 
 
+# variant spec prefixes -> zstd parameter names (e.g. "tl64+ml4": target_length 64, min_match 4)
+PARAMS = {"tl": "target_length", "ml": "min_match", "sl": "search_log", "wl": "window_log",
+          "cl": "chain_log", "hl": "hash_log"}
+
+
 def params(level: int, spec: str):
     """zstd compression parameters of a variant spec (None: the plain level)."""
     kw = {}
     for part in spec.split("+"):
         if part == "btultra2":
             kw["strategy"] = zstandard.STRATEGY_BTULTRA2
-        elif part.startswith("tl"):
-            kw["target_length"] = int(part[2:])
-        elif part.startswith("ml"):
-            kw["min_match"] = int(part[2:])
-        elif part.startswith("sl"):
-            kw["search_log"] = int(part[2:])
-        elif part.startswith("wl"):
-            kw["window_log"] = int(part[2:])
-        elif part.startswith("cl"):
-            kw["chain_log"] = int(part[2:])
-        elif part.startswith("hl"):
-            kw["hash_log"] = int(part[2:])
+        elif part[:2] in PARAMS and part[2:].isdigit():
+            kw[PARAMS[part[:2]]] = int(part[2:])
     if not kw:
         return None
     return zstandard.ZstdCompressionParameters.from_level(level, write_checksum=1, **kw)
