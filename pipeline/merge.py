@@ -28,7 +28,7 @@ from c4table.pipeline import resources
 from c4table.pipeline.kernels import pack_entries, strictly_increasing_keys, words_to_entries
 from c4table.pipeline.partition import merge_ranges
 from c4table.pipeline.shards import ShardInfo, open_row_groups, read_row_groups, verify_shards
-from c4table.pipeline.storage import Storage, open_storage
+from c4table.pipeline.storage import Storage, fsync_path, open_storage
 
 READ_GROUPS = 8          # row groups decoded at a time by a range task (~1 M entries)
 WRITE_CHUNK = 1 << 22    # entries converted to bytes at a time
@@ -216,11 +216,7 @@ def run(build):
                   f"{time.perf_counter() - t0:.2f}s; {'hashing' if store.local else 'appending and hashing'}")
         if store.local:
             hashes = hash_stored(store, target)
-            fd = os.open(store.root / target, os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+            fsync_path(store.root / target)
         else:
             hashes = append_parts(store, target, [t[4] for t in tasks])
         if hashes["bytes"] != total * E:
