@@ -32,8 +32,7 @@ A backward step also records the message runs it sent to the generation below
 from __future__ import annotations
 
 import json
-import os
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from pathlib import PurePosixPath
 
 import xxhash
@@ -42,7 +41,7 @@ from c4table.board import Board
 from c4table.errors import BoardError, BuildError, C4Error, CorruptDataError
 from c4table.pipeline.counters import IOCounts, active, counting
 from c4table.pipeline.shards import ShardInfo
-from c4table.pipeline.storage import Storage, open_storage
+from c4table.pipeline.storage import Storage, background, open_storage
 
 FORMAT = "c4table-manifest/1"
 MANIFEST = "manifest.json"
@@ -55,17 +54,6 @@ MANIFEST = "manifest.json"
 # steps are redone on resume). Counted in entries, not seconds, so that the same build saves
 # the same manifests wherever it runs.
 CHECKPOINT_ENTRIES = 1 << 21
-
-
-_background: tuple[int, ThreadPoolExecutor] | None = None
-
-
-def _saver() -> ThreadPoolExecutor:
-    """This process's thread for background saves (a forked child makes its own)."""
-    global _background
-    if _background is None or _background[0] != os.getpid():
-        _background = (os.getpid(), ThreadPoolExecutor(1, thread_name_prefix="c4table-manifest"))
-    return _background[1]
 
 
 def _uncounted(fn, *args):
@@ -182,7 +170,7 @@ class Manifest:
             self._raise_failed()
             body, files = self._snapshot()
             active().add_write(len(body))
-            self._pending.append((_saver().submit(_uncounted, self._write, body, files), files))
+            self._pending.append((background("manifest").submit(_uncounted, self._write, body, files), files))
 
     def _raise_failed(self) -> None:
         """Raise the error of a finished background save, if one failed."""

@@ -32,10 +32,8 @@ from __future__ import annotations
 
 import itertools
 import os
-import queue
 import re
 import shutil
-import threading
 from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 from pathlib import Path
@@ -406,33 +404,29 @@ class _CountingOutput:
 
 
 _trash_seq = itertools.count()
-_trash: tuple[int, queue.Queue] | None = None   # (pid, queue of the reaper thread)
+_background: dict[str, tuple[int, ThreadPoolExecutor]] = {}   # name: (pid, its thread)
+
+
+def background(name: str) -> ThreadPoolExecutor:
+    """This process's one background thread ``name`` (started on first use; a forked child
+    starts its own): the jobs submitted to it run in order, off the caller's path (the
+    manifest's checkpoints, the removal of spent directories)."""
+    got = _background.get(name)
+    if got is None or got[0] != os.getpid():
+        got = _background[name] = (os.getpid(), ThreadPoolExecutor(1, thread_name_prefix=f"c4table-{name}"))
+    return got[1]
 
 
 def _remove_later(path: Path) -> None:
-    """Remove the (emptied) directory tree ``path`` in this process's background thread
-    (started on first use; a forked child starts its own)."""
-    global _trash
-    if _trash is None or _trash[0] != os.getpid():
-        _trash = (os.getpid(), queue.Queue())
-        threading.Thread(target=_reaper, args=(_trash[1],), name="c4table-rmdir",
-                         daemon=True).start()
-    _trash[1].put(path)
-
-
-def _reaper(q: queue.Queue) -> None:
-    while True:
-        path = q.get()
-        try:
-            shutil.rmtree(path, ignore_errors=True)
-        finally:
-            q.task_done()
+    """Remove the (emptied) directory tree ``path`` in this process's background thread."""
+    background("rmdir").submit(shutil.rmtree, path, ignore_errors=True)
 
 
 def settle_deletes() -> None:
     """Wait until the directories :meth:`Storage.delete_tree` set aside are removed."""
-    if _trash is not None and _trash[0] == os.getpid():
-        _trash[1].join()
+    got = _background.get("rmdir")
+    if got is not None and got[0] == os.getpid():
+        got[1].submit(int).result()   # one thread, jobs in order: the earlier ones are done
 
 
 def fsync_path(path) -> None:
