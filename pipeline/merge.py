@@ -33,7 +33,7 @@ from c4table.pipeline.storage import Storage, fsync_path, open_storage
 
 READ_GROUPS = 8          # row groups decoded at a time by a range task (~1 M entries)
 WRITE_CHUNK = 1 << 22    # entries converted to bytes at a time
-SORT_CHUNK = 1 << 16     # words sorted at a time in the merge (512 KiB: in the L2 cache)
+SORT_CHUNK = 1 << 14     # words sorted at a time in the merge (128 KiB: in the L2 cache)
 PARTS = "work/merge"
 
 
