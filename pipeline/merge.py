@@ -4,7 +4,8 @@ Generations are disjoint (a position's ply is its chip count), so the table is t
 sorted by key. The smallest keys of the backward shards' row groups (parquet footer
 statistics: no data read) cut the key space into ranges of about equal entry counts. One task
 per range reads, from every generation, only the row groups overlapping its range, packs its
-entries as ``key << 8 | outcome`` words, sorts them and converts them to big-endian ``K + 1``-byte
+entries as ``key << 8 | outcome`` words (each generation's slice already sorted), orders them
+piece by cache-sized piece (:func:`sorted_chunks`) and converts them to big-endian ``K + 1``-byte
 entries. In a local build directory each task writes its entries straight into the table's
 temporary file at their final place: the entries below each range's first key are counted
 first (:func:`count_below_task`: footers, and one row group per shard decoded), so every range
