@@ -5,7 +5,7 @@ sorted by key. The smallest keys of the backward shards' row groups (parquet foo
 statistics: no data read) cut the key space into ranges of about equal entry counts. One task
 per range reads, from every generation, only the row groups overlapping its range, packs its
 entries as ``key << 8 | outcome`` words (each generation's slice already sorted), orders them
-piece by cache-sized piece (:func:`sorted_chunks`) and converts them to big-endian ``K + 1``-byte
+piece by cache-sized piece (:func:`~c4table.pipeline.extsort.sorted_chunks`) and converts them to big-endian ``K + 1``-byte
 entries. In a local build directory each task writes its entries straight into the table's
 temporary file at their final place: the entries below each range's first key are counted
 first (:func:`count_below_task`: footers, and one row group per shard decoded), so every range
@@ -26,15 +26,14 @@ from c4table.board import Board
 from c4table.errors import BuildError
 from c4table.verify import Hashes
 from c4table.pipeline import resources
-from c4table.pipeline.kernels import (pack_entries, strictly_increasing_keys, take_below,
-                                      words_to_entries)
+from c4table.pipeline.extsort import sorted_chunks
+from c4table.pipeline.kernels import pack_entries, strictly_increasing_keys, words_to_entries
 from c4table.pipeline.partition import merge_ranges
 from c4table.pipeline.shards import ShardInfo, open_row_groups, read_row_groups, verify_shards
 from c4table.pipeline.storage import Storage, fsync_path, open_storage
 
 READ_GROUPS = 8          # row groups decoded at a time by a range task (~1 M entries)
 WRITE_CHUNK = 1 << 22    # entries converted to bytes at a time
-SORT_CHUNK = 1 << 14     # words sorted at a time in the merge (128 KiB: in the L2 cache)
 PARTS = "work/merge"
 
 
@@ -59,7 +58,8 @@ def range_task(root: str, shards: list[dict], lo: int, hi: int, rel: str, entry_
     Memory: one uint64 word per entry (sized from the row groups' counts, filled row group by
     row group), then converted and written in chunks. Each generation's slice is already sorted
     (and generations are disjoint), so the words are not sorted as a whole: they are cut into
-    key ranges of about :data:`SORT_CHUNK` words that fit the CPU cache (:func:`sorted_chunks`),
+    key ranges of about :data:`~c4table.pipeline.extsort.SORT_CHUNK` words that fit the CPU cache
+    (:func:`~c4table.pipeline.extsort.sorted_chunks`),
     and each range's slices are gathered and sorted there."""
     store = open_storage(root)
     picks = []
@@ -111,39 +111,6 @@ def range_task(root: str, shards: list[dict], lo: int, hi: int, rel: str, entry_
     else:
         store.write_at(rel, offset * entry_size, chunks())
     return pos
-
-
-def sorted_chunks(words: np.ndarray, starts: np.ndarray, ends: np.ndarray,
-                  chunk: int | None = None):
-    """The values of the sorted runs ``words[starts[r]:ends[r]]``, in order, as consecutive
-    sorted arrays of about ``chunk`` values (default :data:`SORT_CHUNK`): splitters taken from
-    every run's values at a fixed step cut the key space, and each piece's slices of every run
-    are gathered (:func:`~c4table.pipeline.kernels.take_below`) into a buffer the size of the CPU
-    cache and sorted there (numpy's sort: several times the speed of sorting the whole).
-    A yielded array is overwritten by the next.
-
-    >>> w = np.array([1, 4, 9, 2, 3, 10], np.uint64)
-    >>> [c.tolist() for c in sorted_chunks(w, np.array([0, 3]), np.array([3, 6]), chunk=2)]
-    [[1, 2], [3, 4], [9, 10]]
-    """
-    chunk = chunk or SORT_CHUNK
-    step = max(1, chunk // 16)
-    n_runs = starts.shape[0]
-    sample = np.sort(np.concatenate([words[s:e:step] for s, e in zip(starts, ends)]
-                                    or [np.empty(0, np.uint64)]))
-    per = max(1, chunk // step)
-    bounds = [int(v) for v in sample[per::per]]
-    # A run holds at most (its samples in a piece + 1) * step values of the piece.
-    buf = np.empty(chunk + (n_runs + 1) * step + step, np.uint64)
-    cur = starts.astype(np.int64).copy()
-    for b in bounds:
-        n = take_below(words, cur, ends, np.uint64(b), buf)
-        piece = buf[:n]
-        piece.sort()
-        yield piece
-    rest = np.concatenate([words[c:e] for c, e in zip(cur, ends)] or [np.empty(0, np.uint64)])
-    rest.sort()
-    yield rest
 
 
 def count_below_task(root: str, shards: list[dict], bound: int) -> int:

@@ -13,7 +13,8 @@ import pytest
 
 from c4table.errors import CorruptDataError
 from c4table.pipeline import extsort
-from c4table.pipeline.merge import entries_to_bytes, sorted_chunks
+from c4table.pipeline.extsort import sorted_chunks
+from c4table.pipeline.merge import entries_to_bytes
 from c4table.pipeline.shards import (ROW_GROUP, ShardInfo, open_row_groups, read_row_groups, read_shard,
                                      verify_shard_task, write_outcomes, write_shard)
 from c4table.pipeline.storage import open_storage
@@ -32,6 +33,24 @@ def test_merge_sorted_equals_sorting_the_concatenation(n_parts):
         got_all = extsort.merge_sorted(list(parts), unique=False)
         assert np.array_equal(got_unique, np.unique(both)), (n_parts, trial)
         assert np.array_equal(got_all, np.sort(both)), (n_parts, trial)
+
+
+@pytest.mark.parametrize("chunk", [3, 64, 1 << 14])
+def test_merging_many_runs_in_pieces_equals_sorting_them(chunk, monkeypatch):
+    """More runs than :data:`extsort.PAIRWISE_RUNS` are merged in cache-sized pieces: with
+    values shared between runs, values repeated inside a run (pre-merged messages keep every
+    copy), empty runs, and more values than a piece."""
+    monkeypatch.setattr(extsort, "SORT_CHUNK", chunk)
+    rng = np.random.default_rng(chunk)
+    for trial in range(8):
+        top = int(rng.choice([50, 5000, 1 << 50]))
+        n_parts = int(rng.integers(4, 12))
+        parts = [np.sort(rng.integers(0, top, size=int(rng.integers(0, 6000)), dtype=np.uint64))
+                 for _ in range(n_parts)]
+        both = np.concatenate(parts)
+        assert np.array_equal(extsort.merge_sorted(list(parts), unique=False), np.sort(both))
+        distinct = [np.unique(p) for p in parts]
+        assert np.array_equal(extsort.merge_sorted(distinct, unique=True), np.unique(both))
 
 
 def test_merge_range_of_runs_equals_unique_of_their_values(tmp_path):
