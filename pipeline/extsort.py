@@ -6,8 +6,9 @@ the development machine, several times a numba LSD radix sort there) and spills 
 (raw uint64 plus a small file of *fences*, :func:`write_run`), keeping a small sample.
 Phase 2 (*ranges*): splitters chosen from the samples cut the key space into ranges of about
 equal size; one task per range reads only its slice of every run (found through the fences,
-:func:`read_range_parts`) and merges the sorted slices pairwise, dropping duplicates
-(:func:`merge_sorted`: 3-5x faster than sorting them together). Ranges are disjoint and
+:func:`read_range_window`) and merges the sorted slices, dropping duplicates
+(:func:`merge_window`: pairwise for a few runs, 3-5x faster than sorting them together, and
+for more runs in cache-sized pieces, :func:`sorted_chunks`). Ranges are disjoint and
 ordered, so their outputs concatenated in order are the sorted, deduplicated whole, and no task
 ever holds more than its range: a generation larger than RAM still sorts. Runs live in the
 build's :class:`~c4table.pipeline.storage.Storage`, local or remote.
