@@ -69,8 +69,8 @@ def write_messages(store: Storage, rel: str, msgs: np.ndarray) -> dict:
 def read_messages(store: Storage, runs: list[dict], first: int, last: int) -> np.ndarray:
     """The messages for keys ``first..last`` from every run, sorted."""
     top = (last << 8) | 0xFF   # inclusive; top + 1 may be 2**64, which read_range_parts allows
-    parts = extsort.read_range_parts(store, runs, first << 8, top + 1)   # records: fences cached
-    return extsort.merge_sorted(parts, unique=False)   # each run is sorted: merge them
+    window = extsort.read_range_window(store, runs, first << 8, top + 1)   # records: fences cached
+    return extsort.merge_window(*window, unique=False)   # each run is sorted: merge them
 
 
 # ------------------------------------------------------------------ tasks

@@ -6,8 +6,9 @@ the development machine, several times a numba LSD radix sort there) and spills 
 (raw uint64 plus a small file of *fences*, :func:`write_run`), keeping a small sample.
 Phase 2 (*ranges*): splitters chosen from the samples cut the key space into ranges of about
 equal size; one task per range reads only its slice of every run (found through the fences,
-:func:`read_range_parts`) and merges the sorted slices pairwise, dropping duplicates
-(:func:`merge_sorted`: 3-5x faster than sorting them together). Ranges are disjoint and
+:func:`read_range_window`) and merges the sorted slices, dropping duplicates
+(:func:`merge_window`: pairwise for a few runs, 3-5x faster than sorting them together, and
+for more runs in cache-sized pieces, :func:`sorted_chunks`). Ranges are disjoint and
 ordered, so their outputs concatenated in order are the sorted, deduplicated whole, and no task
 ever holds more than its range: a generation larger than RAM still sorts. Runs live in the
 build's :class:`~c4table.pipeline.storage.Storage`, local or remote.
@@ -21,11 +22,13 @@ import xxhash
 
 from c4table.errors import CorruptDataError
 from c4table.pipeline.counters import active
-from c4table.pipeline.kernels import dedup_sorted, merge_two
+from c4table.pipeline.kernels import dedup_sorted, merge_two, take_below
 from c4table.pipeline.storage import Storage
 
 SAMPLE_PER_RUN = 256
 FENCE = 1 << 16   # one fence value per this many run values
+SORT_CHUNK = 1 << 14   # values sorted at a time when many runs are merged (128 KiB: in the L2 cache)
+PAIRWISE_RUNS = 3      # up to this many runs are merged pairwise (merge_two), more in pieces
 FENCE_CACHE_BYTES = 64 << 20   # fences kept per process (LRU): ~1.4 TiB of runs at 8 B/fence
 
 _fence_cache: OrderedDict = OrderedDict()   # (storage uri, run file, xxh64, rows) -> fences
@@ -39,15 +42,25 @@ def sort_unique(x: np.ndarray) -> np.ndarray:
 
 
 def merge_sorted(parts: list[np.ndarray], unique: bool) -> np.ndarray:
-    """The sorted union of sorted uint64 arrays, merged pairwise (no sort); with ``unique``
-    (each part without repeats) values in several parts appear once, otherwise every copy is
-    kept.
+    """The sorted union of sorted uint64 arrays; with ``unique`` (each part without repeats)
+    values in several parts appear once, otherwise every copy is kept. Two parts are merged
+    (:func:`~c4table.pipeline.kernels.merge_two`) up to :data:`PAIRWISE_RUNS`, more are gathered into one buffer and
+    ordered piece by piece (:func:`merge_window`).
 
     >>> a, b = np.array([1, 4, 9], np.uint64), np.array([4, 5], np.uint64)
     >>> merge_sorted([a, b], unique=True).tolist(), merge_sorted([a, b], unique=False).tolist()
     ([1, 4, 5, 9], [1, 4, 4, 5, 9])
     """
     parts = [p for p in parts if p.shape[0]]
+    if len(parts) <= PAIRWISE_RUNS:
+        return _merge_pairwise(parts, unique)
+    ends = np.cumsum([p.shape[0] for p in parts], dtype=np.int64)
+    starts = ends - np.array([p.shape[0] for p in parts], np.int64)
+    return merge_window(np.concatenate(parts), starts, ends, unique)
+
+
+def _merge_pairwise(parts: list[np.ndarray], unique: bool) -> np.ndarray:
+    """:func:`merge_sorted` by pairwise merges (log2 of the parts passes over the values)."""
     if not parts:
         return np.empty(0, np.uint64)
     while len(parts) > 1:
@@ -59,6 +72,69 @@ def merge_sorted(parts: list[np.ndarray], unique: bool) -> np.ndarray:
             merged.append(parts[-1])
         parts = merged
     return parts[0]
+
+
+def merge_window(words: np.ndarray, starts: np.ndarray, ends: np.ndarray,
+                 unique: bool) -> np.ndarray:
+    """The sorted union of the sorted runs ``words[starts[r]:ends[r]]`` (every copy kept, or
+    with ``unique`` each value once), as a new array (or a view of ``words``, for one run). Up
+    to :data:`PAIRWISE_RUNS` runs are merged pairwise;
+    more are cut into cache-sized pieces and sorted there (:func:`sorted_chunks`): on 5x6's
+    data, pairwise merging cost 3.3 ns per value and level (6.5 for 4 runs, 9.8 for 8), the
+    pieces 4.5-4.9 whatever the number of runs.
+
+    >>> w = np.array([1, 4, 9, 4, 5, 2, 9], np.uint64)
+    >>> merge_window(w, np.array([0, 3, 5]), np.array([3, 5, 7]), unique=True).tolist()
+    [1, 2, 4, 5, 9]
+    """
+    keep = [r for r in range(starts.shape[0]) if ends[r] > starts[r]]
+    if len(keep) <= PAIRWISE_RUNS:
+        return _merge_pairwise([words[starts[r]:ends[r]] for r in keep], unique)
+    starts, ends = starts[keep].astype(np.int64), ends[keep].astype(np.int64)
+    out = np.empty(int((ends - starts).sum()), np.uint64)
+    n = 0
+    for piece in sorted_chunks(words, starts, ends):
+        m = dedup_sorted(piece) if unique else piece.shape[0]
+        out[n: n + m] = piece[:m]
+        n += m
+    return out[:n]
+
+
+def sorted_chunks(words: np.ndarray, starts: np.ndarray, ends: np.ndarray,
+                  chunk: int | None = None):
+    """The values of the sorted runs ``words[starts[r]:ends[r]]``, in order, as consecutive
+    sorted arrays of about ``chunk`` values (default :data:`SORT_CHUNK`): splitters taken from
+    every run's values at a fixed step cut the key space, and each piece's slices of every run
+    are gathered (:func:`~c4table.pipeline.kernels.take_below`) into a buffer the size of the CPU
+    cache and sorted there (numpy's sort; on 5x6's merge, 31.7 M words of 29 generations:
+    7.2 ns per word sorted whole, 4.8-5.2 in pieces of 8-64 K words). Equal values land in
+    the same piece. A yielded array is overwritten by the next.
+
+    >>> w = np.array([1, 4, 9, 2, 3, 10], np.uint64)
+    >>> [c.tolist() for c in sorted_chunks(w, np.array([0, 3]), np.array([3, 6]), chunk=2)]
+    [[1, 2], [3, 4], [9, 10]]
+    """
+    chunk = chunk or SORT_CHUNK
+    step = max(1, chunk // 16)
+    sample = np.sort(np.concatenate([words[s:e:step] for s, e in zip(starts, ends)]
+                                    or [np.empty(0, np.uint64)]))
+    per = max(1, chunk // step)
+    bounds = np.unique(sample[per::per])   # equal values (copies in several runs) cut once
+    # Each piece's exact size (runs may repeat values, so the sample alone does not bound it):
+    sizes = np.zeros(bounds.shape[0], np.int64)
+    for s, e in zip(starts, ends):
+        sizes += np.diff(np.searchsorted(words[s:e], bounds, "left"), prepend=0)
+    buf = np.empty(int(sizes.max()) if sizes.shape[0] else 0, np.uint64)
+    cur = starts.astype(np.int64).copy()
+    ends = ends.astype(np.int64)
+    for b in bounds:
+        n = take_below(words, cur, ends, b, buf)
+        piece = buf[:n]
+        piece.sort()
+        yield piece
+    rest = np.concatenate([words[c:e] for c, e in zip(cur, ends)] or [np.empty(0, np.uint64)])
+    rest.sort()
+    yield rest
 
 
 def write_run(store: Storage, rel: str, keys: np.ndarray) -> str:
@@ -156,7 +232,14 @@ def run_index(store: Storage, run) -> tuple[str, int, np.ndarray]:
 def read_range_parts(store: Storage, rels: list, lo: int, hi: int) -> list[np.ndarray]:
     """The values ``lo <= v < hi`` of each run in ``rels`` (paths, or records from
     :func:`run_record`, whose fences are cached: :func:`run_index`), sorted, one array per run
-    that has any; ``hi`` may be ``2**64`` (no upper bound).
+    that has any; ``hi`` may be ``2**64`` (no upper bound). See :func:`read_range_window`."""
+    words, starts, ends = read_range_window(store, rels, lo, hi)
+    return [words[s:e] for s, e in zip(starts, ends) if e > s]
+
+
+def read_range_window(store: Storage, rels: list, lo: int, hi: int):
+    """:func:`read_range_parts` into one buffer: ``(words, starts, ends)``, run ``r``'s values
+    being ``words[starts[r]:ends[r]]`` (what :func:`merge_window` merges without a copy).
 
     A run's fences give a window at most two fences wider than the range; only that window is
     read (``pread`` locally, one ranged GET on an object store), checked against the fences,
@@ -164,7 +247,7 @@ def read_range_parts(store: Storage, rels: list, lo: int, hi: int) -> list[np.nd
     top = int(np.iinfo(np.uint64).max)
     lo_u = np.uint64(lo)
     hi_u = np.uint64(hi) if hi <= top else None
-    parts = []
+    windows = []
     for run in rels:
         where = store.display(run if isinstance(run, str) else run["file"])
         try:
@@ -179,9 +262,13 @@ def read_range_parts(store: Storage, rels: list, lo: int, hi: int) -> list[np.nd
         f0 = max(int(np.searchsorted(fences, lo_u, "left")) - 1, 0)
         f1 = int(np.searchsorted(fences, hi_u, "left")) if hi_u is not None else fences.shape[0]
         start, end = f0 * FENCE, min(f1 * FENCE, n)
-        if end <= start:
-            continue
-        buf = np.empty(end - start, np.uint64)
+        if end > start:
+            windows.append((where, rel, fences, f0, start, end))
+    words = np.empty(sum(w[5] - w[4] for w in windows), np.uint64)
+    starts, ends = [], []
+    pos = 0
+    for where, rel, fences, f0, start, end in windows:
+        buf = words[pos: pos + end - start]
         active().slice_reads += 1
         try:
             store.read_into(rel, start * 8, buf)
@@ -191,12 +278,13 @@ def read_range_parts(store: Storage, rels: list, lo: int, hi: int) -> list[np.nd
             raise CorruptDataError(f"{where}: run does not match its fences (damaged)")
         a = int(np.searchsorted(buf, lo_u, "left"))
         b = int(np.searchsorted(buf, hi_u, "left")) if hi_u is not None else buf.shape[0]
-        if b > a:
-            parts.append(buf[a:b])
-    return parts
+        starts.append(pos + a)
+        ends.append(pos + max(a, b))
+        pos += end - start
+    return words, np.array(starts, np.int64), np.array(ends, np.int64)
 
 
 def merge_range(store: Storage, rels: list, lo: int, hi: int) -> np.ndarray:
     """Sorted distinct keys in ``[lo, hi)`` over all runs (paths or records; each run is
     sorted and distinct: merged, not sorted)."""
-    return merge_sorted(read_range_parts(store, rels, lo, hi), unique=True)
+    return merge_window(*read_range_window(store, rels, lo, hi), unique=True)

@@ -69,15 +69,43 @@ def _has_line(bb, stride, k):
 
 
 @njit(cache=True, inline="always")
+def _divmod_base(key, base):
+    """``(key // base, key % base)`` for uint64 ``key``. The bases of four-in-a-row boards of
+    heights 2-7 are written out as constants, so that LLVM turns the division into a multiply
+    and a shift (a 64-bit division is the slowest instruction of the kernels, and decoding a
+    key is ``w`` of them one after the other); other bases divide at run time. The branch is
+    the same for every key of a kernel call, so it is always predicted."""
+    if base == 111:
+        q = key // np.uint64(111)
+        return q, key - q * np.uint64(111)
+    if base == 59:
+        q = key // np.uint64(59)
+        return q, key - q * np.uint64(59)
+    if base == 31:
+        q = key // np.uint64(31)
+        return q, key - q * np.uint64(31)
+    if base == 207:
+        q = key // np.uint64(207)
+        return q, key - q * np.uint64(207)
+    if base == 15:
+        q = key // np.uint64(15)
+        return q, key - q * np.uint64(15)
+    if base == 7:
+        q = key // np.uint64(7)
+        return q, key - q * np.uint64(7)
+    ub = np.uint64(base)
+    q = key // ub
+    return q, key - q * ub
+
+
+@njit(cache=True, inline="always")
 def _decode(key, w, base, codes, bits_a, bits_b, powers, stride):
     """Fill ``codes`` from ``key``; return (A bitboard, B bitboard, mirror reading v2)."""
     bb_a = np.uint64(0)
     bb_b = np.uint64(0)
     v2 = np.uint64(0)
-    ub = np.uint64(base)
     for c in range(w):
-        d = key % ub
-        key = key // ub
+        key, d = _divmod_base(key, base)
         codes[c] = d
         bb_a |= bits_a[d] << np.uint64(c * stride)
         bb_b |= bits_b[d] << np.uint64(c * stride)
@@ -187,6 +215,23 @@ def merge_two(a, b, out, unique):
         out[n] = b[j]
         j += 1
         n += 1
+    return n
+
+
+@njit(cache=True)
+def take_below(x, cur, ends, bound, out):
+    """Append to ``out``, run after run, the values ``< bound`` at the front of each sorted run
+    ``x[cur[r]:ends[r]]`` and advance ``cur[r]`` past them; return how many. Called with
+    increasing bounds, it cuts runs into consecutive slices of the same key range."""
+    n = 0
+    for r in range(cur.shape[0]):
+        i = cur[r]
+        e = ends[r]
+        while i < e and x[i] < bound:
+            out[n] = x[i]
+            n += 1
+            i += 1
+        cur[r] = i
     return n
 
 
@@ -407,6 +452,7 @@ def warm(board: Board) -> None:
     kern.resolve(u64, u64, 0, *tabs, *untabs, u8, u64, np.zeros(6, np.int64))
     dedup_sorted(u64)
     merge_two(u64, u64, u64, True)
+    take_below(u64, np.zeros(0, np.int64), np.zeros(0, np.int64), np.uint64(0), u64)
     keep_best(u64)
     pack_entries(u64, u8, u64)
     strictly_increasing_keys(u64)

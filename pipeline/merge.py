@@ -4,7 +4,8 @@ Generations are disjoint (a position's ply is its chip count), so the table is t
 sorted by key. The smallest keys of the backward shards' row groups (parquet footer
 statistics: no data read) cut the key space into ranges of about equal entry counts. One task
 per range reads, from every generation, only the row groups overlapping its range, packs its
-entries as ``key << 8 | outcome`` words, sorts them and converts them to big-endian ``K + 1``-byte
+entries as ``key << 8 | outcome`` words (each generation's slice already sorted), orders them
+piece by cache-sized piece (:func:`~c4table.pipeline.extsort.sorted_chunks`) and converts them to big-endian ``K + 1``-byte
 entries. In a local build directory each task writes its entries straight into the table's
 temporary file at their final place: the entries below each range's first key are counted
 first (:func:`count_below_task`: footers, and one row group per shard decoded), so every range
@@ -25,6 +26,7 @@ from c4table.board import Board
 from c4table.errors import BuildError
 from c4table.verify import Hashes
 from c4table.pipeline import resources
+from c4table.pipeline.extsort import sorted_chunks
 from c4table.pipeline.kernels import pack_entries, strictly_increasing_keys, words_to_entries
 from c4table.pipeline.partition import merge_ranges
 from c4table.pipeline.shards import ShardInfo, open_row_groups, read_row_groups, verify_shards
@@ -54,7 +56,11 @@ def range_task(root: str, shards: list[dict], lo: int, hi: int, rel: str, entry_
     into the existing file ``rel`` from entry ``offset`` on; return how many.
 
     Memory: one uint64 word per entry (sized from the row groups' counts, filled row group by
-    row group), sorted in place, then converted and written in chunks."""
+    row group), then converted and written in chunks. Each generation's slice is already sorted
+    (and generations are disjoint), so the words are not sorted as a whole: they are cut into
+    key ranges of about :data:`~c4table.pipeline.extsort.SORT_CHUNK` words that fit the CPU cache
+    (:func:`~c4table.pipeline.extsort.sorted_chunks`),
+    and each range's slices are gathered and sorted there."""
     store = open_storage(root)
     picks = []
     for d in shards:
@@ -63,7 +69,9 @@ def range_task(root: str, shards: list[dict], lo: int, hi: int, rel: str, entry_
         picks.append((shard, [g for g in groups if g.last >= lo and g.first < hi]))
     packed = np.empty(sum(g.rows for _, groups in picks for g in groups), np.uint64)
     pos = 0
+    starts = []
     for shard, groups in picks:
+        starts.append(pos)
         for i in range(0, len(groups), READ_GROUPS):
             keys, outs = read_row_groups(shard, [g.index for g in groups[i: i + READ_GROUPS]])
             a = int(np.searchsorted(keys, np.uint64(lo), "left"))
@@ -72,13 +80,31 @@ def range_task(root: str, shards: list[dict], lo: int, hi: int, rel: str, entry_
             pos += b - a
             del keys, outs
     packed = packed[:pos]
-    packed.sort()
-    if not strictly_increasing_keys(packed):
-        raise BuildError(f"duplicate keys across generations in range [{lo}, {hi})")
+    ends = np.array([*starts[1:], pos], np.int64)
+    starts = np.array(starts, np.int64)
 
     def chunks():
-        for s in range(0, pos, WRITE_CHUNK):
-            yield entries_to_bytes(packed[s: s + WRITE_CHUNK], entry_size).data
+        out = np.empty(WRITE_CHUNK * entry_size, np.uint8)
+        n_out = 0
+        prev = -1
+        for words in sorted_chunks(packed, starts, ends):
+            if not strictly_increasing_keys(words) or (words.shape[0] and int(words[0]) >> 8 <= prev):
+                raise BuildError(f"duplicate keys across generations in range [{lo}, {hi})")
+            if words.shape[0]:
+                prev = int(words[-1]) >> 8
+            s = 0
+            while s < words.shape[0]:
+                take = min(words.shape[0] - s, WRITE_CHUNK - n_out)
+                words_to_entries(words[s: s + take], entry_size,
+                                 out[n_out * entry_size: (n_out + take) * entry_size])
+                n_out += take
+                s += take
+                if n_out == WRITE_CHUNK:
+                    yield out.data
+                    out = np.empty(WRITE_CHUNK * entry_size, np.uint8)
+                    n_out = 0
+        if n_out:
+            yield out[: n_out * entry_size].data
 
     if offset is None:
         store.write_atomic_chunks(rel, chunks(), durable=False)   # a part is scratch

@@ -98,7 +98,7 @@ def premerge_task(root: str, runs: list[dict], bounds: list[int], out: str, uniq
     pieces = []
     for j in range(len(cuts) - 1):
         lo, hi = bounds[cuts[j]], bounds[cuts[j + 1]]
-        vals = extsort.merge_sorted(extsort.read_range_parts(store, runs, lo, hi), unique)
+        vals = extsort.merge_window(*extsort.read_range_window(store, runs, lo, hi), unique)
         if not vals.shape[0]:
             continue
         rel = f"{out}-{j:03d}.u64"

@@ -13,6 +13,7 @@ import pytest
 
 from c4table.errors import CorruptDataError
 from c4table.pipeline import extsort
+from c4table.pipeline.extsort import sorted_chunks
 from c4table.pipeline.merge import entries_to_bytes
 from c4table.pipeline.shards import (ROW_GROUP, ShardInfo, open_row_groups, read_row_groups, read_shard,
                                      verify_shard_task, write_outcomes, write_shard)
@@ -34,6 +35,24 @@ def test_merge_sorted_equals_sorting_the_concatenation(n_parts):
         assert np.array_equal(got_all, np.sort(both)), (n_parts, trial)
 
 
+@pytest.mark.parametrize("chunk", [3, 64, 1 << 14])
+def test_merging_many_runs_in_pieces_equals_sorting_them(chunk, monkeypatch):
+    """More runs than :data:`extsort.PAIRWISE_RUNS` are merged in cache-sized pieces: with
+    values shared between runs, values repeated inside a run (pre-merged messages keep every
+    copy), empty runs, and more values than a piece."""
+    monkeypatch.setattr(extsort, "SORT_CHUNK", chunk)
+    rng = np.random.default_rng(chunk)
+    for trial in range(8):
+        top = int(rng.choice([50, 5000, 1 << 50]))
+        n_parts = int(rng.integers(4, 12))
+        parts = [np.sort(rng.integers(0, top, size=int(rng.integers(0, 6000)), dtype=np.uint64))
+                 for _ in range(n_parts)]
+        both = np.concatenate(parts)
+        assert np.array_equal(extsort.merge_sorted(list(parts), unique=False), np.sort(both))
+        distinct = [np.unique(p) for p in parts]
+        assert np.array_equal(extsort.merge_sorted(distinct, unique=True), np.unique(both))
+
+
 def test_merge_range_of_runs_equals_unique_of_their_values(tmp_path):
     st = open_storage(tmp_path)
     rng = np.random.default_rng(3)
@@ -46,6 +65,26 @@ def test_merge_range_of_runs_equals_unique_of_their_values(tmp_path):
     for lo, hi in [(0, 1 << 64), (1000, 500_000), (int(every[7]), int(every[7]) + 1)]:
         want = every[(every >= np.uint64(lo)) & ((every < np.uint64(hi)) if hi < 1 << 64 else True)]
         assert np.array_equal(extsort.merge_range(st, ["r0.u64", "r1.u64", "r2.u64"], lo, hi), want)
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 7, 64, 1 << 16])
+def test_sorted_chunks_of_disjoint_runs_equal_sorting_them_together(chunk):
+    """The merge's cut of sorted runs (disjoint values: generations) into cache-sized sorted
+    pieces, concatenated, is the sort of all their values; pieces stay near their size."""
+    rng = np.random.default_rng(chunk)
+    for trial in range(10):
+        top = int(rng.choice([3000, 1 << 40]))
+        every = np.unique(rng.integers(0, top, size=int(rng.integers(0, 2000)), dtype=np.uint64))
+        owner = rng.integers(0, int(rng.integers(1, 30)), size=every.shape[0])
+        runs = [every[owner == r] for r in range(owner.max() + 1 if every.shape[0] else 0)]
+        words = np.concatenate(runs) if runs else np.empty(0, np.uint64)
+        ends = np.cumsum([r.shape[0] for r in runs], dtype=np.int64)
+        starts = ends - np.array([r.shape[0] for r in runs], np.int64)
+        pieces = [p.copy() for p in sorted_chunks(words, starts, ends, chunk=chunk)]
+        got = np.concatenate(pieces) if pieces else np.empty(0, np.uint64)
+        assert np.array_equal(got, every), (chunk, trial)
+        bound = chunk + (len(runs) + 2) * max(1, chunk // 16)
+        assert all(p.shape[0] <= bound for p in pieces[:-1]), (chunk, trial)
 
 
 @pytest.mark.parametrize("entry_size", [3, 5, 7, 8])

@@ -80,3 +80,28 @@ def test_unmove_tables_invert_child_code():
     assert (b.child_code[b.parent_code[nonempty], b.top_owner[nonempty]] == nonempty).all()
     assert b.parent_code[0] == b.top_owner[0] == -1 and (b.parent_code[nonempty] >= 0).all()
     assert (b.col_height[b.parent_code[nonempty]] == b.col_height[nonempty] - 1).all()
+
+
+@pytest.mark.parametrize("board", [Board(2, 2), Board(5, 3), Board(7, 4), Board(5, 5), Board(7, 6),
+                                   Board(4, 7), Board(3, 8), Board(4, 4, k=3), Board(5, 5, k=5)],
+                         ids=lambda b: b.name)
+def test_kernel_key_decoding_equals_python_digits(board):
+    """The kernels' key decoding (division by the base written as a constant for the usual
+    bases, at run time for the others) against Python's integer ``divmod``, on random keys
+    over the whole key range and at its ends; the symmetric flag against the mirror reading."""
+    rng = np.random.default_rng(board.base)
+    limit = board.key_limit
+    keys = [0, 1, limit - 1, limit - 2] + [int(x) for x in rng.integers(0, limit, 2000, dtype=np.uint64)]
+    # mirror-symmetric keys too: palindromic digit strings
+    for _ in range(50):
+        half = [int(d) for d in rng.integers(0, board.base, (board.width + 1) // 2)]
+        digits = half + half[: board.width // 2][::-1]
+        keys.append(sum(d * board.base**c for c, d in enumerate(digits)))
+    codes, _, _, sym = decode_entries(board, np.array(keys, np.uint64))
+    for key, row, s in zip(keys, codes.tolist(), sym.tolist()):
+        digits, x = [], key
+        for _ in range(board.width):
+            x, d = divmod(x, board.base)
+            digits.append(d)
+        assert row == digits, (board, key)
+        assert s == (digits == digits[::-1]), (board, key)
