@@ -3,7 +3,8 @@
 Phase 1 (*runs*): each task sorts and deduplicates the keys it produced (in place:
 ``ndarray.sort`` uses numpy's AVX-512 sort: 110-200 M random keys/s per core measured on
 the development machine, several times a numba LSD radix sort there) and spills them as a run
-(raw uint64 plus a small file of *fences*, :func:`write_run`), keeping a small sample.
+(delta-encoded and bit-packed in blocks, :mod:`~c4table.pipeline.runcodec`, with a small
+index of *fences*, :func:`write_run`), keeping a small sample.
 Phase 2 (*ranges*): splitters chosen from the samples cut the key space into ranges of about
 equal size; one task per range reads only its slice of every run (found through the fences,
 :func:`read_range_parts`) and merges the sorted slices pairwise, dropping duplicates
@@ -20,12 +21,13 @@ import numpy as np
 import xxhash
 
 from c4table.errors import CorruptDataError
+from c4table.pipeline import runcodec
 from c4table.pipeline.counters import active
 from c4table.pipeline.kernels import dedup_sorted, merge_two
 from c4table.pipeline.storage import Storage
 
 SAMPLE_PER_RUN = 256
-FENCE = 1 << 16   # one fence value per this many run values
+FENCE = runcodec.BLOCK   # one fence value (and block) per this many run values
 FENCE_CACHE_BYTES = 64 << 20   # fences kept per process (LRU): ~1.4 TiB of runs at 8 B/fence
 
 _fence_cache: OrderedDict = OrderedDict()   # (storage uri, run file, xxh64, rows) -> fences
@@ -61,16 +63,49 @@ def merge_sorted(parts: list[np.ndarray], unique: bool) -> np.ndarray:
     return parts[0]
 
 
+WRITE_BLOCKS = 16   # blocks encoded and written at a time (at most ~8 MiB of words)
+
+
 def write_run(store: Storage, rel: str, keys: np.ndarray) -> str:
-    """Spill sorted keys as a run: ``rel`` holds the raw little-endian uint64 values and
-    ``rel + ".fences"`` every :data:`FENCE`-th of them, so a range of the run can be found
-    without reading it (:func:`read_range_parts`). The fences are written first: a run that exists
-    has its fences. Runs are scratch (a crash discards or re-checks them), so they are not
-    fsync'ed. Returns the run's xxh64."""
-    data = np.ascontiguousarray(keys, dtype="<u8")
-    store.write_atomic(rel + ".fences", np.ascontiguousarray(data[::FENCE]).tobytes(), durable=False)
-    store.write_atomic(rel, memoryview(data).cast("B"), durable=False)
-    return xxhash.xxh64(memoryview(data).cast("B")).hexdigest()
+    """Spill sorted keys as a run: ``rel`` holds the values delta-encoded and bit-packed in
+    blocks of :data:`FENCE` (:mod:`~c4table.pipeline.runcodec`: about a quarter of their raw
+    8 bytes) and ``rel + ".fences"`` the run's index (the first value and the offset of every
+    block), so a range of the run can be found and read without reading the rest
+    (:func:`read_range_parts`). The index is written first: a run that exists has its index.
+    Runs are scratch (a crash discards or re-checks them), so they are not fsync'ed. Returns
+    the run file's xxh64."""
+    data = np.ascontiguousarray(keys, dtype=np.uint64)
+    widths, offsets = runcodec.plan(data)
+    store.write_atomic(rel + ".fences",
+                       runcodec.index_bytes(data.shape[0], data[::FENCE], offsets), durable=False)
+    h = xxhash.xxh64()
+    nb = offsets.shape[0] - 1
+    reuse = store.local   # a local write copies the chunk; an upload may keep a reference
+
+    def chunks():
+        for b0 in range(0, nb, WRITE_BLOCKS):
+            b1 = min(nb, b0 + WRITE_BLOCKS)
+            need = int(offsets[b1] - offsets[b0])
+            out = _scratch(need) if reuse else np.empty(need, np.uint64)
+            runcodec.encode_blocks(data, widths, offsets, b0, b1, out)
+            view = memoryview(out[:need]).cast("B")
+            h.update(view)
+            yield view
+
+    store.write_atomic_chunks(rel, chunks(), durable=False)
+    return h.hexdigest()
+
+
+_scratch_buf = np.empty(0, np.uint64)   # this process's buffer for encoding and reading runs
+
+
+def _scratch(words: int) -> np.ndarray:
+    """This process's scratch words (at least ``words``), reused from task to task so that its
+    pages are faulted in once, not for every run written or read."""
+    global _scratch_buf
+    if _scratch_buf.shape[0] < words:
+        _scratch_buf = np.empty(max(words, _scratch_buf.shape[0] * 5 // 4), np.uint64)
+    return _scratch_buf[:words]
 
 
 def sample(keys: np.ndarray, n: int = SAMPLE_PER_RUN) -> np.ndarray:
@@ -125,41 +160,72 @@ def run_record(rel: str, keys: np.ndarray, digest: str) -> dict:
 
 
 def run_index(store: Storage, run) -> tuple[str, int, np.ndarray]:
-    """``(file, values, fences)`` of a run given by its path (a size HEAD and a fence GET) or
-    by its record (:func:`run_record`): then the rows are known, and the fences are read once
-    per process and kept in an LRU of :data:`FENCE_CACHE_BYTES` keyed by the storage, the file,
-    its xxh64 and its rows, so a run written again under the same name is never served stale
-    fences. Raises :class:`FileNotFoundError` for a missing run."""
+    """``(file, values, fences)`` of a run given by its path or by its record
+    (:func:`run_record`); the fences are the first value of every block of :data:`FENCE`
+    values (see :func:`_index`). Raises :class:`FileNotFoundError` for a missing run."""
+    return _index(store, run)[:3]
+
+
+def _index(store: Storage, run) -> tuple[str, int, np.ndarray, np.ndarray | None]:
+    """``(file, values, fences, block word offsets)`` of a run given by its path (an index GET
+    and a size HEAD) or by its record (:func:`run_record`): then the index is read once per
+    process and kept in an LRU of :data:`FENCE_CACHE_BYTES` keyed by the storage, the file, its
+    xxh64 and its rows, so a run written again under the same name is never served a stale
+    index. The offsets are None for a run of raw uint64 (written by an older version, whose
+    index is its raw fences). Raises :class:`FileNotFoundError` for a missing run and
+    :class:`~c4table.errors.CorruptDataError` for an index that does not fit its run."""
     global _fence_cache_bytes
-    if isinstance(run, str):
-        size = store.size(run)
-        fences = np.frombuffer(store.read_bytes(run + ".fences"), dtype="<u8")
-        if size % 8:
-            raise CorruptDataError(f"{store.display(run)}: run size {size:,} is not a whole "
-                                   "number of values")
-        return run, size // 8, fences
-    rel, n = run["file"], int(run["rows"])
-    key = (store.uri, rel, run["xxh64"], n)
-    fences = _fence_cache.get(key)
-    if fences is not None:
+    by_path = isinstance(run, str)
+    rel = run if by_path else run["file"]
+    key = None if by_path else (store.uri, rel, run["xxh64"], int(run["rows"]))
+    got = _fence_cache.get(key) if key is not None else None
+    if got is not None:
         _fence_cache.move_to_end(key)
-        return rel, n, fences
-    fences = np.frombuffer(store.read_bytes(rel + ".fences"), dtype="<u8")
-    if fences.nbytes <= FENCE_CACHE_BYTES:
-        _fence_cache[key] = fences
-        _fence_cache_bytes += fences.nbytes
-        while _fence_cache_bytes > FENCE_CACHE_BYTES:
-            _fence_cache_bytes -= _fence_cache.popitem(last=False)[1].nbytes
-    return rel, n, fences
+        return (rel, *got)
+    raw = store.read_bytes(rel + ".fences")
+    try:
+        parsed = runcodec.parse_index(raw)
+    except ValueError as e:
+        raise CorruptDataError(f"{store.display(rel)}.fences: damaged run index ({e})") from None
+    if parsed is None:   # an older run: raw values, every FENCE-th one its fences
+        fences, offsets = np.frombuffer(raw, dtype="<u8"), None
+        if by_path:
+            size = store.size(rel)
+            if size % 8:
+                raise CorruptDataError(f"{store.display(rel)}: run size {size:,} is not a whole "
+                                       "number of values")
+            n = size // 8
+        else:
+            n = int(run["rows"])
+    else:
+        n, fences, offsets = parsed
+        if by_path:
+            size = store.size(rel)
+            if size != 8 * int(offsets[-1]):
+                raise CorruptDataError(f"{store.display(rel)}: run size {size:,} does not match "
+                                       f"its index ({8 * int(offsets[-1]):,} bytes)")
+        elif n != int(run["rows"]):
+            raise CorruptDataError(f"{store.display(rel)}: run index says {n:,} values, its "
+                                   f"record {int(run['rows']):,}")
+    if key is not None:
+        nbytes = fences.nbytes + (offsets.nbytes if offsets is not None else 0)
+        if nbytes <= FENCE_CACHE_BYTES:
+            _fence_cache[key] = (n, fences, offsets)
+            _fence_cache_bytes += nbytes
+            while _fence_cache_bytes > FENCE_CACHE_BYTES:
+                _, (_, f, o) = _fence_cache.popitem(last=False)
+                _fence_cache_bytes -= f.nbytes + (o.nbytes if o is not None else 0)
+    return rel, n, fences, offsets
 
 
 def read_range_parts(store: Storage, rels: list, lo: int, hi: int) -> list[np.ndarray]:
     """The values ``lo <= v < hi`` of each run in ``rels`` (paths, or records from
-    :func:`run_record`, whose fences are cached: :func:`run_index`), sorted, one array per run
+    :func:`run_record`, whose index is cached: :func:`_index`), sorted, one array per run
     that has any; ``hi`` may be ``2**64`` (no upper bound).
 
-    A run's fences give a window at most two fences wider than the range; only that window is
-    read (``pread`` locally, one ranged GET on an object store), checked against the fences,
+    A run's fences give the blocks that overlap the range (at most two blocks wider than the
+    range); only their words are read (``pread`` locally, one ranged GET on an object store),
+    decoded and checked against the index (:func:`~c4table.pipeline.runcodec.decode_blocks`),
     and trimmed. Raises :class:`~c4table.errors.CorruptDataError` for a damaged run."""
     top = int(np.iinfo(np.uint64).max)
     lo_u = np.uint64(lo)
@@ -168,11 +234,11 @@ def read_range_parts(store: Storage, rels: list, lo: int, hi: int) -> list[np.nd
     for run in rels:
         where = store.display(run if isinstance(run, str) else run["file"])
         try:
-            rel, n, fences = run_index(store, run)
+            rel, n, fences, offsets = _index(store, run)
         except FileNotFoundError:
             raise CorruptDataError(f"{where}: run is missing") from None
         if fences.shape[0] != -(-n // FENCE):
-            raise CorruptDataError(f"{where}: run size {8 * n:,} does not match its "
+            raise CorruptDataError(f"{where}: run of {n:,} values does not match its "
                                    f"{fences.shape[0]} fences")
         if n == 0:
             continue
@@ -184,11 +250,19 @@ def read_range_parts(store: Storage, rels: list, lo: int, hi: int) -> list[np.nd
         buf = np.empty(end - start, np.uint64)
         active().slice_reads += 1
         try:
-            store.read_into(rel, start * 8, buf)
+            if offsets is None:
+                store.read_into(rel, start * 8, buf)
+            else:
+                words = _scratch(int(offsets[f1] - offsets[f0]))
+                store.read_into(rel, int(offsets[f0]) * 8, words)
         except EOFError as e:
             raise CorruptDataError(f"{e}") from None
-        if not np.array_equal(buf[::FENCE], fences[f0:f0 + -(-buf.shape[0] // FENCE)]):
-            raise CorruptDataError(f"{where}: run does not match its fences (damaged)")
+        if offsets is None:
+            if not np.array_equal(buf[::FENCE], fences[f0:f0 + -(-buf.shape[0] // FENCE)]):
+                raise CorruptDataError(f"{where}: run does not match its fences (damaged)")
+        elif (bad := runcodec.decode_blocks(words, fences, offsets, f0, f1, n, buf)) >= 0:
+            raise CorruptDataError(f"{where}: block {bad} of the run does not match its index "
+                                   "(damaged)")
         a = int(np.searchsorted(buf, lo_u, "left"))
         b = int(np.searchsorted(buf, hi_u, "left")) if hi_u is not None else buf.shape[0]
         if b > a:
