@@ -15,6 +15,7 @@ build's :class:`~c4table.pipeline.storage.Storage`, local or remote.
 """
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 
 import numpy as np
@@ -96,16 +97,17 @@ def write_run(store: Storage, rel: str, keys: np.ndarray) -> str:
     return h.hexdigest()
 
 
-_scratch_buf = np.empty(0, np.uint64)   # this process's buffer for encoding and reading runs
+_local = threading.local()   # per thread: a dask worker may run several tasks at once
 
 
 def _scratch(words: int) -> np.ndarray:
-    """This process's scratch words (at least ``words``), reused from task to task so that its
-    pages are faulted in once, not for every run written or read."""
-    global _scratch_buf
-    if _scratch_buf.shape[0] < words:
-        _scratch_buf = np.empty(max(words, _scratch_buf.shape[0] * 5 // 4), np.uint64)
-    return _scratch_buf[:words]
+    """This thread's scratch words (at least ``words``) for encoding and reading runs, reused
+    from task to task so that its pages are faulted in once, not for every run."""
+    buf = getattr(_local, "scratch", None)
+    if buf is None or buf.shape[0] < words:
+        buf = _local.scratch = np.empty(max(words, 0 if buf is None else buf.shape[0] * 5 // 4),
+                                        np.uint64)
+    return buf[:words]
 
 
 def sample(keys: np.ndarray, n: int = SAMPLE_PER_RUN) -> np.ndarray:

@@ -111,3 +111,18 @@ def test_raw_runs_of_older_versions_still_read(tmp_path):
     want = vals[(vals >= np.uint64(lo)) & (vals < np.uint64(hi))]
     assert np.array_equal(extsort.merge_range(st, ["old.u64"], lo, hi), want)
     assert np.array_equal(extsort.merge_range(st, [rec], lo, hi), want)
+
+
+def test_threads_write_and_read_runs_at_once(tmp_path):
+    """Tasks in threads of one process (a dask worker with several threads) each have their
+    own scratch buffer: runs written and read at the same time stay exact."""
+    from concurrent.futures import ThreadPoolExecutor
+    st = Storage(tmp_path)
+
+    def job(i):
+        vals = np.unique(np.random.default_rng(i).integers(0, 1 << 44, 8 * B, dtype=np.uint64))
+        rec = extsort.run_record(f"t{i}.u64", vals, extsort.write_run(st, f"t{i}.u64", vals))
+        return np.array_equal(extsort.merge_range(st, [rec], 0, 1 << 64), vals)
+
+    with ThreadPoolExecutor(4) as ex:
+        assert all(ex.map(job, range(6)))
