@@ -30,7 +30,7 @@ from c4table.board import Board
 from c4table.errors import BoardError, BudgetError, BuildError, C4Error, CorruptDataError
 from c4table.root import Root
 from c4table.units import format_size, parse_size
-from c4table.pipeline import allocator, backward, counters, forward, merge, resources, shuffle
+from c4table.pipeline import allocator, backward, counters, forward, merge, resources, runcodec, shuffle
 from c4table.pipeline.execution import Executor, default_workers, make_executor
 from c4table.pipeline.kernels import key_bits, warm
 from c4table.pipeline.manifest import Manifest
@@ -72,6 +72,7 @@ class Build:
                              f"each needs at least {format_size(MIN_TASK_MEMORY)}, so give "
                              f"--memory {format_size(least).replace(' ', '')} or more, or fewer --workers")
         self.executor.prepare(lambda: warm(self.board))   # before the workers fork
+        self.executor.prepare(runcodec.warm)   # the runs' codec, likewise
         self.store = open_storage(self.root)
         if self.store.local:
             self.root = self.store.root

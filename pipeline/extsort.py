@@ -3,7 +3,8 @@
 Phase 1 (*runs*): each task sorts and deduplicates the keys it produced (in place:
 ``ndarray.sort`` uses numpy's AVX-512 sort: 110-200 M random keys/s per core measured on
 the development machine, several times a numba LSD radix sort there) and spills them as a run
-(raw uint64 plus a small file of *fences*, :func:`write_run`), keeping a small sample.
+(delta-encoded and bit-packed in blocks, :mod:`~c4table.pipeline.runcodec`, with a small
+index of *fences*, :func:`write_run`), keeping a small sample.
 Phase 2 (*ranges*): splitters chosen from the samples cut the key space into ranges of about
 equal size; one task per range reads only its slice of every run (found through the fences,
 :func:`read_range_window`) and merges the sorted slices, dropping duplicates
@@ -15,18 +16,20 @@ build's :class:`~c4table.pipeline.storage.Storage`, local or remote.
 """
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 
 import numpy as np
 import xxhash
 
 from c4table.errors import CorruptDataError
+from c4table.pipeline import runcodec
 from c4table.pipeline.counters import active
 from c4table.pipeline.kernels import dedup_sorted, merge_two, take_below
 from c4table.pipeline.storage import Storage
 
 SAMPLE_PER_RUN = 256
-FENCE = 1 << 16   # one fence value per this many run values
+FENCE = runcodec.BLOCK   # one fence value (and block) per this many run values
 SORT_CHUNK = 1 << 14   # values sorted at a time when many runs are merged (128 KiB: in the L2 cache)
 PAIRWISE_RUNS = 3      # up to this many runs are merged pairwise (merge_two), more in pieces
 FENCE_CACHE_BYTES = 64 << 20   # fences kept per process (LRU): ~1.4 TiB of runs at 8 B/fence
@@ -72,6 +75,9 @@ def _merge_pairwise(parts: list[np.ndarray], unique: bool) -> np.ndarray:
             merged.append(parts[-1])
         parts = merged
     return parts[0]
+
+
+WRITE_BLOCKS = 16   # blocks encoded and written at a time (at most ~8 MiB of words)
 
 
 def merge_window(words: np.ndarray, starts: np.ndarray, ends: np.ndarray,
@@ -138,15 +144,46 @@ def sorted_chunks(words: np.ndarray, starts: np.ndarray, ends: np.ndarray,
 
 
 def write_run(store: Storage, rel: str, keys: np.ndarray) -> str:
-    """Spill sorted keys as a run: ``rel`` holds the raw little-endian uint64 values and
-    ``rel + ".fences"`` every :data:`FENCE`-th of them, so a range of the run can be found
-    without reading it (:func:`read_range_parts`). The fences are written first: a run that exists
-    has its fences. Runs are scratch (a crash discards or re-checks them), so they are not
-    fsync'ed. Returns the run's xxh64."""
-    data = np.ascontiguousarray(keys, dtype="<u8")
-    store.write_atomic(rel + ".fences", np.ascontiguousarray(data[::FENCE]).tobytes(), durable=False)
-    store.write_atomic(rel, memoryview(data).cast("B"), durable=False)
-    return xxhash.xxh64(memoryview(data).cast("B")).hexdigest()
+    """Spill sorted keys as a run: ``rel`` holds the values delta-encoded and bit-packed in
+    blocks of :data:`FENCE` (:mod:`~c4table.pipeline.runcodec`: about a quarter of their raw
+    8 bytes) and ``rel + ".fences"`` the run's index (the first value and the offset of every
+    block), so a range of the run can be found and read without reading the rest
+    (:func:`read_range_parts`). The index is written first: a run that exists has its index.
+    Runs are scratch (a crash discards or re-checks them), so they are not fsync'ed. Returns
+    the run file's xxh64."""
+    data = np.ascontiguousarray(keys, dtype=np.uint64)
+    widths, offsets = runcodec.plan(data)
+    store.write_atomic(rel + ".fences",
+                       runcodec.index_bytes(data.shape[0], data[::FENCE], offsets), durable=False)
+    h = xxhash.xxh64()
+    nb = offsets.shape[0] - 1
+    reuse = store.local   # a local write copies the chunk; an upload may keep a reference
+
+    def chunks():
+        for b0 in range(0, nb, WRITE_BLOCKS):
+            b1 = min(nb, b0 + WRITE_BLOCKS)
+            need = int(offsets[b1] - offsets[b0])
+            out = _scratch(need) if reuse else np.empty(need, np.uint64)
+            runcodec.encode_blocks(data, widths, offsets, b0, b1, out)
+            view = memoryview(out[:need]).cast("B")
+            h.update(view)
+            yield view
+
+    store.write_atomic_chunks(rel, chunks(), durable=False)
+    return h.hexdigest()
+
+
+_local = threading.local()   # per thread: a dask worker may run several tasks at once
+
+
+def _scratch(words: int) -> np.ndarray:
+    """This thread's scratch words (at least ``words``) for encoding and reading runs, reused
+    from task to task so that its pages are faulted in once, not for every run."""
+    buf = getattr(_local, "scratch", None)
+    if buf is None or buf.shape[0] < words:
+        buf = _local.scratch = np.empty(max(words, 0 if buf is None else buf.shape[0] * 5 // 4),
+                                        np.uint64)
+    return buf[:words]
 
 
 def sample(keys: np.ndarray, n: int = SAMPLE_PER_RUN) -> np.ndarray:
@@ -201,37 +238,67 @@ def run_record(rel: str, keys: np.ndarray, digest: str) -> dict:
 
 
 def run_index(store: Storage, run) -> tuple[str, int, np.ndarray]:
-    """``(file, values, fences)`` of a run given by its path (a size HEAD and a fence GET) or
-    by its record (:func:`run_record`): then the rows are known, and the fences are read once
-    per process and kept in an LRU of :data:`FENCE_CACHE_BYTES` keyed by the storage, the file,
-    its xxh64 and its rows, so a run written again under the same name is never served stale
-    fences. Raises :class:`FileNotFoundError` for a missing run."""
+    """``(file, values, fences)`` of a run given by its path or by its record
+    (:func:`run_record`); the fences are the first value of every block of :data:`FENCE`
+    values (see :func:`_index`). Raises :class:`FileNotFoundError` for a missing run."""
+    return _index(store, run)[:3]
+
+
+def _index(store: Storage, run) -> tuple[str, int, np.ndarray, np.ndarray | None]:
+    """``(file, values, fences, block word offsets)`` of a run given by its path (an index GET
+    and a size HEAD) or by its record (:func:`run_record`): then the index is read once per
+    process and kept in an LRU of :data:`FENCE_CACHE_BYTES` keyed by the storage, the file, its
+    xxh64 and its rows, so a run written again under the same name is never served a stale
+    index. The offsets are None for a run of raw uint64 (written by an older version, whose
+    index is its raw fences). Raises :class:`FileNotFoundError` for a missing run and
+    :class:`~c4table.errors.CorruptDataError` for an index that does not fit its run."""
     global _fence_cache_bytes
-    if isinstance(run, str):
-        size = store.size(run)
-        fences = np.frombuffer(store.read_bytes(run + ".fences"), dtype="<u8")
-        if size % 8:
-            raise CorruptDataError(f"{store.display(run)}: run size {size:,} is not a whole "
-                                   "number of values")
-        return run, size // 8, fences
-    rel, n = run["file"], int(run["rows"])
-    key = (store.uri, rel, run["xxh64"], n)
-    fences = _fence_cache.get(key)
-    if fences is not None:
+    by_path = isinstance(run, str)
+    rel = run if by_path else run["file"]
+    key = None if by_path else (store.uri, rel, run["xxh64"], int(run["rows"]))
+    got = _fence_cache.get(key) if key is not None else None
+    if got is not None:
         _fence_cache.move_to_end(key)
-        return rel, n, fences
-    fences = np.frombuffer(store.read_bytes(rel + ".fences"), dtype="<u8")
-    if fences.nbytes <= FENCE_CACHE_BYTES:
-        _fence_cache[key] = fences
-        _fence_cache_bytes += fences.nbytes
-        while _fence_cache_bytes > FENCE_CACHE_BYTES:
-            _fence_cache_bytes -= _fence_cache.popitem(last=False)[1].nbytes
-    return rel, n, fences
+        return (rel, *got)
+    raw = store.read_bytes(rel + ".fences")
+    try:
+        parsed = runcodec.parse_index(raw)
+    except ValueError as e:
+        raise CorruptDataError(f"{store.display(rel)}.fences: damaged run index ({e})") from None
+    if parsed is None:   # an older run: raw values, every FENCE-th one its fences
+        fences, offsets = np.frombuffer(raw, dtype="<u8"), None
+        if by_path:
+            size = store.size(rel)
+            if size % 8:
+                raise CorruptDataError(f"{store.display(rel)}: run size {size:,} is not a whole "
+                                       "number of values")
+            n = size // 8
+        else:
+            n = int(run["rows"])
+    else:
+        n, fences, offsets = parsed
+        if by_path:
+            size = store.size(rel)
+            if size != 8 * int(offsets[-1]):
+                raise CorruptDataError(f"{store.display(rel)}: run size {size:,} does not match "
+                                       f"its index ({8 * int(offsets[-1]):,} bytes)")
+        elif n != int(run["rows"]):
+            raise CorruptDataError(f"{store.display(rel)}: run index says {n:,} values, its "
+                                   f"record {int(run['rows']):,}")
+    if key is not None:
+        nbytes = fences.nbytes + (offsets.nbytes if offsets is not None else 0)
+        if nbytes <= FENCE_CACHE_BYTES:
+            _fence_cache[key] = (n, fences, offsets)
+            _fence_cache_bytes += nbytes
+            while _fence_cache_bytes > FENCE_CACHE_BYTES:
+                _, (_, f, o) = _fence_cache.popitem(last=False)
+                _fence_cache_bytes -= f.nbytes + (o.nbytes if o is not None else 0)
+    return rel, n, fences, offsets
 
 
 def read_range_parts(store: Storage, rels: list, lo: int, hi: int) -> list[np.ndarray]:
     """The values ``lo <= v < hi`` of each run in ``rels`` (paths, or records from
-    :func:`run_record`, whose fences are cached: :func:`run_index`), sorted, one array per run
+    :func:`run_record`, whose index is cached: :func:`_index`), sorted, one array per run
     that has any; ``hi`` may be ``2**64`` (no upper bound). See :func:`read_range_window`."""
     words, starts, ends = read_range_window(store, rels, lo, hi)
     return [words[s:e] for s, e in zip(starts, ends) if e > s]
@@ -241,8 +308,9 @@ def read_range_window(store: Storage, rels: list, lo: int, hi: int):
     """:func:`read_range_parts` into one buffer: ``(words, starts, ends)``, run ``r``'s values
     being ``words[starts[r]:ends[r]]`` (what :func:`merge_window` merges without a copy).
 
-    A run's fences give a window at most two fences wider than the range; only that window is
-    read (``pread`` locally, one ranged GET on an object store), checked against the fences,
+    A run's fences give the blocks that overlap the range (at most two blocks wider than the
+    range); only their words are read (``pread`` locally, one ranged GET on an object store),
+    decoded and checked against the index (:func:`~c4table.pipeline.runcodec.decode_blocks`),
     and trimmed. Raises :class:`~c4table.errors.CorruptDataError` for a damaged run."""
     top = int(np.iinfo(np.uint64).max)
     lo_u = np.uint64(lo)
@@ -251,11 +319,11 @@ def read_range_window(store: Storage, rels: list, lo: int, hi: int):
     for run in rels:
         where = store.display(run if isinstance(run, str) else run["file"])
         try:
-            rel, n, fences = run_index(store, run)
+            rel, n, fences, offsets = _index(store, run)
         except FileNotFoundError:
             raise CorruptDataError(f"{where}: run is missing") from None
         if fences.shape[0] != -(-n // FENCE):
-            raise CorruptDataError(f"{where}: run size {8 * n:,} does not match its "
+            raise CorruptDataError(f"{where}: run of {n:,} values does not match its "
                                    f"{fences.shape[0]} fences")
         if n == 0:
             continue
@@ -263,19 +331,27 @@ def read_range_window(store: Storage, rels: list, lo: int, hi: int):
         f1 = int(np.searchsorted(fences, hi_u, "left")) if hi_u is not None else fences.shape[0]
         start, end = f0 * FENCE, min(f1 * FENCE, n)
         if end > start:
-            windows.append((where, rel, fences, f0, start, end))
-    words = np.empty(sum(w[5] - w[4] for w in windows), np.uint64)
+            windows.append((where, rel, n, fences, offsets, f0, f1, start, end))
+    words = np.empty(sum(w[8] - w[7] for w in windows), np.uint64)
     starts, ends = [], []
     pos = 0
-    for where, rel, fences, f0, start, end in windows:
+    for where, rel, n, fences, offsets, f0, f1, start, end in windows:
         buf = words[pos: pos + end - start]
         active().slice_reads += 1
         try:
-            store.read_into(rel, start * 8, buf)
+            if offsets is None:
+                store.read_into(rel, start * 8, buf)
+            else:
+                packed = _scratch(int(offsets[f1] - offsets[f0]))
+                store.read_into(rel, int(offsets[f0]) * 8, packed)
         except EOFError as e:
             raise CorruptDataError(f"{e}") from None
-        if not np.array_equal(buf[::FENCE], fences[f0:f0 + -(-buf.shape[0] // FENCE)]):
-            raise CorruptDataError(f"{where}: run does not match its fences (damaged)")
+        if offsets is None:
+            if not np.array_equal(buf[::FENCE], fences[f0:f0 + -(-buf.shape[0] // FENCE)]):
+                raise CorruptDataError(f"{where}: run does not match its fences (damaged)")
+        elif (bad := runcodec.decode_blocks(packed, fences, offsets, f0, f1, n, buf)) >= 0:
+            raise CorruptDataError(f"{where}: block {bad} of the run does not match its index "
+                                   "(damaged)")
         a = int(np.searchsorted(buf, lo_u, "left"))
         b = int(np.searchsorted(buf, hi_u, "left")) if hi_u is not None else buf.shape[0]
         starts.append(pos + a)

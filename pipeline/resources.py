@@ -29,8 +29,8 @@ SKIP_ENV = "C4TABLE_SKIP_DISK_CHECK"
 MARGIN_BYTES = 1 << 20        # added to every estimate (file system slack, manifest, headers)
 MARGIN_FRACTION = 0.10        # and this share of the estimate
 MESSAGES_PER_ENTRY = 4.0      # backward messages a position sends, kept (measured up to ~3.5)
-MESSAGE_BYTES = 8             # one uint64 word per message in a raw .npy run
-RUN_BYTES_PER_KEY = 8         # forward runs are raw uint64 .npy
+MESSAGE_BYTES = 8             # bytes per message at most (runs are bit-packed: 2-3 measured)
+RUN_BYTES_PER_KEY = 8         # bytes per run key at most (bit-packed, pipeline/runcodec.py)
 LOCK_NAME = ".lock"
 WHOLE_SCRATCH = ("runs", "merge", "cache")   # trees no finished step ever refers to
 _DISK_FULL = {errno.ENOSPC, errno.EDQUOT}
@@ -82,7 +82,7 @@ def _files_bytes(store: Storage, infos) -> int:
 
 def forward_need(build, ply: int) -> int:
     """Bytes that expanding generation ``ply`` into ``ply + 1`` will write at its peak: the runs
-    (raw 8-byte keys) and generation ``ply + 1``'s shards. Both are generation ``ply``'s figures
+    (at most 8 bytes a key: runs are bit-packed) and generation ``ply + 1``'s shards. Both are generation ``ply``'s figures
     times its growth over generation ``ply - 1``."""
     m = build.manifest
     cur = m.shards("forward", ply) or []
@@ -101,7 +101,7 @@ def forward_need(build, ply: int) -> int:
 def backward_need(build, ply: int) -> int:
     """Bytes that annotating generation ``ply`` will write: its backward shards (its forward
     shards' size times the backward/forward size ratio of the generation annotated before it)
-    and its messages to generation ``ply - 1`` (raw words; the runs it reads are deleted after
+    and its messages to generation ``ply - 1`` (8 bytes each at most; the runs it reads are deleted after
     the step)."""
     m = build.manifest
     fwd = m.shards("forward", ply) or []
