@@ -151,7 +151,7 @@ def hash_ranges(store: Storage, rel: str, entry_size: int, below: list[int], cou
     h = Hashes()
     n_ranges = len(below) - 1
     done = ranges = 0
-    with store.open_input_stream(rel) as f:
+    with store.open_input_stream(rel, read_ahead=False) as f:   # never ahead of the ranges done
         for r, c in enumerate(counts):
             ranges += 1
             if r >= n_ranges or c != below[r + 1] - below[r]:

@@ -174,12 +174,14 @@ class Storage:
         return pa.PythonFile(_CountingInput(self.fs.open_input_file(self.path(rel)), active()),
                              mode="r")
 
-    def open_input_stream(self, rel: str):
-        """A sequential reader of ``rel`` (``read(n)``), for streaming whole files (one GET)."""
+    def open_input_stream(self, rel: str, read_ahead: bool = True):
+        """A sequential reader of ``rel`` (``read(n)``), for streaming whole files (one GET).
+        ``read_ahead=False`` (local files) reads no byte beyond those asked for, for a file
+        that other processes are still filling behind the bytes read so far."""
         c = active()
         c.add_read(0, ranged=False)
         if self.root is not None:
-            return _CountingStream(open(self.root / rel, "rb"), c)
+            return _CountingStream(open(self.root / rel, "rb", buffering=-1 if read_ahead else 0), c)
         return _CountingStream(self.fs.open_input_stream(self.path(rel)), c)
 
     # ------------------------------------------------------------------ writes
