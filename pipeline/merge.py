@@ -151,6 +151,7 @@ def hash_ranges(store: Storage, rel: str, entry_size: int, below: list[int], cou
     h = Hashes()
     n_ranges = len(below) - 1
     done = ranges = 0
+    buf = memoryview(bytearray(HASH_CHUNK))   # one buffer for every read: no fresh pages
     with store.open_input_stream(rel, read_ahead=False) as f:   # never ahead of the ranges done
         for r, c in enumerate(counts):
             ranges += 1
@@ -160,15 +161,15 @@ def hash_ranges(store: Storage, rel: str, entry_size: int, below: list[int], cou
                                  "(the table file is not trusted)")
             end = below[r + 1] * entry_size
             while done < end:
-                b = f.read(min(HASH_CHUNK, end - done))
-                if not b:
+                n = f.readinto(buf[:min(HASH_CHUNK, end - done)])
+                if not n:
                     break
-                h.update(b)
-                done += len(b)
+                h.update(buf[:n])
+                done += n
         if ranges != n_ranges:
             raise BuildError(f"the merge finished {ranges} of {n_ranges} ranges")
-        while b := f.read(HASH_CHUNK):   # bytes past the counted entries: the size check fails
-            h.update(b)
+        while n := f.readinto(buf):   # bytes past the counted entries: the size check fails
+            h.update(buf[:n])
     return h.result()
 
 

@@ -338,6 +338,13 @@ class _CountingStream:
         self._c.bytes_read += len(b)
         return b
 
+    def readinto(self, buf) -> int:
+        """Read into the writable buffer ``buf`` (reused by the caller: no fresh memory per
+        read); returns the bytes read, 0 at the end."""
+        n = self._f.readinto(buf) or 0
+        self._c.bytes_read += n
+        return n
+
     def close(self) -> None:
         self._f.close()
 
