@@ -4,7 +4,10 @@ Generation 0 is the empty board (key 0); in a rooted build (:mod:`c4table.root`)
 generation is the root's (its key alone) and the generations below it are recorded empty. For each g, tasks expand slices of generation g's
 shards into canonical child keys (terminal positions are counted but not expanded), sort and
 deduplicate them into runs, and range tasks merge the runs into generation g+1's shards
-(:mod:`c4table.pipeline.extsort`). The manifest records generation g+1's shards together with
+(:mod:`c4table.pipeline.extsort`). Each range task then expands the shard it wrote from the
+keys still in memory (:func:`merge_task`), so in a run that wrote generation g+1 the expand
+step of g+1 is already done: one barrier per generation; a resumed run expands the recorded
+shards (:func:`expand_task`). The manifest records generation g+1's shards together with
 generation g's counts (entries, symmetric entries, terminal entries), so a rerun resumes at
 the first generation not recorded, after verifying the finished generations' shards; each
 generation starts with a free-disk check (:mod:`c4table.pipeline.resources`).
@@ -169,7 +172,8 @@ def run(build, max_ply: int | None = None) -> None:
 
 
 def run_rel(ply: int, i: int) -> str:
-    """The run of children that the ``i``-th non-empty shard of generation ``ply - 1`` spills."""
+    """The run of children of generation ``ply`` that shard ``i`` (its index among all the
+    shards, empty ones included) of generation ``ply - 1`` spills."""
     return f"{runs_dir(ply)}/run-{i:05d}.u64"
 
 
@@ -187,8 +191,7 @@ def _merge_runs(build, ply: int, run_rels: list[str], results, last: int):
     ranges = list(zip(bounds[:-1], bounds[1:]))
     reads0 = build.slice_reads()
     reads, _, group = shuffle.two_level(build, runs, ranges, f"{runs_dir(ply)}/pre", unique=True)
-    # expand outputs are numbered by non-empty shard, known only once written: number by range
-    # (run names need only be distinct; the next step reads the records returned)
+    # shard r is range r: its task spills run r of generation ply + 1 (run_rel)
     tasks = [(build.store.uri, reads[r], lo, hi, f"{gen_dir(ply)}/part-{r:05d}.parquet",
               (build.board.spec, ply, run_rel(ply + 1, r) if ply < last else None))
              for r, (lo, hi) in enumerate(ranges)]
