@@ -122,7 +122,16 @@ class Storage:
             d = self.root / rel
             if not d.is_dir():
                 return {}
-            return {str(p.relative_to(self.root)): p.stat().st_size for p in d.rglob("*") if p.is_file()}
+            sizes = {}
+            for top, dirs, names in os.walk(d):   # errors (a vanished directory) are skipped
+                dirs[:] = [x for x in dirs if not _is_trash(x)]   # being removed in the background
+                for name in names:
+                    path = os.path.join(top, name)
+                    try:
+                        sizes[os.path.relpath(path, self.root)] = os.stat(path).st_size
+                    except FileNotFoundError:
+                        continue
+            return sizes
         sel = pafs.FileSelector(self.path(rel), recursive=True, allow_not_found=True)
         n = len(self.base) + 1
         return {i.path[n:]: i.size for i in self.fs.get_file_info(sel) if i.type == pafs.FileType.File}
@@ -424,6 +433,12 @@ def background(name: str) -> ThreadPoolExecutor:
     if got is None or got[0] != os.getpid():
         got = _background[name] = (os.getpid(), ThreadPoolExecutor(1, thread_name_prefix=f"c4table-{name}"))
     return got[1]
+
+
+def _is_trash(name: str) -> bool:
+    """A directory :meth:`Storage.delete_tree` set aside (``.NAME.deleted-PID-N``): listings skip
+    it, since the background thread may be removing it while they walk."""
+    return name.startswith(".") and ".deleted-" in name
 
 
 def _remove_later(path: Path) -> None:
