@@ -17,15 +17,15 @@ counts, plots), :mod:`c4table.export` (parquet datasets), :mod:`c4table.cli` and
 """
 import os
 
-from c4table.board import Board
-from c4table.codec import Outcome, decode_outcome, encode_outcome
 from c4table.errors import (BoardError, BuildError, C4Error, ClosedTableError, CorruptDataError,
                             IllegalPositionError, MissingTableError, PositionNotFoundError,
                             TableError)
 
 # Imported on first use (PEP 562): the command line's start-up (``c4table build`` included)
-# does not pay for the readers, the exporter and the plots it does not call.
-_LAZY = {"parse_drawing": "drawing", "render": "drawing", "ExportReport": "export",
+# does not pay for the readers, the exporter and the plots it does not call, and importing the
+# package does not import numpy (the command line sets numpy's thread count first: cli.py).
+_LAZY = {"Board": "board", "Outcome": "codec", "decode_outcome": "codec", "encode_outcome": "codec",
+         "parse_drawing": "drawing", "render": "drawing", "ExportReport": "export",
          "export_positions": "export", "Position": "rules", "PlyStats": "stats",
          "ply_stats": "stats", "MoveProbe": "table", "Probe": "table", "Table": "table",
          "open_table": "table", "VerifyReport": "verify", "verify_table": "verify"}

@@ -8,7 +8,15 @@ corrupt, the build cannot proceed). Nothing prints a traceback.
 from __future__ import annotations
 
 import json
+import os
 import sys
+
+# One BLAS thread per process, set before numpy is first imported (c4table's package import does
+# not import it): numpy's OpenBLAS otherwise starts a thread per core at import, which costs
+# start-up and exit time in every command and build worker, and nothing here uses BLAS. An
+# explicit setting in the environment wins.
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
 
 import click
 
@@ -410,7 +418,6 @@ def main(argv: list[str] | None = None) -> None:
     that is not valid UTF-8). Exit 1: a check failed or data is corrupt, the build cannot go on
     (disk full, memory budget, a worker process that died), or any other error. 130: interrupted.
     No traceback is printed unless ``C4TABLE_TRACEBACK=1``."""
-    import os
     from concurrent.futures.process import BrokenProcessPool
     if argv is None:   # the command line's own process (a caller passing argv may go on)
         _fast_exit()

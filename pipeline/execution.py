@@ -24,7 +24,7 @@ import multiprocessing as mp
 import os
 from concurrent.futures import Executor as _FuturesExecutor
 from concurrent.futures import ProcessPoolExecutor
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from c4table.errors import MissingExtraError
 from c4table.pipeline.counters import StageCounts, run_counted, run_counted_here
@@ -77,23 +77,40 @@ class Executor:
         """Run ``fn(*args)`` for each ``args`` in ``tasks``; results in task order. The first
         task that raises makes ``map`` raise the same exception. Each task runs under
         :func:`~c4table.pipeline.counters.run_counted`; its counts go to :attr:`counts`."""
+        return list(self.imap(fn, tasks))
+
+    def imap(self, fn: Callable[..., Any], tasks: Sequence[tuple]) -> Iterator:
+        """:meth:`map` as a generator: all tasks are sent at once, and each result is yielded
+        as soon as it and every result before it are in, while later tasks still run, so the
+        driver can work on the first results (e.g. hash the part of a file they wrote) in
+        the meantime. Closing the generator early cancels the tasks not started.
+
+        >>> with make_executor(workers=1) as ex:
+        ...     [r * 10 for r in ex.imap(abs, [(-1,), (2,)])]
+        [10, 20]
+        """
         tasks = list(tasks)
         if tasks and (self._prepare or not self._started):
             self._start()
+        self.counts.sample()   # the driver's requests before the tasks' (the stored-bytes ledger)
         if self._pool is None or len(tasks) <= 1:
-            pairs = [run_counted_here(fn, *t, memory=self._pool is None) for t in tasks]
-        else:
-            futures = [self._pool.submit(run_counted, fn, *t) for t in tasks]
-            try:
-                pairs = [f.result() for f in futures]
-            except BaseException:
-                for f in futures:
-                    f.cancel()
-                raise
+            for t in tasks:
+                r, c = run_counted_here(fn, *t, memory=self._pool is None)
+                self.counts.add(c)
+                yield r
+            self.counts.sample()
+            return
+        futures = [self._pool.submit(run_counted, fn, *t) for t in tasks]
+        try:
+            for f in futures:
+                r, c = f.result()
+                self.counts.add(c)
+                yield r
+        except BaseException:   # a task failed, or the caller stopped early (GeneratorExit)
+            for f in futures:
+                f.cancel()
+            raise
         self.counts.sample()
-        for _, c in pairs:
-            self.counts.add(c)
-        return [r for r, _ in pairs]
 
     def close(self) -> None:
         if self._started:

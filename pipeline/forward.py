@@ -4,7 +4,10 @@ Generation 0 is the empty board (key 0); in a rooted build (:mod:`c4table.root`)
 generation is the root's (its key alone) and the generations below it are recorded empty. For each g, tasks expand slices of generation g's
 shards into canonical child keys (terminal positions are counted but not expanded), sort and
 deduplicate them into runs, and range tasks merge the runs into generation g+1's shards
-(:mod:`c4table.pipeline.extsort`). The manifest records generation g+1's shards together with
+(:mod:`c4table.pipeline.extsort`). Each range task then expands the shard it wrote from the
+keys still in memory (:func:`merge_task`), so in a run that wrote generation g+1 the expand
+step of g+1 is already done: one barrier per generation; a resumed run expands the recorded
+shards (:func:`expand_task`). The manifest records generation g+1's shards together with
 generation g's counts (entries, symmetric entries, terminal entries), so a rerun resumes at
 the first generation not recorded, after verifying the finished generations' shards; each
 generation starts with a free-disk check (:mod:`c4table.pipeline.resources`).
@@ -37,9 +40,15 @@ def expand_task(root: str, board_spec: tuple, ply: int, info_json: dict, run_rel
     """Expand one shard of generation ``ply``; spill its sorted distinct children as a run.
 
     Returns (stats int64[4], children written, sample of the run, the run's xxh64)."""
-    board = Board(*board_spec)
     store = open_storage(root)
-    keys = read_shard(store, ShardInfo.from_json(info_json))
+    keys = [read_shard(store, ShardInfo.from_json(info_json))]
+    return _expand(store, Board(*board_spec), ply, keys, run_rel)
+
+
+def _expand(store, board: Board, ply: int, held: list, run_rel: str | None):
+    """:func:`expand_task` on the keys ``held.pop()`` (so that they are freed before the
+    children are sorted: the caller keeps no reference)."""
+    keys = held.pop()
     stats = np.zeros(4, np.int64)
     buf = np.empty(keys.shape[0] * board.width if run_rel else 0, np.uint64)
     kern = for_board(board)   # the 2D kernels, or those of a 3D board
@@ -52,12 +61,23 @@ def expand_task(root: str, board_spec: tuple, ply: int, info_json: dict, run_rel
     return stats, int(children.shape[0]), extsort.sample(children), digest
 
 
-def merge_task(root: str, run_rels: list, lo: int, hi: int, rel: str) -> dict:
+def merge_task(root: str, run_rels: list, lo: int, hi: int, rel: str, expand: tuple | None = None):
     """Merge the range ``[lo, hi)`` of all runs (paths or run records) into one shard of the
-    next generation."""
+    next generation; return its record. With ``expand`` = ``(board_spec, ply, run_rel)``, also
+    expand the shard just written, from the keys still in memory (:func:`expand_task`'s work on
+    it, without reading it back; nothing if it is empty), and return ``(record, expand result
+    or None)``: the next step's expand then needs no barrier of its own."""
     store = open_storage(root)
     keys = extsort.merge_range(store, run_rels, lo, hi)
-    return write_shard(store, rel, keys).to_json()
+    info = write_shard(store, rel, keys).to_json()
+    if expand is None:
+        return info
+    if keys.shape[0] == 0:
+        return info, None
+    board_spec, ply, run_rel = expand
+    held = [keys]
+    del keys
+    return info, _expand(store, Board(*board_spec), ply, held, run_rel)
 
 
 def start(build) -> None:
@@ -102,6 +122,7 @@ def run(build, max_ply: int | None = None) -> None:
                   f"0-{todo[0]} (xxh64)")
     if todo:   # every forward shard is now verified or about to be written by this process
         build.verified.add("forward")
+    fused = None   # (ply, expand results): a generation its merge tasks expanded already
     for ply in range(last + 1):
         if step_done(build, ply, last):
             prog.done += build.manifest.data["plies"][ply]["positions"]
@@ -110,23 +131,33 @@ def run(build, max_ply: int | None = None) -> None:
         shards = build.manifest.shards("forward", ply)
         expand_more = ply < last
         rdir = runs_dir(ply + 1)
-        build.store.delete_tree(rdir)
+        ready = fused[1] if fused is not None and fused[0] == ply else None
+        fused = None
+        if ready is None:
+            build.store.delete_tree(rdir)
         if expand_more:
             what = f"forward generation {ply + 1}"
-            resources.check_free(build.store, resources.forward_need(build, ply), what)
+            # the merge tasks of generation ply + 1 also expand it: its runs are written too
+            resources.check_free(build.store, resources.forward_need(build, ply, and_next=ply + 1 < last),
+                                 what)
             build.store.delete_tree(gen_dir(ply + 1))   # an unfinished attempt's shards
         else:
             what = f"forward counts of generation {ply}"
         with resources.disk_full_guard(build.store, what, f"forward generations 0-{ply}"):
-            tasks = [(build.store.uri, board.spec, ply, s.to_json(),
-                      f"{rdir}/run-{i:05d}.u64" if expand_more else None)
-                     for i, s in enumerate(shards) if s.rows]
-            results = build.executor.map(expand_task, tasks)
+            run_rels = [run_rel(ply + 1, i) if expand_more else None
+                        for i, s in enumerate(shards) if s.rows]
+            if ready is not None:
+                results = ready
+            else:
+                tasks = [(build.store.uri, board.spec, ply, s.to_json(), rel)
+                         for s, rel in zip([s for s in shards if s.rows], run_rels)]
+                results = build.executor.map(expand_task, tasks)
             stats = np.zeros(4, np.int64)
             for st, *_ in results:
                 stats += st
             if expand_more:
-                new_shards = _merge_runs(build, ply + 1, [t[4] for t in tasks], results)
+                new_shards, nxt = _merge_runs(build, ply + 1, run_rels, results, last)
+                fused = (ply + 1, nxt)
                 build.manifest.finish_step("forward", ply + 1, new_shards,
                                            run_keys=int(sum(r[1] for r in results)))
             terminal, sym, term_sym, entries = (int(x) for x in stats)
@@ -140,22 +171,34 @@ def run(build, max_ply: int | None = None) -> None:
     build.manifest.flush()   # the steps checkpoint() left unsaved
 
 
-def _merge_runs(build, ply: int, run_rels: list[str], results) -> list[ShardInfo]:
-    """Range-merge the runs of generation ``ply`` into its shards."""
+def run_rel(ply: int, i: int) -> str:
+    """The run of children of generation ``ply`` that shard ``i`` (its index among all the
+    shards, empty ones included) of generation ``ply - 1`` spills."""
+    return f"{runs_dir(ply)}/run-{i:05d}.u64"
+
+
+def _merge_runs(build, ply: int, run_rels: list[str], results, last: int):
+    """Range-merge the runs of generation ``ply`` into its shards, each merge task expanding
+    the shard it wrote (:func:`merge_task`; its runs spilled under ``runs_dir(ply + 1)``, or
+    counts alone if ``ply`` is ``last``). Returns (the shards, the expand results of the
+    non-empty ones in order)."""
     total = sum(r[1] for r in results)
     if total == 0:
-        return []
+        return [], []
     n_ranges = forward_ranges(total, build.task_memory, build.board.width, build.executor.workers)
     bounds = extsort.choose_splitters([r[2] for r in results], n_ranges, [r[1] for r in results])
     runs = [{"file": f, "rows": r[1], "xxh64": r[3]} for f, r in zip(run_rels, results)]
     ranges = list(zip(bounds[:-1], bounds[1:]))
     reads0 = build.slice_reads()
     reads, _, group = shuffle.two_level(build, runs, ranges, f"{runs_dir(ply)}/pre", unique=True)
-    tasks = [(build.store.uri, reads[r], lo, hi, f"{gen_dir(ply)}/part-{r:05d}.parquet")
+    # shard r is range r: its task spills run r of generation ply + 1 (run_rel)
+    tasks = [(build.store.uri, reads[r], lo, hi, f"{gen_dir(ply)}/part-{r:05d}.parquet",
+              (build.board.spec, ply, run_rel(ply + 1, r) if ply < last else None))
              for r, (lo, hi) in enumerate(ranges)]
-    infos = [ShardInfo.from_json(d) for d in build.executor.map(merge_task, tasks)]
+    out = build.executor.map(merge_task, tasks)
     build.log_shuffle("forward", ply, len(ranges), len(runs), group, build.slice_reads() - reads0)
-    return infos
+    infos = [ShardInfo.from_json(d) for d, _ in out]
+    return infos, [e for _, e in out if e is not None]
 
 
 def _expected_positions(build, last: int) -> int | None:

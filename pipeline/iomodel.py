@@ -195,11 +195,12 @@ def predict_io(plan, workers: int | None = None, task_memory: int | None = None,
     stored = 0.0
     for g in range(first, last + 1):
         T = shards[g]
-        f["tasks"] += T
-        f["get_requests"] += T
-        f["bytes_read"] += fbytes[g]
+        if g == first:   # expand tasks read the first generation; the range tasks that write
+            f["tasks"] += T   # each later one expand it from memory (forward.merge_task)
+            f["get_requests"] += T
+            f["bytes_read"] += fbytes[g]
         f["objects_written"] += 1       # the manifest
-        # one existence check per expand task (read_shard), a few per generation remotely
+        # about one existence check per shard, a few per generation remotely
         f["head_requests"] += T + (M["heads_per_forward_generation"] if remote else 0)
         if g == last or e[g + 1] == 0:
             continue
@@ -224,6 +225,8 @@ def predict_io(plan, workers: int | None = None, task_memory: int | None = None,
         f["bytes_written"] += fbytes[g + 1]
         io.shuffles.append(("forward", g + 1, R, runs, reads, grp))
         stored_now = stored + fbytes[g + 1] + 8 * k + extra
+        if g + 1 < last and e[g + 2]:   # the range tasks also spill generation g + 1's runs
+            stored_now += 8 * e[g + 2] * (1 + (M["child_dup"] - 1) * (1 - 1 / R)) * (1 + 1 / FENCE)
         f["peak_stored_bytes"] = max(f["peak_stored_bytes"], int(stored_now + fbytes[first]))
         stored += fbytes[g + 1]
         # an expand task: its shard's keys and a buffer of w children per key

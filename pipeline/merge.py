@@ -34,6 +34,7 @@ from c4table.pipeline.storage import Storage, fsync_path, open_storage
 
 READ_GROUPS = 8          # row groups decoded at a time by a range task (~1 M entries)
 WRITE_CHUNK = 1 << 22    # entries converted to bytes at a time
+HASH_CHUNK = 1 << 24     # bytes hashed at a time
 PARTS = "work/merge"
 
 
@@ -159,6 +160,45 @@ def hash_stored(store: Storage, rel: str, chunk: int = 1 << 24) -> dict:
     return h.result()
 
 
+def hash_ranges(store: Storage, rel: str, entry_size: int, below: list[int], counts) -> dict:
+    """sha256, md5 and size of the local file ``rel`` that range tasks are filling: ``counts``
+    yields, in range order, the entries each range wrote (e.g. :meth:`Executor.imap` of the
+    range tasks, while later ranges still run); range ``r`` must have written
+    ``below[r + 1] - below[r]`` entries, from entry ``below[r]`` on. Each range's bytes are
+    hashed as soon as it and every range before it are written, so the hashing overlaps the
+    merging of later ranges. Raises :class:`BuildError` if a range wrote another count (the
+    file is then not trusted).
+
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp()); _ = (d / "t").write_bytes(b"abcdef")
+    >>> hash_ranges(open_storage(d), "t", 2, [0, 1, 3], iter([1, 2]))["bytes"]
+    6
+    """
+    h = Hashes()
+    n_ranges = len(below) - 1
+    done = ranges = 0
+    buf = memoryview(bytearray(HASH_CHUNK))   # one buffer for every read: no fresh pages
+    with store.open_input_stream(rel, read_ahead=False) as f:   # never ahead of the ranges done
+        for r, c in enumerate(counts):
+            ranges += 1
+            if r >= n_ranges or c != below[r + 1] - below[r]:
+                want = f"{below[r + 1] - below[r]:,}" if r < n_ranges else "no"
+                raise BuildError(f"merge range {r} wrote {c:,} entries where {want} were counted "
+                                 "(the table file is not trusted)")
+            end = below[r + 1] * entry_size
+            while done < end:
+                n = f.readinto(buf[:min(HASH_CHUNK, end - done)])
+                if not n:
+                    break
+                h.update(buf[:n])
+                done += n
+        if ranges != n_ranges:
+            raise BuildError(f"the merge finished {ranges} of {n_ranges} ranges")
+        while n := f.readinto(buf):   # bytes past the counted entries: the size check fails
+            h.update(buf[:n])
+    return h.result()
+
+
 def table_location(build):
     """The table's path (local builds) or URI."""
     name = build.table_name
@@ -230,20 +270,17 @@ def run(build):
             below = None
             tasks = [(store.uri, mine[r], bounds[r], bounds[r + 1], f"{PARTS}/part-{r:05d}.bin", E)
                      for r in range(n_r)]
-        counts = build.executor.map(range_task, tasks)
-        if sum(counts) != total:
-            raise BuildError(f"the merge wrote {sum(counts):,} entries, the generations hold {total:,}")
-        for r, c in enumerate(counts if below is not None else []):
-            if c != below[r + 1] - below[r]:
-                raise BuildError(f"merge range {r} wrote {c:,} entries where {below[r + 1] - below[r]:,} "
-                                 "were counted (the table file is not trusted)")
-        prog = build.progress("merge", total=total * E)
-        prog.note(f"sorted {total:,} entries ({total * E:,} bytes) in {count(len(tasks), 'range')} in "
-                  f"{time.perf_counter() - t0:.2f}s; {'hashing' if store.local else 'appending and hashing'}")
-        if store.local:
-            hashes = hash_stored(store, target)
+        if store.local:   # each range is hashed once it and those before it are written
+            hashes = hash_ranges(store, target, E, below, build.executor.imap(range_task, tasks))
+            prog.note(f"sorted and hashed {total:,} entries ({total * E:,} bytes) in "
+                      f"{count(len(tasks), 'range')} in {time.perf_counter() - t0:.2f}s")
             fsync_path(store.root / target)
         else:
+            counts = build.executor.map(range_task, tasks)
+            if sum(counts) != total:
+                raise BuildError(f"the merge wrote {sum(counts):,} entries, the generations hold {total:,}")
+            prog.note(f"sorted {total:,} entries ({total * E:,} bytes) in {count(len(tasks), 'range')} "
+                      f"in {time.perf_counter() - t0:.2f}s; appending and hashing")
             hashes = append_parts(store, target, [t[4] for t in tasks])
         if hashes["bytes"] != total * E:
             raise BuildError(f"{store.display(target)}: {hashes['bytes']:,} bytes written, "

@@ -80,10 +80,13 @@ def _files_bytes(store: Storage, infos) -> int:
     return total
 
 
-def forward_need(build, ply: int) -> int:
+def forward_need(build, ply: int, and_next: bool = False) -> int:
     """Bytes that expanding generation ``ply`` into ``ply + 1`` will write at its peak: the runs
-    (at most 8 bytes a key: runs are bit-packed) and generation ``ply + 1``'s shards. Both are generation ``ply``'s figures
-    times its growth over generation ``ply - 1``."""
+    (at most 8 bytes a key: runs are bit-packed) and generation ``ply + 1``'s shards. Both are
+    generation ``ply``'s figures times its growth over generation ``ply - 1``. With ``and_next``,
+    also the runs of generation ``ply + 2``, which the tasks writing ``ply + 1``'s shards spill at
+    the same time (:func:`c4table.pipeline.forward.merge_task`): ``ply + 1``'s runs times the
+    growth again."""
     m = build.manifest
     cur = m.shards("forward", ply) or []
     rows = sum(s.rows for s in cur)
@@ -95,7 +98,7 @@ def forward_need(build, ply: int) -> int:
     dup = step.get("run_keys", 0) / rows if rows and step.get("run_keys") else 1.5
     runs = next_rows * max(dup, 1.0) * RUN_BYTES_PER_KEY
     shards = _files_bytes(build.store, cur) * growth
-    return with_margin(runs + shards)
+    return with_margin(runs * (1 + growth if and_next else 1) + shards)
 
 
 def backward_need(build, ply: int) -> int:

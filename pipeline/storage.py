@@ -183,12 +183,14 @@ class Storage:
         return pa.PythonFile(_CountingInput(self.fs.open_input_file(self.path(rel)), active()),
                              mode="r")
 
-    def open_input_stream(self, rel: str):
-        """A sequential reader of ``rel`` (``read(n)``), for streaming whole files (one GET)."""
+    def open_input_stream(self, rel: str, read_ahead: bool = True):
+        """A sequential reader of ``rel`` (``read(n)``), for streaming whole files (one GET).
+        ``read_ahead=False`` (local files) reads no byte beyond those asked for, for a file
+        that other processes are still filling behind the bytes read so far."""
         c = active()
         c.add_read(0, ranged=False)
         if self.root is not None:
-            return _CountingStream(open(self.root / rel, "rb"), c)
+            return _CountingStream(open(self.root / rel, "rb", buffering=-1 if read_ahead else 0), c)
         return _CountingStream(self.fs.open_input_stream(self.path(rel)), c)
 
     # ------------------------------------------------------------------ writes
@@ -344,6 +346,13 @@ class _CountingStream:
         b = self._f.read(n)
         self._c.bytes_read += len(b)
         return b
+
+    def readinto(self, buf) -> int:
+        """Read into the writable buffer ``buf`` (reused by the caller: no fresh memory per
+        read); returns the bytes read, 0 at the end."""
+        n = self._f.readinto(buf) or 0
+        self._c.bytes_read += n
+        return n
 
     def close(self) -> None:
         self._f.close()

@@ -98,3 +98,36 @@ def test_mirror_symmetric_keys_and_first_entry(built):
     data = np.fromfile(built("5x4") / board.table_filename, np.uint8).reshape(-1, board.entry_size)
     assert not data[0, :board.key_bytes].any()          # empty board = key 0 comes first
     assert (data[0, -1] & 0xC0) in (0x00, 0x40, 0x80)
+
+
+def test_hash_ranges_hashes_each_range_once_written(tmp_path):
+    """The merge hashes the table while later ranges are still being written: each range's
+    bytes are read only once its task reported them (no read-ahead into a range still being
+    filled), so the hashes equal those of the finished file; a range that wrote another count
+    than counted, or a missing range, fails."""
+    from c4table.errors import BuildError
+    from c4table.pipeline.merge import hash_ranges
+    from c4table.pipeline.storage import open_storage
+    rng = np.random.default_rng(7)
+    E, counts = 5, [3, 1000, 1, 2000, 7]   # ranges far smaller than a read buffer
+    below = np.concatenate([[0], np.cumsum(counts)]).tolist()
+    data = rng.integers(0, 256, below[-1] * E, dtype=np.uint8).tobytes()
+    path = tmp_path / "t.dat"
+    path.write_bytes(bytes(len(data)))   # the truncated file, filled range by range
+
+    def tasks(wrong=None):
+        with open(path, "r+b") as f:
+            for r, c in enumerate(counts):
+                f.seek(below[r] * E)
+                f.write(data[below[r] * E: below[r + 1] * E])
+                f.flush()
+                yield c + (r == wrong)
+
+    got = hash_ranges(open_storage(tmp_path), "t.dat", E, below, tasks())
+    assert got == {"sha256": hashlib.sha256(data).hexdigest(), "md5": hashlib.md5(data).hexdigest(),
+                   "bytes": len(data)}
+    path.write_bytes(bytes(len(data)))
+    with pytest.raises(BuildError, match="range 2 wrote 2 entries where 1 were counted"):
+        hash_ranges(open_storage(tmp_path), "t.dat", E, below, tasks(wrong=2))
+    with pytest.raises(BuildError, match="finished 2 of 5 ranges"):
+        hash_ranges(open_storage(tmp_path), "t.dat", E, below, iter(counts[:2]))
