@@ -45,6 +45,11 @@ IO_MODEL = {
     # backward shards hold outcomes only (their keys are the forward shard's): zstd level 1,
     # measured 0.23 bytes per entry on local 5x5 and 4x6 builds, 0.25 on 5x4
     "outcome_bytes": 0.25,
+    # runs, message runs and pieces are bit-packed (pipeline/runcodec.py): a value takes the
+    # bits of its difference from the one before, about log2(key space / values in the run)
+    # + run_extra_bits (the widest of each miniblock of 64), plus one width byte per 64 values;
+    # fitted to local 4-worker builds of 5x5 and 6x4 (256 MiB)
+    "run_extra_bits": 3.0,
     # the largest forward shard (a range of the splitters) over the mean: 1.30-1.37 in local
     # 4-worker builds of 5x4 and 4x6 at 32 and 64 MiB per task (splitters weighted by run size)
     "shard_skew": 1.35,
@@ -96,6 +101,25 @@ class IOPlan:
                              for s in self.shuffles]}
 
 
+def run_value_bytes(space_bits: float, values: float) -> float:
+    """Stored bytes per value of a bit-packed run of ``values`` sorted values spread over a
+    key space of ``2**space_bits`` (:mod:`c4table.pipeline.runcodec`; at most 8, raw).
+
+    >>> round(run_value_bytes(40, 2**30), 2)   # gaps of about 2**10: 13 bits and a width byte
+    1.64
+    """
+    if values <= 1:
+        return 8.0
+    bits = max(0.0, space_bits - math.log2(values)) + IO_MODEL["run_extra_bits"]
+    return min(8.0, bits / 8 + 1 / 64)
+
+
+def _index_bytes(values: float) -> float:
+    """Bytes of a run's index (``.fences``): a fence and a block offset per block of
+    :data:`FENCE` values."""
+    return 16 * values / FENCE
+
+
 def _shard_bytes(entries: int, rows: int, key_bits: int, zeta: float) -> float:
     if rows <= 0 or entries <= 0:
         return 0.0
@@ -124,13 +148,14 @@ def _window(run_bytes: float, ranges: int) -> float:
 
 
 def _shuffle(st: dict, tasks: int, runs: int, run_bytes: float, merged_bytes: float,
-             W: int, max_reads: int, hit: float = 1.0, task_memory: int = 1 << 62
-             ) -> tuple[int, float, int | None, float, int]:
+             W: int, max_reads: int, hit: float = 1.0, task_memory: int = 1 << 62,
+             vb: float = 8.0) -> tuple[int, float, int | None, float, int]:
     """Add the requests and bytes of one shuffle's reads to the stage counts ``st``: ``tasks``
     range tasks over ``runs`` runs of ``run_bytes`` in all, read directly or, past
     ``max_reads``, through a pre-merge (:mod:`c4table.pipeline.shuffle`) whose pieces hold
-    ``merged_bytes``. Fences are read once per worker process and run (cached), sizes come
-    with the run records (no HEAD). Returns (ranged reads, bytes the pieces add to the store,
+    ``merged_bytes`` (both counted at 8 bytes a value, as a task holds them decoded; stored, a
+    value takes ``vb`` bytes, and each run or piece has its index). Fences are read once per worker process and run (cached), sizes come
+    with the run records (no HEAD). Returns (ranged reads, bytes the pieces add to the store (stored),
     group size or None, values in a range task's windows, runs or pieces it reads); a pre-merge
     task's memory goes to ``st["peak_task_memory"]``. ``hit``: the share of (task, run) pairs
     whose window is not empty."""
@@ -140,7 +165,8 @@ def _shuffle(st: dict, tasks: int, runs: int, run_bytes: float, merged_bytes: fl
         pairs = tasks * runs
         st["ranged_reads"] += pairs * hit
         st["get_requests"] += min(tasks, W) * runs
-        st["bytes_read"] += pairs * _window(run_b, tasks) + min(tasks, W) * run_bytes / FENCE
+        st["bytes_read"] += (pairs * _window(run_b, tasks) * vb / 8
+                             + min(tasks, W) * _index_bytes(run_bytes / 8))
         return pairs * hit, 0.0, None, runs * _window(run_b, tasks) / 8, runs
     P = min(g, tasks)
     groups = -(-runs // g)
@@ -149,7 +175,7 @@ def _shuffle(st: dict, tasks: int, runs: int, run_bytes: float, merged_bytes: fl
     st["tasks"] += pieces
     st["ranged_reads"] += l1 * hit
     st["get_requests"] += min(P, W) * runs
-    st["bytes_read"] += l1 * _window(run_b, P) + min(P, W) * run_bytes / FENCE
+    st["bytes_read"] += l1 * _window(run_b, P) * vb / 8 + min(P, W) * _index_bytes(run_bytes / 8)
     # a pre-merge task: the windows of its group's runs over its chunk, and their merge. A
     # group's runs cover few chunks (a run holds the children, or parents, of one key range),
     # so the largest task takes most of its group's values, up to what a piece may hold
@@ -158,14 +184,16 @@ def _shuffle(st: dict, tasks: int, runs: int, run_bytes: float, merged_bytes: fl
     st["peak_task_memory"] = max(st["peak_task_memory"],
                                  _merged(min(gv, v + min(g, runs) * FENCE), v, min(g, runs)))
     st["objects_written"] += 2 * pieces
-    st["bytes_written"] += merged_bytes + merged_bytes / FENCE
+    st["bytes_written"] += merged_bytes * vb / 8 + _index_bytes(merged_bytes / 8)
     per_chunk = tasks / P
     l2 = tasks * groups
     piece_b = merged_bytes / pieces
     st["ranged_reads"] += l2 * hit
     st["get_requests"] += pieces * min(W, per_chunk)
-    st["bytes_read"] += l2 * _window(piece_b, per_chunk) + min(W, per_chunk) * merged_bytes / FENCE
-    return (l1 + l2) * hit, merged_bytes, g, groups * _window(piece_b, per_chunk) / 8, groups
+    st["bytes_read"] += (l2 * _window(piece_b, per_chunk) * vb / 8
+                         + min(W, per_chunk) * _index_bytes(merged_bytes / 8))
+    return ((l1 + l2) * hit, merged_bytes * vb / 8, g, groups * _window(piece_b, per_chunk) / 8,
+            groups)
 
 
 def predict_io(plan, workers: int | None = None, task_memory: int | None = None,
@@ -208,7 +236,8 @@ def predict_io(plan, workers: int | None = None, task_memory: int | None = None,
         k = e[g + 1] * dup
         runs = T
         f["objects_written"] += 2 * runs
-        f["bytes_written"] += 8 * k + 8 * k / FENCE
+        vb = run_value_bytes(kb, k / runs)   # a run: the children of one task
+        f["bytes_written"] += k * vb + _index_bytes(k)
         R = max(1, min(forward_ranges(int(k), m, w, W), e[g + 1]))
         shards[g + 1] = R
         fbytes[g + 1] = _shard_bytes(e[g + 1], e[g + 1], kb, M["zeta_forward"])
@@ -217,16 +246,17 @@ def predict_io(plan, workers: int | None = None, task_memory: int | None = None,
         groups = -(-runs // (group_size(R, runs, max_reads) or runs))
         merged = 8 * e[g + 1] * (1 + (M["child_dup"] - 1) * (1 - 1 / groups))
         reads, extra, grp, window, parts = _shuffle(f, R, runs, 8 * k, min(merged, 8 * k), W,
-                                                    max_reads, M["forward_slice_hit"], m)
+                                                    max_reads, M["forward_slice_hit"], m, vb)
         # a range task (forward.merge_task): its windows and their merge
         values = M["shard_skew"] * (min(merged, 8 * k) if grp else 8 * k) / 8 / R
         f["peak_task_memory"] = max(f["peak_task_memory"], _merged(window, values, parts))
         f["objects_written"] += R
         f["bytes_written"] += fbytes[g + 1]
         io.shuffles.append(("forward", g + 1, R, runs, reads, grp))
-        stored_now = stored + fbytes[g + 1] + 8 * k + extra
+        stored_now = stored + fbytes[g + 1] + k * vb + _index_bytes(k) + extra
         if g + 1 < last and e[g + 2]:   # the range tasks also spill generation g + 1's runs
-            stored_now += 8 * e[g + 2] * (1 + (M["child_dup"] - 1) * (1 - 1 / R)) * (1 + 1 / FENCE)
+            k2 = e[g + 2] * (1 + (M["child_dup"] - 1) * (1 - 1 / R))
+            stored_now += k2 * run_value_bytes(kb, k2 / R) + _index_bytes(k2)
         f["peak_stored_bytes"] = max(f["peak_stored_bytes"], int(stored_now + fbytes[first]))
         stored += fbytes[g + 1]
         # an expand task: its shard's keys and a buffer of w children per key
@@ -234,7 +264,8 @@ def predict_io(plan, workers: int | None = None, task_memory: int | None = None,
         f["peak_task_memory"] = max(f["peak_task_memory"], _keys_read(r) + 8 * w * r)
     stored += fbytes[first]
     # ---------------------------------------------------------------- backward
-    incoming = 0.0   # message bytes to generation g
+    incoming = 0.0   # message bytes to generation g (8 a message: as tasks hold them)
+    incoming_stored, in_vb = 0.0, 8.0   # the same messages as stored (bit-packed, indexes)
     in_runs = 0
     for g in range(last, first - 1, -1):
         T = shards[g]
@@ -252,21 +283,26 @@ def predict_io(plan, workers: int | None = None, task_memory: int | None = None,
         r, msgs, msg_mem = M["shard_skew"] * e[g] / T, M["shard_skew"] * incoming / 8 / T, 0.0
         if in_runs:
             reads, extra, grp, window, parts = _shuffle(b, T, in_runs, incoming, incoming, W,
-                                                        max_reads, task_memory=m)
+                                                        max_reads, task_memory=m, vb=in_vb)
             io.shuffles.append(("backward", g, T, in_runs, reads, grp))
             msg_mem = _merged(window, msgs, parts)
-        out = 0.0
+        out, out_vb, out_stored = 0.0, 8.0, 0.0
         if g > first:
             out = 8 * e[g] * (M["msg_base"] + M["msg_extra"] * (1 - 1 / T))
-            b["bytes_written"] += out + out / FENCE
+            # a message is parent_key << 8 | score: its key space is 8 bits wider
+            out_vb = run_value_bytes(kb + 8, out / 8 / T)
+            out_stored = out / 8 * out_vb + _index_bytes(out / 8)
+            b["bytes_written"] += out_stored
             b["objects_written"] += 2 * T
         stored += bb
-        b["peak_stored_bytes"] = max(b["peak_stored_bytes"], int(stored + incoming + extra + out))
+        b["peak_stored_bytes"] = max(b["peak_stored_bytes"],
+                                     int(stored + incoming_stored + extra + out_stored))
         # an annotate task: its keys and the messages' windows and merge; then its keys, the
         # merged messages, an outcome byte and a buffer of w messages to send per key
         hold = _keys_read(r) + max(msg_mem, 8 * msgs + r + (8 * w * r if g > first else 0))
         b["peak_task_memory"] = max(b["peak_task_memory"], hold)
-        incoming, in_runs = out, (T if g > first else 0)
+        incoming, incoming_stored, in_vb = out, out_stored, out_vb
+        in_runs = T if g > first else 0
     # ---------------------------------------------------------------- merge
     E = sum(e)
     table = E * board.entry_size
