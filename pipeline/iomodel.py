@@ -48,8 +48,8 @@ IO_MODEL = {
     # runs, message runs and pieces are bit-packed (pipeline/runcodec.py): a value takes the
     # bits of its difference from the one before, about log2(key space / values in the run)
     # + run_extra_bits (the widest of each miniblock of 64), plus one width byte per 64 values;
-    # fitted to local 4-worker builds of 5x5 and 6x4 (256 MiB)
-    "run_extra_bits": 3.0,
+    # fitted to local 4-worker builds of 5x5 and 6x4 (256 MiB): bytes written 0.99-1.09x
+    "run_extra_bits": 2.0,
     # the largest forward shard (a range of the splitters) over the mean: 1.30-1.37 in local
     # 4-worker builds of 5x4 and 4x6 at 32 and 64 MiB per task (splitters weighted by run size)
     "shard_skew": 1.35,
@@ -105,8 +105,8 @@ def run_value_bytes(space_bits: float, values: float) -> float:
     """Stored bytes per value of a bit-packed run of ``values`` sorted values spread over a
     key space of ``2**space_bits`` (:mod:`c4table.pipeline.runcodec`; at most 8, raw).
 
-    >>> round(run_value_bytes(40, 2**30), 2)   # gaps of about 2**10: 13 bits and a width byte
-    1.64
+    >>> round(run_value_bytes(40, 2**30), 2)   # gaps of about 2**10: 12 bits and a width byte
+    1.52
     """
     if values <= 1:
         return 8.0
