@@ -14,9 +14,9 @@ import sys
 # One BLAS thread per process, set before numpy is first imported (c4table's package import does
 # not import it): numpy's OpenBLAS otherwise starts a thread per core at import, which costs
 # start-up and exit time in every command and build worker, and nothing here uses BLAS. An
-# explicit setting in the environment wins.
-for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
-    os.environ.setdefault(_var, "1")
+# explicit setting in the environment wins. OMP_NUM_THREADS is left alone: pyarrow sizes its
+# own thread pool from it.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import click
 

@@ -9,7 +9,7 @@ child's outcome for the parent's mover. So one step, for generation g:
 
 1. one task per forward shard of g (a key range) reads its keys and, from every message run
    that generation g+1's tasks wrote, only the slice inside its key range
-   (:func:`c4table.pipeline.extsort.read_range_parts`); it merges the sorted slices, and each key's best
+   (:func:`c4table.pipeline.extsort.read_range_window`); it merges the sorted slices, and each key's best
    message decides it (terminal positions are decided on the board);
 2. the same task writes its backward shard (the outcomes of its forward shard's keys, in the
    same order: :func:`c4table.pipeline.shards.write_outcomes`) and sorts the messages it sends
@@ -68,7 +68,7 @@ def write_messages(store: Storage, rel: str, msgs: np.ndarray) -> dict:
 
 def read_messages(store: Storage, runs: list[dict], first: int, last: int) -> np.ndarray:
     """The messages for keys ``first..last`` from every run, sorted."""
-    top = (last << 8) | 0xFF   # inclusive; top + 1 may be 2**64, which read_range_parts allows
+    top = (last << 8) | 0xFF   # inclusive; top + 1 may be 2**64, which read_range_window allows
     window = extsort.read_range_window(store, runs, first << 8, top + 1)   # records: fences cached
     return extsort.merge_window(*window, unique=False)   # each run is sorted: merge them
 

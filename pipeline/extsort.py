@@ -36,6 +36,7 @@ FENCE_CACHE_BYTES = 64 << 20   # fences kept per process (LRU): ~1.4 TiB of runs
 
 _fence_cache: OrderedDict = OrderedDict()   # (storage uri, run file, xxh64, rows) -> fences
 _fence_cache_bytes = 0
+_fence_lock = threading.Lock()
 
 
 def sort_unique(x: np.ndarray) -> np.ndarray:
@@ -46,9 +47,10 @@ def sort_unique(x: np.ndarray) -> np.ndarray:
 
 def merge_sorted(parts: list[np.ndarray], unique: bool) -> np.ndarray:
     """The sorted union of sorted uint64 arrays; with ``unique`` (each part without repeats)
-    values in several parts appear once, otherwise every copy is kept. Two parts are merged
-    (:func:`~c4table.pipeline.kernels.merge_two`) up to :data:`PAIRWISE_RUNS`, more are gathered into one buffer and
-    ordered piece by piece (:func:`merge_window`).
+    values in several parts appear once, otherwise every copy is kept. Up to
+    :data:`PAIRWISE_RUNS` parts are merged pairwise (:func:`~c4table.pipeline.kernels.merge_two`);
+    more are gathered into one buffer and ordered piece by piece (:func:`merge_window`). The
+    pipeline's tasks call :func:`merge_window` on :func:`read_range_window` directly.
 
     >>> a, b = np.array([1, 4, 9], np.uint64), np.array([4, 5], np.uint64)
     >>> merge_sorted([a, b], unique=True).tolist(), merge_sorted([a, b], unique=False).tolist()
@@ -148,7 +150,7 @@ def write_run(store: Storage, rel: str, keys: np.ndarray) -> str:
     blocks of :data:`FENCE` (:mod:`~c4table.pipeline.runcodec`: about a quarter of their raw
     8 bytes) and ``rel + ".fences"`` the run's index (the first value and the offset of every
     block), so a range of the run can be found and read without reading the rest
-    (:func:`read_range_parts`). The index is written first: a run that exists has its index.
+    (:func:`read_range_window`). The index is written first: a run that exists has its index.
     Runs are scratch (a crash discards or re-checks them), so they are not fsync'ed. Returns
     the run file's xxh64."""
     data = np.ascontiguousarray(keys, dtype=np.uint64)
@@ -256,10 +258,11 @@ def _index(store: Storage, run) -> tuple[str, int, np.ndarray, np.ndarray | None
     by_path = isinstance(run, str)
     rel = run if by_path else run["file"]
     key = None if by_path else (store.uri, rel, run["xxh64"], int(run["rows"]))
-    got = _fence_cache.get(key) if key is not None else None
-    if got is not None:
-        _fence_cache.move_to_end(key)
-        return (rel, *got)
+    with _fence_lock:   # a dask worker may run several tasks in threads of one process
+        got = _fence_cache.get(key) if key is not None else None
+        if got is not None:
+            _fence_cache.move_to_end(key)
+            return (rel, *got)
     raw = store.read_bytes(rel + ".fences")
     try:
         parsed = runcodec.parse_index(raw)
@@ -285,12 +288,13 @@ def _index(store: Storage, run) -> tuple[str, int, np.ndarray, np.ndarray | None
         elif n != int(run["rows"]):
             raise CorruptDataError(f"{store.display(rel)}: run index says {n:,} values, its "
                                    f"record {int(run['rows']):,}")
-    if key is not None:
-        nbytes = fences.nbytes + (offsets.nbytes if offsets is not None else 0)
-        if nbytes <= FENCE_CACHE_BYTES:
-            _fence_cache[key] = (n, fences, offsets)
-            _fence_cache_bytes += nbytes
-            while _fence_cache_bytes > FENCE_CACHE_BYTES:
+    nbytes = fences.nbytes + (offsets.nbytes if offsets is not None else 0)
+    if key is not None and nbytes <= FENCE_CACHE_BYTES:
+        with _fence_lock:
+            if key not in _fence_cache:   # another thread may have read it meanwhile
+                _fence_cache[key] = (n, fences, offsets)
+                _fence_cache_bytes += nbytes
+            while _fence_cache_bytes > FENCE_CACHE_BYTES and _fence_cache:
                 _, (_, f, o) = _fence_cache.popitem(last=False)
                 _fence_cache_bytes -= f.nbytes + (o.nbytes if o is not None else 0)
     return rel, n, fences, offsets

@@ -127,9 +127,10 @@ def _shard_bytes(entries: int, rows: int, key_bits: int, zeta: float) -> float:
 
 
 def _merged(window_values: float, values: float, parts: int) -> float:
-    """Bytes a task holds while it merges sorted slices (:func:`extsort.merge_sorted` on
-    :func:`extsort.read_range_parts`): the windows it read and the first level of the
-    pairwise merge (later levels replace the one before; one part is not copied)."""
+    """Bytes a task holds while it merges sorted slices (:func:`extsort.merge_window` on
+    :func:`extsort.read_range_window`): the windows it read and one merged copy (the first
+    level of a pairwise merge of up to three runs, later levels replacing the one before; for
+    more runs the pieces gathered into the output; one part is not copied)."""
     return 8 * (window_values + (values if parts > 1 else 0))
 
 

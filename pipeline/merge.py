@@ -178,22 +178,27 @@ def hash_ranges(store: Storage, rel: str, entry_size: int, below: list[int], cou
     n_ranges = len(below) - 1
     done = ranges = 0
     buf = memoryview(bytearray(HASH_CHUNK))   # one buffer for every read: no fresh pages
-    with store.open_input_stream(rel, read_ahead=False) as f:   # never ahead of the ranges done
-        for r, c in enumerate(counts):
-            ranges += 1
-            if r >= n_ranges or c != below[r + 1] - below[r]:
-                want = f"{below[r + 1] - below[r]:,}" if r < n_ranges else "no"
-                raise BuildError(f"merge range {r} wrote {c:,} entries where {want} were counted "
-                                 "(the table file is not trusted)")
-            end = below[r + 1] * entry_size
-            while done < end:
-                n = f.readinto(buf[:min(HASH_CHUNK, end - done)])
-                if not n:
-                    break
-                h.update(buf[:n])
-                done += n
-        if ranges != n_ranges:
-            raise BuildError(f"the merge finished {ranges} of {n_ranges} ranges")
+    for r, c in enumerate(counts):
+        ranges += 1
+        if r >= n_ranges or c != below[r + 1] - below[r]:
+            want = f"{below[r + 1] - below[r]:,}" if r < n_ranges else "no"
+            raise BuildError(f"merge range {r} wrote {c:,} entries where {want} were counted "
+                             "(the table file is not trusted)")
+        end = below[r + 1] * entry_size
+        if done < end:
+            # Opened afresh once the range is written, and never read ahead of it: on a file
+            # system shared between hosts (NFS) a reader sees another host's writes only from
+            # an open made after they were closed.
+            with store.open_input_stream(rel, read_ahead=False, offset=done) as f:
+                while done < end:
+                    n = f.readinto(buf[:min(HASH_CHUNK, end - done)])
+                    if not n:
+                        break
+                    h.update(buf[:n])
+                    done += n
+    if ranges != n_ranges:
+        raise BuildError(f"the merge finished {ranges} of {n_ranges} ranges")
+    with store.open_input_stream(rel, read_ahead=False, offset=done) as f:
         while n := f.readinto(buf):   # bytes past the counted entries: the size check fails
             h.update(buf[:n])
     return h.result()

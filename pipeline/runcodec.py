@@ -276,8 +276,13 @@ def parse_index(data: bytes) -> tuple[int, np.ndarray, np.ndarray] | None:
     if nb != -(-rows // BLOCK) or w.shape[0] != 3 + 2 * nb + 1:
         raise ValueError(f"index of {rows} values with {nb} blocks and {w.shape[0]} words")
     offsets = w[3 + nb:].astype(np.int64)
-    if offsets[0] != 0 or np.any(np.diff(offsets) <= 0):
+    sizes = np.diff(offsets)
+    if offsets[0] != 0 or np.any(sizes <= 0):
         raise ValueError("block offsets out of order")
+    # a block is at most its first value, a width byte per miniblock and 64-bit differences:
+    # a larger one is damage (and would make a reader allocate for it)
+    if np.any(sizes > 1 + BLOCK // MINI // 8 + BLOCK):
+        raise ValueError("a block longer than any block can be")
     return rows, w[3:3 + nb], offsets
 
 

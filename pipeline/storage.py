@@ -183,14 +183,18 @@ class Storage:
         return pa.PythonFile(_CountingInput(self.fs.open_input_file(self.path(rel)), active()),
                              mode="r")
 
-    def open_input_stream(self, rel: str, read_ahead: bool = True):
+    def open_input_stream(self, rel: str, read_ahead: bool = True, offset: int = 0):
         """A sequential reader of ``rel`` (``read(n)``), for streaming whole files (one GET).
         ``read_ahead=False`` (local files) reads no byte beyond those asked for, for a file
-        that other processes are still filling behind the bytes read so far."""
+        that other processes are still filling behind the bytes read so far; ``offset``
+        (local files) starts the reading there."""
         c = active()
         c.add_read(0, ranged=False)
         if self.root is not None:
-            return _CountingStream(open(self.root / rel, "rb", buffering=-1 if read_ahead else 0), c)
+            f = open(self.root / rel, "rb", buffering=-1 if read_ahead else 0)
+            if offset:
+                f.seek(offset)
+            return _CountingStream(f, c)
         return _CountingStream(self.fs.open_input_stream(self.path(rel)), c)
 
     # ------------------------------------------------------------------ writes

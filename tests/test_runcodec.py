@@ -100,6 +100,19 @@ def test_runs_are_smaller_and_read_by_range(tmp_path):
         extsort.merge_range(st, ["r.u64"], 0, 1 << 64)
 
 
+def test_an_index_with_an_impossible_block_is_damaged(tmp_path):
+    """A run read by its record (no size check) whose index claims a block larger than any
+    block can be fails as a damaged index, before any buffer is sized from it."""
+    st = Storage(tmp_path)
+    vals = np.arange(0, 3 * B, dtype=np.uint64) * np.uint64(3)
+    rec = extsort.run_record("r.u64", vals, extsort.write_run(st, "r.u64", vals))
+    index = np.frombuffer((tmp_path / "r.u64.fences").read_bytes(), dtype="<u8").copy()
+    index[-1] += np.uint64(1 << 40)   # the last block's end: offsets still increase
+    (tmp_path / "r.u64.fences").write_bytes(index.tobytes())
+    with pytest.raises(CorruptDataError, match="damaged run index"):
+        extsort.merge_range(st, [rec], 0, 1 << 64)
+
+
 def test_raw_runs_of_older_versions_still_read(tmp_path):
     """A run written as raw uint64 with raw fences (before this format) reads as before."""
     st = Storage(tmp_path)
