@@ -32,6 +32,7 @@ SAMPLE_PER_RUN = 256
 FENCE = runcodec.BLOCK   # one fence value (and block) per this many run values
 SORT_CHUNK = 1 << 14   # values sorted at a time when many runs are merged (128 KiB: in the L2 cache)
 PAIRWISE_RUNS = 3      # up to this many runs are merged pairwise (merge_two), more in pieces
+WRITE_BLOCKS = 16      # blocks encoded and written at a time (at most ~8 MiB of words)
 FENCE_CACHE_BYTES = 64 << 20   # fences kept per process (LRU): ~1.4 TiB of runs at 8 B/fence
 
 _fence_cache: OrderedDict = OrderedDict()   # (storage uri, run file, xxh64, rows) -> fences
@@ -77,9 +78,6 @@ def _merge_pairwise(parts: list[np.ndarray], unique: bool) -> np.ndarray:
             merged.append(parts[-1])
         parts = merged
     return parts[0]
-
-
-WRITE_BLOCKS = 16   # blocks encoded and written at a time (at most ~8 MiB of words)
 
 
 def merge_window(words: np.ndarray, starts: np.ndarray, ends: np.ndarray,

@@ -271,16 +271,14 @@ def run(build):
                 f.truncate(total * E)
             tasks = [(store.uri, mine[r], bounds[r], bounds[r + 1], target, E, below[r])
                      for r in range(n_r)]
-        else:
-            below = None
-            tasks = [(store.uri, mine[r], bounds[r], bounds[r + 1], f"{PARTS}/part-{r:05d}.bin", E)
-                     for r in range(n_r)]
-        if store.local:   # each range is hashed once it and those before it are written
+            # each range is hashed once it and those before it are written
             hashes = hash_ranges(store, target, E, below, build.executor.imap(range_task, tasks))
             prog.note(f"sorted and hashed {total:,} entries ({total * E:,} bytes) in "
                       f"{count(len(tasks), 'range')} in {time.perf_counter() - t0:.2f}s")
             fsync_path(store.root / target)
         else:
+            tasks = [(store.uri, mine[r], bounds[r], bounds[r + 1], f"{PARTS}/part-{r:05d}.bin", E)
+                     for r in range(n_r)]
             counts = build.executor.map(range_task, tasks)
             if sum(counts) != total:
                 raise BuildError(f"the merge wrote {sum(counts):,} entries, the generations hold {total:,}")
