@@ -114,19 +114,17 @@ def kill_once(cmd: list[str], out: Path, rng: random.Random, cells: int, target:
               log: Path | None = None, max_delay: float = 8.0) -> str:
     """Start the build, kill it at a random point (of ``target`` stage if given); describe it.
     ``max_delay`` bounds the delay of the ``time`` target (seconds after start), and a tenth
-    of it the delay after the merge starts (so a retry with a smaller one hits a fast merge)."""
+    of it the delay after the merge starts. Below its default of 8 it also shrinks, in
+    proportion, the range of steps a forward or backward kill waits for and the delay after
+    them: a retry with a smaller one hits a build that finished before the first kill."""
     target = target or rng.choice(["forward", "backward", "merge", "time"])
+    scale = min(1.0, max_delay / 8.0)
     p = start_build(cmd, log)
-    if target == "forward":
-        n = rng.randint(1, cells)
-        reached = wait_for_stage(p, out, "forward", n)
-        delay = rng.uniform(0, 0.3)
-        what = f"forward after {n} step(s) + {delay:.2f}s"
-    elif target == "backward":
-        n = rng.randint(1, cells)
-        reached = wait_for_stage(p, out, "backward", n)
-        delay = rng.uniform(0, 0.3)
-        what = f"backward after {n} step(s) + {delay:.2f}s"
+    if target in ("forward", "backward"):
+        n = rng.randint(1, max(1, round(cells * scale)))
+        reached = wait_for_stage(p, out, target, n)
+        delay = rng.uniform(0, 0.3 * scale)
+        what = f"{target} after {n} step(s) + {delay:.2f}s"
     elif target == "merge":
         reached = wait_for_stage(p, out, "merge", cells + 1)
         delay = rng.uniform(0, min(0.8, max_delay / 10))   # a 5x4 merge takes ~0.15 s now
