@@ -92,7 +92,8 @@ def start(build) -> None:
             build.manifest.finish_step("forward", p, [])
             build.manifest.set_forward_counts(p, 0, 0, 0, 0)
         build.manifest.finish_step("forward", first, [info])
-        build.manifest.save()
+        # in the background: its fsyncs overlap the loading of the kernels (Executor._start)
+        build.manifest.save_soon()
 
 
 def step_done(build, ply: int, last: int) -> bool:

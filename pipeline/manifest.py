@@ -167,10 +167,18 @@ class Manifest:
         self._unsaved += entries
         self._dirty = True
         if self._unsaved >= CHECKPOINT_ENTRIES:
-            self._raise_failed()
-            body, files = self._snapshot()
-            active().add_write(len(body))
-            self._pending.append((background("manifest").submit(_uncounted, self._write, body, files), files))
+            self.save_soon()
+
+    def save_soon(self) -> None:
+        """Save the manifest as it is now in the background thread (as :meth:`checkpoint`
+        does once enough entries are unsaved): the caller goes on while the shards are made
+        durable and the manifest written. E.g. the first generation's record, saved while the
+        driver loads the compiled kernels. Its error, if any, is raised by the next
+        checkpoint, save or flush."""
+        self._raise_failed()
+        body, files = self._snapshot()
+        active().add_write(len(body))
+        self._pending.append((background("manifest").submit(_uncounted, self._write, body, files), files))
 
     def _raise_failed(self) -> None:
         """Raise the error of a finished background save, if one failed."""

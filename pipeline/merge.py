@@ -7,9 +7,9 @@ per range reads, from every generation, only the row groups overlapping its rang
 entries as ``key << 8 | outcome`` words (each generation's slice already sorted), orders them
 piece by cache-sized piece (:func:`~c4table.pipeline.extsort.sorted_chunks`) and converts them to big-endian ``K + 1``-byte
 entries. In a local build directory each task writes its entries straight into the table's
-temporary file at their final place: the entries below each range's first key are counted
-first (:func:`count_below_task`: footers, and one row group per shard decoded), so every range
-knows its offset. The driver then hashes the file, fsyncs it, records its size and hashes in
+temporary file at their final place: each task first counts the entries below its range's
+first key (:func:`count_below_task`: footers, and one row group per shard decoded), which is
+its offset. The driver then hashes the file, fsyncs it, records its size and hashes in
 the manifest, and only then renames it into place (see :func:`run` for what a resumed merge
 does). On an object store (no positional writes) each task writes a part file and the driver
 appends the parts in key order while hashing, deleting each part once appended.
@@ -51,10 +51,13 @@ def entries_to_bytes(packed: np.ndarray, entry_size: int) -> np.ndarray:
 
 
 def range_task(root: str, shards: list[dict], lo: int, hi: int, rel: str, entry_size: int,
-               offset: int | None = None) -> int:
+               offset: int | None = None, below: list[dict] | None = None):
     """Write the entries with ``lo <= key < hi`` of the given backward shards (every
     generation's shards that overlap the range) as the part file ``rel``, or, with ``offset``,
-    into the existing file ``rel`` from entry ``offset`` on; return how many.
+    into the existing file ``rel`` from entry ``offset`` on; return how many. With ``below``
+    (the shards holding keys under ``lo``) instead of ``offset``, the task counts its offset
+    itself (:func:`count_below_task`: in the worker, so the range tasks start without a round
+    of counting tasks before them), writes there and returns ``(offset, how many)``.
 
     Memory: one uint64 word per entry (sized from the row groups' counts, filled row group by
     row group), then converted and written in chunks. Each generation's slice is already sorted
@@ -63,6 +66,9 @@ def range_task(root: str, shards: list[dict], lo: int, hi: int, rel: str, entry_
     (:func:`~c4table.pipeline.extsort.sorted_chunks`),
     and each range's slices are gathered and sorted there."""
     store = open_storage(root)
+    counted = below is not None
+    if counted:
+        offset = count_below_task(root, below, lo) if lo else 0
     picks = []
     for d in shards:
         info = ShardInfo.from_json(d)
@@ -110,8 +116,9 @@ def range_task(root: str, shards: list[dict], lo: int, hi: int, rel: str, entry_
     if offset is None:
         store.write_atomic_chunks(rel, chunks(), durable=False)   # a part is scratch
     else:
-        store.write_at(rel, offset * entry_size, chunks())
-    return pos
+        # writeback starts now: the driver's fsync of the table then waits for the last bytes only
+        store.write_at(rel, offset * entry_size, chunks(), start_writeback=True)
+    return (offset, pos) if counted else pos
 
 
 def count_below_task(root: str, shards: list[dict], bound: int) -> int:
@@ -160,31 +167,32 @@ def hash_stored(store: Storage, rel: str, chunk: int = 1 << 24) -> dict:
     return h.result()
 
 
-def hash_ranges(store: Storage, rel: str, entry_size: int, below: list[int], counts) -> dict:
-    """sha256, md5 and size of the local file ``rel`` that range tasks are filling: ``counts``
-    yields, in range order, the entries each range wrote (e.g. :meth:`Executor.imap` of the
-    range tasks, while later ranges still run); range ``r`` must have written
-    ``below[r + 1] - below[r]`` entries, from entry ``below[r]`` on. Each range's bytes are
-    hashed as soon as it and every range before it are written, so the hashing overlaps the
-    merging of later ranges. Raises :class:`BuildError` if a range wrote another count (the
-    file is then not trusted).
+def hash_ranges(store: Storage, rel: str, entry_size: int, n_ranges: int, total: int,
+                written) -> dict:
+    """sha256, md5 and size of the local file ``rel`` of ``total`` entries that ``n_ranges``
+    range tasks are filling: ``written`` yields, in range order, ``(offset, count)``: the
+    entries each range wrote and the entry it wrote them from (e.g. :meth:`Executor.imap` of
+    the range tasks, while later ranges still run). Each range's bytes are hashed as soon as it
+    and every range before it are written, so the hashing overlaps the merging of later
+    ranges. Raises :class:`BuildError` if a range does not start where the one before it
+    ended, or the ranges do not add up to ``total`` (the file is then not trusted).
 
     >>> import tempfile, pathlib
     >>> d = pathlib.Path(tempfile.mkdtemp()); _ = (d / "t").write_bytes(b"abcdef")
-    >>> hash_ranges(open_storage(d), "t", 2, [0, 1, 3], iter([1, 2]))["bytes"]
+    >>> hash_ranges(open_storage(d), "t", 2, 2, 3, iter([(0, 1), (1, 2)]))["bytes"]
     6
     """
     h = Hashes()
-    n_ranges = len(below) - 1
-    done = ranges = 0
+    done = ranges = at = 0   # bytes hashed, ranges finished, entries they cover
     buf = memoryview(bytearray(HASH_CHUNK))   # one buffer for every read: no fresh pages
-    for r, c in enumerate(counts):
+    for r, (offset, c) in enumerate(written):
         ranges += 1
-        if r >= n_ranges or c != below[r + 1] - below[r]:
-            want = f"{below[r + 1] - below[r]:,}" if r < n_ranges else "no"
-            raise BuildError(f"merge range {r} wrote {c:,} entries where {want} were counted "
-                             "(the table file is not trusted)")
-        end = below[r + 1] * entry_size
+        if r >= n_ranges or offset != at:
+            where = f"starts at entry {offset:,} where the ranges before it end at {at:,}" \
+                if r < n_ranges else "is one range too many"
+            raise BuildError(f"merge range {r} {where} (the table file is not trusted)")
+        at += c
+        end = at * entry_size
         if done < end:
             # Opened afresh once the range is written, and never read ahead of it: on a file
             # system shared between hosts (NFS) a reader sees another host's writes only from
@@ -198,6 +206,9 @@ def hash_ranges(store: Storage, rel: str, entry_size: int, below: list[int], cou
                     done += n
     if ranges != n_ranges:
         raise BuildError(f"the merge finished {ranges} of {n_ranges} ranges")
+    if at != total:
+        raise BuildError(f"the merge ranges wrote {at:,} entries where {total:,} were counted "
+                         "(the table file is not trusted)")
     with store.open_input_stream(rel, read_ahead=False, offset=done) as f:
         while n := f.readinto(buf):   # bytes past the counted entries: the size check fails
             h.update(buf[:n])
@@ -264,15 +275,14 @@ def run(build):
         mine = [[s.to_json() for s in shards if s.last >= bounds[r] and s.first < bounds[r + 1]]
                 for r in range(n_r)]
         if store.local:   # each range writes its entries at their place in the table
-            below = [0, *build.executor.map(count_below_task, [
-                (store.uri, [s.to_json() for s in shards if s.first < bounds[r]], bounds[r])
-                for r in range(1, n_r)]), total]
             with open(store.root / target, "wb") as f:   # the table's size, filled by the tasks
                 f.truncate(total * E)
-            tasks = [(store.uri, mine[r], bounds[r], bounds[r + 1], target, E, below[r])
+            # each range task counts the entries below its range (its offset) itself
+            tasks = [(store.uri, mine[r], bounds[r], bounds[r + 1], target, E, None,
+                      [s.to_json() for s in shards if s.first < bounds[r]])
                      for r in range(n_r)]
             # each range is hashed once it and those before it are written
-            hashes = hash_ranges(store, target, E, below, build.executor.imap(range_task, tasks))
+            hashes = hash_ranges(store, target, E, n_r, total, build.executor.imap(range_task, tasks))
             prog.note(f"sorted and hashed {total:,} entries ({total * E:,} bytes) in "
                       f"{count(len(tasks), 'range')} in {time.perf_counter() - t0:.2f}s")
             fsync_path(store.root / target)

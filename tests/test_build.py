@@ -103,8 +103,8 @@ def test_mirror_symmetric_keys_and_first_entry(built):
 def test_hash_ranges_hashes_each_range_once_written(tmp_path):
     """The merge hashes the table while later ranges are still being written: each range's
     bytes are read only once its task reported them (no read-ahead into a range still being
-    filled), so the hashes equal those of the finished file; a range that wrote another count
-    than counted, or a missing range, fails."""
+    filled), so the hashes equal those of the finished file; a range that does not start where
+    the one before it ended, ranges that do not add up to the table, or a missing range, fail."""
     from c4table.errors import BuildError
     from c4table.pipeline.merge import hash_ranges
     from c4table.pipeline.storage import open_storage
@@ -114,20 +114,23 @@ def test_hash_ranges_hashes_each_range_once_written(tmp_path):
     data = rng.integers(0, 256, below[-1] * E, dtype=np.uint8).tobytes()
     path = tmp_path / "t.dat"
     path.write_bytes(bytes(len(data)))   # the truncated file, filled range by range
+    n, total = len(counts), below[-1]
 
-    def tasks(wrong=None):
+    def tasks(wrong=None, last_wrong=False):
         with open(path, "r+b") as f:
             for r, c in enumerate(counts):
                 f.seek(below[r] * E)
                 f.write(data[below[r] * E: below[r + 1] * E])
                 f.flush()
-                yield c + (r == wrong)
+                yield below[r], c + (r == wrong) + (last_wrong and r == n - 1)
 
-    got = hash_ranges(open_storage(tmp_path), "t.dat", E, below, tasks())
+    got = hash_ranges(open_storage(tmp_path), "t.dat", E, n, total, tasks())
     assert got == {"sha256": hashlib.sha256(data).hexdigest(), "md5": hashlib.md5(data).hexdigest(),
                    "bytes": len(data)}
     path.write_bytes(bytes(len(data)))
-    with pytest.raises(BuildError, match="range 2 wrote 2 entries where 1 were counted"):
-        hash_ranges(open_storage(tmp_path), "t.dat", E, below, tasks(wrong=2))
+    with pytest.raises(BuildError, match="range 3 starts at entry 1,004 where the ranges before it end at 1,005"):
+        hash_ranges(open_storage(tmp_path), "t.dat", E, n, total, tasks(wrong=2))
+    with pytest.raises(BuildError, match="wrote 3,012 entries where 3,011 were counted"):
+        hash_ranges(open_storage(tmp_path), "t.dat", E, n, total, tasks(last_wrong=True))
     with pytest.raises(BuildError, match="finished 2 of 5 ranges"):
-        hash_ranges(open_storage(tmp_path), "t.dat", E, below, iter(counts[:2]))
+        hash_ranges(open_storage(tmp_path), "t.dat", E, n, total, iter(list(zip(below, counts))[:2]))
