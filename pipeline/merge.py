@@ -30,7 +30,7 @@ from c4table.pipeline.extsort import sorted_chunks
 from c4table.pipeline.kernels import pack_entries, strictly_increasing_keys, words_to_entries
 from c4table.pipeline.partition import merge_ranges
 from c4table.pipeline.shards import ShardInfo, open_row_groups, read_row_groups, verify_shards
-from c4table.pipeline.storage import Storage, fsync_path, open_storage
+from c4table.pipeline.storage import Storage, background, fsync_path, open_storage, start_writeback
 
 READ_GROUPS = 8          # row groups decoded at a time by a range task (~1 M entries)
 WRITE_CHUNK = 1 << 22    # entries converted to bytes at a time
@@ -116,8 +116,7 @@ def range_task(root: str, shards: list[dict], lo: int, hi: int, rel: str, entry_
     if offset is None:
         store.write_atomic_chunks(rel, chunks(), durable=False)   # a part is scratch
     else:
-        # writeback starts now: the driver's fsync of the table then waits for the last bytes only
-        store.write_at(rel, offset * entry_size, chunks(), start_writeback=True)
+        store.write_at(rel, offset * entry_size, chunks())
     return (offset, pos) if counted else pos
 
 
@@ -174,8 +173,11 @@ def hash_ranges(store: Storage, rel: str, entry_size: int, n_ranges: int, total:
     entries each range wrote and the entry it wrote them from (e.g. :meth:`Executor.imap` of
     the range tasks, while later ranges still run). Each range's bytes are hashed as soon as it
     and every range before it are written, so the hashing overlaps the merging of later
-    ranges. Raises :class:`BuildError` if a range does not start where the one before it
-    ended, or the ranges do not add up to ``total`` (the file is then not trusted).
+    ranges; and the kernel is asked to start writing each range to disk as soon as it is in
+    (:func:`~c4table.pipeline.storage.start_writeback`, in a background thread), so that the
+    caller's fsync of the table waits for little. Raises :class:`BuildError` if a range does not
+    start where the one before it ended, or the ranges do not add up to ``total`` (the file is
+    then not trusted).
 
     >>> import tempfile, pathlib
     >>> d = pathlib.Path(tempfile.mkdtemp()); _ = (d / "t").write_bytes(b"abcdef")
@@ -191,6 +193,9 @@ def hash_ranges(store: Storage, rel: str, entry_size: int, n_ranges: int, total:
             where = f"starts at entry {offset:,} where the ranges before it end at {at:,}" \
                 if r < n_ranges else "is one range too many"
             raise BuildError(f"merge range {r} {where} (the table file is not trusted)")
+        if c and store.local:
+            background("writeback").submit(start_writeback, store.root / rel, offset * entry_size,
+                                           c * entry_size)
         at += c
         end = at * entry_size
         if done < end:

@@ -34,6 +34,7 @@ import itertools
 import os
 import re
 import shutil
+import sys
 from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 from pathlib import Path
@@ -253,13 +254,10 @@ class Storage:
             list(ex.map(fsync_path, files))
             list(ex.map(fsync_path, dirs))
 
-    def write_at(self, rel: str, offset: int, chunks, start_writeback: bool = False) -> int:
+    def write_at(self, rel: str, offset: int, chunks) -> int:
         """Write the bytes-like items of ``chunks`` into the existing local file ``rel`` from
         byte ``offset`` on (``pwrite``: several processes may fill disjoint parts of one file;
-        the caller fsyncs it). Returns the bytes written. Local storage only.
-        ``start_writeback`` asks the kernel to start writing each chunk to disk at once
-        (``sync_file_range``, Linux; without waiting): the caller's fsync then waits only for
-        what is still in flight, instead of the whole file."""
+        the caller fsyncs it). Returns the bytes written. Local storage only."""
         if self.root is None:
             raise NotImplementedError("write_at: positional writes need a local directory")
         fd = os.open(self.root / rel, os.O_WRONLY)
@@ -267,13 +265,10 @@ class Storage:
         try:
             for c in chunks:
                 view = memoryview(c).cast("B")
-                at = n
                 while view:
                     k = os.pwrite(fd, view, offset + n)
                     n += k
                     view = view[k:]
-                if start_writeback and n > at:
-                    _start_writeback(fd, offset + at, n - at)
         finally:
             os.close(fd)
         active().add_write(n)
@@ -463,13 +458,42 @@ def settle_deletes() -> None:
         got[1].submit(int).result()   # one thread, jobs in order: the earlier ones are done
 
 
-def _start_writeback(fd: int, offset: int, n: int) -> None:
-    """Start writing ``n`` bytes of ``fd`` from ``offset`` to disk, without waiting (Linux's
-    ``sync_file_range``; elsewhere, or if refused, nothing: the fsync that follows does it)."""
+def start_writeback(path, offset: int, n: int) -> None:
+    """Ask the kernel to start writing ``n`` bytes of the file ``path`` from ``offset`` to disk,
+    without waiting for them (Linux's ``sync_file_range(SYNC_FILE_RANGE_WRITE)``, which the
+    ``os`` module does not offer; elsewhere, or if refused, nothing). Not a durability step: a
+    later fsync still makes the file durable, but then waits only for what is still in flight.
+
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "f"; _ = p.write_bytes(b"x" * 10)
+    >>> start_writeback(p, 0, 10)
+    """
+    fn = _sync_file_range()
+    if fn is None:
+        return
     try:
-        os.sync_file_range(fd, offset, n, os.SYNC_FILE_RANGE_WRITE)
-    except (AttributeError, OSError):
-        pass
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        fn(fd, offset, n, 2)   # SYNC_FILE_RANGE_WRITE; an error leaves it to the fsync
+    finally:
+        os.close(fd)
+
+
+@lru_cache(maxsize=1)
+def _sync_file_range():
+    """libc's ``sync_file_range`` through ctypes, or None where there is none."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes
+        fn = ctypes.CDLL(None, use_errno=True).sync_file_range
+    except (OSError, AttributeError):
+        return None
+    fn.argtypes = [ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_uint]
+    fn.restype = ctypes.c_int
+    return fn
 
 
 def fsync_path(path) -> None:
