@@ -168,6 +168,7 @@ def build(board, out, memory, workers, scheduler, quiet, restart, root, clean, c
     click.echo(f"{_compressed(path, compress, compress_only, quiet)}  "
                f"{b.manifest.table['entries']:,} entries  sha256 {b.manifest.table['sha256']}")
     _echo_counts(b, quiet)
+    _done_with_interpreter()
 
 
 def _echo_counts(b, quiet: bool) -> None:
@@ -461,7 +462,26 @@ def main(argv: list[str] | None = None) -> None:
             raise
         _fail(_one_line(f"internal error: {type(e).__name__}: {e} (set C4TABLE_TRACEBACK=1 "
                         "for the traceback)"), 1)
+    if argv is None and _skip_finalization and rc in (None, 0):
+        # the command line's own process, a build that finished: its files are closed and
+        # durable, its workers joined, its lock given back; what is left is the interpreter's
+        # finalization (module teardown, thread-pool joins of idle threads), ~20 ms of nothing
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
     sys.exit(rc if isinstance(rc, int) else 0)
+
+
+_skip_finalization = False
+
+
+def _done_with_interpreter() -> None:
+    """Called by a command once everything it wrote is closed (and, for a build, durable):
+    if :func:`main` runs as the command line's own process (``argv`` None), it then ends the
+    process with ``os._exit`` once the output is flushed, skipping the interpreter's
+    finalization (a build's own cost, measured ~20 ms of idle time per build)."""
+    global _skip_finalization
+    _skip_finalization = _exit_registered
 
 
 def _fast_exit() -> None:
