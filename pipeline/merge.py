@@ -28,7 +28,7 @@ from c4table.verify import Hashes
 from c4table.pipeline import resources
 from c4table.pipeline.extsort import sorted_chunks
 from c4table.pipeline.kernels import pack_entries, strictly_increasing_keys, words_to_entries
-from c4table.pipeline.partition import merge_ranges
+from c4table.pipeline.partition import merge_shares
 from c4table.pipeline.shards import ShardInfo, open_row_groups, read_row_groups, verify_shards
 from c4table.pipeline.storage import Storage, background, fsync_path, open_storage, start_writeback
 
@@ -142,15 +142,19 @@ def count_below_task(root: str, shards: list[dict], bound: int) -> int:
     return n
 
 
-def choose_ranges(store: Storage, shards: list[ShardInfo], n_ranges: int) -> list[int]:
+def choose_ranges(store: Storage, shards: list[ShardInfo], n_ranges: int,
+                  shares: list[float] | None = None) -> list[int]:
     """``n_ranges + 1`` (or fewer) increasing key boundaries with about equal entries between
-    them, from the row groups' smallest keys; the first is 0, the last 2**64 - 1."""
+    them (or, with ``shares``, about those shares of the entries, in order: ``n_ranges`` is then
+    their count), from the row groups' smallest keys; the first is 0, the last 2**64 - 1."""
     starts = sorted((g.first, g.rows) for s in shards for g in open_row_groups(store, s)[1])
     total = sum(n for _, n in starts)
+    if shares is None:
+        shares = [1 / max(1, n_ranges)] * max(1, n_ranges)
+    cuts = (np.cumsum(shares)[:-1] * total).tolist()   # entries below boundary 1, 2, ...
     bounds, acc = [0], 0
-    step = total / max(1, n_ranges)
     for key, n in starts:
-        if acc >= step * len(bounds) and key > bounds[-1]:
+        if len(bounds) <= len(cuts) and acc >= cuts[len(bounds) - 1] and key > bounds[-1]:
             bounds.append(key)
         acc += n
     bounds.append(int(np.iinfo(np.uint64).max))
@@ -272,8 +276,9 @@ def run(build):
             build.verified.add("backward")
         store.delete_tree(PARTS)
         # Ranges: see partition.merge_ranges (one word per entry and bounded buffers per task).
-        n_ranges = merge_ranges(total, build.task_memory, build.executor.workers)
-        bounds = choose_ranges(store, shards, n_ranges)
+        # Locally a single wave gets a second, smaller one, merged while the first is hashed.
+        shares = merge_shares(total, build.task_memory, build.executor.workers, store.local)
+        bounds = choose_ranges(store, shards, len(shares), shares)
         E = board.entry_size
         target = tmp_name if store.local else name
         n_r = len(bounds) - 1

@@ -15,6 +15,8 @@ from the worker's memory alone, as big as it allows (no fixed row cap): on 64 wo
 15
 >>> merge_ranges(10_000_000, 64 * 2**20, 4)
 4
+>>> merge_shares(10_000_000, 64 * 2**20, 2)
+[0.4, 0.4, 0.1, 0.1]
 """
 from __future__ import annotations
 
@@ -61,3 +63,33 @@ def merge_ranges(entries: int, task_memory: int, workers: int) -> int:
     if entries >= MIN_PARALLEL_ROWS:
         n = max(workers, -(-n // workers) * workers)
     return n
+
+
+# The local merge's driver hashes each range once it and those before it are written
+# (:func:`c4table.pipeline.merge.hash_ranges`); the md5 is one sequential stream. A merge of one
+# wave (as many equal ranges as workers) finishes all its ranges together and leaves the hash of
+# the whole table after them with the cores idle (5x5: ~0.2 s of a ~1 s merge). A second wave of
+# smaller ranges, this share of the entries, is merged while the first is hashed (from this
+# many entries on: below, the tail is a few ms and the second wave's tasks cost as much).
+HASH_TAIL_SHARE = 0.2
+HASH_WAVE_MIN_ENTRIES = 1 << 22
+
+
+def merge_shares(entries: int, task_memory: int, workers: int, local: bool = True) -> list[float]:
+    """The share of the entries each range task of the final merge takes, in key order: the
+    :func:`merge_ranges` ranges, equal; but a local merge of a single wave on several workers is
+    cut into two waves, ``workers`` ranges sharing ``1 - HASH_TAIL_SHARE`` of the entries and
+    ``workers`` smaller ones sharing the rest, so that its hashing overlaps the second wave.
+
+    >>> merge_shares(10_000_000, 64 * 2**20, 4, local=False)
+    [0.25, 0.25, 0.25, 0.25]
+    >>> merge_shares(2_000_000, 64 * 2**20, 2)   # a small table: one wave
+    [0.5, 0.5]
+    >>> len(merge_shares(10_000_000, 8 * 2**20, 2))   # six waves of memory-sized ranges already
+    12
+    """
+    n = merge_ranges(entries, task_memory, workers)
+    if local and workers > 1 and n == workers and entries >= HASH_WAVE_MIN_ENTRIES:
+        big, small = (1 - HASH_TAIL_SHARE) / workers, HASH_TAIL_SHARE / workers
+        return [round(big, 12)] * workers + [round(small, 12)] * workers
+    return [1 / n] * n if n else []
