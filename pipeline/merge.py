@@ -7,9 +7,9 @@ per range reads, from every generation, only the row groups overlapping its rang
 entries as ``key << 8 | outcome`` words (each generation's slice already sorted), orders them
 piece by cache-sized piece (:func:`~c4table.pipeline.extsort.sorted_chunks`) and converts them to big-endian ``K + 1``-byte
 entries. In a local build directory each task writes its entries straight into the table's
-temporary file at their final place: each task first counts the entries below its range's
-first key (:func:`count_below_task`: footers, and one row group per shard decoded), which is
-its offset. The driver then hashes the file, fsyncs it, records its size and hashes in
+temporary file at their final place: its offset is the count of entries below its range's
+first key, which it finds as it reads (shards wholly below from their records, row groups
+from their footers' statistics, and the row group straddling the boundary, read anyway). The driver then hashes the file, fsyncs it, records its size and hashes in
 the manifest, and only then renames it into place (see :func:`run` for what a resumed merge
 does). On an object store (no positional writes) each task writes a part file and the driver
 appends the parts in key order while hashing, deleting each part once appended.
@@ -51,13 +51,15 @@ def entries_to_bytes(packed: np.ndarray, entry_size: int) -> np.ndarray:
 
 
 def range_task(root: str, shards: list[dict], lo: int, hi: int, rel: str, entry_size: int,
-               offset: int | None = None, below: list[dict] | None = None):
+               offset: int | None = None, below: int | None = None):
     """Write the entries with ``lo <= key < hi`` of the given backward shards (every
     generation's shards that overlap the range) as the part file ``rel``, or, with ``offset``,
     into the existing file ``rel`` from entry ``offset`` on; return how many. With ``below``
-    (the shards holding keys under ``lo``) instead of ``offset``, the task counts its offset
-    itself (:func:`count_below_task`: in the worker, so the range tasks start without a round
-    of counting tasks before them), writes there and returns ``(offset, how many)``.
+    (the entries of the shards lying wholly under ``lo``, which their records give) instead of
+    ``offset``, the task finds its offset itself: ``below`` plus the entries under ``lo`` in its
+    own shards, which it counts as it reads them (whole row groups from their footers' key
+    statistics, and the row group straddling ``lo``, which it reads anyway); it writes there and
+    returns ``(offset, how many)``. So no round of counting tasks runs before the range tasks.
 
     Memory: one uint64 word per entry (sized from the row groups' counts, filled row group by
     row group), then converted and written in chunks. Each generation's slice is already sorted
@@ -66,13 +68,12 @@ def range_task(root: str, shards: list[dict], lo: int, hi: int, rel: str, entry_
     (:func:`~c4table.pipeline.extsort.sorted_chunks`),
     and each range's slices are gathered and sorted there."""
     store = open_storage(root)
-    counted = below is not None
-    if counted:
-        offset = count_below_task(root, below, lo) if lo else 0
+    under = below or 0   # entries with a key below lo
     picks = []
     for d in shards:
         info = ShardInfo.from_json(d)
         shard, groups = open_row_groups(store, info)
+        under += sum(g.rows for g in groups if g.last < lo)
         picks.append((shard, [g for g in groups if g.last >= lo and g.first < hi]))
     packed = np.empty(sum(g.rows for _, groups in picks for g in groups), np.uint64)
     pos = 0
@@ -85,8 +86,11 @@ def range_task(root: str, shards: list[dict], lo: int, hi: int, rel: str, entry_
             b = int(np.searchsorted(keys, np.uint64(hi), "left"))
             pack_entries(keys[a:b], outs[a:b], packed[pos: pos + b - a])
             pos += b - a
+            under += a   # keys of these row groups below lo (the one straddling lo has them)
             del keys, outs
     packed = packed[:pos]
+    if below is not None:
+        offset = under
     ends = np.array([*starts[1:], pos], np.int64)
     starts = np.array(starts, np.int64)
 
@@ -117,29 +121,7 @@ def range_task(root: str, shards: list[dict], lo: int, hi: int, rel: str, entry_
         store.write_atomic_chunks(rel, chunks(), durable=False)   # a part is scratch
     else:
         store.write_at(rel, offset * entry_size, chunks())
-    return (offset, pos) if counted else pos
-
-
-def count_below_task(root: str, shards: list[dict], bound: int) -> int:
-    """Entries with ``key < bound`` in the given backward shards: whole row groups from their
-    footers' statistics, and the one row group of a shard that straddles ``bound`` decoded."""
-    store = open_storage(root)
-    n = 0
-    for d in shards:
-        info = ShardInfo.from_json(d)
-        if info.last < bound:
-            n += info.rows
-            continue
-        if info.first >= bound:
-            continue
-        shard, groups = open_row_groups(store, info)
-        for g in groups:
-            if g.last < bound:
-                n += g.rows
-            elif g.first < bound:
-                keys, _ = read_row_groups(shard, [g.index])
-                n += int(np.searchsorted(keys, np.uint64(bound), "left"))
-    return n
+    return (offset, pos) if below is not None else pos
 
 
 def choose_ranges(store: Storage, shards: list[ShardInfo], n_ranges: int,
@@ -287,9 +269,10 @@ def run(build):
         if store.local:   # each range writes its entries at their place in the table
             with open(store.root / target, "wb") as f:   # the table's size, filled by the tasks
                 f.truncate(total * E)
-            # each range task counts the entries below its range (its offset) itself
+            # each range task finds its offset itself: the entries of the shards wholly below
+            # its range (here, from their records) and those below it in its own shards
             tasks = [(store.uri, mine[r], bounds[r], bounds[r + 1], target, E, None,
-                      [s.to_json() for s in shards if s.first < bounds[r]])
+                      sum(s.rows for s in shards if s.last < bounds[r]))
                      for r in range(n_r)]
             # each range is hashed once it and those before it are written
             hashes = hash_ranges(store, target, E, n_r, total, build.executor.imap(range_task, tasks))
