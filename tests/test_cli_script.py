@@ -371,3 +371,21 @@ def test_every_subcommand_help_shows_an_example():
         assert rc == 0 and "Examples:" in out, path
         example = out.split("Examples:")[1].splitlines()[1].strip()
         assert example.startswith("c4table " + " ".join(path)), (path, example)
+
+
+def test_a_build_ends_its_process_with_all_its_output_and_files(tmp_path):
+    """Issue 16 (fourth session): ``c4table build`` run as a command ends its process with
+    ``os._exit`` once done, skipping the interpreter's finalization. Its stdout, a pipe here
+    (block-buffered), still carries every line; the table is recorded in the manifest with its
+    known sha256 (``c4table/data/known_tables.json``, published) and no lock is left."""
+    from importlib.resources import files
+    known = json.loads(files("c4table.data").joinpath("known_tables.json").read_text())
+    rc, out, err = c4("build", "4x4", "--out", tmp_path / "b", "--workers", "2")
+    assert rc == 0, err
+    lines = out.splitlines()
+    assert lines[0].endswith(f"sha256 {known['4x4']['sha256']}")
+    assert lines[1].startswith("storage and tasks of this run")
+    assert [ln.split()[0] for ln in lines[3:]] == ["forward", "backward", "merge"]
+    manifest = json.loads((tmp_path / "b" / "manifest.json").read_text())
+    assert manifest["table"]["sha256"] == known["4x4"]["sha256"]
+    assert not (tmp_path / "b" / ".lock").exists()
