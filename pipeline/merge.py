@@ -2,16 +2,18 @@
 
 Generations are disjoint (a position's ply is its chip count), so the table is their union
 sorted by key. The smallest keys of the backward shards' row groups (parquet footer
-statistics: no data read) cut the key space into ranges of about equal entry counts. One task
+statistics: no data read) cut the key space into ranges of about equal entry counts (locally,
+a single wave of them gets a second, smaller one: :func:`~c4table.pipeline.partition.merge_shares`). One task
 per range reads, from every generation, only the row groups overlapping its range, packs its
 entries as ``key << 8 | outcome`` words (each generation's slice already sorted), orders them
 piece by cache-sized piece (:func:`~c4table.pipeline.extsort.sorted_chunks`) and converts them to big-endian ``K + 1``-byte
 entries. In a local build directory each task writes its entries straight into the table's
 temporary file at their final place: its offset is the count of entries below its range's
 first key, which it finds as it reads (shards wholly below from their records, row groups
-from their footers' statistics, and the row group straddling the boundary, read anyway). The driver then hashes the file, fsyncs it, records its size and hashes in
-the manifest, and only then renames it into place (see :func:`run` for what a resumed merge
-does). On an object store (no positional writes) each task writes a part file and the driver
+from their footers' statistics, and the row group straddling the boundary, read anyway). The
+driver hashes each range once it and those before it are written, starts its writeback, then
+fsyncs the file, records its size and hashes in the manifest, and only then renames it into
+place (see :func:`run` for what a resumed merge does). On an object store (no positional writes) each task writes a part file and the driver
 appends the parts in key order while hashing, deleting each part once appended.
 """
 from __future__ import annotations
