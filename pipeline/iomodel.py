@@ -28,7 +28,7 @@ import math
 from dataclasses import dataclass, field
 
 from c4table.pipeline.extsort import FENCE
-from c4table.pipeline.partition import forward_ranges, merge_shares, premerge_keys, shard_rows_for
+from c4table.pipeline.partition import forward_ranges, merge_split, premerge_keys, shard_rows_for
 from c4table.pipeline.shards import BACKWARD_ROW_GROUP, ROW_GROUP
 from c4table.pipeline.shuffle import group_size, max_reads_default
 
@@ -307,8 +307,7 @@ def predict_io(plan, workers: int | None = None, task_memory: int | None = None,
     # ---------------------------------------------------------------- merge
     E = sum(e)
     table = E * board.entry_size
-    shares = merge_shares(E, m, W, local=not remote)
-    R = len(shares)
+    R, largest = merge_split(E, m, W, local=not remote)
     nb = sum(shards)
     mg["tasks"] = R
     # a range task opens the shards of each generation that overlap its range
@@ -331,7 +330,7 @@ def predict_io(plan, workers: int | None = None, task_memory: int | None = None,
     from c4table.pipeline.merge import READ_GROUPS, WRITE_CHUNK
     # a range task: one word per entry, the keys and outcomes of READ_GROUPS row groups
     # (concatenated: 9 bytes a row), and one chunk of entries converted to bytes
-    n = E * max(shares, default=0)
+    n = E * largest
     mg["peak_task_memory"] = (8 * n + 9 * min(n, READ_GROUPS * BACKWARD_ROW_GROUP)
                               + board.entry_size * min(n, WRITE_CHUNK))
     io.shuffles.append(("merge", None, R, nb, pairs, None))

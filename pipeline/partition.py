@@ -75,11 +75,18 @@ HASH_TAIL_SHARE = 0.2
 HASH_WAVE_MIN_ENTRIES = 1 << 22
 
 
+def _two_waves(entries: int, task_memory: int, workers: int, local: bool) -> bool:
+    return (local and workers > 1 and entries >= HASH_WAVE_MIN_ENTRIES
+            and merge_ranges(entries, task_memory, workers) == workers)
+
+
 def merge_shares(entries: int, task_memory: int, workers: int, local: bool = True) -> list[float]:
     """The share of the entries each range task of the final merge takes, in key order: the
     :func:`merge_ranges` ranges, equal; but a local merge of a single wave on several workers is
     cut into two waves, ``workers`` ranges sharing ``1 - HASH_TAIL_SHARE`` of the entries and
     ``workers`` smaller ones sharing the rest, so that its hashing overlaps the second wave.
+    (For a build: one share per task. The planner, whose boards may need more tasks than a list
+    can hold, asks :func:`merge_split`.)
 
     >>> merge_shares(10_000_000, 64 * 2**20, 4, local=False)
     [0.25, 0.25, 0.25, 0.25]
@@ -88,8 +95,24 @@ def merge_shares(entries: int, task_memory: int, workers: int, local: bool = Tru
     >>> len(merge_shares(10_000_000, 8 * 2**20, 2))   # six waves of memory-sized ranges already
     12
     """
-    n = merge_ranges(entries, task_memory, workers)
-    if local and workers > 1 and n == workers and entries >= HASH_WAVE_MIN_ENTRIES:
+    if _two_waves(entries, task_memory, workers, local):
         big, small = (1 - HASH_TAIL_SHARE) / workers, HASH_TAIL_SHARE / workers
         return [round(big, 12)] * workers + [round(small, 12)] * workers
+    n = merge_ranges(entries, task_memory, workers)
     return [1 / n] * n if n else []
+
+
+def merge_split(entries: int, task_memory: int, workers: int, local: bool = True) -> tuple[int, float]:
+    """The range tasks of the final merge and the largest one's share of the entries, as
+    :func:`merge_shares` cuts them (without listing them).
+
+    >>> merge_split(10_000_000, 64 * 2**20, 2)
+    (4, 0.4)
+    >>> n, largest = merge_split(10**21, 16 * 2**30, 64, local=False)   # more than a list holds
+    >>> n % 64, round(n * largest, 9)
+    (0, 1.0)
+    """
+    if _two_waves(entries, task_memory, workers, local):
+        return 2 * workers, round((1 - HASH_TAIL_SHARE) / workers, 12)
+    n = merge_ranges(entries, task_memory, workers)
+    return n, (1 / n if n else 0.0)
