@@ -466,9 +466,13 @@ def main(argv: list[str] | None = None) -> None:
         # the command line's own process, a build that finished: its files are closed and
         # durable, its workers joined, its lock given back; what is left is the interpreter's
         # finalization (module teardown, thread-pool joins of idle threads), ~20 ms of nothing
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(0)
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except (OSError, ValueError):   # e.g. a closed pipe: the usual exit reports it
+            pass
+        else:
+            os._exit(0)
     sys.exit(rc if isinstance(rc, int) else 0)
 
 
