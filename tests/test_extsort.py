@@ -87,7 +87,7 @@ def test_sorted_chunks_of_disjoint_runs_equal_sorting_them_together(chunk):
         assert all(p.shape[0] <= bound for p in pieces[:-1]), (chunk, trial)
 
 
-@pytest.mark.parametrize("entry_size", [3, 5, 7, 8])
+@pytest.mark.parametrize("entry_size", [3, 4, 5, 6, 7, 8])   # 4-7: constant-size branches
 def test_entries_to_bytes_equals_big_endian_low_bytes(entry_size):
     rng = np.random.default_rng(entry_size)
     words = rng.integers(0, 1 << (8 * entry_size - 1), size=1000, dtype=np.uint64)
