@@ -210,3 +210,24 @@ def test_shards_are_written_non_nullable_and_nullable_ones_of_older_builds_read_
     mixed = write_outcomes(st, "new/b2.parquet", outs, ofwd)
     k3, o3 = read_shard(st, mixed, with_outcome=True)
     assert np.array_equal(k3, keys) and np.array_equal(o3, outs)
+
+
+def test_dedup_sorted_and_keep_best_against_numpy():
+    """The branch-free compactions: ``dedup_sorted`` equals ``np.unique`` of sorted values,
+    ``keep_best`` keeps the last (largest) message of each key's run (``np.unique`` of the
+    keys with ``return_index`` on the reversed array), on empty, single, all-equal, distinct
+    and repeated inputs."""
+    from c4table.pipeline.kernels import dedup_sorted, keep_best
+    rng = np.random.default_rng(11)
+    cases = [np.empty(0, np.uint64), np.array([7], np.uint64), np.full(5, 3, np.uint64),
+             np.arange(10, dtype=np.uint64), np.sort(rng.integers(0, 50, 1000, dtype=np.uint64)),
+             np.sort(rng.integers(0, 1 << 60, 1000, dtype=np.uint64))]
+    for x in cases:
+        y = x.copy()
+        m = dedup_sorted(y)
+        assert np.array_equal(y[:m], np.unique(x))
+        z = x.copy()
+        m = keep_best(z)
+        k = x >> np.uint64(8)
+        last = x.shape[0] - 1 - np.unique(k[::-1], return_index=True)[1]
+        assert np.array_equal(z[:m], x[np.sort(last)])
