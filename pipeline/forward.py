@@ -138,8 +138,9 @@ def run(build, max_ply: int | None = None) -> None:
         if expand_more:
             what = f"forward generation {ply + 1}"
             # the merge tasks of generation ply + 1 also expand it: its runs are written too
-            resources.check_free(build.store, resources.forward_need(build, ply, and_next=ply + 1 < last),
-                                 what)
+            written = None if ready is None else build.store.tree_size(rdir)
+            resources.check_free(build.store, resources.forward_need(
+                build, ply, and_next=ply + 1 < last, runs_written=written), what)
             build.store.delete_tree(gen_dir(ply + 1))   # an unfinished attempt's shards
         else:
             what = f"forward counts of generation {ply}"

@@ -80,13 +80,15 @@ def _files_bytes(store: Storage, infos) -> int:
     return total
 
 
-def forward_need(build, ply: int, and_next: bool = False) -> int:
+def forward_need(build, ply: int, and_next: bool = False, runs_written: int | None = None) -> int:
     """Bytes that expanding generation ``ply`` into ``ply + 1`` will write at its peak: the runs
     (at most 8 bytes a key: runs are bit-packed) and generation ``ply + 1``'s shards. Both are
     generation ``ply``'s figures times its growth over generation ``ply - 1``. With ``and_next``,
     also the runs of generation ``ply + 2``, which the tasks writing ``ply + 1``'s shards spill at
     the same time (:func:`c4table.pipeline.forward.merge_task`): ``ply + 1``'s runs times the
-    growth again."""
+    growth again. ``runs_written`` is the size of ``ply + 1``'s runs when they are already on disk
+    (the previous step's merge tasks spilled them): they are not counted again, and ``ply + 2``'s
+    runs are estimated from their real size rather than the 8 bytes a key bound."""
     m = build.manifest
     cur = m.shards("forward", ply) or []
     rows = sum(s.rows for s in cur)
@@ -96,8 +98,10 @@ def forward_need(build, ply: int, and_next: bool = False) -> int:
     next_rows = rows * growth
     step = m.data["steps"]["forward"].get(str(ply)) or {}
     dup = step.get("run_keys", 0) / rows if rows and step.get("run_keys") else 1.5
-    runs = next_rows * max(dup, 1.0) * RUN_BYTES_PER_KEY
     shards = _files_bytes(build.store, cur) * growth
+    if runs_written is not None:
+        return with_margin(runs_written * growth * (1 if and_next else 0) + shards)
+    runs = next_rows * max(dup, 1.0) * RUN_BYTES_PER_KEY
     return with_margin(runs * (1 + growth if and_next else 1) + shards)
 
 

@@ -115,6 +115,10 @@ class Storage:
         """Relative paths of the files under directory ``rel`` (recursively; [] if none)."""
         return sorted(self._list_sizes(rel))
 
+    def tree_size(self, rel: str) -> int:
+        """Bytes of the files under directory ``rel`` (recursively; 0 if none)."""
+        return sum(self._list_sizes(rel).values())
+
     def _list_sizes(self, rel: str) -> dict[str, int]:
         """{relative path: size} of the files under directory ``rel`` (one LIST)."""
         active().list_requests += 1

@@ -386,6 +386,36 @@ def test_free_disk_check_refuses_with_needed_and_free(reference, tmp_path, monke
     assert soak.sha256_file(path) == reference[0]
 
 
+def test_forward_disk_estimate_covers_each_step_without_counting_runs_twice(tmp_path, monkeypatch):
+    """Each forward step's free-disk estimate covers what that step really wrote (generation
+    g+1's shards and the runs of g+2 its merge tasks spill, measured on disk at the next check,
+    before anything is deleted), and no longer counts the runs of g+1 that the previous step
+    already wrote, nor prices runs at the 8-bytes-a-key bound once their real size is known."""
+    from c4table.pipeline import forward, resources
+    from c4table.pipeline.build import build_table
+    from c4table.pipeline.storage import open_storage
+    store = open_storage(str(tmp_path))
+    seen = []   # (ply announced by the check, need, need without the measured runs)
+    real_need = resources.forward_need
+
+    def spy(build, ply, and_next=False, runs_written=None):
+        need = real_need(build, ply, and_next, runs_written)
+        seen.append((ply, need, real_need(build, ply, and_next), store.tree_size(forward.gen_dir(ply))
+                     + store.tree_size(forward.runs_dir(ply + 1)), runs_written))
+        return need
+    monkeypatch.setattr(resources, "forward_need", spy)
+    build_table(BOARD, tmp_path, workers=1, quiet=True)
+    fused = [x for x in seen if x[4] is not None]
+    assert len(fused) >= soak.cells_of(BOARD) - 3
+    by_ply = {ply: (need, old) for ply, need, old, _, _ in seen}
+    assert sum(x[1] for x in fused) < sum(x[2] for x in fused)   # tiny plies: index headers
+    for ply, need, old, _, runs_written in fused:
+        assert runs_written > 0
+        nxt = [w for p, _, _, w, _ in seen if p == ply + 1]
+        if nxt:   # written by step ply: generation ply+1's shards and ply+2's runs
+            assert by_ply[ply][0] >= nxt[0], (ply, by_ply[ply][0], nxt[0])
+
+
 def _mount_tmpfs(path: Path, size: str) -> bool:
     if os.geteuid() != 0 or not shutil.which("mount"):
         return False
