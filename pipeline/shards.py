@@ -7,7 +7,8 @@ names the forward shard that holds its keys (``keys``, ``keys_xxh64``): the keys
 twice (:func:`write_outcomes`). Older builds wrote backward shards with their own ``key``
 column (and the outcome as uint8) and compressed keys with zstd: they read the same. Keys use
 DELTA_BINARY_PACKED encoding, no dictionary, no compression (about 1.25 bytes per key on 5x6's
-generations, whose keys cluster); outcomes zstd level 1 (about 0.2 bytes per entry).
+generations, whose keys cluster); outcomes zstd level 1 (about 0.2 bytes per entry). Fields are
+written non-nullable (no definition levels); older shards with nullable fields read the same.
 
 A shard is encoded in memory, checksummed and written atomically through the build's
 :class:`~c4table.pipeline.storage.Storage` (a local directory or an object store), so a file that
@@ -98,6 +99,18 @@ def _arrow(values: np.ndarray, typ) -> pa.Array:
     return pa.Array.from_buffers(typ, values.shape[0], [None, pa.py_buffer(values)])
 
 
+def _table(cols: dict) -> pa.Table:
+    """The columns as a table whose fields are declared non-nullable: parquet then stores no
+    definition levels (a column here never holds a null). Measured on 5x6's ply 20 (18.5 M
+    keys): writing keys 5.9 -> 4.9 ns and reading them 1.9 -> 1.4 ns per key, outcomes 4.9 ->
+    3.7 and 2.7 -> 1.3 ns. Shards written with nullable fields (older builds) read the same.
+
+    >>> _table({"key": _arrow(np.array([3, 5], np.int64), pa.int64())}).schema.field("key").nullable
+    False
+    """
+    return pa.table(cols, schema=pa.schema([pa.field(k, v.type, nullable=False) for k, v in cols.items()]))
+
+
 def column_numpy(table: pa.Table, name: str, dtype) -> np.ndarray:
     """Column ``name`` of ``table`` (no nulls) as a numpy array of ``dtype``, from its buffers
     (one chunk: no copy).
@@ -134,7 +147,7 @@ def write_shard(store: Storage, rel: str, keys: np.ndarray, outcomes: np.ndarray
     # No compression: DELTA_BINARY_PACKED alone keeps a generation's clustered keys at about
     # 1.25 bytes (5x6), zstd level 1 took them to 0.6 but cost 3.7 ns more per key to write and
     # 2 ns more to read (each key is read three times), measured on 5x6's ply 22.
-    pq.write_table(pa.table(cols), sink, compression="none",
+    pq.write_table(_table(cols), sink, compression="none",
                    use_dictionary=False, column_encoding=enc, write_statistics=["key"],
                    row_group_size=ROW_GROUP)
     buf = sink.getvalue()
@@ -155,7 +168,7 @@ def write_outcomes(store: Storage, rel: str, outcomes: np.ndarray, keys: ShardIn
     md = _open_parquet(store, keys.file).metadata   # its row groups (an older build's are larger)
     group = md.row_group(0).num_rows if md.num_row_groups else ROW_GROUP
     sink = pa.BufferOutputStream()
-    pq.write_table(pa.table({"outcome": _arrow(outcomes, pa.binary(1))}), sink,
+    pq.write_table(_table({"outcome": _arrow(outcomes, pa.binary(1))}), sink,
                    compression="zstd", compression_level=1, use_dictionary=False,
                    write_statistics=False, row_group_size=max(1, group))
     buf = sink.getvalue()

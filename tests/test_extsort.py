@@ -87,7 +87,7 @@ def test_sorted_chunks_of_disjoint_runs_equal_sorting_them_together(chunk):
         assert all(p.shape[0] <= bound for p in pieces[:-1]), (chunk, trial)
 
 
-@pytest.mark.parametrize("entry_size", [3, 5, 7, 8])
+@pytest.mark.parametrize("entry_size", [3, 4, 5, 6, 7, 8])   # 4-7: constant-size branches
 def test_entries_to_bytes_equals_big_endian_low_bytes(entry_size):
     rng = np.random.default_rng(entry_size)
     words = rng.integers(0, 1 << (8 * entry_size - 1), size=1000, dtype=np.uint64)
@@ -171,3 +171,63 @@ def test_outcomes_cut_into_other_row_groups_than_their_keys_are_refused(tmp_path
         open_row_groups(st, bwd)
     with pytest.raises(ValueError):
         write_outcomes(st, "work/c.parquet", np.zeros(3, np.uint8), fwd)
+
+
+def test_shards_are_written_non_nullable_and_nullable_ones_of_older_builds_read_the_same(tmp_path):
+    """Shards declare their fields non-nullable (no definition levels to encode and decode);
+    a forward shard and an outcomes-only backward shard as earlier versions wrote them
+    (nullable fields, the same encodings) read the same, whole and by row group."""
+    st = open_storage(tmp_path)
+    rng = np.random.default_rng(7)
+    keys = np.unique(rng.integers(0, 1 << 40, size=2 * ROW_GROUP + 500, dtype=np.uint64))
+    outs = rng.integers(0, 256, size=keys.shape[0], dtype=np.uint8)
+    fwd = write_shard(st, "new/f.parquet", keys)
+    bwd = write_outcomes(st, "new/b.parquet", outs, fwd)
+    for f in ("new/f.parquet", "new/b.parquet"):
+        pf = pq.ParquetFile(tmp_path / f)
+        assert [fl.nullable for fl in pf.schema_arrow] == [False]
+        assert pf.metadata.row_group(0).column(0).statistics is None or f.endswith("f.parquet")
+    from c4table.pipeline.shards import _arrow, file_xxh64
+    (tmp_path / "old").mkdir()
+    pq.write_table(pa.table({"key": _arrow(keys.view(np.int64), pa.int64())}), tmp_path / "old/f.parquet",
+                   compression="none", use_dictionary=False, column_encoding={"key": "DELTA_BINARY_PACKED"},
+                   write_statistics=["key"], row_group_size=ROW_GROUP)
+    pq.write_table(pa.table({"outcome": _arrow(outs, pa.binary(1))}), tmp_path / "old/b.parquet",
+                   compression="zstd", compression_level=1, use_dictionary=False, write_statistics=False,
+                   row_group_size=ROW_GROUP)
+    assert pq.ParquetFile(tmp_path / "old/f.parquet").schema_arrow.field("key").nullable
+    ofwd = ShardInfo("old/f.parquet", fwd.rows, file_xxh64(tmp_path / "old/f.parquet"), fwd.first, fwd.last)
+    obwd = ShardInfo("old/b.parquet", bwd.rows, file_xxh64(tmp_path / "old/b.parquet"), bwd.first, bwd.last,
+                     ofwd.file, ofwd.xxh64)
+    for b in (bwd, obwd):
+        k, o = read_shard(st, b, with_outcome=True)
+        assert np.array_equal(k, keys) and np.array_equal(o, outs)
+        shard, groups = open_row_groups(st, b)
+        assert [g.first for g in groups] == [int(keys[i]) for i in range(0, keys.shape[0], ROW_GROUP)]
+        k2, o2 = read_row_groups(shard, [1, 2])
+        assert np.array_equal(k2, keys[ROW_GROUP:]) and np.array_equal(o2, outs[ROW_GROUP:])
+    # a backward shard written now beside an older forward shard (a build resumed across versions)
+    mixed = write_outcomes(st, "new/b2.parquet", outs, ofwd)
+    k3, o3 = read_shard(st, mixed, with_outcome=True)
+    assert np.array_equal(k3, keys) and np.array_equal(o3, outs)
+
+
+def test_dedup_sorted_and_keep_best_against_numpy():
+    """The branch-free compactions: ``dedup_sorted`` equals ``np.unique`` of sorted values,
+    ``keep_best`` keeps the last (largest) message of each key's run (``np.unique`` of the
+    keys with ``return_index`` on the reversed array), on empty, single, all-equal, distinct
+    and repeated inputs."""
+    from c4table.pipeline.kernels import dedup_sorted, keep_best
+    rng = np.random.default_rng(11)
+    cases = [np.empty(0, np.uint64), np.array([7], np.uint64), np.full(5, 3, np.uint64),
+             np.arange(10, dtype=np.uint64), np.sort(rng.integers(0, 50, 1000, dtype=np.uint64)),
+             np.sort(rng.integers(0, 1 << 60, 1000, dtype=np.uint64))]
+    for x in cases:
+        y = x.copy()
+        m = dedup_sorted(y)
+        assert np.array_equal(y[:m], np.unique(x))
+        z = x.copy()
+        m = keep_best(z)
+        k = x >> np.uint64(8)
+        last = x.shape[0] - 1 - np.unique(k[::-1], return_index=True)[1]
+        assert np.array_equal(z[:m], x[np.sort(last)])

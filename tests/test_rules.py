@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from numba import njit
 
 import oracle
 from c4table.board import Board
@@ -105,3 +106,104 @@ def test_kernel_key_decoding_equals_python_digits(board):
             digits.append(d)
         assert row == digits, (board, key)
         assert s == (digits == digits[::-1]), (board, key)
+
+
+@pytest.mark.parametrize("board", BOARDS, ids=lambda b: b.name)
+def test_kernels_on_whole_generations_agree_with_plain_rules(board):
+    """The build calls the kernels on whole sorted generations, where each key's high columns
+    are decoded once for the run of keys that shares them (``_decode_near``): every child and
+    parent of a generation expanded or annotated in one call, against the plain rules; and
+    ``resolve`` on a whole generation against ``resolve`` called key by key."""
+    tables = kernels.board_tables(board)
+    untables = kernels.unmove_tables(board)
+    w = board.width
+    levels = every_position(board)
+    for ply, level in enumerate(levels):
+        keys = np.unique(np.array([p.key() for p in level], np.uint64))
+        by_key = {p.key(): p for p in level}
+        ps = [by_key[int(x)] for x in keys]
+        out = np.empty(keys.shape[0] * w, np.uint64)
+        stats = np.zeros(4, np.int64)
+        n = kernels.expand(keys, ply, *tables, out, stats)
+        assert sorted(out[:n].tolist()) == sorted(p.child(c).key() for p in ps for c in p.legal_moves())
+        assert stats[3] == len(ps) and stats[0] == sum(p.is_terminal for p in ps)
+        assert stats[1] == sum(p.is_symmetric() for p in ps)
+        sent = np.empty(keys.shape[0] * w, np.uint64)
+        outcomes = np.arange(keys.shape[0], dtype=np.uint8) & np.uint8(0x3F)
+        m = kernels.emit_parents(keys, outcomes, ply, *tables, *untables, sent)
+        assert sorted((sent[:m] >> np.uint64(8)).tolist()) == \
+            sorted(p.unplay(c).key() for p in ps for c in p.unmoves())
+        if ply + 1 < len(levels):   # messages from the next generation, as the build sends them
+            nxt = np.unique(np.array([p.key() for p in levels[ply + 1]], np.uint64))
+            msgs = np.empty(nxt.shape[0] * w, np.uint64)
+            nm = kernels.emit_parents(nxt, (np.arange(nxt.shape[0]) % 50).astype(np.uint8), ply + 1,
+                                      *tables, *untables, msgs)
+            msgs = np.sort(msgs[:nm])
+        else:
+            msgs = np.empty(0, np.uint64)
+        whole_o, whole_s = np.empty(keys.shape[0], np.uint8), np.empty(keys.shape[0] * w, np.uint64)
+        whole_st = np.zeros(6, np.int64)
+        bad, ne = kernels.resolve(keys, msgs, ply, *tables, *untables, whole_o, whole_s, whole_st)
+        assert bad == -1
+        one_s, one_st, n1 = [], np.zeros(6, np.int64), 0
+        for i in range(keys.shape[0]):
+            o, s = np.empty(1, np.uint8), np.empty(w, np.uint64)
+            b, k = kernels.resolve(keys[i:i + 1], msgs, ply, *tables, *untables, o, s, one_st)
+            assert b == -1 and o[0] == whole_o[i]
+            one_s += s[:k].tolist()
+        assert whole_s[:ne].tolist() == one_s and (whole_st == one_st).all()
+
+
+@njit
+def _decode_all_near(keys, low, w, base, bits_a, bits_b, powers, stride, codes_out, bb_out):
+    codes = np.empty(w, np.int64)
+    hq, ha, hb, hv = kernels.NO_KEY, np.uint64(0), np.uint64(0), np.uint64(0)
+    for i in range(keys.shape[0]):
+        a, b, v2, hq, ha, hb, hv = kernels._decode_near(keys[i], low, w, base, codes, bits_a, bits_b,
+                                                        powers, stride, hq, ha, hb, hv)
+        codes_out[i] = codes
+        bb_out[i, 0] = a
+        bb_out[i, 1] = b
+        bb_out[i, 2] = v2
+
+
+@pytest.mark.parametrize("board", [Board(3, 4), Board(5, 6), Board(7, 4), Board(6, 5), Board(7, 6),
+                                   Board(5, 5, k=5)], ids=lambda b: b.name)
+def test_decode_near_equals_python_digits_for_every_split(board):
+    """``_decode_near`` with every number of low digits, on sorted keys close together (runs
+    that share their high digits), far apart and repeated: each key's codes equal Python's
+    ``divmod`` digits, its bitboards the columns' chips and its v2 the mirror reading, whatever
+    the keys decoded before it."""
+    rng = np.random.default_rng(board.base * board.width)
+    limit = board.key_limit
+    keys = np.concatenate([rng.integers(0, limit, 300, dtype=np.uint64),
+                           rng.integers(0, 3 * board.base ** 2, 300, dtype=np.uint64) + np.uint64(limit // 3),
+                           np.array([0, 0, limit - 1, limit - 1], np.uint64)])
+    keys = np.sort(keys[keys < limit])
+    keys = np.concatenate([keys, keys[::-1]])   # descending too: any order is decoded right
+    _, _, w, stride, _, base, _, _, bits_a, bits_b, powers = (None, None, *kernels.board_tables(board))
+    expect = []
+    for key in keys.tolist():
+        digits, x = [], key
+        for _ in range(w):
+            x, d = divmod(x, base)
+            digits.append(d)
+        a = sum(int(bits_a[d]) << (c * stride) for c, d in enumerate(digits))
+        b = sum(int(bits_b[d]) << (c * stride) for c, d in enumerate(digits))
+        expect.append((digits, a, b, sum(d * base ** (w - 1 - c) for c, d in enumerate(digits))))
+    for low in range(1, w + 1):
+        codes = np.empty((keys.shape[0], w), np.int64)
+        bbs = np.empty((keys.shape[0], 3), np.uint64)
+        _decode_all_near(keys, low, w, base, bits_a, bits_b, powers, stride, codes, bbs)
+        got = [(c, int(x[0]), int(x[1]), int(x[2])) for c, x in zip(codes.tolist(), bbs)]
+        assert got == expect, (board, low)
+
+
+def test_low_digits_minimizes_divisions():
+    """``low_digits``: all digits for fewer than two keys; for keys about ``gap`` apart the
+    number of low digits whose block ``base**low`` holds many keys, not more."""
+    u = np.uint64
+    assert kernels.low_digits(np.array([5], u), 5, 111) == 5
+    assert kernels.low_digits(np.arange(0, 10**6, 10, dtype=u), 5, 111) == 1
+    assert kernels.low_digits(np.arange(0, 10**9, 1000, dtype=u), 5, 111) == 2
+    assert kernels.low_digits(np.arange(0, 10**12, 10**6, dtype=u), 7, 31) == 5
