@@ -53,15 +53,15 @@ def entries_to_bytes(packed: np.ndarray, entry_size: int) -> np.ndarray:
 
 
 def range_task(root: str, shards: list[dict], lo: int, hi: int, rel: str, entry_size: int,
-               offset: int | None = None, below: int | None = None):
+               below: int | None = None):
     """Write the entries with ``lo <= key < hi`` of the given backward shards (every
-    generation's shards that overlap the range) as the part file ``rel``, or, with ``offset``,
-    into the existing file ``rel`` from entry ``offset`` on; return how many. With ``below``
-    (the entries of the shards lying wholly under ``lo``, which their records give) instead of
-    ``offset``, the task finds its offset itself: ``below`` plus the entries under ``lo`` in its
-    own shards, which it counts as it reads them (whole row groups from their footers' key
-    statistics, and the row group straddling ``lo``, which it reads anyway); it writes there and
-    returns ``(offset, how many)``. So no round of counting tasks runs before the range tasks.
+    generation's shards that overlap the range) as the part file ``rel`` and return how many;
+    or, with ``below`` (the entries of the shards lying wholly under ``lo``, which their records
+    give), into the existing file ``rel`` at their place: the task finds its offset itself,
+    ``below`` plus the entries under ``lo`` in its own shards, which it counts as it reads them
+    (whole row groups from their footers' key statistics, and the row group straddling ``lo``,
+    which it reads anyway), and returns ``(offset, how many)``. So no round of counting tasks
+    runs before the range tasks.
 
     Memory: one uint64 word per entry (sized from the row groups' counts, filled row group by
     row group), then converted and written in chunks. Each generation's slice is already sorted
@@ -91,8 +91,6 @@ def range_task(root: str, shards: list[dict], lo: int, hi: int, rel: str, entry_
             under += a   # keys of these row groups below lo (the one straddling lo has them)
             del keys, outs
     packed = packed[:pos]
-    if below is not None:
-        offset = under
     ends = np.array([*starts[1:], pos], np.int64)
     starts = np.array(starts, np.int64)
 
@@ -119,11 +117,11 @@ def range_task(root: str, shards: list[dict], lo: int, hi: int, rel: str, entry_
         if n_out:
             yield out[: n_out * entry_size].data
 
-    if offset is None:
+    if below is None:
         store.write_atomic_chunks(rel, chunks(), durable=False)   # a part is scratch
-    else:
-        store.write_at(rel, offset * entry_size, chunks())
-    return (offset, pos) if below is not None else pos
+        return pos
+    store.write_at(rel, under * entry_size, chunks())
+    return under, pos
 
 
 def choose_ranges(store: Storage, shards: list[ShardInfo], n_ranges: int,
@@ -273,7 +271,7 @@ def run(build):
                 f.truncate(total * E)
             # each range task finds its offset itself: the entries of the shards wholly below
             # its range (here, from their records) and those below it in its own shards
-            tasks = [(store.uri, mine[r], bounds[r], bounds[r + 1], target, E, None,
+            tasks = [(store.uri, mine[r], bounds[r], bounds[r + 1], target, E,
                       sum(s.rows for s in shards if s.last < bounds[r]))
                      for r in range(n_r)]
             # each range is hashed once it and those before it are written
