@@ -100,7 +100,7 @@ def forward_need(build, ply: int, and_next: bool = False, runs_written: int | No
     dup = step.get("run_keys", 0) / rows if rows and step.get("run_keys") else 1.5
     shards = _files_bytes(build.store, cur) * growth
     if runs_written is not None:
-        return with_margin(runs_written * growth * (1 if and_next else 0) + shards)
+        return with_margin((runs_written * growth if and_next else 0) + shards)
     runs = next_rows * max(dup, 1.0) * RUN_BYTES_PER_KEY
     return with_margin(runs * (1 + growth if and_next else 1) + shards)
 
