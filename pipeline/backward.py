@@ -250,9 +250,10 @@ def run(build) -> None:
             m.set_backward_counts(ply, stats)
             m.checkpoint(n)
             build.verified.add(f"messages {ply - 1}")
-        build.store.delete_tree(messages_dir(ply))   # spent
+        build.store.recycle_tree(messages_dir(ply))   # spent: later writes go over its files
         rec = m.data["plies"][ply]
         prog.step(f"ply {ply}", n, entries=n, a_wins=rec["a_wins"], draws=rec["draws"],
                   b_wins=rec["b_wins"], sent=sum(r["rows"] for r in sent),
                   time=f"{time.perf_counter() - t0:.2f}s")
     m.flush()   # the steps checkpoint() left unsaved
+    build.store.empty_recycle_bin()   # the scratch files are done; the merge needs the disk

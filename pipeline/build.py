@@ -100,6 +100,10 @@ class Build:
             except Exception:           # e.g. the disk is full: the stage's error says so
                 pass
             self.executor.close()
+            try:
+                self.store.empty_recycle_bin()   # spent scratch files kept for reuse
+            except OSError:
+                pass
             settle_deletes()   # the spent directories delete_tree set aside
         finally:
             self.executor = None

@@ -169,7 +169,8 @@ def write_run(store: Storage, rel: str, keys: np.ndarray) -> str:
             h.update(view)
             yield view
 
-    store.write_atomic_chunks(rel, chunks(), durable=False)
+    # its size known, a local run may go over a spent file's cached pages (Storage.recycle_tree)
+    store.write_atomic_chunks(rel, chunks(), durable=False, size=8 * int(offsets[-1]))
     return h.hexdigest()
 
 

@@ -32,7 +32,7 @@ MESSAGES_PER_ENTRY = 4.0      # backward messages a position sends, kept (measur
 MESSAGE_BYTES = 8             # bytes per message at most (runs are bit-packed: 2-3 measured)
 RUN_BYTES_PER_KEY = 8         # bytes per run key at most (bit-packed, pipeline/runcodec.py)
 LOCK_NAME = ".lock"
-WHOLE_SCRATCH = ("runs", "merge", "cache")   # trees no finished step ever refers to
+WHOLE_SCRATCH = ("runs", "merge", "cache", "recycle")   # trees no finished step ever refers to
 _DISK_FULL = {errno.ENOSPC, errno.EDQUOT}
 
 
@@ -60,11 +60,14 @@ def check_free(root, need: int, what: str) -> None:
     bytes free."""
     if os.environ.get(SKIP_ENV, "") not in ("", "0"):
         return
+    store = None
     if isinstance(root, Storage):
         if not root.local:
             return
-        root = root.root
+        store, root = root, root.root
     free = free_bytes(root)
+    if free < need and store is not None and store.empty_recycle_bin():
+        free = free_bytes(root)   # the bin's spent files (Storage.recycle_tree) count as free
     if free < need:
         raise DiskFullError(f"not enough free disk in {root} for {what}: {format_need(need, free)}; "
                             "finished steps are kept, free space and rerun to resume")
@@ -222,8 +225,9 @@ def scratch_files(root) -> list[str]:
     """Files an interrupted run may have left that no finished step refers to, relative to the
     build directory (a path or :class:`~c4table.pipeline.storage.Storage`): temporary files (``*.tmp``,
     ``*.tmp.npy``) under ``work/{forward,backward,messages}``, forward runs (``work/runs``),
-    merge parts (``work/merge``), an older version's ``work/cache`` and the manifest's
-    temporary file. The table's own ``.tmp`` is not listed: the merge decides whether it is
+    merge parts (``work/merge``), an older version's ``work/cache``, the recycle bin of spent
+    scratch files (``work/recycle``, :meth:`~c4table.pipeline.storage.Storage.recycle_tree`)
+    and the manifest's temporary file. The table's own ``.tmp`` is not listed: the merge decides whether it is
     the finished table (:func:`c4table.pipeline.merge.run`)."""
     store = root if isinstance(root, Storage) else open_storage(root)
     out: list[str] = []
@@ -237,8 +241,8 @@ def scratch_files(root) -> list[str]:
 
 
 def remove_scratch(root) -> int:
-    """Delete :func:`scratch_files` (and the ``work/runs``, ``work/merge``, ``work/cache``
-    trees); return how many files."""
+    """Delete :func:`scratch_files` (and the ``work/runs``, ``work/merge``, ``work/cache``,
+    ``work/recycle`` trees); return how many files."""
     store = root if isinstance(root, Storage) else open_storage(root)
     items = scratch_files(store)
     for rel in items:

@@ -205,14 +205,17 @@ class Storage:
     # ------------------------------------------------------------------ writes
     def write_atomic(self, rel: str, data, durable: bool = True) -> None:
         """Write ``data`` (bytes-like) to ``rel`` so that it appears whole or not at all."""
-        self.write_atomic_chunks(rel, [data], durable)
+        self.write_atomic_chunks(rel, [data], durable, size=memoryview(data).nbytes)
 
-    def write_atomic_chunks(self, rel: str, chunks, durable: bool = True) -> None:
+    def write_atomic_chunks(self, rel: str, chunks, durable: bool = True,
+                            size: int | None = None) -> None:
         """Write the bytes-like items of the iterable ``chunks``, in order, as file ``rel``,
         so that it appears whole or not at all (the caller need not hold the whole file).
         ``durable=False`` skips the fsyncs, for scratch files that a crash makes the build
         discard or check anyway (runs, messages, merge parts) and for files made durable later
-        in a batch (:meth:`sync`: shards, before a manifest records them)."""
+        in a batch (:meth:`sync`: shards, before a manifest records them). ``size``, the bytes
+        to be written if known, lets a local write go over a spent file of the recycle bin
+        (:meth:`recycle_tree`) rather than into a new one."""
         counts = active()
         if self.root is None:
             n = 0
@@ -226,9 +229,12 @@ class Storage:
         tmp = path.with_name(path.name + ".tmp")
         try:
             n = 0
-            with open(tmp, "wb") as f:
+            reused = size is not None and self._claim_recycled(tmp, size)
+            with open(tmp, "r+b" if reused else "wb") as f:
                 for c in chunks:
                     n += f.write(c)
+                if reused:
+                    f.truncate(n)   # a longer spent file: its tail goes
                 if durable:
                     f.flush()
                     os.fsync(f.fileno())
@@ -345,6 +351,99 @@ class Storage:
                 self.fs.delete_file(self.path(f))
 
 
+    # ------------------------------------------------------------------ recycle bin
+    # A spent scratch file (a generation's runs or messages, once read) is not unlinked but
+    # moved into the recycle bin, and a later local write of known size goes *over* one of
+    # them (renamed to its temporary name, written from offset 0 without truncating first,
+    # cut to its length at the end), so it reuses the page-cache pages the spent file still
+    # holds. On a virtual machine whose balloon reports freed memory to the host (free page
+    # reporting), every page of a new file is fresh memory the host must back again: writing
+    # 1 GiB into a new file took 2.9 s of CPU there, over a cached one 0.15 s.
+
+    def recycle_tree(self, rel: str) -> None:
+        """Delete directory ``rel`` like :meth:`delete_tree`, but locally keep its files of at
+        least :data:`RECYCLE_MIN_BYTES` in the recycle bin (:data:`RECYCLE_DIR`) for later
+        writes to go over. Files of the bin no write took since the last call are surplus
+        and unlinked first, so the bin holds at most one spent directory's files. On an
+        object store, or with ``C4TABLE_RECYCLE=0``, this is :meth:`delete_tree`."""
+        if self.root is None or not recycling():
+            self.delete_tree(rel)
+            return
+        d = self.root / rel
+        if not d.is_dir():
+            return
+        files = self._list_sizes(rel)
+        c = active()
+        c.delete_requests += len(files)
+        c.bytes_deleted += sum(files.values())
+        bin_dir = self.root / RECYCLE_DIR
+        self.empty_recycle_bin()
+        bin_dir.mkdir(parents=True, exist_ok=True)
+        for f, n in files.items():
+            if n >= RECYCLE_MIN_BYTES:
+                try:
+                    os.rename(self.root / f, bin_dir / f"{os.getpid()}-{next(_trash_seq)}")
+                    continue
+                except OSError:
+                    pass
+            (self.root / f).unlink(missing_ok=True)
+        trash = d.with_name(f".{d.name}.deleted-{os.getpid()}-{next(_trash_seq)}")
+        try:
+            os.rename(d, trash)
+        except OSError:
+            shutil.rmtree(d, ignore_errors=True)
+            return
+        _remove_later(trash)
+
+    def recycle_bytes(self) -> int:
+        """Bytes of the files in the recycle bin (0 on an object store or with none)."""
+        if self.root is None:
+            return 0
+        return sum(_bin_sizes(self.root / RECYCLE_DIR).values())
+
+    def empty_recycle_bin(self) -> int:
+        """Unlink the files of the recycle bin; return their bytes. (The pages they held are
+        freed: call it when the disk is needed or the scratch files are done.)"""
+        if self.root is None:
+            return 0
+        bin_dir = self.root / RECYCLE_DIR
+        sizes = _bin_sizes(bin_dir)
+        for name in sizes:
+            try:
+                os.unlink(bin_dir / name)
+            except FileNotFoundError:   # taken by a write meanwhile
+                sizes[name] = 0
+        if sizes:
+            try:
+                os.rmdir(bin_dir)
+            except OSError:   # a file moved in meanwhile, or gone already
+                pass
+        return sum(sizes.values())
+
+    def _claim_recycled(self, tmp: Path, size: int) -> bool:
+        """Move a file of the recycle bin to ``tmp`` for a write of ``size`` bytes to go over:
+        the smallest at least that long, else the longest. False if the bin has none (or the
+        write is under :data:`RECYCLE_MIN_BYTES`). Several processes may claim at once: the
+        rename gives each file to one of them."""
+        if size < RECYCLE_MIN_BYTES or not recycling():
+            return False
+        bin_dir = self.root / RECYCLE_DIR
+        sizes = _bin_sizes(bin_dir)
+        if not sizes:
+            return False
+        fit = sorted((n, name) for name, n in sizes.items() if n >= size)
+        rest = sorted(((n, name) for name, n in sizes.items() if n < size), reverse=True)
+        for _, name in fit + rest:
+            try:
+                os.rename(bin_dir / name, tmp)
+                return True
+            except FileNotFoundError:   # another process took it
+                continue
+            except OSError:
+                return False
+        return False
+
+
 class _CountingStream:
     """A sequential reader that adds the bytes it returns to its counts."""
 
@@ -431,6 +530,33 @@ class _CountingOutput:
 
 
 _trash_seq = itertools.count()
+RECYCLE_DIR = "work/recycle"   # the recycle bin of a local build directory (Storage.recycle_tree)
+RECYCLE_MIN_BYTES = 1 << 20    # smaller spent files are unlinked, smaller writes go to new files
+RECYCLE_ENV = "C4TABLE_RECYCLE"
+
+
+def recycling() -> bool:
+    """Whether spent scratch files are recycled (``C4TABLE_RECYCLE=0`` turns it off).
+
+    >>> isinstance(recycling(), bool)
+    True
+    """
+    return os.environ.get(RECYCLE_ENV, "1") not in ("0", "no", "off")
+
+
+def _bin_sizes(bin_dir: Path) -> dict[str, int]:
+    """{name: size} of the files in the recycle bin ``bin_dir`` ({} if there is none)."""
+    sizes = {}
+    try:
+        with os.scandir(bin_dir) as it:
+            for e in it:
+                try:
+                    sizes[e.name] = e.stat(follow_symlinks=False).st_size
+                except FileNotFoundError:   # claimed meanwhile
+                    continue
+    except (FileNotFoundError, NotADirectoryError):
+        return {}
+    return sizes
 _background: dict[str, tuple[int, ThreadPoolExecutor]] = {}   # name: (pid, its thread)
 
 
