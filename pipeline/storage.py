@@ -413,11 +413,10 @@ class Storage:
                 os.unlink(bin_dir / name)
             except FileNotFoundError:   # taken by a write meanwhile
                 sizes[name] = 0
-        if sizes:
-            try:
-                os.rmdir(bin_dir)
-            except OSError:   # a file moved in meanwhile, or gone already
-                pass
+        try:
+            os.rmdir(bin_dir)
+        except OSError:   # none, or a file moved in meanwhile
+            pass
         return sum(sizes.values())
 
     def _claim_recycled(self, tmp: Path, size: int) -> bool:
