@@ -17,6 +17,11 @@ import sys
 # explicit setting in the environment wins. OMP_NUM_THREADS is left alone: pyarrow sizes its
 # own thread pool from it.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+# And one malloc arena for all threads, before pyarrow's import starts a second one
+# (pipeline/allocator.py: the build's workers then reuse the memory Arrow's threads free).
+from c4table.pipeline.allocator import one_arena  # noqa: E402
+
+one_arena()
 
 import click
 
