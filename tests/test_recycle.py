@@ -191,3 +191,23 @@ def test_a_bin_left_by_a_killed_build_is_removed_on_resume(tmp_path, where):
     assert "scratch file" in r.stderr and "left by an interrupted run" in r.stderr
     assert sha256(out / "connect4_5x4.dat") == KNOWN["5x4"]["sha256"]
     assert not (out / RECYCLE_DIR).exists()
+
+
+def test_a_refused_rename_falls_back_to_a_new_file(tmp_path, small_files, monkeypatch):
+    """A file system that refuses to move a spent file (any error but "gone") costs only the
+    reuse: the write makes a new file, as without recycling."""
+    import errno
+    st = Storage(tmp_path)
+    st.write_atomic("w/a/f", b"a" * 4096, durable=False)
+    st.recycle_tree("w/a")
+    real = os.rename
+
+    def refuse(src, dst, *a, **kw):
+        if RECYCLE_DIR in str(src):
+            raise OSError(errno.EXDEV, "Invalid cross-device link")
+        return real(src, dst, *a, **kw)
+
+    monkeypatch.setattr(os, "rename", refuse)
+    st.write_atomic("w/b/f", b"b" * 1000, durable=False)
+    assert st.read_bytes("w/b/f") == b"b" * 1000
+    assert st.recycle_bytes() == 4096   # still in the bin, untouched
