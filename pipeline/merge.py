@@ -37,6 +37,7 @@ from c4table.pipeline.storage import Storage, background, fsync_path, open_stora
 READ_GROUPS = 8          # row groups decoded at a time by a range task (~1 M entries)
 WRITE_CHUNK = 1 << 22    # entries converted to bytes at a time
 HASH_CHUNK = 1 << 24     # bytes hashed at a time
+DIRECT_MIN_BYTES = 0     # tables from this size on are written and hashed around the page cache
 PARTS = "work/merge"
 
 
@@ -53,7 +54,7 @@ def entries_to_bytes(packed: np.ndarray, entry_size: int) -> np.ndarray:
 
 
 def range_task(root: str, shards: list[dict], lo: int, hi: int, rel: str, entry_size: int,
-               below: int | None = None):
+               below: int | None = None, direct: bool = False):
     """Write the entries with ``lo <= key < hi`` of the given backward shards (every
     generation's shards that overlap the range) as the part file ``rel`` and return how many;
     or, with ``below`` (the entries of the shards lying wholly under ``lo``, which their records
@@ -94,33 +95,48 @@ def range_task(root: str, shards: list[dict], lo: int, hi: int, rel: str, entry_
     ends = np.array([*starts[1:], pos], np.int64)
     starts = np.array(starts, np.int64)
 
-    def chunks():
-        out = np.empty(WRITE_CHUNK * entry_size, np.uint8)
-        n_out = 0
+    def ordered():   # the words in key order, piece by piece, checked
         prev = -1
         for words in sorted_chunks(packed, starts, ends):
             if not strictly_increasing_keys(words) or (words.shape[0] and int(words[0]) >> 8 <= prev):
                 raise BuildError(f"duplicate keys across generations in range [{lo}, {hi})")
             if words.shape[0]:
                 prev = int(words[-1]) >> 8
-            s = 0
-            while s < words.shape[0]:
-                take = min(words.shape[0] - s, WRITE_CHUNK - n_out)
-                words_to_entries(words[s: s + take], entry_size,
-                                 out[n_out * entry_size: (n_out + take) * entry_size])
-                n_out += take
-                s += take
-                if n_out == WRITE_CHUNK:
-                    yield out.data
-                    out = np.empty(WRITE_CHUNK * entry_size, np.uint8)
-                    n_out = 0
-        if n_out:
-            yield out[: n_out * entry_size].data
+                yield words
 
-    if below is None:
+    if below is None:   # a part file (object store): fresh chunks, an upload may hold them
+        def chunks():
+            out = np.empty(WRITE_CHUNK * entry_size, np.uint8)
+            n_out = 0
+            for words in ordered():
+                s = 0
+                while s < words.shape[0]:
+                    take = min(words.shape[0] - s, WRITE_CHUNK - n_out)
+                    words_to_entries(words[s: s + take], entry_size,
+                                     out[n_out * entry_size: (n_out + take) * entry_size])
+                    n_out += take
+                    s += take
+                    if n_out == WRITE_CHUNK:
+                        yield out.data
+                        out = np.empty(WRITE_CHUNK * entry_size, np.uint8)
+                        n_out = 0
+            if n_out:
+                yield out[: n_out * entry_size].data
+
         store.write_atomic_chunks(rel, chunks(), durable=False)   # a part is scratch
         return pos
-    store.write_at(rel, under * entry_size, chunks())
+    # in place: converted straight into the writer's reused buffers, written around the page
+    # cache where the file system allows it (direct)
+    with store.writer_at(rel, under * entry_size, direct) as w:
+        for words in ordered():
+            s = 0
+            while s < words.shape[0]:
+                space = np.frombuffer(w.space(entry_size), np.uint8)
+                take = min(words.shape[0] - s, space.shape[0] // entry_size)
+                words_to_entries(words[s: s + take], entry_size, space[: take * entry_size])
+                w.commit(take * entry_size)
+                s += take
+                del space
     return under, pos
 
 
@@ -153,7 +169,7 @@ def hash_stored(store: Storage, rel: str, chunk: int = 1 << 24) -> dict:
 
 
 def hash_ranges(store: Storage, rel: str, entry_size: int, n_ranges: int, total: int,
-                written) -> dict:
+                written, direct: bool = False) -> dict:
     """sha256, md5 and size of the local file ``rel`` of ``total`` entries that ``n_ranges``
     range tasks are filling: ``written`` yields, in range order, ``(offset, count)``: the
     entries each range wrote and the entry it wrote them from (e.g. :meth:`Executor.imap` of
@@ -179,22 +195,18 @@ def hash_ranges(store: Storage, rel: str, entry_size: int, n_ranges: int, total:
             where = f"starts at entry {offset:,} where the ranges before it end at {at:,}" \
                 if r < n_ranges else "is one range too many"
             raise BuildError(f"merge range {r} {where} (the table file is not trusted)")
-        if c and store.local:
+        if c and store.local and not direct:
             background("writeback").submit(start_writeback, store.root / rel, offset * entry_size,
                                            c * entry_size)
         at += c
         end = at * entry_size
         if done < end:
-            # Opened afresh once the range is written, and never read ahead of it: on a file
-            # system shared between hosts (NFS) a reader sees another host's writes only from
-            # an open made after they were closed.
-            with store.open_input_stream(rel, read_ahead=False, offset=done) as f:
-                while done < end:
-                    n = f.readinto(buf[:min(HASH_CHUNK, end - done)])
-                    if not n:
-                        break
-                    h.update(buf[:n])
-                    done += n
+            # Opened afresh once the range is written, and never read ahead of it (through
+            # the page cache): on a file system shared between hosts (NFS) a reader sees
+            # another host's writes only from an open made after they were closed.
+            for view in store.read_chunks(rel, done, end, direct):
+                h.update(view)
+                done += len(view)
     if ranges != n_ranges:
         raise BuildError(f"the merge finished {ranges} of {n_ranges} ranges")
     if at != total:
@@ -271,11 +283,13 @@ def run(build):
                 f.truncate(total * E)
             # each range task finds its offset itself: the entries of the shards wholly below
             # its range (here, from their records) and those below it in its own shards
+            direct = total * E >= DIRECT_MIN_BYTES
             tasks = [(store.uri, mine[r], bounds[r], bounds[r + 1], target, E,
-                      sum(s.rows for s in shards if s.last < bounds[r]))
+                      sum(s.rows for s in shards if s.last < bounds[r]), direct)
                      for r in range(n_r)]
             # each range is hashed once it and those before it are written
-            hashes = hash_ranges(store, target, E, n_r, total, build.executor.imap(range_task, tasks))
+            hashes = hash_ranges(store, target, E, n_r, total, build.executor.imap(range_task, tasks),
+                                 direct)
             prog.note(f"sorted and hashed {total:,} entries ({total * E:,} bytes) in "
                       f"{count(len(tasks), 'range')} in {time.perf_counter() - t0:.2f}s")
             fsync_path(store.root / target)
