@@ -37,7 +37,8 @@ from c4table.pipeline.storage import Storage, background, fsync_path, open_stora
 READ_GROUPS = 8          # row groups decoded at a time by a range task (~1 M entries)
 WRITE_CHUNK = 1 << 22    # entries converted to bytes at a time
 HASH_CHUNK = 1 << 24     # bytes hashed at a time
-DIRECT_MIN_BYTES = 0     # tables from this size on are written and hashed around the page cache
+SORT_PIECE = 1 << 16     # words sorted at a time: fewer pieces than extsort.SORT_CHUNK, since a
+                         # traced task (counters.run_counted) pays ~1 us per Python allocation
 PARTS = "work/merge"
 
 
@@ -97,7 +98,7 @@ def range_task(root: str, shards: list[dict], lo: int, hi: int, rel: str, entry_
 
     def ordered():   # the words in key order, piece by piece, checked
         prev = -1
-        for words in sorted_chunks(packed, starts, ends):
+        for words in sorted_chunks(packed, starts, ends, SORT_PIECE):
             if not strictly_increasing_keys(words) or (words.shape[0] and int(words[0]) >> 8 <= prev):
                 raise BuildError(f"duplicate keys across generations in range [{lo}, {hi})")
             if words.shape[0]:
@@ -283,7 +284,7 @@ def run(build):
                 f.truncate(total * E)
             # each range task finds its offset itself: the entries of the shards wholly below
             # its range (here, from their records) and those below it in its own shards
-            direct = total * E >= DIRECT_MIN_BYTES
+            direct = True   # around the page cache where the file system allows it
             tasks = [(store.uri, mine[r], bounds[r], bounds[r + 1], target, E,
                       sum(s.rows for s in shards if s.last < bounds[r]), direct)
                      for r in range(n_r)]
