@@ -10,10 +10,16 @@ piece by cache-sized piece (:func:`~c4table.pipeline.extsort.sorted_chunks`) and
 entries. In a local build directory each task writes its entries straight into the table's
 temporary file at their final place: its offset is the count of entries below its range's
 first key, which it finds as it reads (shards wholly below from their records, row groups
-from their footers' statistics, and the row group straddling the boundary, read anyway). The
-driver hashes each range once it and those before it are written, starts its writeback, then
-fsyncs the file, records its size and hashes in the manifest, and only then renames it into
-place (see :func:`run` for what a resumed merge does). On an object store (no positional writes) each task writes a part file and the driver
+from their footers' statistics, and the row group straddling the boundary, read anyway), and
+writes them around the page cache (``O_DIRECT``: the whole blocks from two reused aligned
+buffers, the partial blocks it shares with its neighbours through the page cache;
+:class:`~c4table.pipeline.storage.PositionalWriter`), since new page-cache pages are what
+writing a table cost on a virtual machine that hands freed memory back to its host. The
+driver hashes each range once it and those before it are written (read back the same way,
+:func:`~c4table.pipeline.storage.read_span`), then fsyncs the file, records its size and
+hashes in the manifest, and only then renames it into place (see :func:`run` for what a
+resumed merge does). Where the file system refuses ``O_DIRECT`` the same code goes through the
+page cache, and the driver starts each range's writeback as it comes in. On an object store (no positional writes) each task writes a part file and the driver
 appends the parts in key order while hashing, deleting each part once appended.
 """
 from __future__ import annotations
@@ -65,8 +71,12 @@ def range_task(root: str, shards: list[dict], lo: int, hi: int, rel: str, entry_
     which it reads anyway), and returns ``(offset, how many)``. So no round of counting tasks
     runs before the range tasks.
 
+    ``direct``: write around the page cache where the file system allows it
+    (:meth:`~c4table.pipeline.storage.Storage.writer_at`; a part file is written as before).
+
     Memory: one uint64 word per entry (sized from the row groups' counts, filled row group by
-    row group), then converted and written in chunks. Each generation's slice is already sorted
+    row group), then converted straight into the writer's two reused buffers (or, for a part,
+    chunks) and written. Each generation's slice is already sorted
     (and generations are disjoint), so the words are not sorted as a whole: they are cut into
     key ranges of about :data:`~c4table.pipeline.extsort.SORT_CHUNK` words that fit the CPU cache
     (:func:`~c4table.pipeline.extsort.sorted_chunks`),
@@ -176,7 +186,9 @@ def hash_ranges(store: Storage, rel: str, entry_size: int, n_ranges: int, total:
     entries each range wrote and the entry it wrote them from (e.g. :meth:`Executor.imap` of
     the range tasks, while later ranges still run). Each range's bytes are hashed as soon as it
     and every range before it are written, so the hashing overlaps the merging of later
-    ranges; and the kernel is asked to start writing each range to disk as soon as it is in
+    ranges; with ``direct`` they are read around the page cache (the tasks wrote them so:
+    :meth:`~c4table.pipeline.storage.Storage.read_chunks`), otherwise the kernel is asked to
+    start writing each range to disk as soon as it is in
     (:func:`~c4table.pipeline.storage.start_writeback`, in a background thread), so that the
     caller's fsync of the table waits for little. Raises :class:`BuildError` if a range does not
     start where the one before it ended, or the ranges do not add up to ``total`` (the file is

@@ -16,6 +16,9 @@ local disk, a shared POSIX file system or an object store. What differs:
   written object is already durable.
 * **Reads.** Whole files (:meth:`Storage.read_bytes`), byte ranges (:meth:`Storage.read_into`:
   ``pread`` locally, a ranged GET remotely) and random-access files for parquet footers.
+* **Around the page cache.** The final table is written and read back for hashing with
+  ``O_DIRECT`` where the file system allows it (:class:`PositionalWriter`, :func:`read_span`;
+  ``C4TABLE_DIRECT_IO=off`` turns it off), through the page cache otherwise.
 * **What only a local directory has**: a lock file, free-disk checks and ENOSPC handling
   (:mod:`c4table.pipeline.resources` skips them for URIs).
 
