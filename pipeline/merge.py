@@ -201,7 +201,6 @@ def hash_ranges(store: Storage, rel: str, entry_size: int, n_ranges: int, total:
     """
     h = Hashes()
     done = ranges = at = 0   # bytes hashed, ranges finished, entries they cover
-    buf = memoryview(bytearray(HASH_CHUNK))   # one buffer for every read: no fresh pages
     for r, (offset, c) in enumerate(written):
         ranges += 1
         if r >= n_ranges or offset != at:
@@ -225,6 +224,7 @@ def hash_ranges(store: Storage, rel: str, entry_size: int, n_ranges: int, total:
     if at != total:
         raise BuildError(f"the merge ranges wrote {at:,} entries where {total:,} were counted "
                          "(the table file is not trusted)")
+    buf = memoryview(bytearray(1 << 16))
     with store.open_input_stream(rel, read_ahead=False, offset=done) as f:
         while n := f.readinto(buf):   # bytes past the counted entries: the size check fails
             h.update(buf[:n])
