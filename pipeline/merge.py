@@ -42,7 +42,6 @@ from c4table.pipeline.storage import Storage, background, fsync_path, open_stora
 
 READ_GROUPS = 8          # row groups decoded at a time by a range task (~1 M entries)
 WRITE_CHUNK = 1 << 22    # entries converted to bytes at a time
-HASH_CHUNK = 1 << 24     # bytes hashed at a time
 SORT_PIECE = 1 << 16     # words sorted at a time: fewer pieces than extsort.SORT_CHUNK, since a
                          # traced task (counters.run_counted) pays ~1 us per Python allocation
 PARTS = "work/merge"
