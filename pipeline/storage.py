@@ -40,6 +40,7 @@ import os
 import re
 import shutil
 import sys
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 from pathlib import Path
@@ -543,21 +544,24 @@ def direct_io_allowed() -> bool:
     return hasattr(os, "O_DIRECT") and os.environ.get(DIRECT_ENV, "").lower() not in ("off", "0", "no")
 
 
-_aligned: dict[str, tuple[int, list]] = {}   # name: (pid, its buffers)
+_aligned: dict[tuple[str, int], tuple[int, list]] = {}   # (name, thread): (pid, its buffers)
 
 
 def aligned_buffers(name: str, count: int, size: int) -> list:
-    """This process's ``count`` page-aligned buffers ``name`` of ``size`` bytes (anonymous
-    ``mmap``): made on first use and lent again to every later user in the process (a forked
-    child makes its own), so that a task's output is not written through fresh memory.
+    """This thread's ``count`` page-aligned buffers ``name`` of ``size`` bytes (anonymous
+    ``mmap``): made on first use and lent again to every later user in the thread (a forked
+    child makes its own; tasks running at once in threads of one process, as on a dask worker
+    of several threads, have their own), so that a task's output is not written through fresh
+    memory.
 
     >>> a, b = aligned_buffers("doc", 2, 8192)
     >>> len(a), aligned_buffers("doc", 2, 8192)[0] is a
     (8192, True)
     """
-    got = _aligned.get(name)
+    key = (name, threading.get_ident())
+    got = _aligned.get(key)
     if got is None or got[0] != os.getpid() or len(got[1]) < count or len(got[1][0]) != size:
-        got = _aligned[name] = (os.getpid(), [mmap.mmap(-1, size) for _ in range(count)])
+        got = _aligned[key] = (os.getpid(), [mmap.mmap(-1, size) for _ in range(count)])
     return got[1][:count]
 
 

@@ -178,3 +178,31 @@ def test_tables_byte_identical_through_every_path(tmp_path, small_buffers, monke
     assert hashlib.md5(data).hexdigest() == m["table"]["md5"]
     stats = json.loads((tmp_path / "stats.json").read_text())
     assert stats["stages"]["merge"]["tasks"] >= 2   # ranges meeting in mid-block
+
+
+def test_writers_in_threads_of_one_process_do_not_share_buffers(tmp_path, small_buffers):
+    """Range tasks may run at once in threads of one process (a dask worker of several
+    threads): each thread has its own buffers."""
+    from concurrent.futures import ThreadPoolExecutor
+    rng = np.random.default_rng(8)
+    n = 40 * BLOCK + 333
+    data = rng.integers(0, 256, n, dtype=np.uint8).tobytes()
+    path = tmp_path / "t"
+    path.write_bytes(bytes(n))
+    cuts = [0, 5 * BLOCK + 1, 17 * BLOCK - 9, 30 * BLOCK + 100, n]
+
+    def fill(r):
+        lo, hi = cuts[r], cuts[r + 1]
+        with PositionalWriter(path, lo) as w:
+            at = lo
+            while at < hi:
+                space = w.space(1)
+                take = min(hi - at, len(space), 1000)
+                space[:take] = data[at: at + take]
+                w.commit(take)
+                at += take
+        return w.written
+
+    with ThreadPoolExecutor(4) as ex:
+        assert sum(ex.map(fill, range(4))) == n
+    assert path.read_bytes() == data
