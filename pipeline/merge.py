@@ -38,7 +38,8 @@ from c4table.pipeline.extsort import sorted_chunks
 from c4table.pipeline.kernels import pack_entries, strictly_increasing_keys, words_to_entries
 from c4table.pipeline.partition import merge_shares
 from c4table.pipeline.shards import ShardInfo, open_row_groups, read_row_groups, verify_shards
-from c4table.pipeline.storage import Storage, background, fsync_path, open_storage, start_writeback
+from c4table.pipeline.storage import (Storage, background, direct_io_takes, fsync_path, open_storage,
+                                      start_writeback)
 
 READ_GROUPS = 8          # row groups decoded at a time by a range task (~1 M entries)
 WRITE_CHUNK = 1 << 22    # entries converted to bytes at a time
@@ -77,7 +78,7 @@ def range_task(root: str, shards: list[dict], lo: int, hi: int, rel: str, entry_
     row group), then converted straight into the writer's two reused buffers (or, for a part,
     chunks) and written. Each generation's slice is already sorted
     (and generations are disjoint), so the words are not sorted as a whole: they are cut into
-    key ranges of about :data:`~c4table.pipeline.extsort.SORT_CHUNK` words that fit the CPU cache
+    key ranges of about :data:`SORT_PIECE` words that fit the CPU cache
     (:func:`~c4table.pipeline.extsort.sorted_chunks`),
     and each range's slices are gathered and sorted there."""
     store = open_storage(root)
@@ -295,7 +296,7 @@ def run(build):
                 f.truncate(total * E)
             # each range task finds its offset itself: the entries of the shards wholly below
             # its range (here, from their records) and those below it in its own shards
-            direct = True   # around the page cache where the file system allows it
+            direct = direct_io_takes(store.root / target)   # around the page cache if it can
             tasks = [(store.uri, mine[r], bounds[r], bounds[r + 1], target, E,
                       sum(s.rows for s in shards if s.last < bounds[r]), direct)
                      for r in range(n_r)]

@@ -544,6 +544,26 @@ def direct_io_allowed() -> bool:
     return hasattr(os, "O_DIRECT") and os.environ.get(DIRECT_ENV, "").lower() not in ("off", "0", "no")
 
 
+def direct_io_takes(path) -> bool:
+    """Whether the file ``path`` can be opened with ``O_DIRECT`` (and :func:`direct_io_allowed`):
+    what a caller deciding between the two ways asks first (a write may still be refused,
+    which :class:`PositionalWriter` handles by itself).
+
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "f"; _ = p.write_bytes(b"x")
+    >>> direct_io_takes(p) in (True, False), direct_io_takes(p.with_name("missing"))
+    (True, False)
+    """
+    if not direct_io_allowed():
+        return False
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECT)
+    except OSError:
+        return False
+    os.close(fd)
+    return True
+
+
 _aligned: dict[tuple[str, int], tuple[int, list]] = {}   # (name, thread): (pid, its buffers)
 
 
