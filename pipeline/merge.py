@@ -10,10 +10,16 @@ piece by cache-sized piece (:func:`~c4table.pipeline.extsort.sorted_chunks`) and
 entries. In a local build directory each task writes its entries straight into the table's
 temporary file at their final place: its offset is the count of entries below its range's
 first key, which it finds as it reads (shards wholly below from their records, row groups
-from their footers' statistics, and the row group straddling the boundary, read anyway). The
-driver hashes each range once it and those before it are written, starts its writeback, then
-fsyncs the file, records its size and hashes in the manifest, and only then renames it into
-place (see :func:`run` for what a resumed merge does). On an object store (no positional writes) each task writes a part file and the driver
+from their footers' statistics, and the row group straddling the boundary, read anyway), and
+writes them around the page cache (``O_DIRECT``: the whole blocks from two reused aligned
+buffers, the partial blocks it shares with its neighbours through the page cache;
+:class:`~c4table.pipeline.storage.PositionalWriter`), since new page-cache pages are what
+writing a table cost on a virtual machine that hands freed memory back to its host. The
+driver hashes each range once it and those before it are written (read back the same way,
+:func:`~c4table.pipeline.storage.read_span`), then fsyncs the file, records its size and
+hashes in the manifest, and only then renames it into place (see :func:`run` for what a
+resumed merge does). Where the file system refuses ``O_DIRECT`` the same code goes through the
+page cache, and the driver starts each range's writeback as it comes in. On an object store (no positional writes) each task writes a part file and the driver
 appends the parts in key order while hashing, deleting each part once appended.
 """
 from __future__ import annotations
@@ -32,11 +38,13 @@ from c4table.pipeline.extsort import sorted_chunks
 from c4table.pipeline.kernels import pack_entries, strictly_increasing_keys, words_to_entries
 from c4table.pipeline.partition import merge_shares
 from c4table.pipeline.shards import ShardInfo, open_row_groups, read_row_groups, verify_shards
-from c4table.pipeline.storage import Storage, background, fsync_path, open_storage, start_writeback
+from c4table.pipeline.storage import (Storage, background, direct_io_takes, fsync_path, open_storage,
+                                      start_writeback)
 
 READ_GROUPS = 8          # row groups decoded at a time by a range task (~1 M entries)
 WRITE_CHUNK = 1 << 22    # entries converted to bytes at a time
-HASH_CHUNK = 1 << 24     # bytes hashed at a time
+SORT_PIECE = 1 << 16     # words sorted at a time: fewer pieces than extsort.SORT_CHUNK, since a
+                         # traced task (counters.run_counted) pays ~1 us per Python allocation
 PARTS = "work/merge"
 
 
@@ -53,7 +61,7 @@ def entries_to_bytes(packed: np.ndarray, entry_size: int) -> np.ndarray:
 
 
 def range_task(root: str, shards: list[dict], lo: int, hi: int, rel: str, entry_size: int,
-               below: int | None = None):
+               below: int | None = None, direct: bool = False):
     """Write the entries with ``lo <= key < hi`` of the given backward shards (every
     generation's shards that overlap the range) as the part file ``rel`` and return how many;
     or, with ``below`` (the entries of the shards lying wholly under ``lo``, which their records
@@ -63,10 +71,14 @@ def range_task(root: str, shards: list[dict], lo: int, hi: int, rel: str, entry_
     which it reads anyway), and returns ``(offset, how many)``. So no round of counting tasks
     runs before the range tasks.
 
+    ``direct``: write around the page cache where the file system allows it
+    (:meth:`~c4table.pipeline.storage.Storage.writer_at`; a part file is written as before).
+
     Memory: one uint64 word per entry (sized from the row groups' counts, filled row group by
-    row group), then converted and written in chunks. Each generation's slice is already sorted
+    row group), then converted straight into the writer's two reused buffers (or, for a part,
+    chunks) and written. Each generation's slice is already sorted
     (and generations are disjoint), so the words are not sorted as a whole: they are cut into
-    key ranges of about :data:`~c4table.pipeline.extsort.SORT_CHUNK` words that fit the CPU cache
+    key ranges of about :data:`SORT_PIECE` words that fit the CPU cache
     (:func:`~c4table.pipeline.extsort.sorted_chunks`),
     and each range's slices are gathered and sorted there."""
     store = open_storage(root)
@@ -94,33 +106,48 @@ def range_task(root: str, shards: list[dict], lo: int, hi: int, rel: str, entry_
     ends = np.array([*starts[1:], pos], np.int64)
     starts = np.array(starts, np.int64)
 
-    def chunks():
-        out = np.empty(WRITE_CHUNK * entry_size, np.uint8)
-        n_out = 0
+    def ordered():   # the words in key order, piece by piece, checked
         prev = -1
-        for words in sorted_chunks(packed, starts, ends):
+        for words in sorted_chunks(packed, starts, ends, SORT_PIECE):
             if not strictly_increasing_keys(words) or (words.shape[0] and int(words[0]) >> 8 <= prev):
                 raise BuildError(f"duplicate keys across generations in range [{lo}, {hi})")
             if words.shape[0]:
                 prev = int(words[-1]) >> 8
-            s = 0
-            while s < words.shape[0]:
-                take = min(words.shape[0] - s, WRITE_CHUNK - n_out)
-                words_to_entries(words[s: s + take], entry_size,
-                                 out[n_out * entry_size: (n_out + take) * entry_size])
-                n_out += take
-                s += take
-                if n_out == WRITE_CHUNK:
-                    yield out.data
-                    out = np.empty(WRITE_CHUNK * entry_size, np.uint8)
-                    n_out = 0
-        if n_out:
-            yield out[: n_out * entry_size].data
+                yield words
 
-    if below is None:
+    if below is None:   # a part file (object store): fresh chunks, an upload may hold them
+        def chunks():
+            out = np.empty(WRITE_CHUNK * entry_size, np.uint8)
+            n_out = 0
+            for words in ordered():
+                s = 0
+                while s < words.shape[0]:
+                    take = min(words.shape[0] - s, WRITE_CHUNK - n_out)
+                    words_to_entries(words[s: s + take], entry_size,
+                                     out[n_out * entry_size: (n_out + take) * entry_size])
+                    n_out += take
+                    s += take
+                    if n_out == WRITE_CHUNK:
+                        yield out.data
+                        out = np.empty(WRITE_CHUNK * entry_size, np.uint8)
+                        n_out = 0
+            if n_out:
+                yield out[: n_out * entry_size].data
+
         store.write_atomic_chunks(rel, chunks(), durable=False)   # a part is scratch
         return pos
-    store.write_at(rel, under * entry_size, chunks())
+    # in place: converted straight into the writer's reused buffers, written around the page
+    # cache where the file system allows it (direct)
+    with store.writer_at(rel, under * entry_size, direct) as w:
+        for words in ordered():
+            s = 0
+            while s < words.shape[0]:
+                space = np.frombuffer(w.space(entry_size), np.uint8)
+                take = min(words.shape[0] - s, space.shape[0] // entry_size)
+                words_to_entries(words[s: s + take], entry_size, space[: take * entry_size])
+                w.commit(take * entry_size)
+                s += take
+                del space
     return under, pos
 
 
@@ -153,13 +180,15 @@ def hash_stored(store: Storage, rel: str, chunk: int = 1 << 24) -> dict:
 
 
 def hash_ranges(store: Storage, rel: str, entry_size: int, n_ranges: int, total: int,
-                written) -> dict:
+                written, direct: bool = False) -> dict:
     """sha256, md5 and size of the local file ``rel`` of ``total`` entries that ``n_ranges``
     range tasks are filling: ``written`` yields, in range order, ``(offset, count)``: the
     entries each range wrote and the entry it wrote them from (e.g. :meth:`Executor.imap` of
     the range tasks, while later ranges still run). Each range's bytes are hashed as soon as it
     and every range before it are written, so the hashing overlaps the merging of later
-    ranges; and the kernel is asked to start writing each range to disk as soon as it is in
+    ranges; with ``direct`` they are read around the page cache (the tasks wrote them so:
+    :meth:`~c4table.pipeline.storage.Storage.read_chunks`), otherwise the kernel is asked to
+    start writing each range to disk as soon as it is in
     (:func:`~c4table.pipeline.storage.start_writeback`, in a background thread), so that the
     caller's fsync of the table waits for little. Raises :class:`BuildError` if a range does not
     start where the one before it ended, or the ranges do not add up to ``total`` (the file is
@@ -172,34 +201,30 @@ def hash_ranges(store: Storage, rel: str, entry_size: int, n_ranges: int, total:
     """
     h = Hashes()
     done = ranges = at = 0   # bytes hashed, ranges finished, entries they cover
-    buf = memoryview(bytearray(HASH_CHUNK))   # one buffer for every read: no fresh pages
     for r, (offset, c) in enumerate(written):
         ranges += 1
         if r >= n_ranges or offset != at:
             where = f"starts at entry {offset:,} where the ranges before it end at {at:,}" \
                 if r < n_ranges else "is one range too many"
             raise BuildError(f"merge range {r} {where} (the table file is not trusted)")
-        if c and store.local:
+        if c and store.local and not direct:
             background("writeback").submit(start_writeback, store.root / rel, offset * entry_size,
                                            c * entry_size)
         at += c
         end = at * entry_size
         if done < end:
-            # Opened afresh once the range is written, and never read ahead of it: on a file
-            # system shared between hosts (NFS) a reader sees another host's writes only from
-            # an open made after they were closed.
-            with store.open_input_stream(rel, read_ahead=False, offset=done) as f:
-                while done < end:
-                    n = f.readinto(buf[:min(HASH_CHUNK, end - done)])
-                    if not n:
-                        break
-                    h.update(buf[:n])
-                    done += n
+            # Opened afresh once the range is written, and never read ahead of it (through
+            # the page cache): on a file system shared between hosts (NFS) a reader sees
+            # another host's writes only from an open made after they were closed.
+            for view in store.read_chunks(rel, done, end, direct):
+                h.update(view)
+                done += len(view)
     if ranges != n_ranges:
         raise BuildError(f"the merge finished {ranges} of {n_ranges} ranges")
     if at != total:
         raise BuildError(f"the merge ranges wrote {at:,} entries where {total:,} were counted "
                          "(the table file is not trusted)")
+    buf = memoryview(bytearray(1 << 16))
     with store.open_input_stream(rel, read_ahead=False, offset=done) as f:
         while n := f.readinto(buf):   # bytes past the counted entries: the size check fails
             h.update(buf[:n])
@@ -271,11 +296,13 @@ def run(build):
                 f.truncate(total * E)
             # each range task finds its offset itself: the entries of the shards wholly below
             # its range (here, from their records) and those below it in its own shards
+            direct = direct_io_takes(store.root / target)   # around the page cache if it can
             tasks = [(store.uri, mine[r], bounds[r], bounds[r + 1], target, E,
-                      sum(s.rows for s in shards if s.last < bounds[r]))
+                      sum(s.rows for s in shards if s.last < bounds[r]), direct)
                      for r in range(n_r)]
             # each range is hashed once it and those before it are written
-            hashes = hash_ranges(store, target, E, n_r, total, build.executor.imap(range_task, tasks))
+            hashes = hash_ranges(store, target, E, n_r, total, build.executor.imap(range_task, tasks),
+                                 direct)
             prog.note(f"sorted and hashed {total:,} entries ({total * E:,} bytes) in "
                       f"{count(len(tasks), 'range')} in {time.perf_counter() - t0:.2f}s")
             fsync_path(store.root / target)
