@@ -20,7 +20,18 @@ import threading
 import time
 from pathlib import Path
 
-import numpy as np
+# Set the process up as the command line does (c4table/cli.py) before numpy and pyarrow load:
+# one BLAS thread, one malloc arena (pipeline/allocator.py), so the stages measured here run as
+# `c4table build` runs them. (Older checkouts measured side by side may lack one_arena.)
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+try:
+    from c4table.pipeline.allocator import one_arena
+except ImportError:
+    pass
+else:
+    one_arena()
+
+import numpy as np  # noqa: E402
 
 try:
     import psutil
