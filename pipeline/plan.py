@@ -49,10 +49,11 @@ from c4table.wording import count
 
 # Measured with tools/bench_build.py on the 2-core development machine: 7x4 build, 1,132.9 M
 # entries, 2 workers, --memory 4GiB, CPU time of the process tree per stage / entries, in
-# core-seconds per table entry (issue 16, fourth session, idle machine, load 1.6-2.3: forward
-# 65.3 s, backward 96.3 s, merge 48.5 s, the merge's hashing included; the code before issue
-# 16, a3170e0, right before it: 118.6 s, 148.4 s, 65.9 s, which would be 0.105 / 0.131 / 0.058
-# us). The third session's were 0.069 / 0.095 / 0.045 us; the second session's, under load
+# core-seconds per table entry (issue 16, fifth session, idle machine, load 1.7-2.1: forward
+# 59.7 s, backward 83.9 s, merge 28.1 s, the merge's hashing included; the code before issue
+# 16, a3170e0, right before it: 119.1 s, 150.4 s, 64.9 s, which would be 0.105 / 0.133 / 0.057
+# us). The fourth session's were 0.058 / 0.085 / 0.043 us, the third's 0.069 / 0.095 / 0.045
+# us; the second session's, under load
 # 5-13, 0.091 / 0.107 / 0.036 us; before
 # that, stage wall time x 2 / entries of an idle 7x4 build (0.169 / 0.215 / 0.131 us: the wall
 # time also counted cores waiting, such as the merge's serial append); bytes per entry on disk
@@ -62,9 +63,9 @@ from c4table.wording import count
 # keeps one message per parent, so more, smaller tasks keep more: 2.0 allows for that.
 # parallel_efficiency is an assumption for a cluster, not a measurement.
 COSTS = {
-    "forward_core_s": 0.058e-6,
-    "backward_core_s": 0.085e-6,
-    "merge_core_s": 0.043e-6,
+    "forward_core_s": 0.053e-6,
+    "backward_core_s": 0.074e-6,
+    "merge_core_s": 0.025e-6,
     "children_per_entry": 2.15,   # child keys emitted per distinct next-generation entry (5x5)
     "forward_shard_bytes": 3.2,   # parquet delta+zstd per key, 48-bit keys (engineering notes;
     # forward shards are no longer compressed: the I/O model, pipeline/iomodel.py, says more)
