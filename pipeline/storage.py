@@ -270,26 +270,6 @@ class Storage:
             list(ex.map(fsync_path, files))
             list(ex.map(fsync_path, dirs))
 
-    def write_at(self, rel: str, offset: int, chunks) -> int:
-        """Write the bytes-like items of ``chunks`` into the existing local file ``rel`` from
-        byte ``offset`` on (``pwrite``: several processes may fill disjoint parts of one file;
-        the caller fsyncs it). Returns the bytes written. Local storage only."""
-        if self.root is None:
-            raise NotImplementedError("write_at: positional writes need a local directory")
-        fd = os.open(self.root / rel, os.O_WRONLY)
-        n = 0
-        try:
-            for c in chunks:
-                view = memoryview(c).cast("B")
-                while view:
-                    k = os.pwrite(fd, view, offset + n)
-                    n += k
-                    view = view[k:]
-        finally:
-            os.close(fd)
-        active().add_write(n)
-        return n
-
     def writer_at(self, rel: str, offset: int, direct: bool = True) -> "PositionalWriter":
         """A :class:`PositionalWriter` filling the existing local file ``rel`` from byte
         ``offset`` on, without the page cache where the file system allows it (``direct``).
@@ -362,13 +342,7 @@ class Storage:
                 return
             for f in files:
                 (self.root / f).unlink(missing_ok=True)
-            trash = d.with_name(f".{d.name}.deleted-{os.getpid()}-{next(_trash_seq)}")
-            try:
-                os.rename(d, trash)
-            except OSError:
-                shutil.rmtree(d, ignore_errors=True)
-                return
-            _remove_later(trash)
+            _set_aside(d)
             return
         info = self.fs.get_file_info(self.path(rel))
         if info.type == pafs.FileType.Directory:
@@ -414,13 +388,7 @@ class Storage:
                 except OSError:
                     pass
             (self.root / f).unlink(missing_ok=True)
-        trash = d.with_name(f".{d.name}.deleted-{os.getpid()}-{next(_trash_seq)}")
-        try:
-            os.rename(d, trash)
-        except OSError:
-            shutil.rmtree(d, ignore_errors=True)
-            return
-        _remove_later(trash)
+        _set_aside(d)
 
     def recycle_bytes(self) -> int:
         """Bytes of the files in the recycle bin (0 on an object store or with none)."""
@@ -600,6 +568,18 @@ def _is_trash(name: str) -> bool:
     """A directory :meth:`Storage.delete_tree` set aside (``.NAME.deleted-PID-N``): listings skip
     it, since the background thread may be removing it while they walk."""
     return name.startswith(".") and ".deleted-" in name
+
+
+def _set_aside(d: Path) -> None:
+    """Rename the emptied directory ``d`` aside (``.NAME.deleted-PID-N``) and remove it in the
+    background (:func:`_remove_later`); where the rename fails, remove it now."""
+    trash = d.with_name(f".{d.name}.deleted-{os.getpid()}-{next(_trash_seq)}")
+    try:
+        os.rename(d, trash)
+    except OSError:
+        shutil.rmtree(d, ignore_errors=True)
+        return
+    _remove_later(trash)
 
 
 def _remove_later(path: Path) -> None:

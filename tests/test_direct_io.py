@@ -71,6 +71,19 @@ def refuse_direct_writes(monkeypatch):
     monkeypatch.setattr(os, "pwrite", fake)
 
 
+def use_mode(monkeypatch, mode):
+    """Set up one of the ways the bytes may go: "direct" (O_DIRECT where the file system takes
+    it), "off" (switched off by the environment), "refused-open", "refused-write"."""
+    if mode == "off":
+        monkeypatch.setenv(storage.DIRECT_ENV, "off")
+    elif mode == "refused-open":
+        refuse_direct_open(monkeypatch)
+    elif mode == "refused-write":
+        refuse_direct_writes(monkeypatch)
+    else:
+        assert mode == "direct"
+
+
 # Ranges of a file, as the merge's range tasks cut it: mid-block boundaries, ranges smaller
 # than a block (in the middle, at the start and at the end), one of several blocks, one empty.
 SIZES = [3, 5000, 17, 4093, 1, 0, 3 * BLOCK + 7, 12345, 2 * BLOCK, 100, 9]
@@ -83,12 +96,7 @@ def test_positional_writer_places_every_byte(tmp_path, small_buffers, monkeypatc
     path = tmp_path / "t"
     path.write_bytes(bytes(len(data)))   # the truncated file the tasks fill
     can = direct_works(tmp_path)
-    if mode == "off":
-        monkeypatch.setenv(storage.DIRECT_ENV, "off")
-    elif mode == "refused-open":
-        refuse_direct_open(monkeypatch)
-    elif mode == "refused-write":
-        refuse_direct_writes(monkeypatch)
+    use_mode(monkeypatch, mode)
     starts = np.concatenate([[0], np.cumsum(SIZES)]).tolist()
     direct_bytes = 0
     for r in [5, 0, 10, 2, 7, 1, 9, 3, 8, 4, 6]:   # out of order, as the tasks finish
@@ -137,10 +145,7 @@ def test_read_span_reads_exactly_the_span(tmp_path, small_buffers, monkeypatch, 
     path = tmp_path / "t"
     with open(path, "wb") as f:   # left dirty in the page cache: a direct read must see it
         f.write(data)
-    if mode == "off":
-        monkeypatch.setenv(storage.DIRECT_ENV, "off")
-    elif mode == "refused-open":
-        refuse_direct_open(monkeypatch)
+    use_mode(monkeypatch, mode)
     n = len(data)
     spans = [(0, n), (1, 2), (BLOCK - 1, BLOCK + 1), (5000, 5000), (7, 3 * BLOCK),
              (3 * BLOCK, 9 * BLOCK + 5), (n - 10, n), (n - 10, n + 5000)]   # the last: past EOF
@@ -165,12 +170,7 @@ def test_tables_byte_identical_through_every_path(tmp_path, small_buffers, monke
     barely a few blocks), the small buffers make every range flush many times; the table must
     be the known one whichever way its bytes went, and the manifest's hashes those of the file
     (sha256 and md5 of the bytes on disk)."""
-    if mode == "off":
-        monkeypatch.setenv(storage.DIRECT_ENV, "off")
-    elif mode == "refused-open":
-        refuse_direct_open(monkeypatch)
-    elif mode == "refused-write":
-        refuse_direct_writes(monkeypatch)
+    use_mode(monkeypatch, mode)
     path = build_table(board, tmp_path, memory="2MiB", workers=2, quiet=True)
     m = json.loads((tmp_path / "manifest.json").read_text())
     data = path.read_bytes()
