@@ -366,7 +366,7 @@ def lookup(table_path, board, draw, drawing, as_json, positions):
         queries, table_path_or_default
     from c4table.open import open_table
     qs = queries(positions, drawing)
-    with open_table(table_path_or_default(table_path), board) as table:
+    with open_table(table_path_or_default(table_path, board), board) as table:
         failures = answer_queries(table, qs, as_json, draw, lookup_json, lookup_text)
     finish_answers(failures, len(qs))
 

@@ -32,8 +32,8 @@ def _check_port(host: str, port: int) -> None:
 
 
 @click.command()
-@click.option("--table", "tables", multiple=True, required=True, type=click.Path(dir_okay=False),
-              help="table file to serve (repeat for several boards; keyed by board, e.g. 5x4)")
+@click.option("--table", "tables", multiple=True, required=True, type=click.Path(),
+              metavar="FILE|DIR", help="table file (or its build directory) to serve (repeat for several boards; keyed by board, e.g. 5x4)")
 @click.option("--host", default="127.0.0.1", show_default=True, help="address to listen on")
 @click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True)
 @click.option("--workers", type=click.IntRange(1, 256), default=1, show_default=True,
@@ -51,6 +51,8 @@ def serve(tables, host, port, workers, cors, cache, access_log):
     except ImportError as e:
         raise click.ClickException(f"c4table serve needs the serve extra ({e.name} is missing): "
                                    "pip install 'c4table[serve]'") from None
+    from c4table.cli.use import table_in_dir
+    tables = [table_in_dir(t) for t in tables]
     try:
         loaded = srv.load_tables(tables)
     except srv.ServeError as e:

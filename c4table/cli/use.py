@@ -41,9 +41,10 @@ def _board_value(ctx, param, value):
 
 TABLE_OPTION = click.option(
     "--table", "table_path", default=None, envvar=TABLE_ENV, show_envvar=True,
-    type=click.Path(dir_okay=False),
-    help="table file (connectK_WxH.dat, or .c4z, which may also be an s3:// or https:// URI); "
-         "default: $C4TABLE_TABLE, else the one table under tables/")
+    type=click.Path(), metavar="FILE|DIR",
+    help="table file (connectK_WxH.dat, or .c4z, which may also be an s3:// or https:// URI) "
+         "or its build directory; default: $C4TABLE_TABLE, else the one table under tables/ "
+         "(of the board given by --board)")
 TABLE_BOARD_OPTION = click.option("--board", "board", default=None, metavar="WxH",
                                   callback=_board_value,
                                   help="board of the table if its name does not say")
@@ -54,41 +55,53 @@ DRAW_OPTION = click.option("--draw", "draw", is_flag=True,
                            help="also draw the board (A/B/.) with the best moves marked")
 
 
-def table_path_or_default(path: str | None) -> str:
-    """The table to open: ``--table`` (or ``$C4TABLE_TABLE``), else the single
-    ``tables/*/connect4_WxH.dat`` (or ``tables/connect4_WxH.dat``) below the current directory.
+def table_path_or_default(path: str | None, board=None) -> str:
+    """The table to open: ``--table`` (or ``$C4TABLE_TABLE``; a build directory stands for the
+    table in it), else the one ``tables/*/connect4_WxH.dat`` (or ``tables/connect4_WxH.dat``)
+    below the current directory, or the one of ``board`` (``--board``) among them.
 
     >>> table_path_or_default("t.dat")
     't.dat'
     """
     if path:
-        return path
+        return table_in_dir(path)
     found = sorted(set(Path("tables").glob("connect*_*x*.dat"))
                    | set(Path("tables").glob("*/connect*_*x*.dat")))
+    if board is not None and found:
+        mine = [f for f in found if f.name == board.table_filename]
+        if len(mine) == 1:
+            return str(mine[0])
+        if not mine:
+            raise click.UsageError(f"no table of board {board} under tables/ (found: "
+                                   f"{_listed(found)}); give --table FILE|DIR")
+        found = mine
     if len(found) == 1:
         return str(found[0])
-    why = "no table under tables/" if not found else \
-        f"{len(found)} tables under tables/ ({', '.join(str(f) for f in found[:3])}" \
-        f"{', ...' if len(found) > 3 else ''})"
-    raise click.UsageError(f"give --table FILE (or set ${TABLE_ENV}): {why}")
+    if not found:
+        raise click.UsageError(f"give --table FILE|DIR (or set ${TABLE_ENV}): no table under "
+                               "tables/ (build one: c4table build 5x4)")
+    raise click.UsageError(f"{len(found)} tables under tables/: {_listed(found)}; choose one with "
+                           f"--board WxH or --table FILE|DIR (or set ${TABLE_ENV})")
+
+
+def _listed(found: list[Path]) -> str:
+    shown = [str(f.parent if f.parent.name != "tables" else f) for f in found[:8]]
+    return ", ".join(shown) + (", ..." if len(found) > 8 else "")
 
 
 def table_in_dir(path: str) -> str:
-    """``path`` itself, or for a local directory the one ``connect4_WxH.dat`` in it (a build
-    directory), so that commands taking a table also take its build directory.
+    """``path`` itself, or for a local directory the table in it (a build directory), so that
+    commands taking a table also take its build directory (:func:`c4table.open.table_in_dir`).
 
     >>> table_in_dir("t.dat")
     't.dat'
     """
-    p = Path(path)
-    if "://" in str(path) or not p.is_dir():
-        return path
-    found = sorted(p.glob("connect*_*x*.dat"))
-    if len(found) != 1:
-        why = "no connect4_WxH.dat" if not found else f"{len(found)} tables"
-        raise click.BadParameter(f"{path}: a directory with {why} in it; give the table file",
-                                 param_hint="FILE|DIR")
-    return str(found[0])
+    from c4table.errors import MissingTableError
+    from c4table.open import table_in_dir as find
+    try:
+        return find(path)
+    except MissingTableError as e:
+        raise click.BadParameter(str(e), param_hint="--table FILE|DIR") from None
 
 
 def read_drawing(source: str) -> str:
@@ -260,7 +273,7 @@ def best(table_path, board, drawing, as_json, draw, positions):
                 "best": [vars(m) for m in probe.best_moves()]}
 
     qs = queries(positions, drawing)
-    with open_table(table_path_or_default(table_path), board) as table:
+    with open_table(table_path_or_default(table_path, board), board) as table:
         failures = answer_queries(table, qs, as_json, draw, to_json, _best_line)
     finish_answers(failures, len(qs))
 
@@ -288,7 +301,7 @@ def play(table_path, board, side, start, drawing):
                                 default="A", show_choices=False)
         else:
             side = "A"
-    with open_table(table_path_or_default(table_path), board) as table:
+    with open_table(table_path_or_default(table_path, board), board) as table:
         play_game(table, side.upper(), start)
 
 
@@ -373,7 +386,7 @@ def export(table_path, board, ply, out, nonterminal, mirror, quiet_positions, so
     from c4table.analysis.export import export_positions
     from c4table.open import open_table
     ply_n = _ply_arg(ply)
-    with open_table(table_path_or_default(table_path), board) as table:
+    with open_table(table_path_or_default(table_path, board), board) as table:
         if ply_n is not None and not 0 <= ply_n <= table.board.cells:
             raise click.BadParameter(f"ply {ply_n} does not exist on board {table.board} "
                                      f"(0..{table.board.cells})", param_hint="--ply")

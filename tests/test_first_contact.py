@@ -1,0 +1,57 @@
+"""What a new user meets first, through the real console script: choosing among several
+tables, Ctrl-C during a long command, the build's summary, and importing the package."""
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+C4TABLE = str(Path(sys.executable).with_name("c4table"))
+
+
+def c4table(*args, cwd=None, stdin=None, timeout=300):
+    p = subprocess.run([C4TABLE, *args], cwd=cwd, input=stdin, capture_output=True, text=True,
+                       timeout=timeout)
+    return p.returncode, p.stdout, p.stderr
+
+
+@pytest.fixture(scope="module")
+def two_tables(built, tmp_path_factory):
+    """A directory holding tables/5x4 and tables/4x4, as after two builds."""
+    home = tmp_path_factory.mktemp("home")
+    for board in ("5x4", "4x4"):
+        shutil.copytree(built(board), home / "tables" / board)
+    return home
+
+
+def test_board_chooses_among_the_tables_found(two_tables):
+    rc, out, err = c4table("lookup", "3344", cwd=two_tables)
+    assert rc == 2
+    assert "tables/4x4" in err and "tables/5x4" in err and "--board" in err
+    rc, out, err = c4table("lookup", "--board", "5x4", "3344", cwd=two_tables)
+    assert rc == 0, err
+    assert out.startswith("3344  board 5x4")
+    rc, out, err = c4table("best", "--board", "4x4", "", cwd=two_tables)
+    assert rc == 0, err
+    assert "board 4x4" in out
+    rc, out, err = c4table("lookup", "--board", "6x5", "3344", cwd=two_tables)
+    assert rc == 2 and "no table of board 6x5" in err and "tables/5x4" in err
+
+
+@pytest.mark.parametrize("command", [["lookup", "3344"], ["best", "3344"],
+                                     ["export", "--ply", "2", "--out", "p.parquet", "-q"]])
+def test_table_may_be_a_build_directory(two_tables, command):
+    rc, out, err = c4table(*command[:1], "--table", "tables/5x4", *command[1:], cwd=two_tables)
+    assert rc == 0, err
+
+
+def test_open_table_takes_a_build_directory(built):
+    from c4table.open import open_table
+    with open_table(built("5x4")) as t:
+        assert t.probe("3344").outcome == "A"
