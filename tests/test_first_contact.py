@@ -55,3 +55,40 @@ def test_open_table_takes_a_build_directory(built):
     from c4table.open import open_table
     with open_table(built("5x4")) as t:
         assert t.probe("3344").outcome == "A"
+
+
+def _interrupt(args, cwd, marker: str, timeout=120):
+    """Run c4table ``args``, send SIGINT once a stderr line holds ``marker``: (rc, stderr)."""
+    p = subprocess.Popen([C4TABLE, *args], cwd=cwd, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    lines = []
+    deadline = time.monotonic() + timeout
+    try:
+        for line in p.stderr:
+            lines.append(line)
+            if marker in line:
+                p.send_signal(signal.SIGINT)
+                break
+            assert time.monotonic() < deadline
+        _, rest = p.communicate(timeout=timeout)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    return p.returncode, "".join(lines) + rest
+
+
+def test_ctrl_c_during_a_build_says_to_rerun(tmp_path):
+    rc, err = _interrupt(["build", "5x5", "--out", "b", "--workers", "2"], tmp_path, "[forward] ply 6")
+    assert rc == 130, err
+    last = err.strip().splitlines()[-1]
+    assert last == ("c4table: error: interrupted; finished steps are kept, rerun the same "
+                    "command to resume"), err
+    assert "aborted" not in err
+
+
+def test_ctrl_c_message_of_every_long_command():
+    from c4table.cli import main
+    for name in ("build", "forward", "backward", "merge", "compress", "decompress", "export",
+                 "verify"):
+        assert name in main.cli.list_commands(None)
+        assert "rerun the same command" in main.ON_INTERRUPT[name]

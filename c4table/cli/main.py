@@ -142,6 +142,29 @@ class _Commands(click.Group):
             self._load_lazy()
         return super().get_command(ctx, name)
 
+    def resolve_command(self, ctx, args):
+        name, cmd, rest = super().resolve_command(ctx, args)
+        global _running
+        _running = cmd.name if cmd is not None else name
+        return name, cmd, rest
+
+
+_running: str | None = None   # the command being run, for the message on Ctrl-C
+
+_RESUME = "interrupted; finished steps are kept, rerun the same command to resume"
+ON_INTERRUPT = {
+    **dict.fromkeys(("build", "forward", "backward", "merge"), _RESUME),
+    **dict.fromkeys(("compress", "decompress"),
+                    "interrupted; finished blocks are kept, rerun the same command to resume"),
+    "export": "interrupted; the parquet file was not written, rerun the same command to export",
+    "verify": "interrupted; the table was not changed, rerun the same command to verify it",
+}
+
+
+def interrupted_message() -> str:
+    """What Ctrl-C says: for a long command, what to do next (:data:`ON_INTERRUPT`)."""
+    return ON_INTERRUPT.get(_running, "interrupted")
+
 
 @click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="c4table")
@@ -437,10 +460,13 @@ def main(argv: list[str] | None = None) -> None:
         _fail(_one_line(e.format_message()) + hint, e.exit_code)
     except click.ClickException as e:
         _fail(_one_line(e.format_message()), e.exit_code)
-    except click.exceptions.Abort:
+    except click.exceptions.Abort as e:
+        # click turns Ctrl-C (KeyboardInterrupt) into Abort; its cause says which it was
+        if isinstance(e.__cause__, KeyboardInterrupt):
+            _fail(interrupted_message(), 130)
         _fail("aborted", 130)
     except KeyboardInterrupt:
-        _fail("interrupted; finished steps are kept, rerun the same command to resume", 130)
+        _fail(interrupted_message(), 130)
     except (BoardError, IllegalPositionError, MissingTableError, BudgetError) as e:
         _fail(_one_line(str(e)), 2)
     except (TableError, BuildError, C4Error) as e:
