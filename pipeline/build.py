@@ -22,6 +22,7 @@ before it is relied on, never recomputed.
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -61,6 +62,7 @@ class Build:
     # a shuffle past this many ranged reads (tasks x runs) is made two-level (pipeline/shuffle.py)
     shuffle_max_reads: int = field(default_factory=lambda: shuffle.max_reads_default())
     shuffles: list = field(init=False, default_factory=list)  # this run's shuffles, measured
+    stage_seconds: dict = field(init=False, default_factory=dict)  # wall time of this run's stages
 
     def __post_init__(self) -> None:
         self.board.check_buildable()   # a 3D board too large for 64-bit bitboards
@@ -116,9 +118,11 @@ class Build:
         under ``stage``; then record the counts of this run in ``DIR/stats.json``."""
         self._counts = self.executor.counts
         self._counts.set_stage(stage)
+        t0 = time.perf_counter()
         try:
             return fn(*args)
         finally:
+            self.stage_seconds[stage] = time.perf_counter() - t0
             self.save_stats()
 
     @property

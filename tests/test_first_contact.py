@@ -92,3 +92,23 @@ def test_ctrl_c_message_of_every_long_command():
                  "verify"):
         assert name in main.cli.list_commands(None)
         assert "rerun the same command" in main.ON_INTERRUPT[name]
+
+
+def test_a_local_build_says_one_line_per_stage_and_what_work_holds(tmp_path):
+    rc, out, err = c4table("build", "4x4", "--out", "b", "--workers", "2", cwd=tmp_path)
+    assert rc == 0, err
+    lines = out.splitlines()
+    assert lines[0].endswith("80,541 entries  sha256 "
+                             "b4a8e976725a6bac6de92968062dc45605b4da7cc861e05bef06779be7fea7d1")
+    assert "GETs" not in out and "HEAD/LIST" not in out
+    assert [ln.split()[:3] for ln in lines[1:4]] == [
+        [stage, "80,541", "entries"] for stage in ("forward", "backward", "merge")]
+    assert all("entries/s" in ln for ln in lines[1:4])
+    assert lines[4].startswith(f"{tmp_path / 'b' / 'work'} holds ")
+    assert "--clean" in lines[4]
+    rc, out, err = c4table("build", "4x4", "--out", "v", "-v", cwd=tmp_path)
+    assert rc == 0, err
+    assert "HEAD/LIST" in out
+    rc, out, err = c4table("build", "4x4", "--out", "b", "--clean", cwd=tmp_path)
+    assert rc == 0, err
+    assert "holds" not in out and not (tmp_path / "b" / "work").exists()

@@ -177,7 +177,11 @@ def cli() -> None:
 @_build_options
 @click.option("--clean", is_flag=True, help="delete the intermediate shards (DIR/work) after the merge")
 @compress_options
-def build(board, out, memory, workers, scheduler, quiet, restart, root, clean, compress, compress_only):
+@click.option("-v", "--verbose", is_flag=True,
+              help="also the storage requests, bytes and tasks of each stage (always shown for "
+                   "an object store such as s3://)")
+def build(board, out, memory, workers, scheduler, quiet, restart, root, clean, compress, compress_only,
+          verbose):
     """Build the complete table of BOARD (default 5x4): forward, backward and merge.
 
     Writes DIR/connect4_WxH.dat (connectK_WxH.dat with --connect K) and DIR/manifest.json.
@@ -192,7 +196,12 @@ def build(board, out, memory, workers, scheduler, quiet, restart, root, clean, c
         path = run_build(b, keep_work=not clean)
     click.echo(f"{_compressed(path, compress, compress_only, quiet)}  "
                f"{b.manifest.table['entries']:,} entries  sha256 {b.manifest.table['sha256']}")
-    _echo_counts(b, quiet)
+    if verbose or not b.store.local:
+        _echo_counts(b, quiet)
+    else:
+        _echo_stages(b, quiet)
+    if not quiet and not clean and b.store.local:
+        _echo_work(b.store.root / "work")
     _done_with_interpreter()
 
 
@@ -205,6 +214,30 @@ def _echo_counts(b, quiet: bool) -> None:
     click.echo(f"storage and tasks of this run (also in {b.store.display('stats.json')}):")
     for line in format_stats(stages):
         click.echo("  " + line)
+
+
+def _echo_stages(b, quiet: bool) -> None:
+    """One short line per stage this run ran: entries, wall time, rate (the storage figures:
+    ``-v``, or DIR/stats.json)."""
+    from c4table.units import format_seconds
+    ran = {k for k, v in b.executor_counts.items() if v["tasks"]}
+    entries = b.manifest.table["entries"]
+    if quiet:
+        return
+    for stage, seconds in b.stage_seconds.items():
+        if stage in ran:
+            rate = f"{entries / seconds / 1e6:,.1f} M entries/s" if seconds > 0 else "-"
+            click.echo(f"  {stage:<9} {entries:,} entries in {format_seconds(seconds)} ({rate})")
+
+
+def _echo_work(work) -> None:
+    """How much the build directory's intermediate files hold, and how to remove them."""
+    from c4table.units import format_size
+    if not work.is_dir():
+        return
+    size = sum(f.stat().st_size for f in work.rglob("*") if f.is_file())
+    click.echo(f"{work} holds {format_size(size)} of intermediate files (for resuming and "
+               "export --source shards); rerun with --clean to remove them")
 
 
 def _compressed(path, compress: bool, compress_only: bool, quiet: bool):
