@@ -26,6 +26,7 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --upgrade pip
 	$(VENV)/bin/pip install --quiet -e '.[test,bench]'
+	$(VENV)/bin/python tools/pin_package_path.py
 	touch $(STAMP)
 
 table: $(STAMP)

@@ -112,3 +112,31 @@ def test_a_local_build_says_one_line_per_stage_and_what_work_holds(tmp_path):
     rc, out, err = c4table("build", "4x4", "--out", "b", "--clean", cwd=tmp_path)
     assert rc == 0, err
     assert "holds" not in out and not (tmp_path / "b" / "work").exists()
+
+
+def _import_from_above_the_clone(tmp_path, extra_site=None):
+    """``import c4table`` in a Python started beside a folder named c4table (the clone, as seen
+    from the directory holding it), optionally after adding ``extra_site`` as a site dir."""
+    above = tmp_path / "above"
+    (above / "c4table" / "tests").mkdir(parents=True)   # the clone: no __init__.py at its root
+    code = ("import site\n"
+            + (f"site.addsitedir({str(extra_site)!r})\n" if extra_site else "")
+            + "import c4table\nprint(c4table.open_table.__name__)\n")
+    return subprocess.run([sys.executable, "-c", code], cwd=above, capture_output=True,
+                          text=True, timeout=120)
+
+
+def test_import_from_the_directory_above_the_clone(tmp_path):
+    root = Path(__file__).resolve().parent.parent
+    site = tmp_path / "site"
+    site.mkdir()
+    subprocess.run([sys.executable, str(root / "tools" / "pin_package_path.py"), str(site)],
+                   check=True, capture_output=True, timeout=60)
+    p = _import_from_above_the_clone(tmp_path, site)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == "open_table"
+    # the build, which the editable install's hook maps from pipeline/, is still found
+    code = f"import site; site.addsitedir({str(site)!r}); import c4table.pipeline.build"
+    p = subprocess.run([sys.executable, "-c", code], cwd=tmp_path / "above", capture_output=True,
+                       text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
