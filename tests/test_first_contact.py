@@ -140,3 +140,14 @@ def test_import_from_the_directory_above_the_clone(tmp_path):
     p = subprocess.run([sys.executable, "-c", code], cwd=tmp_path / "above", capture_output=True,
                        text=True, timeout=120)
     assert p.returncode == 0, p.stderr
+
+
+def test_verify_says_when_the_reference_is_our_own_earlier_build(built):
+    rc, out, err = c4table("verify", str(built("5x4")), "-q")
+    assert rc == 0, err
+    verdict = out.strip().splitlines()[-1]
+    assert "sha256 matches known table 5x4 (our own earlier build" in verdict
+    assert "no published hash" in verdict
+    rc, out, err = c4table("verify", str(built("4x4")), "-q")
+    assert rc == 0, err
+    assert "known table 4x4 (published" in out and "our own" not in out
