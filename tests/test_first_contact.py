@@ -151,3 +151,12 @@ def test_verify_says_when_the_reference_is_our_own_earlier_build(built):
     rc, out, err = c4table("verify", str(built("4x4")), "-q")
     assert rc == 0, err
     assert "known table 4x4 (published" in out and "our own" not in out
+
+
+def test_drawing_of_move_strings_says_so(built, tmp_path):
+    moves = tmp_path / "moves.txt"
+    moves.write_text("3344\n4455\n")
+    rc, out, err = c4table("lookup", "--table", str(built("5x4")), "--drawing", str(moves))
+    assert rc == 2 and out == ""
+    assert "looks like move strings" in err and "empty drawing" not in err
+    assert "lookup - <" in err

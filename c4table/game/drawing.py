@@ -74,6 +74,12 @@ def parse_grid(text: str, board: Board | None = None) -> tuple[Board, list[list[
     """
     rows = _grid_lines(text)
     if not rows:
+        moves = [ln.strip() for ln in text.splitlines() if ln.strip().isdigit()]
+        if moves:   # digit lines are ignored in a drawing (column numbers under it)
+            raise IllegalPositionError(
+                f"the drawing looks like move strings ({quote(moves[0])}"
+                f"{', ...' if len(moves) > 1 else ''}), not rows of . A B: give move strings as "
+                "positions, or one per line on stdin with - (e.g. c4table lookup - < FILE)")
         raise IllegalPositionError("empty drawing: expected rows of . A B, top row first")
     widths = {len(r) for r in rows}
     if len(widths) != 1:
