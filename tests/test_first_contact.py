@@ -2,6 +2,7 @@
 tables, Ctrl-C during a long command, the build's summary, and importing the package."""
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -160,3 +161,26 @@ def test_drawing_of_move_strings_says_so(built, tmp_path):
     assert rc == 2 and out == ""
     assert "looks like move strings" in err and "empty drawing" not in err
     assert "lookup - <" in err
+
+
+def test_a_won_game_names_its_winning_cells(built):
+    """The API and lookup --json add ``winning_cells`` to a won game (the web board marks
+    them); every other key, and every other answer, is as before."""
+    pytest.importorskip("starlette")
+    pytest.importorskip("httpx")
+    from starlette.testclient import TestClient
+    from c4table.serve.app import create_app
+    t44 = built("4x4") / "connect4_4x4.dat"
+    rc, out, err = c4table("lookup", "--json", "--table", str(t44), "1213141", "121314", "")
+    assert rc == 0, err
+    won, going, empty = (json.loads(line) for line in out.splitlines())
+    assert won["winning_cells"] == [[1, 1], [1, 2], [1, 3], [1, 4]]
+    assert list(won)[:-1] == ["board", "position", "ply", "to_move", "outcome", "distance",
+                              "terminal", "moves"]
+    assert "winning_cells" not in going and "winning_cells" not in empty
+    with TestClient(create_app([t44], cache_size=0)) as client:
+        r = client.get("/api/4x4", params={"moves": "1213141"})
+        assert r.status_code == 200 and r.json() == won
+        assert "winning_cells" not in client.get("/api/4x4", params={"moves": "121314"}).json()
+    app_js = (Path(__file__).resolve().parent.parent / "c4table" / "serve" / "web" / "app.js").read_text()
+    assert "winning_cells" in app_js

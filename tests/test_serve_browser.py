@@ -176,3 +176,14 @@ def test_shared_url_board_picker_and_perfect_play(page, server, tables):
     page.click("#undo")                                 # back to our turn: two plies
     wait_for_ply(page, 2)
     assert page.text_content("#movestr") == moves[:2]
+
+
+def test_a_won_game_marks_its_winning_four(page, server):
+    page.goto(server + "/?board=4x4&moves=1213141")
+    wait_for_ply(page, 7)
+    assert "game over, A has won" in page.text_content("#status")
+    won = page.eval_on_selector_all(".col", """cols => cols.flatMap(c =>
+        [...c.querySelectorAll('.cell')].map((cell, i, all) =>
+            cell.classList.contains('won') ? [Number(c.dataset.column), all.length - i] : null)
+        .filter(x => x))""")
+    assert sorted(won) == [[1, 1], [1, 2], [1, 3], [1, 4]]

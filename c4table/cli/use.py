@@ -20,7 +20,7 @@ import click
 
 import c4table.config as config
 from c4table.errors import IllegalPositionError
-from c4table.table.probe import error_json, lookup_json  # noqa: F401 (the API answers the same objects)
+from c4table.table.probe import error_json, lookup_json, with_winning_cells  # noqa: F401 (the API answers the same objects)
 
 TABLE_ENV = config.SETTINGS["C4TABLE_TABLE"].name
 
@@ -205,6 +205,7 @@ def answer_queries(table, qs: list[Query], as_json: bool, draw: bool, to_json, t
             continue
         if as_json:
             obj = {"board": name, **to_json(probe)}     # = lookup_json(probe, name)
+            with_winning_cells(obj, table, probe)       # a won game: its line (as the API)
             if draw:
                 obj["drawing"] = table.drawing(probe.position)
             click.echo(json.dumps(obj))

@@ -48,7 +48,7 @@ from starlette.staticfiles import StaticFiles
 
 import c4table.config as config
 from c4table.lru import LRUCache
-from c4table.table.probe import error_json, lookup_json
+from c4table.table.probe import error_json, lookup_json, with_winning_cells
 from c4table.errors import C4Error, IllegalPositionError, PositionNotFoundError
 from c4table.table.fastprobe import FastProber
 from c4table.analysis.play import choose_move
@@ -220,7 +220,7 @@ class ProbeService:
             raise ApiError(400, str(res))
         if isinstance(res, Exception):
             raise res
-        return json.dumps(lookup_json(res, t.board.name))
+        return json.dumps(with_winning_cells(lookup_json(res, t.board.name), t, res))
 
     def _cached(self, key) -> str | None:
         """The cached answer for ``key``, or None; counted as a cache hit or miss."""
@@ -406,7 +406,10 @@ def openapi(boards: list[str]) -> dict:
     probe = {"type": "object", "properties": {
         "board": {"type": "string"}, "position": {"type": "string"}, "ply": {"type": "integer"}, "to_move": {"enum": ["A", "B"]},
         "outcome": {"enum": ["A", "B", "draw"]}, "distance": {"type": "integer"},
-        "terminal": {"type": "boolean"}, "moves": {"type": "array", "items": move}}}
+        "terminal": {"type": "boolean"}, "moves": {"type": "array", "items": move},
+        "winning_cells": {"type": "array", "items": {"type": "array", "items": {"type": "integer"}},
+                          "description": "a won game only: [column, row] of its winning line, "
+                                         "1-based, row 1 at the bottom"}}}
     return {
         "openapi": "3.1.0",
         "info": {"title": "c4table probe API", "version": "1",

@@ -68,6 +68,16 @@ def lookup_json(probe, board: str | None = None) -> dict:
     return {"board": board, **obj} if board is not None else obj
 
 
+def with_winning_cells(obj: dict, table, probe) -> dict:
+    """``obj`` (a probe's JSON object) with, for a won game, ``winning_cells``: the
+    ``[column, row]`` pairs (both 1-based, row 1 at the bottom) of the line that won it, as
+    the web board marks them and the terminal game brackets them. Other answers unchanged."""
+    if probe.terminal and probe.outcome != "draw":
+        obj["winning_cells"] = [[c + 1, r + 1]
+                                for c, r in table.position(probe.position).winning_cells()]
+    return obj
+
+
 def error_json(text: str, message: str, board: str | None = None) -> dict:
     """The object ``lookup --json`` prints for a position that cannot arise (the input
     quoted cut and escaped, :func:`c4table.wording.clip`).

@@ -86,6 +86,8 @@ function render() {
   const byCol = new Map(p ? p.moves.map((m) => [m.column, m]) : []);
   const best = new Set(p ? bestMoves(p).map((m) => m.column) : []);
   const busy = p && state.computer === p.to_move && !p.terminal;
+  // a won game: the cells of its winning line ([column, row], 1-based), marked on the board
+  const won = new Set(p && p.winning_cells ? p.winning_cells.map(([c, r]) => c + ":" + r) : []);
   el.replaceChildren();
   for (let c = 1; c <= b.width; c++) {
     const m = byCol.get(c);
@@ -123,7 +125,7 @@ function render() {
     for (let r = b.height - 1; r >= 0; r--) {
       const cell = document.createElement("span");
       cell.className = "cell" + (grid[c - 1][r] ? " " + grid[c - 1][r] : "") +
-        (c === lastCol && r === lastRow ? " last" : "");
+        (c === lastCol && r === lastRow ? " last" : "") + (won.has(c + ":" + (r + 1)) ? " won" : "");
       slots.appendChild(cell);
     }
     col.appendChild(slots);
