@@ -184,3 +184,27 @@ def test_a_won_game_names_its_winning_cells(built):
         assert "winning_cells" not in client.get("/api/4x4", params={"moves": "121314"}).json()
     app_js = (Path(__file__).resolve().parent.parent / "c4table" / "serve" / "web" / "app.js").read_text()
     assert "winning_cells" in app_js
+
+
+def test_serve_and_compress_take_a_build_directory(two_tables, tmp_path):
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    p = subprocess.Popen([C4TABLE, "serve", "--table", "tables/4x4", "--port", str(port)],
+                         cwd=two_tables, stderr=subprocess.PIPE, text=True)
+    try:
+        line = p.stderr.readline()
+        assert "serving 4x4" in line, line
+    finally:
+        p.terminate()
+        p.wait(timeout=30)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    rc, out, err = c4table("serve", "--table", str(empty), cwd=two_tables)
+    assert rc == 2 and "a directory with no connectK_WxH.dat" in err
+    work = tmp_path / "copy"
+    shutil.copytree(two_tables / "tables" / "4x4", work)
+    rc, out, err = c4table("compress", str(work), "-q")
+    assert rc == 0, err
+    assert (work / "connect4_4x4.c4z").exists()

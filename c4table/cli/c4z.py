@@ -23,7 +23,7 @@ def _threads_option(f):
 
 
 @click.command()
-@click.argument("table_path", metavar="TABLE.dat", type=click.Path(dir_okay=False))
+@click.argument("table_path", metavar="TABLE.dat|DIR", type=click.Path())
 @click.option("-o", "--out", "out", type=click.Path(dir_okay=False), default=None,
               help="output file (default: TABLE.c4z beside the input)")
 @click.option("--board", default=None, help="board of the table if its name does not say")
@@ -45,7 +45,8 @@ def compress(table_path, out, board, level, block_entries, archive, threads, qui
     (lookup, best, play, stats, export, verify, open_table) takes as it is. Streaming, on all
     cores; an interrupted run resumes when rerun with the same arguments."""
     from c4table import c4z
-    src = Path(table_path)
+    from c4table.cli.use import table_in_dir
+    src = Path(table_in_dir(table_path))   # DIR: the table of a build directory
     if not src.is_file():
         from c4table.errors import MissingTableError
         raise MissingTableError(f"{src}: no such table file")
