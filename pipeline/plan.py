@@ -112,6 +112,7 @@ class Plan:
     notes: list[str] = field(default_factory=list)
     overhead_seconds: float = 0.0   # fixed costs (rooted plans): startup, per-step dispatch
     shuffle_max_reads: int | None = None   # None: the build's default (pipeline/shuffle.py)
+    costs: object = None   # a schedule.MachineCosts (None: FAST_MACHINE, plan.COSTS)
 
     @property
     def entries(self) -> int:
@@ -159,14 +160,21 @@ class Plan:
         io = self.io()
         return int(max(io.stages[s]["peak_stored_bytes"] for s in io.stages))
 
+    def schedule(self):
+        """The build's simulated schedule on :attr:`workers` workers at :attr:`costs`
+        (:func:`c4table.pipeline.schedule.simulate`)."""
+        from c4table.pipeline.schedule import FAST_MACHINE, simulate
+        return simulate([p.entries for p in self.plies], self.board.width, self.board.cells,
+                        self.workers, self.memory_per_worker, self.costs or FAST_MACHINE,
+                        self.board.entry_size, disk_bytes={"merge": self.final_bytes})
+
     @property
     def core_seconds(self) -> float:
-        per = COSTS["forward_core_s"] + COSTS["backward_core_s"] + COSTS["merge_core_s"]
-        return self.entries * per
+        return self.schedule().cpu_s
 
     @property
     def wall_seconds(self) -> float:
-        return self.core_seconds / (self.workers * COSTS["parallel_efficiency"]) + self.overhead_seconds
+        return self.schedule().wall_s + self.overhead_seconds
 
     def io(self):
         """The predicted storage requests, bytes, tasks and task memory per stage
@@ -182,7 +190,13 @@ class Plan:
                 "peak_generation_entries": self.peak_entries,
                 "shuffle_bytes": self.shuffle_bytes, "peak_disk_bytes": self.peak_disk,
                 "core_seconds": round(self.core_seconds), "wall_seconds": round(self.wall_seconds),
+                "costs": (self.costs or _fast()).to_json(), "schedule": self.schedule().to_json(),
                 "plies": [p.__dict__ for p in self.plies], "notes": self.notes}
+
+
+def _fast():
+    from c4table.pipeline.schedule import FAST_MACHINE
+    return FAST_MACHINE
 
 
 def _profile_7x6() -> list[int]:
@@ -241,11 +255,14 @@ def _known_positions(board: Board) -> list[int]:
 
 
 def make_plan(board: str | Board, workers: int, memory_per_worker: int,
-              from_dir: str | Path | None = None, shuffle_max_reads: int | None = None) -> Plan:
+              from_dir: str | Path | None = None, shuffle_max_reads: int | None = None,
+              costs=None) -> Plan:
     """Estimate a build of ``board`` on ``workers`` workers (see module docstring);
-    ``shuffle_max_reads`` is the build's threshold of a two-level shuffle."""
+    ``shuffle_max_reads`` is the build's threshold of a two-level shuffle; ``costs`` a
+    :class:`c4table.pipeline.schedule.MachineCosts` (default: the fast machine's, ``COSTS``)."""
     board = Board.parse(board)
-    plan = Plan(board, workers, memory_per_worker, shuffle_max_reads=shuffle_max_reads)
+    plan = Plan(board, workers, memory_per_worker, shuffle_max_reads=shuffle_max_reads,
+                costs=costs)
     n = board.cells + 1
     exact: dict[int, tuple[int, int, str]] = {}    # ply -> (positions, entries, source)
     for g, pos in enumerate(_known_positions(board)[:n]):

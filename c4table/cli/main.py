@@ -262,8 +262,15 @@ def merge(board, out, memory, workers, scheduler, quiet, restart, root, compress
 @click.option("--shuffle-max-reads", type=click.IntRange(1), default=None,
               help="a shuffle past this many ranged reads (tasks x runs) is pre-merged "
                    "(two-level); the build's is $C4TABLE_SHUFFLE_MAX_READS, default 1,000,000")
+@click.option("--calibrate", is_flag=True,
+              help="measure this machine's costs with a short build (about a minute; cached per "
+                   "machine and version, and used by later plans) unless they are cached")
+@click.option("--recalibrate", is_flag=True, help="measure this machine's costs again")
+@click.option("--fast-costs", is_flag=True,
+              help="plan with the fast development machine's costs even if this one is calibrated")
 def plan(board, workers, memory_per_worker, from_dir, as_json, root, probe_plies,
-         price_per_1k_requests, price_per_gb_month, shuffle_max_reads):
+         price_per_1k_requests, price_per_gb_month, shuffle_max_reads, calibrate, recalibrate,
+         fast_costs):
     """Estimate a build of BOARD: entries per generation, final size, peak disk, shuffle volume
     and wall time on WORKERS workers, from published counts and measured per-entry costs."""
     from c4table.units import format_seconds, format_size, parse_size
@@ -282,6 +289,8 @@ def plan(board, workers, memory_per_worker, from_dir, as_json, root, probe_plies
     else:
         p = make_plan(board, workers, mem, from_dir, shuffle_max_reads)
     p.shuffle_max_reads = shuffle_max_reads
+    p.costs = _plan_costs(calibrate or recalibrate, recalibrate, fast_costs, as_json)
+    p.notes.append(_costs_note(p))
     io = p.io()
     cost = None
     if price_per_1k_requests is not None or price_per_gb_month is not None:
@@ -313,6 +322,37 @@ def plan(board, workers, memory_per_worker, from_dir, as_json, root, probe_plies
     _echo_io(io, cost, price_per_1k_requests, price_per_gb_month)
     for n in p.notes:
         click.echo(f"note: {n}")
+
+
+def _plan_costs(calibrate: bool, again: bool, fast: bool, quiet: bool):
+    """The machine costs a plan uses: this machine's cached calibration (measured now with
+    ``calibrate`` if none is cached, or anew with ``again``), else the fast machine's."""
+    from c4table.pipeline import calibrate as cal
+    from c4table.pipeline.schedule import FAST_MACHINE
+    if fast:
+        return FAST_MACHINE
+    costs = None if again else cal.cached()
+    if costs is None and calibrate:
+        say = (lambda t: None) if quiet else (lambda t: click.echo(f"calibrating: {t}", err=True))
+        costs = cal.calibrate(progress=say)
+        where = cal.save(costs)
+        say(f"saved {where}")
+    return costs or FAST_MACHINE
+
+
+def _costs_note(p) -> str:
+    """Whose costs the plan's CPU and wall time rest on, and what bounds the wall time."""
+    from c4table.pipeline.calibrate import stale
+    c = p.costs
+    s = p.schedule()
+    what, share = s.bound()
+    parts = ", ".join(f"{k} {v:,.0f} s" for k, v in s.parts().items())
+    return (f"costs of {c.machine} ({c.source}): {c.forward_s * 1e9:.0f} / {c.backward_s * 1e9:.0f}"
+            f" / {c.merge_s * 1e9:.0f} ns per entry (forward / backward / merge tasks), "
+            f"{c.step_s:.3f} s per generation step in the driver; the wall time is mostly "
+            f"{what} ({share:.0%}; the schedule model: {parts})"
+            + ("; calibrated with other code than this: --recalibrate measures again"
+               if stale(c) else ""))
 
 
 def _c4z_extrapolated(p) -> str:
