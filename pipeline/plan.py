@@ -110,7 +110,7 @@ class Plan:
     memory_per_worker: int
     plies: list[PlyPlan] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    overhead_seconds: float = 0.0   # fixed costs (rooted plans): startup, per-step dispatch
+    overhead_seconds: float = 0.0   # fixed costs beyond the schedule model's
     shuffle_max_reads: int | None = None   # None: the build's default (pipeline/shuffle.py)
     costs: object = None   # a schedule.MachineCosts (None: FAST_MACHINE, plan.COSTS)
 
@@ -439,8 +439,8 @@ def make_rooted_plan(board: str | Board, origin, workers: int, memory_per_worker
         else:
             e = int(round(c * arrangements(board, heights, r, g) * frac(g)))
             plan.plies.append(PlyPlan(g, e, e, f"estimated (calibrated at ply {last})"))
-    plan.overhead_seconds = ROOTED_OVERHEAD["startup_s"] + \
-        3 * (board.cells + 1 - r) * ROOTED_OVERHEAD["per_step_s"]
+    # the fixed costs (start-up, a step per generation and stage: ROOTED_OVERHEAD on the fast
+    # machine) are the schedule model's now (Plan.schedule: MachineCosts.startup_s, step_s)
     plan.notes.append(f"rooted at {origin}: plies {r}-{last} counted by a forward run, the rest "
                       "estimated from the free cells" + (" and Böck's 7x6 per-ply profile"
                                                          if profile else " (no per-ply profile "
