@@ -5,7 +5,8 @@ A checked example is a fenced ``console`` block: each line starting with ``$ `` 
 (run by bash, with the ``c4table`` script installed beside this interpreter first on the
 PATH), and the lines up to the next command are what it prints: its stdout, then its stderr.
 ``...`` in the expected text stands for anything (``doctest.ELLIPSIS``): timings, or lines
-left out. Blocks of other kinds (``sh``, ``python``, plain) are not run.
+left out. A fenced ``pycon`` block is a doctest (``>>>`` lines, ELLIPSIS), run in the same
+directory. Blocks of other kinds (``sh``, ``python``, plain) are not run.
 
 The commands run in one directory per test session holding ``tables/5x4``, ``tables/4x4``,
 ``tables/4x4k3`` (connect 3) and ``tables/7x6_root-66362117563257723363`` (a rooted 7x6 table
@@ -121,31 +122,40 @@ def test_measurement_files_are_dated():
 
 
 # ------------------------------------------------------------------------------ examples
-def console_blocks(page: Path) -> list[tuple[int, list[tuple[str, str]]]]:
-    """The ``console`` blocks of a page: (line number, [(command, expected output), ...])."""
+def fenced(page: Path, kind: str) -> list[tuple[int, list[str]]]:
+    """The fenced blocks of one kind (```kind) of a page: (line number, lines)."""
     blocks = []
     lines = page.read_text(encoding="utf-8").splitlines()
     i = 0
     while i < len(lines):
-        if lines[i].strip() == "```console":
+        if lines[i].strip() == "```" + kind:
             start, body = i + 1, []
             i += 1
             while i < len(lines) and lines[i].strip() != "```":
                 body.append(lines[i])
                 i += 1
-            steps: list[tuple[str, list[str]]] = []
-            for ln in body:
-                if ln.startswith("$ "):
-                    steps.append((ln[2:], []))
-                else:
-                    assert steps, f"{_rel(page)}:{start}: output before the first command"
-                    steps[-1][1].append(ln)
-            blocks.append((start, [(c, "\n".join(o)) for c, o in steps]))
+            blocks.append((start, body))
         i += 1
     return blocks
 
 
+def console_blocks(page: Path) -> list[tuple[int, list[tuple[str, str]]]]:
+    """The ``console`` blocks of a page: (line number, [(command, expected output), ...])."""
+    blocks = []
+    for start, body in fenced(page, "console"):
+        steps: list[tuple[str, list[str]]] = []
+        for ln in body:
+            if ln.startswith("$ "):
+                steps.append((ln[2:], []))
+            else:
+                assert steps, f"{_rel(page)}:{start}: output before the first command"
+                steps[-1][1].append(ln)
+        blocks.append((start, [(c, "\n".join(o)) for c, o in steps]))
+    return blocks
+
+
 PAGES_WITH_EXAMPLES = [p for p in all_pages() if console_blocks(p)]
+PAGES_WITH_PYCON = [p for p in all_pages() if fenced(p, "pycon")]
 
 
 @pytest.fixture(scope="session")
@@ -185,3 +195,19 @@ def test_examples(page, docs_dir):
                 failures.append(f"{_rel(page)}, block at line {line}: $ {cmd}\n"
                                 f"--- expected\n{expected}\n--- got (exit {p.returncode})\n{got}")
     assert not failures, "\n\n".join(failures)
+
+
+@pytest.mark.parametrize("page", PAGES_WITH_PYCON, ids=_rel)
+def test_python_examples(page, docs_dir, monkeypatch):
+    """The ``pycon`` blocks of a page, as one doctest per block (names carry over)."""
+    monkeypatch.chdir(docs_dir)
+    parser = doctest.DocTestParser()
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+    globs: dict = {}
+    failures: list[str] = []
+    for line, body in fenced(page, "pycon"):
+        test = parser.get_doctest("\n".join(body) + "\n", globs, f"{_rel(page)}:{line}",
+                                  str(page), line)
+        runner.run(test, out=failures.append, clear_globs=False)
+        globs.update(test.globs)   # names carry over to the next block
+    assert not runner.failures, "".join(failures)
