@@ -21,7 +21,7 @@ STAMP   := $(VENV)/.installed
 TESTSTAMP := $(VENV)/.installed-test
 ARGS    := $(BOARD) --out $(OUT) --memory $(MEMORY) $(if $(WORKERS),--workers $(WORKERS)) $(if $(ROOT),--root $(ROOT))
 # make check: the documentation's examples and unit tests that take seconds each.
-QUICK   := tests/test_docs.py tests/test_board.py tests/test_codec.py tests/test_rules.py \
+QUICK   := tests/test_docs.py tests/test_board.py tests/test_codec.py \
            tests/test_runcodec.py tests/test_extsort.py tests/test_cli.py tests/test_plan.py \
            tests/test_fastprobe.py
 
