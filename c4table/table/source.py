@@ -101,6 +101,10 @@ class Table:
     root = None
     build = None
 
+    def __init__(self, *args, **kwargs):
+        raise TypeError("Table is the interface every table reader implements: open a table with "
+                        "c4table.open_table(path)")
+
     # ----------------------------------------------------------- raw access (each reader)
     def _ensure_open(self) -> None:
         """:class:`ClosedTableError` after :meth:`close`."""
