@@ -85,6 +85,18 @@ def test_links_resolve():
     assert not broken, broken
 
 
+def test_named_files_exist():
+    """Files of the repository that README.md and the guides name (``c4table/...py``,
+    ``tools/...py``, ...) exist: a module that moves takes its docs along. Measurement files
+    are records of their day and keep the names of then."""
+    guides = [README, *[p for p in doc_pages() if "measurements" not in p.parts]]
+    pattern = re.compile(r"\b(?:c4table|pipeline|tools|tests)/[\w/]+\.(?:py|json|tsv)\b")
+    missing = [f"{_rel(p)}: {name}" for p in guides
+               for name in sorted(set(pattern.findall(p.read_text(encoding="utf-8"))))
+               if not (ROOT / name).exists()]
+    assert not missing, missing
+
+
 HISTORY = re.compile(r"issue \d+|session", re.I)
 
 
