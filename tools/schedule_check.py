@@ -25,7 +25,7 @@ from c4table.pipeline.schedule import FAST_MACHINE
 from c4table.units import parse_size
 
 # A 16-core Intel Xeon VM with AVX-512 (numpy sort 44-61 M keys/s): `c4table build` wall time
-# and CPU (user + sys of the process tree), as measured for the issue on many cores.
+# and CPU (user + sys of the process tree), measured there before this model was written.
 SIXTEEN_CORES = [
     ("6x5", 16, "64GiB", 91.4, 812.0),
     ("6x5", 8, "4GiB", 133.8, 757.0),
