@@ -11,7 +11,9 @@ corrects the CPU per entry for the larger tasks of larger boards:
 :meth:`~c4table.pipeline.schedule.MachineCosts.per_entry`), the sha256 and md5 rates (the
 driver hashes the table serially) and the rate of writing and syncing a file (the disk).
 The driver's serial step per generation is timed on a small board built first (4x4: its
-generations are a few thousand entries, so its passes' wall time is nearly all steps); what
+generations are a few thousand entries, so its passes' wall time is nearly all steps), and
+the start-up of a build as a command (the interpreter, the imports, the kernels' cache, the
+workers) by the same board built by ``c4table build`` in a fresh process; what
 the larger board's wall time then leaves over the schedule model's
 (:mod:`c4table.pipeline.schedule`) is recorded as ``stretch`` (other people's load on the
 cores; 1.0 on a machine to itself), not applied to plans.
@@ -228,6 +230,23 @@ def _run_board(board: str, workers: int, memory: str, where: Path) -> dict:
             "board": b.board}
 
 
+def command_wall(board: str, workers: int, memory: str, where: Path) -> float:
+    """Wall seconds of ``c4table build BOARD`` as a fresh process (the interpreter's start, the
+    imports, the kernels' cache, the workers, the stages, the exit), in a directory under
+    ``where``."""
+    import subprocess
+    import sys
+    d = Path(tempfile.mkdtemp(prefix=f"cli_{board}_", dir=where))
+    try:
+        t = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "c4table.cli.main", "build", board, "--out", str(d),
+                        "--workers", str(workers), "--memory", memory, "--quiet"], check=True,
+                       stdout=subprocess.DEVNULL, cwd=d)
+        return time.perf_counter() - t
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
 def _passes_wall(run: dict, costs: MachineCosts, workers: int) -> tuple[float, float, int]:
     """(measured, simulated) wall of a run's forward and backward passes, and their steps."""
     from c4table.pipeline.execution import default_workers
@@ -254,6 +273,7 @@ def calibrate(board: str = CALIBRATION_BOARD, workers: int | None = None, memory
     try:
         say(f"building {step_board} and {board} on {workers} workers in {d}")
         small = _run_board(step_board, workers, memory, d)
+        cli = command_wall(step_board, workers, memory, d)
         run = _run_board(board, workers, memory, d)
         say("numpy's sort, sha256 and md5 rates, the disk")
         fit, sorts = sort_fit()
@@ -281,7 +301,8 @@ def calibrate(board: str = CALIBRATION_BOARD, workers: int | None = None, memory
                 f"{1e3 / sorts[max(sorts)]:.0f} M keys/s at {max(sorts):,}"),
         forward_s=per["forward"], backward_s=per["backward"], merge_s=per["merge"],
         sort_ns=fit, ref_sort_ns={"forward": ref, "backward": ref},
-        hash_ns_per_byte=(sha, md5), step_s=0.0, startup_s=small["startup_s"], task_s=task_s,
+        hash_ns_per_byte=(sha, md5), step_s=0.0, startup_s=max(small["startup_s"], cli - sum(small["wall_s"].values())),
+        task_s=task_s,
         driver_task_s=driver_task_s,
         disk_bytes_per_s=disk)
     # the driver's step: the small board's passes are all steps (their tasks take little)
@@ -295,6 +316,7 @@ def calibrate(board: str = CALIBRATION_BOARD, workers: int | None = None, memory
                       "wall_s": wall, "cpu_s": cpu, "driver_cpu_s": run["driver_cpu_s"],
                       "tasks": tasks, "entries": E,
                       "stretch": round(stretch, 3), "step_board": step_board,
+                      "step_board_command_wall_s": round(cli, 3),
                       "step_board_wall_s": small["wall_s"],
                       "sort_ns_per_key": {str(k): round(v, 2) for k, v in sorts.items()}}
     return costs

@@ -11,7 +11,10 @@ Each build is ``python -m c4table.cli.main build BOARD --workers N --memory M --
 fresh temporary directory (``--tmp``); its CPU is user + system of the build and its worker
 processes (``getrusage`` of the waited child). The 1-minute load is printed with each row:
 on a shared machine wall time grows with other people's load, CPU time much less.
-Efficiency is CPU / (workers x wall). A benchmark, not a test.
+Efficiency is CPU / (workers x wall). The plan predicts a machine to itself; where the load
+average ``L`` of the run exceeded the cores ``C``, each runnable process got about ``C / L``
+of a core, so the row also gives the plan's wall time times ``L / C`` ("plan wall at load").
+A benchmark, not a test.
 """
 from __future__ import annotations
 
@@ -76,7 +79,9 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     rows = []
     head = ("board", "workers", "wall s", "CPU s", "ns/entry", "efficiency", "plan wall",
-            "plan CPU", "wall plan/real", "CPU plan/real", "plan bound", "load", "sha256")
+            "plan CPU", "wall plan/real", "CPU plan/real", "plan wall at load", "its ratio",
+            "plan bound", "load", "sha256")
+    cores = os.cpu_count() or 1
     print(("| " + " | ".join(head) + " |\n|" + "---|" * len(head)) if a.markdown
           else "  ".join(head), flush=True)
     for board in a.boards:
@@ -90,7 +95,10 @@ def main(argv=None) -> int:
                      f"{r['cpu_s'] / r['entries'] * 1e9:.0f}",
                      f"{r['cpu_s'] / (w * r['wall_s']):.0%}", f"{r['plan_wall_s']:.0f}",
                      f"{r['plan_cpu_s']:.0f}", f"{r['plan_wall_s'] / r['wall_s']:.2f}",
-                     f"{r['plan_cpu_s'] / r['cpu_s']:.2f}", r["bound"], f"{r['load']:.1f}",
+                     f"{r['plan_cpu_s'] / r['cpu_s']:.2f}",
+                     f"{r['plan_wall_s'] * max(1.0, r['load'] / cores):.0f}",
+                     f"{r['plan_wall_s'] * max(1.0, r['load'] / cores) / r['wall_s']:.2f}",
+                     r["bound"], f"{r['load']:.1f}",
                      {True: "known", False: "DIFFERS", None: "(none known)"}[r["sha_ok"]])
             print(("| " + " | ".join(cells) + " |") if a.markdown else "  ".join(cells), flush=True)
     if rows:
