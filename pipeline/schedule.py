@@ -38,6 +38,7 @@ STRAGGLER = 1.15   # the largest task of a forward or backward list over the mea
                    # splitters' samples make ranges of 1.30-1.37x the mean on small tasks, IO model)
 SORTED_PER_ENTRY = 2.15   # keys sorted per entry: children (forward), messages (backward)
 CHILD_DUP = 1.40          # run keys per next-generation entry with many tasks (IO model)
+MERGE_LIST_MAX = 4096     # merges of more ranges are timed in closed form, not range by range
 
 
 @dataclass
@@ -236,7 +237,16 @@ def _merge(acc: dict, total: int, workers: int, cores: int, task_memory: int,
     hash_wall = max(sha, md5) * 1e-9 * entry_size      # per entry
     hash_cpu = (sha + md5) * 1e-9 * entry_size
     n, _ = merge_split(total, task_memory, workers, local)
-    shares = merge_shares(total, task_memory, workers, local) if n <= 4096 else [1 / n] * n
+    if n > MERGE_LIST_MAX:   # equal ranges in whole waves, hashed in order
+        c = total / n * costs.merge_s + costs.task_s
+        h = total / n * hash_wall
+        waves = math.ceil(n / workers)
+        busy = waves * c
+        done = max(busy + min(n, workers) * h, c + n * h)
+        cpu = n * c + total * hash_cpu
+        _merge_parts(acc, n, busy, done, cpu, workers, cores, costs.step_s)
+        return
+    shares = merge_shares(total, task_memory, workers, local)
     # list scheduling in order (the pool takes the tasks as submitted); the driver hashes in order
     free = [0.0] * workers
     done = 0.0
@@ -247,10 +257,16 @@ def _merge(acc: dict, total: int, workers: int, cores: int, task_memory: int,
         free[w] += c
         cpu += c
         done = max(done, free[w]) + s * total * hash_wall
-    busy = max(free)
     cpu += total * hash_cpu
-    wall = max(done, cpu / cores) + costs.step_s
+    _merge_parts(acc, len(shares), max(free), done, cpu, workers, cores, costs.step_s)
+
+
+def _merge_parts(acc: dict, tasks: int, busy: float, done: float, cpu: float, workers: int,
+                 cores: int, step_s: float) -> None:
+    """The merge's sums: ``busy`` when the last range task ends, ``done`` when the driver has
+    hashed the last range, ``cpu`` the tasks' and the digests' CPU."""
+    wall = max(done, cpu / cores) + step_s
     ideal = cpu / max(1, min(workers + 1, cores))
-    acc.update(wall_s=wall, cpu_s=cpu, cores=min(ideal, wall), tasks=len(shares),
+    acc.update(wall_s=wall, cpu_s=cpu, cores=min(ideal, wall), tasks=tasks,
                waves=max(0.0, min(busy, wall) - min(ideal, wall)),
                driver=max(0.0, wall - max(busy, min(ideal, wall))))

@@ -84,3 +84,22 @@ def test_costs_round_trip_through_json():
     assert MachineCosts.from_json({**c.to_json(), "unknown": 1}) == c
     assert math.isclose(MachineCosts.from_json(c.to_json()).per_entry("forward", 1e6),
                         c.per_entry("forward", 1e6))
+
+
+@pytest.mark.parametrize("hash_ns", [(0.1, 0.2), (5.0, 9.0)])   # the hash keeps up, or not
+def test_huge_merges_in_closed_form_agree_with_the_list(monkeypatch, hash_ns):
+    import c4table.pipeline.schedule as sch
+    c = costs(forward_s=0.0, backward_s=0.0, merge_s=2e-7, hash_ns_per_byte=hash_ns, step_s=0.0,
+              task_s=0.01)
+    e = [0] * 5 + [3_000_000_000]
+    listed = simulate(e, 5, 5, 16, 1 << 26, c, entry_size=6, local=False)
+    assert listed.stages["merge"]["tasks"] > 16 * 10   # many waves
+    monkeypatch.setattr(sch, "MERGE_LIST_MAX", 0)
+    closed = simulate(e, 5, 5, 16, 1 << 26, c, entry_size=6, local=False)
+    for k in ("wall_s", "cpu_s", "tasks"):
+        assert closed.stages["merge"][k] == pytest.approx(listed.stages["merge"][k], rel=0.02), k
+
+
+def test_a_board_too_big_to_list_its_merge_ranges():
+    s = simulate([1] + [10**20] * 3, 4, 3, 64, 16 << 30, FAST_MACHINE, entry_size=11)
+    assert s.wall_s > s.cpu_s / 64 > 0
