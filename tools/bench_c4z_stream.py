@@ -27,7 +27,8 @@ import time
 from pathlib import Path
 
 CADOT_XZ = "--lzma2=dict=64MiB,lc=4,lp=0,pb=0,mf=bt3,mode=normal,nice=273,depth=0"
-PROFILES = {"L1": (1, 1 << 16), "L3": (3, 1 << 16), "L5": (5, 1 << 16), "L3-256k": (3, 1 << 18)}
+PROFILES = {"L3": (3, 1 << 16), "L9": (9, 1 << 16), "L5-256k": (5, 1 << 18),
+            "L9-256k": (9, 1 << 18)}     # L9-256k: the streaming profile (compress's default)
 
 
 def pack(dat: Path, entry_size: int) -> Path:
@@ -123,7 +124,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--xz", type=Path)
     ap.add_argument("--dat", type=Path, help="a table to pack with Cadot's xz options first")
-    ap.add_argument("--profiles", default="L1,L3,L5", help=f"of {', '.join(PROFILES)}")
+    ap.add_argument("--profiles", default="L3,L9,L9-256k", help=f"of {', '.join(PROFILES)}")
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--sizes", type=Path, nargs="*")
     ap.add_argument("--sample-blocks", type=int, default=64)

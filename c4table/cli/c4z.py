@@ -48,19 +48,19 @@ def compress(table_path, out, board, level, block_entries, archive, threads, qui
 
     TABLE.dat.xz (Cadot's archive) or - (the raw table on standard input, with --board) is
     converted as it streams: the raw table never touches the disk, its entries and hashes
-    are checked on the way, and the streaming profile (zstd level 3 unless --level) keeps up
-    with xz's decoding. Rerun after an interruption: the stream is read again up to the
+    are checked on the way, and the streaming profile (zstd level 9 and 262,144-entry blocks
+    unless --level / --block-entries) keeps up with xz's decoding. Rerun after an interruption: the stream is read again up to the
     checkpoint (decoded and hashed, not compressed) and the run goes on."""
     from c4table import c4z
     from c4table.c4z.stream import is_stream_input
     if is_stream_input(table_path):
-        from c4table.c4z.stream import STREAM_LEVEL, compress_stream
+        from c4table.c4z.stream import STREAM_BLOCK_ENTRIES, STREAM_LEVEL, compress_stream
         if archive:
             raise click.UsageError("--archive is for a .dat on disk, not a stream")
         if table_path == "-" and board is None:
             raise click.UsageError("the raw table on standard input needs --board WxH")
         path = compress_stream(table_path, out, board=board, level=level or STREAM_LEVEL,
-                               block_entries=block_entries or c4z.DEFAULT_BLOCK_ENTRIES,
+                               block_entries=block_entries or STREAM_BLOCK_ENTRIES,
                                threads=threads, quiet=quiet)
         from c4table.c4z.reader import open_c4z
         with open_c4z(path) as z:
