@@ -22,13 +22,15 @@ last measured generation. On random 7x6 roots at plies 18-24 the totals came wit
 of about 2 of the real builds' (README, "Rooted tables").
 
 Where only positions are known, entries are positions / 2 (mirror images share an entry;
-symmetric positions are a vanishing fraction on big boards). Costs per entry are measurements of this implementation
+symmetric positions are a vanishing fraction on big boards), and where the complete table is
+known (``data/known_tables.json``) these estimates are made to add up to its count (the
+symmetric positions' share: 2,054,710 entries on 7x6; see :func:`_fit_known_entries`). Costs per entry are measurements of this implementation
 (see :data:`COSTS`), so a plan is as good as those measurements; rerun ``tools/bench_build.py``
 on the target machines to refresh them.
 
 >>> p = make_plan("7x6", workers=64, memory_per_worker=16 * 2**30)
->>> p.entries            # exact first plies, then Table 2's positions halved (Cadot's file: 2,265,994,664,313)
-2265992609603
+>>> p.entries            # Cadot's file: 15,861,962,650,191 bytes / 7
+2265994664313
 """
 from __future__ import annotations
 
