@@ -156,7 +156,7 @@ class _Reader:
                     return
         except (lzma.LZMAError, EOFError) as e:
             self.q.put(CorruptDataError(f"{self.name}: damaged or truncated xz stream ({e})"))
-        except OSError as e:
+        except (OSError, ValueError) as e:   # ValueError: closed under us after an error
             self.q.put(TableError(f"{self.name}: cannot read ({e})"))
 
     def get(self) -> bytes:
@@ -165,9 +165,13 @@ class _Reader:
             raise b
         return b
 
-    def close(self) -> None:
+    def close(self, wait: float | None = None) -> None:
+        """Stop reading: unblock the thread if it waits on a full queue and wait for it to
+        end (at most ``wait`` seconds: a thread blocked reading a pipe that stalls is left,
+        a daemon, to the process's end)."""
         self.stop = True
-        while self.t.is_alive():   # unblock a reader waiting on a full queue
+        end = None if wait is None else time.monotonic() + wait
+        while self.t.is_alive() and (end is None or time.monotonic() < end):
             try:
                 self.q.get(timeout=0.05)
             except queue.Empty:
@@ -303,7 +307,7 @@ def compress_stream(src, out=None, *, board: str | Board | None = None,
                 while len(pending) > 2 * threads:
                     drain_one()
                 now = time.perf_counter()
-                if now - last_ckpt >= CHECKPOINT_SECONDS and i > done:
+                if now - last_ckpt >= CHECKPOINT_SECONDS and i > done and len(raw) == chunk:
                     _checkpoint(fpart, fidx, ckpt, settings, i, part_bytes, 0, 0,
                                 prefix_sha256=sha.at(i), last_key=prev_last_key)
                     last_ckpt = now
@@ -329,7 +333,7 @@ def compress_stream(src, out=None, *, board: str | Board | None = None,
             finish_part(fpart, fidx, idxf, part_bytes, i, len(MAGIC), header)
         publish_part(part, out, idxf, ckpt)
     finally:
-        reader.close()
+        reader.close(wait=2.0 if f is sys.stdin.buffer or infile is not None else None)
         for h in (sha, md5):
             if h.t.is_alive():
                 h.q.put(_END)
