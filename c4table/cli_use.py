@@ -254,6 +254,17 @@ def lookup_text(probe, board_name: str) -> str:
     return "\n".join(lines)
 
 
+def scored_lookup_text(probe, board_name: str, cells: int) -> str:
+    """``lookup --scores``: ``lookup``'s text with Pons' score (:mod:`c4table.pons`) after the
+    position's line and after each move's line."""
+    from c4table.pons import move_score, probe_score
+    lines = lookup_text(probe, board_name).split("\n")
+    lines[0] += f"; score {probe_score(probe, cells)}"
+    for j, m in enumerate(probe.moves, start=1):
+        lines[j] += f"  (score {move_score(probe, m, cells)})"
+    return "\n".join(lines)
+
+
 def _best_line(probe, board_name: str) -> str:
     from c4table.wording import outcome
     head = _head(probe, board_name)
