@@ -416,6 +416,8 @@ def _register_optional() -> None:
         cli.add_command(command)
     from c4table.cli_serve import serve
     cli.add_command(serve)
+    from c4table.cli_label import label
+    cli.add_command(label)
     # bdd and crosscheck: registered on first use (_Commands)
     from c4table.cli_examples import add_examples
     add_examples(cli)
