@@ -37,7 +37,8 @@ import numpy as np
 from numba import njit
 
 from c4table.errors import C4Error
-from c4table.fastprobe import NO_KEY, OVER, SLOW, replay
+from c4table.fastprobe import NO_KEY, OVER, SLOW
+from c4table.pipeline.kernels import _has_line
 from c4table.pons import label_arrays
 
 PLANES = ("pettingzoo", "openspiel")
@@ -91,6 +92,74 @@ def search_sorted(data, entries, entry_size, key_bytes, keys, out):
                 kk = (kk << np.uint64(8)) | np.uint64(data[o + b])
             if kk == key:
                 out[i] = data[o + key_bytes]
+
+
+@njit(cache=True)
+def replay_rows(cols, offsets, w, h, stride, k, cells, empty_code, child_code, powers, keys, plies, status):
+    """:func:`c4table.fastprobe.replay` (same outputs), tuned for long inputs: no allocation per
+    row, and three line tests per row instead of one per move. Lines only ever appear, so the
+    game ended before the last move exactly when the board without the last chip has a line:
+    if it has none, the game is over iff the last mover's board has one."""
+    heights = np.empty(w, np.int64)
+    codes = np.empty(w, np.int64)
+    nokey = np.uint64(0xFFFFFFFFFFFFFFFF)
+    v0 = np.uint64(0)
+    for c in range(w):
+        v0 += np.uint64(empty_code) * powers[c]
+    for i in range(offsets.shape[0] - 1):
+        for c in range(w):
+            heights[c] = 0
+            codes[c] = empty_code
+        v1 = v0
+        v2 = v0
+        bb0 = np.uint64(0)
+        bb1 = np.uint64(0)
+        over = False
+        ply = 0
+        st = 0
+        bit = np.uint64(0)
+        for j in range(offsets[i], offsets[i + 1]):
+            c = cols[j]
+            if c < 0 or c >= w or heights[c] >= h:
+                st = 1
+                break
+            p = ply & 1
+            nc = child_code[codes[c], p]
+            if nc < 0:
+                st = 1
+                break
+            delta = np.uint64(nc - codes[c])
+            v1 += delta * powers[c]
+            v2 += delta * powers[w - 1 - c]
+            codes[c] = nc
+            bit = np.uint64(1) << np.uint64(c * stride + heights[c])
+            heights[c] += 1
+            ply += 1
+            if p == 0:
+                bb0 |= bit
+            else:
+                bb1 |= bit
+        if st == 0 and ply >= 2 * k - 1:
+            last, other = (bb0, bb1) if ply & 1 else (bb1, bb0)
+            if _has_line(last ^ bit, stride, k) or _has_line(other, stride, k):
+                st = 1               # a move after the end of the game: Table.probe says which
+            else:
+                over = _has_line(last, stride, k)
+        terminal = over or ply == cells
+        status[i] = st if st != 0 or not terminal else 2
+        plies[i] = ply
+        base = i * (w + 1)
+        keys[base] = v1 if v1 < v2 else v2
+        mover = ply & 1
+        for c in range(w):
+            nc = child_code[codes[c], mover] if not terminal and heights[c] < h else -1
+            if nc < 0:
+                keys[base + 1 + c] = nokey
+            else:
+                delta = np.uint64(nc - codes[c])
+                c1 = v1 + delta * powers[c]
+                c2 = v2 + delta * powers[w - 1 - c]
+                keys[base + 1 + c] = c1 if c1 < c2 else c2
 
 
 @njit(cache=True)
@@ -154,7 +223,7 @@ class Labeller:
 
     def _lookup(self, keys: np.ndarray) -> np.ndarray:
         """Outcome byte of each key (int64): -1 for ``NO_KEY``, -2 absent."""
-        order = np.argsort(keys, kind="stable")
+        order = np.argsort(keys)
         sk = keys[order]
         res = np.empty(sk.shape[0], np.int64)
         if self.data is not None:
@@ -183,7 +252,7 @@ class Labeller:
         status = np.full(n, SLOW, np.int64)
         if self.fast and n:
             keys = np.empty(n * (w + 1), np.uint64)
-            replay(cols, offsets, *self.args, keys, plies, status)
+            replay_rows(cols, offsets, *self.args, keys, plies, status)
             found = self._lookup(keys).reshape(n, w + 1)
         slow = np.flatnonzero((status == SLOW) | (found[:, 0] < 0))
         errors: list = [None] * n if slow.size else None
@@ -315,17 +384,20 @@ def text_chunks(path: str | Path, chunk: int = CHUNK):
         starts, ends = starts[:0], ends[:0]
     cr = (ends > starts) & (raw[np.maximum(ends - 1, 0)] == 13)
     ends = ends - cr
+    keep = np.ones(raw.shape[0], np.bool_)            # every byte but newlines and trailing CRs
+    keep[nl] = False
+    keep[(ends[cr]).astype(np.int64)] = False
+    data = raw[keep]
+    lens = ends - starts
+    offsets = np.zeros(starts.shape[0] + 1, np.int64)
+    np.cumsum(lens, out=offsets[1:])
     for lo in range(0, starts.shape[0], chunk):
-        s, e = starts[lo: lo + chunk], ends[lo: lo + chunk]
-        lens = e - s
-        offsets = np.zeros(s.shape[0] + 1, np.int64)
-        np.cumsum(lens, out=offsets[1:])
-        # gather the bytes of every line (without newlines) in one vectorised step
-        idx = np.repeat(s - offsets[:-1], lens) + np.arange(offsets[-1])
-        data = raw[idx]
-        strings = pa.StringArray.from_buffers(s.shape[0], pa.py_buffer(offsets.astype(np.int32).tobytes()),
-                                              pa.py_buffer(data.tobytes()))
-        yield data.astype(np.int64) - 49, offsets, strings
+        off = offsets[lo: lo + chunk + 1]
+        part = data[off[0]: off[-1]]
+        off = off - off[0]
+        strings = pa.StringArray.from_buffers(off.shape[0] - 1, pa.py_buffer(off.astype(np.int32).tobytes()),
+                                              pa.py_buffer(part.tobytes()))
+        yield part.astype(np.int64) - 49, off, strings
 
 
 def arrow_chunks(column, chunk: int = CHUNK):
@@ -375,13 +447,13 @@ def label_batch(lab: dict, strings, board, planes, schema):
     errs = lab["error"]
     mask = None if errs is None else np.array([e is not None for e in errs])
     m = mask if mask is not None and mask.any() else None
-    names = np.array(["draw", "A", "B", "?"], dtype=object)
-    arrays = [strings, pa.array(lab["ply"].astype(np.uint8), pa.uint8(), mask=m),
-              pa.array(names[lab["outcome"] & 3], pa.string(), mask=m),
+    names = pa.array(["draw", "A", "B", "?"], pa.string())
+    outcome = names.take(pa.array(lab["outcome"] & 3, mask=m))
+    arrays = [strings, pa.array(lab["ply"].astype(np.uint8), pa.uint8(), mask=m), outcome,
               pa.array(lab["distance"], pa.uint8(), mask=m),
               pa.array(lab["terminal"], pa.bool_(), mask=m)]
     arrays += label_columns(lab, board, planes, m)
-    arrays.append(pa.array(errs if errs is not None else [None] * len(strings), pa.string()))
+    arrays.append(pa.array(errs, pa.string()) if errs is not None else pa.nulls(len(strings), pa.string()))
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
