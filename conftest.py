@@ -27,7 +27,7 @@ def doctest_dir(tmp_path_factory):
     (a drawing)."""
     from c4table.pipeline.build import build_table
     d = tmp_path_factory.mktemp("doctest")
-    from c4table.c4z import compress_table
+    from c4table.c4z.writer import compress_table
     for board in ("4x4", "5x4"):
         build_table(board, d / "tables" / board, quiet=True, workers=1)
     compress_table(d / "tables" / "5x4" / "connect4_5x4.dat", quiet=True)   # the .c4z examples

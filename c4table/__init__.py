@@ -7,12 +7,12 @@ Small public API over the table format (see ``README.md``)::
     >>> t.probe("3344").outcome
     'A'
 
-Modules: :mod:`c4table.board` (geometry, column codes), :mod:`c4table.codec` (keys, outcome
-bytes), :mod:`c4table.rules` (positions and moves), :mod:`c4table.table` (lookup),
-:mod:`c4table.verify` (hashes and checks), :mod:`c4table.errors` (exceptions),
-:mod:`c4table.drawing` (board drawings), :mod:`c4table.play`, :mod:`c4table.stats` (per-ply
-counts, plots), :mod:`c4table.export` (parquet datasets), :mod:`c4table.cli` and
-:mod:`c4table.cli_use` (the command line). Building lives in the ``c4table.pipeline`` package (the ``pipeline/`` folder)
+Modules: :mod:`c4table.game.board` (geometry, column codes), :mod:`c4table.game.codec` (keys, outcome
+bytes), :mod:`c4table.game.rules` (positions and moves), :mod:`c4table.table` (lookup),
+:mod:`c4table.analysis.verify` (hashes and checks), :mod:`c4table.errors` (exceptions),
+:mod:`c4table.game.drawing` (board drawings), :mod:`c4table.analysis.play`, :mod:`c4table.analysis.stats` (per-ply
+counts, plots), :mod:`c4table.analysis.export` (parquet datasets), :mod:`c4table.cli.main` and
+:mod:`c4table.cli.use` (the command line). Building lives in the ``c4table.pipeline`` package (the ``pipeline/`` folder)
 (:func:`c4table.pipeline.build.build_table`).
 """
 import os
@@ -24,11 +24,12 @@ from c4table.errors import (BoardError, BuildError, C4Error, ClosedTableError, C
 # Imported on first use (PEP 562): the command line's start-up (``c4table build`` included)
 # does not pay for the readers, the exporter and the plots it does not call, and importing the
 # package does not import numpy (the command line sets numpy's thread count first: cli.py).
-_LAZY = {"Board": "board", "Outcome": "codec", "decode_outcome": "codec", "encode_outcome": "codec",
-         "parse_drawing": "drawing", "render": "drawing", "ExportReport": "export",
-         "export_positions": "export", "Position": "rules", "PlyStats": "stats",
-         "ply_stats": "stats", "MoveProbe": "table", "Probe": "table", "Table": "table",
-         "open_table": "table", "VerifyReport": "verify", "verify_table": "verify"}
+_LAZY = {"Board": "game.board", "Outcome": "game.codec", "decode_outcome": "game.codec",
+         "encode_outcome": "game.codec", "parse_drawing": "game.drawing", "render": "game.drawing",
+         "ExportReport": "analysis.export", "export_positions": "analysis.export",
+         "Position": "game.rules", "PlyStats": "analysis.stats", "ply_stats": "analysis.stats",
+         "MoveProbe": "table.probe", "Probe": "table.probe", "Table": "table.source",
+         "open_table": "open", "VerifyReport": "analysis.verify", "verify_table": "analysis.verify"}
 
 
 def __getattr__(name: str):
@@ -63,7 +64,7 @@ def build_table(board: "str | Board", out: "str | os.PathLike", memory: "str | i
     ``quiet=False`` shows them, as the command line does); ``restart``: discard a partial
     build; ``keep_work``: keep ``out/work`` (the shards) after the merge; ``root``: a move
     string or drawing, to build the rooted table of every position reachable from it
-    (:mod:`c4table.root`); ``"5x4k3"`` names a board with another connect length. See
+    (:mod:`c4table.game.root`); ``"5x4k3"`` names a board with another connect length. See
     :func:`c4table.pipeline.build.build_table`.
 
     >>> import c4table

@@ -1,7 +1,7 @@
 """Exception classes of c4table: every error a user can cause has its own class and a one-line
 message; the CLI prints that line and exits with status 2 (bad input) or 1 (a check failed).
 
->>> from c4table.board import Board
+>>> from c4table.game.board import Board
 >>> try:
 ...     Board.parse("7by6")
 ... except BoardError as e:

@@ -29,6 +29,8 @@ import ctypes
 import os
 import sys
 
+import c4table.config as config
+
 ENV = "C4TABLE_MALLOC"
 _M_TRIM_THRESHOLD = -1   # glibc mallopt parameters (malloc.h)
 _M_MMAP_MAX = -4
@@ -51,7 +53,7 @@ def one_arena() -> bool:
     would give each of them an arena of ``mmap``'ed heaps that it unmaps as soon as they are
     empty. glibc fixes its arena limit when a second thread first allocates (importing
     pyarrow does), so the command line calls this before importing anything else
-    (``c4table/cli.py``); forked workers inherit it. Returns whether glibc took it.
+    (``c4table/cli/main.py``); forked workers inherit it. Returns whether glibc took it.
 
     >>> one_arena() in (True, False)
     True

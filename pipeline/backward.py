@@ -12,7 +12,7 @@ child's outcome for the parent's mover. So one step, for generation g:
    (:func:`c4table.pipeline.extsort.read_range_window`); it merges the sorted slices, and each key's best
    message decides it (terminal positions are decided on the board);
 2. the same task writes its backward shard (the outcomes of its forward shard's keys, in the
-   same order: :func:`c4table.pipeline.shards.write_outcomes`) and sorts the messages it sends
+   same order: :func:`c4table.builddir.shards.write_outcomes`) and sorts the messages it sends
    to generation g-1, keeps the best per parent key, and spills them as one sorted run under
    ``work/messages/ply_{g-1}/``.
 
@@ -20,7 +20,7 @@ No task holds more than its shard, its messages in and its messages out (what
 :attr:`c4table.pipeline.build.Build.shard_rows` sizes), and tasks share no memory-mapped state: they
 run wherever the build's storage (local, shared or an object store) can be reached.
 
-A rooted build (:mod:`c4table.root`) stops sending at the root's generation; the generations
+A rooted build (:mod:`c4table.game.root`) stops sending at the root's generation; the generations
 below it are empty and recorded as such.
 
 Resume: a step records its backward shards and its message runs (xxh64) in the manifest. The
@@ -34,13 +34,13 @@ import time
 import numpy as np
 
 from c4table.wording import count
-from c4table.board import Board
+from c4table.game.board import Board
 from c4table.errors import BuildError, CorruptDataError
 from c4table.pipeline import extsort, resources, shuffle
 from c4table.pipeline.kernels import keep_best
-from c4table.pipeline.kernels3d import for_board
-from c4table.pipeline.shards import ShardInfo, read_shard, stored_xxh64, verify_shards, write_outcomes
-from c4table.pipeline.storage import Storage, open_storage
+from c4table.pipeline.kernelset import for_board
+from c4table.builddir.shards import ShardInfo, read_shard, stored_xxh64, verify_shards, write_outcomes
+from c4table.io.storage import Storage, open_storage
 
 def gen_dir(ply: int) -> str:
     return f"work/backward/ply_{ply:02d}"

@@ -8,9 +8,9 @@
 Stages (each resumable, each recorded in ``DIR/manifest.json``):
 ``forward`` -> ``backward`` -> ``merge`` (see :mod:`c4table.pipeline.forward`, :mod:`c4table.pipeline.backward`,
 :mod:`c4table.pipeline.merge`). ``DIR/work/`` holds the generations' shards and scratch files;
-``DIR/connect4_WxH.dat`` is the table. A rooted build (``origin``, a :class:`c4table.root.Root`)
+``DIR/connect4_WxH.dat`` is the table. A rooted build (``origin``, a :class:`c4table.game.root.Root`)
 starts at the root's generation and writes ``DIR/connect4_WxH_root-MOVES.dat``. ``DIR`` is a
-local directory or a ``pyarrow.fs`` URI (:mod:`c4table.pipeline.storage`).
+local directory or a ``pyarrow.fs`` URI (:mod:`c4table.io.storage`).
 
 Opening a local build takes the directory's lock (:func:`c4table.pipeline.resources.lock_build_dir`),
 which :meth:`Build.close` (or leaving ``with open_build(...) as b:``) gives back; an object
@@ -26,17 +26,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from c4table.wording import count
-from c4table.board import Board
+from c4table.game.board import Board
 from c4table.errors import BoardError, BudgetError, BuildError, C4Error, CorruptDataError
-from c4table.root import Root
+from c4table.game.root import Root
 from c4table.units import format_size, parse_size
 from c4table.pipeline import allocator, backward, counters, forward, merge, resources, runcodec, shuffle
 from c4table.pipeline.execution import Executor, default_workers, make_executor
-from c4table.pipeline.kernels import key_bits, warm
-from c4table.pipeline.manifest import Manifest
+from c4table.pipeline.kernels import key_bits
+from c4table.pipeline.kernelset import warm
+from c4table.builddir.manifest import Manifest
 from c4table.pipeline.partition import MIN_PARALLEL_ROWS, shard_rows_for
-from c4table.pipeline.progress import Progress
-from c4table.pipeline.storage import Storage, open_storage, settle_deletes
+from c4table.progress import Progress
+from c4table.io.storage import Storage, open_storage
+from c4table.io.recycle import settle_deletes
 
 DEFAULT_MEMORY = "4GiB"
 MIN_TASK_MEMORY = 1 << 20
@@ -235,7 +237,7 @@ def open_build(board: str | Board, out: str | Path, memory: str | int = DEFAULT_
                workers: int | None = None, scheduler: str | None = None, quiet: bool = False,
                restart: bool = False, root: str | Root | None = None) -> Build:
     """Prepare a build of ``board`` in directory ``out`` (resuming what is there); ``root``
-    (a move string, drawing or :class:`~c4table.root.Root`) makes it a rooted build. Without
+    (a move string, drawing or :class:`~c4table.game.root.Root`) makes it a rooted build. Without
     ``root``, a directory holding a rooted build resumes that build."""
     board = Board.parse(board)
     if root is not None and board.grid is not None:
@@ -292,7 +294,7 @@ def build_table(board: str | Board, out: str | Path, memory: str | int = DEFAULT
     """Build (or finish building) the table of ``board`` in ``out`` (a directory or a
     ``pyarrow.fs`` URI such as ``s3://bucket/prefix``); return the table's path (or URI).
     ``root`` (a move string or drawing) builds the rooted table of every position reachable
-    from it (:mod:`c4table.root`). Quiet unless ``quiet=False`` (the command line shows
+    from it (:mod:`c4table.game.root`). Quiet unless ``quiet=False`` (the command line shows
     progress)."""
     return run_build(open_build(board, out, memory, workers, scheduler, quiet, restart, root),
                      keep_work)

@@ -20,7 +20,7 @@ The archive profile (``compress --archive``: 16 M-entry blocks, one symbol frame
 probes in tens of milliseconds) is measured against the default on the same regions of the
 same tables (``tools/c4z_streams.py --compare-blocks``, :data:`ARCHIVE_RATIO`).
 
->>> from c4table.board import Board
+>>> from c4table.game.board import Board
 >>> e = estimate(Board.parse("5x5"), 34888367)
 >>> e.measured, round(e.bytes_per_entry, 4)
 (True, 0.2961)
@@ -115,7 +115,7 @@ def _log_fit(entries: int) -> float:
 def overhead(board, entries: int, block_entries: int = 1 << 16) -> float:
     """Bytes per entry outside the blocks: the index (24 bytes per block) and the key
     dictionary (at most 110 KB and 1/500 of the raw table; ``c4table.c4z.train_key_dict``)."""
-    from c4table.c4z import KEY_DICT_BYTES
+    from c4table.c4z.format import KEY_DICT_BYTES
     raw = entries * board.entry_size
     kd = min(KEY_DICT_BYTES, raw // 500) if raw // 500 >= 8192 else 0
     return INDEX_BYTES_PER_BLOCK / block_entries + kd / max(entries, 1)

@@ -1,6 +1,6 @@
 """I/O and memory counters of a build: what each stage wrote, read and held, as measured.
 
-:class:`~c4table.pipeline.storage.Storage` counts every request it makes into the *active*
+:class:`~c4table.io.storage.Storage` counts every request it makes into the *active*
 :class:`IOCounts` of the calling thread (:func:`active`): bytes and objects written, whole-object
 GETs, ranged reads (a ``pread`` locally, a ranged GET on an object store), metadata requests
 (HEAD/stat, LIST) and deletes, with the bytes each moved. :func:`run_counted` runs one task
@@ -23,93 +23,15 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 import tracemalloc
-from contextlib import contextmanager
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, fields
 
 from c4table.pipeline import allocator
 
 STATS = "stats.json"
 STATS_FORMAT = "c4table-stats/1"
 
-
-@dataclass
-class IOCounts:
-    """Requests and bytes of one task, one stage or one build."""
-
-    bytes_written: int = 0
-    objects_written: int = 0
-    bytes_read: int = 0
-    get_requests: int = 0        # whole-object reads (GET without a range)
-    ranged_reads: int = 0        # reads of part of an object (ranged GET / pread)
-    slice_reads: int = 0         # of which: windows of sorted runs read by a shuffle
-    head_requests: int = 0       # size/existence queries (HEAD / stat)
-    list_requests: int = 0
-    delete_requests: int = 0
-    bytes_deleted: int = 0
-    tasks: int = 0
-    peak_task_memory: int = 0    # the largest rise of a task's resident set, bytes
-    task_memory_sum: int = 0     # sum of the tasks' rises (for the mean)
-    first_task_memory: int = 0   # largest rise of a process's first task (loading code too)
-
-    def add_write(self, n: int) -> None:
-        self.bytes_written += int(n)
-        self.objects_written += 1
-
-    def add_read(self, n: int, ranged: bool) -> None:
-        self.bytes_read += int(n)
-        if ranged:
-            self.ranged_reads += 1
-        else:
-            self.get_requests += 1
-
-    @property
-    def requests(self) -> int:
-        return (self.objects_written + self.get_requests + self.ranged_reads + self.head_requests
-                + self.list_requests + self.delete_requests)
-
-    def merge(self, other: "IOCounts") -> None:
-        for f in fields(self):
-            if f.name in ("peak_task_memory", "first_task_memory"):
-                setattr(self, f.name, max(getattr(self, f.name), getattr(other, f.name)))
-            else:
-                setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
-
-    def to_json(self) -> dict:
-        return {**asdict(self), "requests": self.requests}
-
-    @classmethod
-    def from_json(cls, d: dict) -> "IOCounts":
-        return cls(**{f.name: int(d.get(f.name, 0)) for f in fields(cls)})
-
-
-_local = threading.local()
-_driver = IOCounts()   # counts of whatever runs outside a counted task (the driver)
-
-
-def active() -> IOCounts:
-    """The counts the calling thread adds to (the running task's, or the driver's)."""
-    stack = getattr(_local, "stack", None)
-    return stack[-1] if stack else _driver
-
-
-def driver_counts() -> IOCounts:
-    """The process-wide counts of work done outside counted tasks."""
-    return _driver
-
-
-@contextmanager
-def counting(c: IOCounts):
-    """Make ``c`` the active counts of this thread inside the block."""
-    stack = getattr(_local, "stack", None)
-    if stack is None:
-        stack = _local.stack = []
-    stack.append(c)
-    try:
-        yield c
-    finally:
-        stack.pop()
+from c4table.io.counting import IOCounts, active, counting, driver_counts  # noqa: F401
 
 
 def _status_kib(field: str) -> int:
@@ -215,12 +137,12 @@ class StageCounts:
         self.stages: dict[str, IOCounts] = {}
         self.stored = 0
         self.peak_stored: dict[str, int] = {}
-        self._mark = IOCounts(**asdict(_driver))
+        self._mark = IOCounts(**asdict(driver_counts()))
         self.stage = "setup"
 
     def _take_driver(self) -> None:
         """Move what the driver did since the last call into the current stage."""
-        now = IOCounts(**asdict(_driver))
+        now = IOCounts(**asdict(driver_counts()))
         delta = IOCounts()
         for f in fields(IOCounts):
             setattr(delta, f.name, getattr(now, f.name) - getattr(self._mark, f.name))
@@ -251,7 +173,7 @@ class StageCounts:
 def save_stats(store, board: str, workers: int, executor: str, stages: dict, extra: dict | None = None) -> None:
     """Write ``DIR/stats.json`` (the counts of the last run, per stage), checksummed like the
     manifest so that :func:`load_stats` can refuse a damaged one."""
-    from c4table.pipeline.manifest import checksum
+    from c4table.builddir.manifest import checksum
     data = {"format": STATS_FORMAT, "board": board, "workers": workers, "executor": executor,
             "stages": stages, **(extra or {})}
     data["xxh64"] = checksum(data)
@@ -261,7 +183,7 @@ def save_stats(store, board: str, workers: int, executor: str, stages: dict, ext
 def load_stats(store) -> dict:
     """The checked ``stats.json`` of a build directory (a :class:`Storage`)."""
     from c4table.errors import BuildError, CorruptDataError
-    from c4table.pipeline.manifest import checksum
+    from c4table.builddir.manifest import checksum
     where = store.display(STATS)
     try:
         data = json.loads(store.read_bytes(STATS).decode())

@@ -12,7 +12,7 @@ equal size; one task per range reads only its slice of every run (found through 
 for more runs in cache-sized pieces, :func:`sorted_chunks`). Ranges are disjoint and
 ordered, so their outputs concatenated in order are the sorted, deduplicated whole, and no task
 ever holds more than its range: a generation larger than RAM still sorts. Runs live in the
-build's :class:`~c4table.pipeline.storage.Storage`, local or remote.
+build's :class:`~c4table.io.storage.Storage`, local or remote.
 """
 from __future__ import annotations
 
@@ -24,9 +24,9 @@ import xxhash
 
 from c4table.errors import CorruptDataError
 from c4table.pipeline import runcodec
-from c4table.pipeline.counters import active
+from c4table.io.counting import active
 from c4table.pipeline.kernels import dedup_sorted, merge_two, take_below
-from c4table.pipeline.storage import Storage
+from c4table.io.storage import Storage
 
 SAMPLE_PER_RUN = 256
 FENCE = runcodec.BLOCK   # one fence value (and block) per this many run values

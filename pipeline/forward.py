@@ -1,6 +1,6 @@
 """Forward pass: generation g+1 (all positions after g+1 plies) from generation g.
 
-Generation 0 is the empty board (key 0); in a rooted build (:mod:`c4table.root`) the first
+Generation 0 is the empty board (key 0); in a rooted build (:mod:`c4table.game.root`) the first
 generation is the root's (its key alone) and the generations below it are recorded empty. For each g, tasks expand slices of generation g's
 shards into canonical child keys (terminal positions are counted but not expanded), sort and
 deduplicate them into runs, and range tasks merge the runs into generation g+1's shards
@@ -19,12 +19,12 @@ import time
 import numpy as np
 
 from c4table.wording import count
-from c4table.board import Board
+from c4table.game.board import Board
 from c4table.pipeline import extsort, resources, shuffle
-from c4table.pipeline.kernels3d import for_board
+from c4table.pipeline.kernelset import for_board
 from c4table.pipeline.partition import forward_ranges
-from c4table.pipeline.shards import ShardInfo, read_shard, verify_shards, write_shard
-from c4table.pipeline.storage import open_storage
+from c4table.builddir.shards import ShardInfo, read_shard, verify_shards, write_shard
+from c4table.io.storage import open_storage
 
 
 
@@ -204,7 +204,7 @@ def _merge_runs(build, ply: int, run_rels: list[str], results, last: int):
 
 
 def _expected_positions(build, last: int) -> int | None:
-    from c4table.pipeline.progress import published_totals
+    from c4table.progress import published_totals
     board = build.board
     if board.k != 4 or board.grid is not None or last != board.cells or build.origin is not None:
         return None

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 from c4table.pipeline.extsort import FENCE
 from c4table.pipeline.partition import forward_ranges, merge_split, premerge_keys, shard_rows_for
-from c4table.pipeline.shards import BACKWARD_ROW_GROUP, ROW_GROUP
+from c4table.builddir.shards import BACKWARD_ROW_GROUP, ROW_GROUP
 from c4table.pipeline.shuffle import group_size, max_reads_default
 
 IO_MODEL = {

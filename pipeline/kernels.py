@@ -1,18 +1,13 @@
-"""numba kernels: the rules of :mod:`c4table.rules` applied to whole arrays of position keys,
-for the build and for the readers (:func:`classify`, :func:`bitboards_of`, :func:`has_lines`
-serve export and stats). ``tests/test_rules.py`` checks them against the plain rules on every
-position of small boards.
+"""numba kernels of the build: the rules of :mod:`c4table.game.rules` applied to whole arrays of
+position keys (the decoding and line tests they share with the readers live in
+:mod:`c4table.game.lines`). ``tests/test_rules.py`` checks them against the plain rules on
+every position of small boards.
 
 Each kernel works on sorted uint64 keys of one generation (ply) and the per-board tables of
-:class:`c4table.board.Board` (packed by :func:`board_tables`). Bit tricks used here:
+:class:`c4table.game.board.Board` (packed by :func:`board_tables`). Bit tricks used here:
 
-* **Key -> column codes**: a key is a ``w``-digit base-``B`` number, column 0 the least
-  significant digit; ``w`` divmods recover the codes of its canonical orientation.
-* **Column codes -> bitboards**: ``col_bits_a[code]`` / ``col_bits_b[code]`` hold each column's
-  chips (bottom = bit 0), shifted into place by ``c * (h+1)``.
-* **k in a row**: with the sentinel row, ``bb & bb>>s & bb>>2s & ... & bb>>(k-1)s`` is non-zero
-  iff some line of ``k`` runs in direction ``s`` (1 vertical, ``h+1`` horizontal, ``h`` and
-  ``h+2`` diagonal): see :mod:`c4table.board`.
+(Keys, column codes, bitboards and the k-in-a-row test: :mod:`c4table.game.lines`.)
+
 * **Child keys without re-encoding**: dropping a chip in column ``c`` changes only digit ``c``
   (from ``code`` to ``child_code[code, player]``), so ``v1' = v1 + delta * B**c`` and the mirror
   reading ``v2' = v2 + delta * B**(w-1-c)``; the child's key is ``min(v1', v2')``. Both readings
@@ -31,7 +26,8 @@ from functools import lru_cache
 import numpy as np
 from numba import njit
 
-from c4table.board import Board
+from c4table.game.board import Board
+from c4table.game.lines import _decode, _divmod_base, _has_line, _is_terminal  # noqa: F401
 
 # Outcome byte classes (FORMAT.md): top two bits.
 DRAW, A_WINS, B_WINS = 0x00, 0x40, 0x80
@@ -50,68 +46,6 @@ def board_tables(board: Board) -> tuple:
 def key_bits(board: Board) -> int:
     """Bits needed for any key of ``board`` (keys are ``< B**w``)."""
     return max(1, (board.key_limit - 1).bit_length())
-
-
-@njit(cache=True, inline="always")
-def _has_line(bb, stride, k):
-    """True if bitboard ``bb`` holds ``k`` chips in a row in any direction. A shift of 64 bits
-    or more (a long line on a tall board: no such line fits) leaves nothing, as in numpy;
-    numba's ``>>`` would wrap the shift count instead."""
-    for s in (1, stride, stride - 1, stride + 1):
-        m = bb
-        for i in range(1, k):
-            if i * s >= 64:
-                m = np.uint64(0)
-                break
-            m &= bb >> np.uint64(i * s)
-        if m != 0:
-            return True
-    return False
-
-
-@njit(cache=True, inline="always")
-def _divmod_base(key, base):
-    """``(key // base, key % base)`` for uint64 ``key``. The bases of four-in-a-row boards of
-    heights 2-7 are written out as constants, so that LLVM turns the division into a multiply
-    and a shift (a 64-bit division is the slowest instruction of the kernels, and decoding a
-    key is ``w`` of them one after the other); other bases divide at run time. The branch is
-    the same for every key of a kernel call, so it is always predicted."""
-    if base == 111:
-        q = key // np.uint64(111)
-        return q, key - q * np.uint64(111)
-    if base == 59:
-        q = key // np.uint64(59)
-        return q, key - q * np.uint64(59)
-    if base == 31:
-        q = key // np.uint64(31)
-        return q, key - q * np.uint64(31)
-    if base == 207:
-        q = key // np.uint64(207)
-        return q, key - q * np.uint64(207)
-    if base == 15:
-        q = key // np.uint64(15)
-        return q, key - q * np.uint64(15)
-    if base == 7:
-        q = key // np.uint64(7)
-        return q, key - q * np.uint64(7)
-    ub = np.uint64(base)
-    q = key // ub
-    return q, key - q * ub
-
-
-@njit(cache=True, inline="always")
-def _decode(key, w, base, codes, bits_a, bits_b, powers, stride):
-    """Fill ``codes`` from ``key``; return (A bitboard, B bitboard, mirror reading v2)."""
-    bb_a = np.uint64(0)
-    bb_b = np.uint64(0)
-    v2 = np.uint64(0)
-    for c in range(w):
-        key, d = _divmod_base(key, base)
-        codes[c] = d
-        bb_a |= bits_a[d] << np.uint64(c * stride)
-        bb_b |= bits_b[d] << np.uint64(c * stride)
-        v2 += d * powers[w - 1 - c]
-    return bb_a, bb_b, v2
 
 
 @njit(cache=True)
@@ -173,17 +107,6 @@ def _decode_near(key, low, w, base, codes, bits_a, bits_b, powers, stride, hq, h
             hb |= bits_b[d] << np.uint64(c * stride)
             hv += d * powers[w - 1 - c]
     return bb_a | ha, bb_b | hb, v2 + hv, hq, ha, hb, hv
-
-
-@njit(cache=True, inline="always")
-def _is_terminal(ply, cells, bb_a, bb_b, stride, k):
-    """0 = game goes on, 1 = last mover made k in a row, 2 = full board without a line."""
-    last = bb_a if ply % 2 == 1 else bb_b  # A made the last move at odd plies
-    if ply > 0 and _has_line(last, stride, k):
-        return 1
-    if ply == cells:
-        return 2
-    return 0
 
 
 @njit(cache=True, inline="always")
@@ -533,66 +456,3 @@ def words_to_entries(packed, entry_size, out):
             _put_entry(packed[i], out, i * entry_size, entry_size)
 
 
-def warm(board: Board) -> None:
-    """Load the compiled kernels a build of ``board`` calls (from numba's on-disk cache) into
-    this process, each called once on empty arrays of the types the stages pass. The build's
-    driver does it before its first task: worker processes forked afterwards inherit them
-    instead of each loading them again in its first tasks (numba's first use in a process,
-    about 0.2 s, and a few ms per kernel, several times that under the tasks' tracemalloc).
-
-    >>> warm(Board(4, 4))
-    """
-    from c4table.pipeline.kernels3d import for_board
-    kern = for_board(board)
-    tabs, untabs = kern.board_tables(board), kern.unmove_tables(board)
-    u64, u8 = np.empty(0, np.uint64), np.empty(0, np.uint8)
-    kern.expand(u64, 0, *tabs, u64, np.zeros(4, np.int64))
-    kern.resolve(u64, u64, 0, *tabs, *untabs, u8, u64, np.zeros(6, np.int64))
-    dedup_sorted(u64)
-    merge_two(u64, u64, u64, True)
-    take_below(u64, np.zeros(0, np.int64), np.zeros(0, np.int64), np.uint64(0), u64)
-    keep_best(u64)
-    pack_entries(u64, u8, u64)
-    strictly_increasing_keys(u64)
-    words_to_entries(u64, board.entry_size, u8)
-
-
-# ------------------------------------------------------------------ whole-array queries
-# What export and stats ask of a chunk of table entries, with the same rules as the build.
-@njit(cache=True)
-def classify(keys, w, stride, k, base, cells, bits_a, bits_b, powers, col_height,
-             codes, plies, terminal, symmetric):
-    """For each key: its column ``codes`` (canonical orientation, ``(n, w)``), ``plies``
-    (chips on the board), ``terminal`` (the last mover has k in a row, or the board is full;
-    :func:`_is_terminal`) and ``symmetric`` (its own mirror image)."""
-    row = np.empty(w, np.int64)
-    for i in range(keys.shape[0]):
-        key = keys[i]
-        bb_a, bb_b, v2 = _decode(key, w, base, row, bits_a, bits_b, powers, stride)
-        ply = 0
-        for c in range(w):
-            codes[i, c] = row[c]
-            ply += col_height[row[c]]
-        plies[i] = ply
-        terminal[i] = _is_terminal(ply, cells, bb_a, bb_b, stride, k) != 0
-        symmetric[i] = v2 == key
-
-
-@njit(cache=True)
-def bitboards_of(codes, bits_a, bits_b, stride, a_out, b_out):
-    """A's and B's bitboards of each row of column codes."""
-    for i in range(codes.shape[0]):
-        a = np.uint64(0)
-        b = np.uint64(0)
-        for c in range(codes.shape[1]):
-            a |= bits_a[codes[i, c]] << np.uint64(c * stride)
-            b |= bits_b[codes[i, c]] << np.uint64(c * stride)
-        a_out[i] = a
-        b_out[i] = b
-
-
-@njit(cache=True)
-def has_lines(bbs, stride, k, out):
-    """``out[i]``: bitboard ``bbs[i]`` holds k chips in a row (:func:`_has_line`)."""
-    for i in range(bbs.shape[0]):
-        out[i] = _has_line(bbs[i], stride, k)

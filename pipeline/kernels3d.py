@@ -1,8 +1,8 @@
-"""numba kernels of 3D gravity boards (``XxYxH``, :mod:`c4table.grid3d`): the kernels of
+"""numba kernels of 3D gravity boards (``XxYxH``, :mod:`c4table.game.grid3d`): the kernels of
 :mod:`c4table.pipeline.kernels` with lines given as bit masks (13 directions) and keys
-canonical under the grid's symmetries instead of the mirror. :func:`for_board` picks the
-kernel module of a board, so the pipeline's stages call one name for both; the 2D kernels are
-untouched (their keys are Cadot's, their speed the measured one).
+canonical under the grid's symmetries instead of the mirror
+(:func:`c4table.pipeline.kernelset.for_board` picks the kernel module of a board, so the
+pipeline's stages call one name for both); the 2D kernels are untouched (their keys are Cadot's, their speed the measured one).
 
 Differences from the 2D kernels:
 
@@ -10,7 +10,7 @@ Differences from the 2D kernels:
   bitboard layout is the 2D one (column ``i`` at bits ``i*(H+1)...``), so column codes turn
   into bitboards the same way.
 * **Readings**: a key is the least of ``S`` readings ``sum(code[i] * pows[s, i])``
-  (:func:`c4table.grid3d.symmetry_powers`, identity first). Decoding a key gives the codes of
+  (:func:`c4table.game.grid3d.symmetry_powers`, identity first). Decoding a key gives the codes of
   its canonical image, whose identity reading is the key itself; dropping or taking back a chip
   in column ``c`` changes reading ``s`` by ``delta * pows[s, c]``, so children and parents are
   keyed without re-encoding, as in 2D.
@@ -24,94 +24,18 @@ boards (where the readings are Cadot's two), byte for byte against the 2D kernel
 """
 from __future__ import annotations
 
-from functools import lru_cache
 
 import numpy as np
 from numba import njit
 
-from c4table.board import Board
-from c4table.grid3d import line_masks, symmetry_powers
-from c4table.pipeline import kernels
+from c4table.game.grid3d import line_masks, symmetry_powers  # noqa: F401
+from c4table.game.lines3d import (_decode, _has_line, _images, _is_terminal, board_tables,  # noqa: F401
+                                  classify, has_lines)
 from c4table.pipeline.kernels import (A_WINS, B_WINS, DRAW, _message_outcome, _score,
                                       unmove_tables)
 
-__all__ = ["for_board", "board_tables", "unmove_tables", "expand", "resolve", "emit_parents",
+__all__ = ["board_tables", "unmove_tables", "expand", "resolve", "emit_parents",
            "classify", "has_lines"]
-
-
-def for_board(board: Board):
-    """The kernel module of ``board``: this one for a 3D board, else
-    :mod:`c4table.pipeline.kernels`. Both offer ``board_tables``, ``unmove_tables``,
-    ``expand``, ``resolve`` and ``emit_parents`` with the same calling convention
-    (``kernel(data..., *board_tables(board), [*unmove_tables(board)], out...)``).
-
-    >>> for_board(Board(5, 4)).__name__, for_board(Board.grid3d(2, 2, 2)).__name__
-    ('c4table.pipeline.kernels', 'c4table.pipeline.kernels3d')
-    """
-    import sys
-    return sys.modules[__name__] if board.grid is not None else kernels
-
-
-@lru_cache(maxsize=16)
-def board_tables(board: Board) -> tuple:
-    """The arrays and scalars every 3D kernel takes, in order."""
-    return (board.width, board.stride, board.k, board.base, board.cells,
-            board.child_code, board.col_bits_a, board.col_bits_b, symmetry_powers(board),
-            line_masks(board))
-
-
-@njit(cache=True, inline="always")
-def _has_line(bb, masks):
-    for j in range(masks.shape[0]):
-        if bb & masks[j] == masks[j]:
-            return True
-    return False
-
-
-@njit(cache=True, inline="always")
-def _decode(key, n, base, codes, bits_a, bits_b, pows, stride, reads):
-    """Fill ``codes`` from ``key`` and ``reads`` with every symmetry's reading; return the
-    (A, B) bitboards."""
-    bb_a = np.uint64(0)
-    bb_b = np.uint64(0)
-    ub = np.uint64(base)
-    for s in range(pows.shape[0]):
-        reads[s] = np.uint64(0)
-    for c in range(n):
-        d = key % ub
-        key = key // ub
-        codes[c] = d
-        bb_a |= bits_a[d] << np.uint64(c * stride)
-        bb_b |= bits_b[d] << np.uint64(c * stride)
-        for s in range(pows.shape[0]):
-            reads[s] += d * pows[s, c]
-    return bb_a, bb_b
-
-
-@njit(cache=True, inline="always")
-def _images(reads):
-    """Number of distinct readings: the number of distinct images of the position."""
-    m = 0
-    for s in range(reads.shape[0]):
-        new = True
-        for t in range(s):
-            if reads[t] == reads[s]:
-                new = False
-                break
-        if new:
-            m += 1
-    return m
-
-
-@njit(cache=True, inline="always")
-def _is_terminal(ply, cells, bb_a, bb_b, masks):
-    """0 = game goes on, 1 = last mover made k in a row, 2 = full board without a line."""
-    last = bb_a if ply % 2 == 1 else bb_b
-    if ply > 0 and _has_line(last, masks):
-        return 1
-    if ply == cells:
-        return 2
-    return 0
 
 
 @njit(cache=True, inline="always")
@@ -221,26 +145,3 @@ def emit_parents(keys, outcomes, ply, n, stride, k, base, cells, child_code, bit
     return ne
 
 
-@njit(cache=True)
-def classify(keys, n, stride, k, base, cells, bits_a, bits_b, pows, masks, col_height,
-             codes, plies, terminal, images):
-    """For each key: its column ``codes`` (canonical image), ``plies``, ``terminal`` and
-    ``images`` (how many distinct positions the entry stands for)."""
-    row = np.empty(n, np.int64)
-    reads = np.empty(pows.shape[0], np.uint64)
-    for i in range(keys.shape[0]):
-        bb_a, bb_b = _decode(keys[i], n, base, row, bits_a, bits_b, pows, stride, reads)
-        ply = 0
-        for c in range(n):
-            codes[i, c] = row[c]
-            ply += col_height[row[c]]
-        plies[i] = ply
-        terminal[i] = _is_terminal(ply, cells, bb_a, bb_b, masks) != 0
-        images[i] = _images(reads)
-
-
-@njit(cache=True)
-def has_lines(bbs, masks, out):
-    """``out[i]``: bitboard ``bbs[i]`` holds one of the line ``masks``."""
-    for i in range(bbs.shape[0]):
-        out[i] = _has_line(bbs[i], masks)

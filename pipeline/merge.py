@@ -13,10 +13,10 @@ first key, which it finds as it reads (shards wholly below from their records, r
 from their footers' statistics, and the row group straddling the boundary, read anyway), and
 writes them around the page cache (``O_DIRECT``: the whole blocks from two reused aligned
 buffers, the partial blocks it shares with its neighbours through the page cache;
-:class:`~c4table.pipeline.storage.PositionalWriter`), since new page-cache pages are what
+:class:`~c4table.io.storage.PositionalWriter`), since new page-cache pages are what
 writing a table cost on a virtual machine that hands freed memory back to its host. The
 driver hashes each range once it and those before it are written (read back the same way,
-:func:`~c4table.pipeline.storage.read_span`), then fsyncs the file, records its size and
+:func:`~c4table.io.storage.read_span`), then fsyncs the file, records its size and
 hashes in the manifest, and only then renames it into place (see :func:`run` for what a
 resumed merge does). Where the file system refuses ``O_DIRECT`` the same code goes through the
 page cache, and the driver starts each range's writeback as it comes in. On an object store (no positional writes) each task writes a part file and the driver
@@ -30,16 +30,16 @@ import time
 import numpy as np
 
 from c4table.wording import count
-from c4table.board import Board
+from c4table.game.board import Board
 from c4table.errors import BuildError
-from c4table.verify import Hashes
+from c4table.io.hashes import Hashes
 from c4table.pipeline import resources
 from c4table.pipeline.extsort import sorted_chunks
 from c4table.pipeline.kernels import pack_entries, strictly_increasing_keys, words_to_entries
 from c4table.pipeline.partition import merge_shares
-from c4table.pipeline.shards import ShardInfo, open_row_groups, read_row_groups, verify_shards
-from c4table.pipeline.storage import (Storage, background, direct_io_takes, fsync_path, open_storage,
-                                      start_writeback)
+from c4table.builddir.shards import ShardInfo, open_row_groups, read_row_groups, verify_shards
+from c4table.io.storage import Storage, open_storage
+from c4table.io.files import background, direct_io_takes, fsync_path, start_writeback
 
 READ_GROUPS = 8          # row groups decoded at a time by a range task (~1 M entries)
 WRITE_CHUNK = 1 << 22    # entries converted to bytes at a time
@@ -72,7 +72,7 @@ def range_task(root: str, shards: list[dict], lo: int, hi: int, rel: str, entry_
     runs before the range tasks.
 
     ``direct``: write around the page cache where the file system allows it
-    (:meth:`~c4table.pipeline.storage.Storage.writer_at`; a part file is written as before).
+    (:meth:`~c4table.io.storage.Storage.writer_at`; a part file is written as before).
 
     Memory: one uint64 word per entry (sized from the row groups' counts, filled row group by
     row group), then converted straight into the writer's two reused buffers (or, for a part,
@@ -187,9 +187,9 @@ def hash_ranges(store: Storage, rel: str, entry_size: int, n_ranges: int, total:
     the range tasks, while later ranges still run). Each range's bytes are hashed as soon as it
     and every range before it are written, so the hashing overlaps the merging of later
     ranges; with ``direct`` they are read around the page cache (the tasks wrote them so:
-    :meth:`~c4table.pipeline.storage.Storage.read_chunks`), otherwise the kernel is asked to
+    :meth:`~c4table.io.storage.Storage.read_chunks`), otherwise the kernel is asked to
     start writing each range to disk as soon as it is in
-    (:func:`~c4table.pipeline.storage.start_writeback`, in a background thread), so that the
+    (:func:`~c4table.io.storage.start_writeback`, in a background thread), so that the
     caller's fsync of the table waits for little. Raises :class:`BuildError` if a range does not
     start where the one before it ended, or the ranges do not add up to ``total`` (the file is
     then not trusted).

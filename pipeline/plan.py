@@ -40,12 +40,13 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
-from c4table.board import Board
+from c4table.game.board import Board
 from c4table.errors import BuildError
 from c4table.pipeline import c4zsize
 from c4table.pipeline.c4zsize import C4Z_MEASURED  # noqa: F401  (re-exported)
-from c4table.pipeline.progress import published_totals
+from c4table.progress import published_totals
 from c4table.wording import count
+from c4table.game.root import root_argument
 
 # Measured with tools/bench_build.py on the 2-core development machine: 7x4 build, 1,132.9 M
 # entries, 2 workers, --memory 4GiB, CPU time of the process tree per stage / entries, in
@@ -214,7 +215,7 @@ def small_plies(board: Board, limit: int = SMALL_PLY_LIMIT) -> list[tuple[int, i
     >>> small_plies(Board.parse("7x6"))[:4]
     [(1, 1), (7, 4), (49, 25), (238, 121)]
     """
-    from c4table.rules import Position
+    from c4table.game.rules import Position
     layer = {Position(board).key(): Position(board)}
     out = []
     while layer and len(layer) <= limit:
@@ -230,7 +231,7 @@ def small_plies(board: Board, limit: int = SMALL_PLY_LIMIT) -> list[tuple[int, i
 
 
 def _known_positions(board: Board) -> list[int]:
-    from c4table.verify import known_tables
+    from c4table.table.known import known_tables
     ref = known_tables().get(board.name) or {}
     fields = ref.get("ply_fields") or []
     if "positions" not in fields:
@@ -252,7 +253,7 @@ def make_plan(board: str | Board, workers: int, memory_per_worker: int,
     for g, (pos, ent) in enumerate(small_plies(board)[:n]):
         exact[g] = (pos, ent, "exact (enumerated)")
     if from_dir is not None:
-        from c4table.builddir import BuildDir
+        from c4table.builddir.reader import BuildDir
         m = BuildDir.load(from_dir).data      # checked: a damaged manifest is refused
         if m.get("board") != board.name:
             raise BuildError(f"{from_dir}: manifest is for board {m.get('board')}, not {board}")
@@ -373,7 +374,7 @@ def arrangements(board: Board, heights: list[int], ply: int, g: int) -> int:
 
 def probe_forward(board: Board, origin, max_plies: int = 10, seconds: float = 20.0,
                   workers: int | None = None, memory: str = "2GiB") -> dict[int, int]:
-    """Entries per generation of a forward run from ``origin`` (a :class:`c4table.root.Root`)
+    """Entries per generation of a forward run from ``origin`` (a :class:`c4table.game.root.Root`)
     in a temporary directory: one generation at a time, for at most ``max_plies`` plies or
     until ``seconds`` have passed. Returns ``{ply: entries}`` from the root's ply on."""
     from c4table.pipeline import forward
@@ -432,5 +433,25 @@ def make_rooted_plan(board: str | Board, origin, workers: int, memory_per_worker
 
 
 def _codes_of(board: Board, origin) -> list[int]:
-    from c4table.codec import codes_of_key
+    from c4table.game.codec import codes_of_key
     return codes_of_key(board, origin.key)
+
+
+def plan_rooted(board: Board, value: str, workers: int, memory_per_worker: int,
+                from_dir: str | None = None, probe_plies: int = 8):
+    """The build plan (:func:`c4table.pipeline.plan.make_rooted_plan`) of the rooted table
+    from the ``--root`` value ``value``: from the forward run of the build directory
+    ``from_dir`` (rooted there), else from a short forward run in a temporary directory."""
+    from c4table.errors import BuildError
+    origin = root_argument(board, value)
+    if from_dir is not None:
+        from c4table.builddir.manifest import Manifest
+        m = Manifest.load(from_dir)
+        mine = m.origin()
+        if m.board != board or mine is None or mine.key != origin.key:
+            raise BuildError(f"{from_dir}: holds no forward run of board {board} rooted at {origin}")
+        measured = {p: rec["entries"] for p, rec in enumerate(m.data["plies"])
+                    if p >= origin.ply and "entries" in rec}
+    else:
+        measured = probe_forward(board, origin, probe_plies)
+    return make_rooted_plan(board, origin, workers, memory_per_worker, measured)

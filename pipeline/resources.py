@@ -21,9 +21,10 @@ import shutil
 from contextlib import contextmanager
 from pathlib import Path
 
+import c4table.config as config
 from c4table.errors import BuildError
 from c4table.units import format_size
-from c4table.pipeline.storage import Storage, open_storage
+from c4table.io.storage import Storage, open_storage
 
 SKIP_ENV = "C4TABLE_SKIP_DISK_CHECK"
 MARGIN_BYTES = 1 << 20        # added to every estimate (file system slack, manifest, headers)
@@ -56,9 +57,9 @@ def with_margin(n: float) -> int:
 
 def check_free(root, need: int, what: str) -> None:
     """Raise :class:`DiskFullError` if the file system of ``root`` (a path or a local
-    :class:`~c4table.pipeline.storage.Storage`; object stores are not checked) has less than ``need``
+    :class:`~c4table.io.storage.Storage`; object stores are not checked) has less than ``need``
     bytes free."""
-    if os.environ.get(SKIP_ENV, "") not in ("", "0"):
+    if config.get(SKIP_ENV):
         return
     store = None
     if isinstance(root, Storage):
@@ -223,10 +224,10 @@ def unlock_build_dir(root: Path) -> None:
 
 def scratch_files(root) -> list[str]:
     """Files an interrupted run may have left that no finished step refers to, relative to the
-    build directory (a path or :class:`~c4table.pipeline.storage.Storage`): temporary files (``*.tmp``,
+    build directory (a path or :class:`~c4table.io.storage.Storage`): temporary files (``*.tmp``,
     ``*.tmp.npy``) under ``work/{forward,backward,messages}``, forward runs (``work/runs``),
     merge parts (``work/merge``), an older version's ``work/cache``, the recycle bin of spent
-    scratch files (``work/recycle``, :meth:`~c4table.pipeline.storage.Storage.recycle_tree`)
+    scratch files (``work/recycle``, :meth:`~c4table.io.storage.Storage.recycle_tree`)
     and the manifest's temporary file. The table's own ``.tmp`` is not listed: the merge decides whether it is
     the finished table (:func:`c4table.pipeline.merge.run`)."""
     store = root if isinstance(root, Storage) else open_storage(root)

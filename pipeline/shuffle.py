@@ -31,13 +31,12 @@ from __future__ import annotations
 
 import bisect
 import math
-import os
 
 import numpy as np
 
-from c4table.errors import BuildError
+import c4table.config as config
 from c4table.pipeline import extsort
-from c4table.pipeline.storage import open_storage
+from c4table.io.storage import open_storage
 
 DEFAULT_MAX_READS = 1_000_000
 ENV_MAX_READS = "C4TABLE_SHUFFLE_MAX_READS"
@@ -46,16 +45,7 @@ ENV_MAX_READS = "C4TABLE_SHUFFLE_MAX_READS"
 def max_reads_default() -> int:
     """The threshold a build uses unless given one: ``$C4TABLE_SHUFFLE_MAX_READS`` or
     :data:`DEFAULT_MAX_READS`."""
-    v = os.environ.get(ENV_MAX_READS)
-    if not v:
-        return DEFAULT_MAX_READS
-    try:
-        n = int(v.replace("_", "").replace(",", ""))
-    except ValueError:
-        n = 0
-    if n < 1:
-        raise BuildError(f"{ENV_MAX_READS}={v!r}: give a positive number of ranged reads")
-    return n
+    return config.get(ENV_MAX_READS)
 
 
 def group_size(tasks: int, runs: int, max_reads: int) -> int | None:

@@ -58,7 +58,7 @@ def published_tables() -> dict[str, dict[str, str]]:
 
 def run_cli(*args, stdin=None):
     """Run the real console entry point in a subprocess: (exit status, stdout, stderr)."""
-    p = subprocess.run([sys.executable, "-m", "c4table.cli", *args], input=stdin,
+    p = subprocess.run([sys.executable, "-m", "c4table.cli.main", *args], input=stdin,
                        capture_output=True, text=True, timeout=300)
     return p.returncode, p.stdout, p.stderr
 
@@ -92,9 +92,9 @@ def t54(d54):
 
 
 def random_positions(board, n: int, seed: int = 0) -> list:
-    """``n`` positions (:class:`c4table.rules.Position`) of random games cut at random lengths,
+    """``n`` positions (:class:`c4table.game.rules.Position`) of random games cut at random lengths,
     finished games included."""
-    from c4table.rules import Position
+    from c4table.game.rules import Position
     rng = random.Random(seed)
     out = []
     while len(out) < n:
@@ -112,8 +112,8 @@ def describe_table(path: Path, board: str) -> None:
     it is (entries, bytes, sha256), so that a deliberately partial table opens: without one it
     is refused as a truncated copy of the known table of its board."""
     import hashlib
-    from c4table.board import Board
-    from c4table.pipeline.manifest import Manifest
+    from c4table.game.board import Board
+    from c4table.builddir.manifest import Manifest
     b = Board.parse(board)
     m = Manifest.open_or_create(path.parent, b)
     body = path.read_bytes()

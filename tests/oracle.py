@@ -389,7 +389,7 @@ if __name__ == "__main__":
 # 3D gravity boards (X x Y grid of columns of height H; docs/FORMAT.md section 8)
 # --------------------------------------------------------------------------------------
 # A position is a tuple of X*Y columns, column index y*X + x.  Written again from the
-# definition, sharing nothing with c4table.grid3d: lines are every set of k cells equally
+# definition, sharing nothing with c4table.game.grid3d: lines are every set of k cells equally
 # spaced along a nonzero step in {-1,0,1}^3; images are the coordinate maps of the grid.
 
 @functools.lru_cache(maxsize=None)

@@ -11,12 +11,12 @@ import random
 
 import pytest
 
-from c4table.board import Board
+from c4table.game.board import Board
 from c4table.errors import BoardError
-from c4table.grid3d import symmetries
+from c4table.game.grid3d import symmetries
 from c4table.pipeline.build import build_table
-from c4table.rules import Position
-from c4table.table import open_table
+from c4table.game.rules import Position
+from c4table.open import open_table
 from conftest import published_tables, random_positions, run_cli
 from oracle import oracle_bytes3d, oracle_ply_counts3d
 
@@ -54,7 +54,7 @@ def test_per_ply_counts_equal_oracle(built3d, x, y, h, k):
     for mine, theirs in zip(plies, ref):
         for field in ("positions", "entries", "terminal", "a_wins", "draws", "b_wins"):
             assert mine[field] == theirs[field], (mine["ply"], field)
-    from c4table.stats import ply_stats
+    from c4table.analysis.stats import ply_stats
     assert ply_stats(d) == ply_stats(d / f"connect{k}_{x}x{y}x{h}.dat", scan=True)
     from c4table.pipeline.plan3d import make_plan3d   # small boards: the plan counts them all
     plan = make_plan3d(Board.grid3d(x, y, h, k), 1, 2**30)
@@ -168,10 +168,10 @@ def test_compressed_3d_table_and_what_3d_boards_refuse(built3d, tmp_path):
     """A .c4z of a 3D table knows its grid; the parts that know 2D boards only (BDD mode,
     rooted builds, the web board) refuse a 3D board in one error rather than misread it."""
     from c4table.bdd import count_positions
-    from c4table.c4z import compress_table
+    from c4table.c4z.writer import compress_table
     from c4table.errors import C4Error
     from c4table.pipeline.build import open_build
-    from c4table.serve import load_tables
+    from c4table.serve.app import load_tables
     path = built3d(2, 2, 4, 3)
     z = compress_table(path, tmp_path / "t.c4z", quiet=True)
     with open_table(path) as t, open_table(z) as tz:

@@ -17,11 +17,11 @@ import pyarrow.parquet as pq
 import pytest
 
 import oracle
-from c4table.board import Board, column_value
+from c4table.game.board import Board, column_value
 from c4table.errors import TableError
-from c4table.pipeline.manifest import Manifest
-from c4table.rules import Position
-from c4table.table import open_table
+from c4table.builddir.manifest import Manifest
+from c4table.game.rules import Position
+from c4table.open import open_table
 from conftest import cadot_column_table, run_cli as run
 
 GAME = "164322464443433371372222555716"  # ply 30, nobody has four, a draw in 12: 2,381 entries

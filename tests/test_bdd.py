@@ -1,4 +1,4 @@
-"""Tests of BDD mode (c4table.bdd, c4table.cli_bdd) against independent evidence:
+"""Tests of BDD mode (c4table.bdd, c4table.cli.bdd) against independent evidence:
 
 * Table 1 of Böck's paper (``c4table/data/bock_table1.tsv``, read by conftest) for small boards;
 * the independent brute-force oracle (tests/oracle.py: every position of small boards, per
@@ -16,9 +16,9 @@ from click.testing import CliRunner
 
 import oracle
 from c4table.bdd import count_positions, solve
-from c4table.board import Board
-from c4table.cli_bdd import bdd, crosscheck
-from c4table.pipeline.manifest import Manifest
+from c4table.game.board import Board
+from c4table.cli.bdd import bdd, crosscheck
+from c4table.builddir.manifest import Manifest
 from conftest import published_totals, run_cli
 
 

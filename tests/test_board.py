@@ -3,7 +3,7 @@ bases for each height and the key widths listed in FORMAT.md."""
 
 import pytest
 
-from c4table.board import Board, column_value
+from c4table.game.board import Board, column_value
 from c4table.errors import BoardError
 from conftest import cadot_column_table
 

@@ -7,8 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from c4table.board import Board
-from c4table.verify import verify_table
+from c4table.game.board import Board
+from c4table.analysis.verify import verify_table
 from conftest import published_tables, published_totals
 from oracle import oracle_bytes, oracle_ply_counts
 from c4table.pipeline.build import build_table, open_build
@@ -110,7 +110,7 @@ def test_hash_ranges_hashes_each_range_once_written(tmp_path, direct):
     hashed too (the kernel writes them back before such a read)."""
     from c4table.errors import BuildError
     from c4table.pipeline.merge import hash_ranges
-    from c4table.pipeline.storage import open_storage
+    from c4table.io.storage import open_storage
     rng = np.random.default_rng(7)
     E, counts = 5, [3, 1000, 1, 2000, 7]   # ranges far smaller than a read buffer
     below = np.concatenate([[0], np.cumsum(counts)]).tolist()

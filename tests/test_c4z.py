@@ -5,22 +5,22 @@ HTTP server) with one ranged read per probed block and the index cached on disk.
 from __future__ import annotations
 
 import hashlib
-import http.server
 import json
 import shutil
-import threading
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from httpkit import RangeHandler, serving
 from conftest import run_cli
 from oracle import oracle_key, oracle_ply_counts, oracle_table
 
 from c4table import c4z
-from c4table.c4z import compress_table, decompress_table, open_c4z
+from c4table.c4z.writer import compress_table, decompress_table
+from c4table.c4z.reader import open_c4z
 from c4table.errors import CorruptDataError, PositionNotFoundError
-from c4table.table import open_table
+from c4table.open import open_table
 
 SMALL_BLOCKS = 4096   # many blocks on small tables
 
@@ -30,7 +30,7 @@ def sha(path) -> str:
 
 
 def known(board: str) -> dict:
-    from c4table.verify import known_tables
+    from c4table.table.known import known_tables
     return known_tables()[board]
 
 
@@ -112,7 +112,7 @@ def test_readers_answer_the_same_on_c4z(t54, tmp_path):
     rc, out, err = run_cli("play", "--table", str(z), "--side", "B", "--start", "33")
     assert rc == 0 and "ply 2" in out
     import pyarrow.parquet as pq
-    from c4table.export import export_positions
+    from c4table.analysis.export import export_positions
     for src, name in ((dat, "a.parquet"), (z, "b.parquet")):
         assert export_positions(src, tmp_path / name, 6, source="table").rows > 0
     a, b = pq.read_table(tmp_path / "a.parquet"), pq.read_table(tmp_path / "b.parquet")
@@ -176,7 +176,7 @@ def test_damaged_c4z_is_refused_naming_the_part(t44, tmp_path, where):
         rc, out, err = run_cli("verify", "-q", str(bad))
         assert rc == 1 and expect in err and err.count("\n") == 1 and "Traceback" not in err
     else:
-        from c4table.verify import verify_table
+        from c4table.analysis.verify import verify_table
         with pytest.raises(CorruptDataError, match=expect):
             verify_table(bad, quiet=True)
     if where == "block":   # a probe that needs the block: one line, exit 1, no answer
@@ -218,8 +218,8 @@ def test_never_a_wrong_answer_under_random_damage(t44, tmp_path):
 def test_compress_resumes_after_interruption(t54, tmp_path, monkeypatch):
     dat, _ = t54
     whole = compress_table(dat, tmp_path / "whole.c4z", block_entries=SMALL_BLOCKS, quiet=True)
-    monkeypatch.setattr(c4z, "CHECKPOINT_SECONDS", 0.0)
-    real = c4z._compress_block
+    monkeypatch.setattr(c4z.writer, "CHECKPOINT_SECONDS", 0.0)
+    real = c4z.writer._compress_block
     calls = {"n": 0}
 
     def dies(*a):
@@ -227,13 +227,13 @@ def test_compress_resumes_after_interruption(t54, tmp_path, monkeypatch):
         if calls["n"] > 200:
             raise KeyboardInterrupt
         return real(*a)
-    monkeypatch.setattr(c4z, "_compress_block", dies)
+    monkeypatch.setattr(c4z.writer, "_compress_block", dies)
     out = tmp_path / "resumed.c4z"
     with pytest.raises(KeyboardInterrupt):
         compress_table(dat, out, block_entries=SMALL_BLOCKS, quiet=True, threads=2)
     ck = json.loads((tmp_path / "resumed.c4z.part.json").read_text())
     assert 100 < ck["blocks"] <= 200 and not out.exists()
-    monkeypatch.setattr(c4z, "_compress_block", real)
+    monkeypatch.setattr(c4z.writer, "_compress_block", real)
     lines = []
 
     class Sink:
@@ -269,50 +269,12 @@ def test_build_compress_only(tmp_path):
 
 
 # --------------------------------------------------------------------------- remote
-class RangeHandler(http.server.SimpleHTTPRequestHandler):
-    """Static files with single ``Range: bytes=a-b`` / ``bytes=-n`` support; counts GETs."""
-    log: list = []
-
-    def log_message(self, *a):
-        pass
-
-    def do_GET(self):
-        path = Path(self.translate_path(self.path))
-        if not path.is_file():
-            self.send_error(404)
-            return
-        data = path.read_bytes()
-        rng = self.headers.get("Range")
-        type(self).log.append((self.path, rng))
-        if not rng:
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-            return
-        a, b = rng.split("=")[1].split("-")
-        lo, hi = (len(data) - int(b), len(data) - 1) if a == "" else (int(a), min(int(b), len(data) - 1))
-        lo = max(lo, 0)
-        self.send_response(206)
-        self.send_header("Content-Range", f"bytes {lo}-{hi}/{len(data)}")
-        self.send_header("Content-Length", str(hi - lo + 1))
-        self.end_headers()
-        self.wfile.write(data[lo: hi + 1])
-
-
 @pytest.fixture
 def http_dir(tmp_path):
     root = tmp_path / "www"
     root.mkdir()
-    RangeHandler.log = []
-    handler = lambda *a, **k: RangeHandler(*a, directory=str(root), **k)   # noqa: E731
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    th = threading.Thread(target=srv.serve_forever, daemon=True)
-    th.start()
-    try:
-        yield root, f"http://127.0.0.1:{srv.server_address[1]}"
-    finally:
-        srv.shutdown()
+    with serving(root) as url:
+        yield root, url
 
 
 def test_http_one_read_per_block_and_index_cached(t44, http_dir, tmp_path, monkeypatch):
@@ -322,7 +284,8 @@ def test_http_one_read_per_block_and_index_cached(t44, http_dir, tmp_path, monke
     monkeypatch.setenv("C4TABLE_CACHE", str(tmp_path / "cache"))
     data, idx_off, idx_len, hdr_len = _layout(z)
     # a first read that holds the header but not the index
-    monkeypatch.setattr(c4z, "TAIL_BYTES", hdr_len + c4z.TRAILER.size + 8)
+    for m in (c4z.reader, c4z.sources):   # the tail a reader fetches at open, local or remote
+        monkeypatch.setattr(m, "TAIL_BYTES", hdr_len + c4z.TRAILER.size + 8)
     ref = oracle_table(4, 4)
     keys = np.array(sorted(ref), np.uint64)
     with open_c4z(f"{url}/connect4_4x4.c4z") as f:
@@ -378,7 +341,7 @@ def test_s3_c4z(t44, tmp_path, monkeypatch):
             assert t.wdl_many(["", "1"]).tolist() == [t.wdl(""), t.wdl("1")]
         rc, out, err = run_cli("verify", "-q", uri)
         assert rc == 0 and known("4x4")["sha256"] in out, err
-        from c4table.stats import ply_stats
+        from c4table.analysis.stats import ply_stats
         rows = ply_stats(uri)
         counts = oracle_ply_counts(4, 4)                # the independent brute force
         assert [(r.positions, r.entries, r.won, r.drawn, r.lost) for r in rows] == \
@@ -407,7 +370,7 @@ def test_the_c4z_size_model_predicts_each_measured_board_from_the_others(monkeyp
     """Leave one board out of the two-stream model (pipeline/c4zsize.py) and predict it: the
     model must reproduce what was measured, not only fit it. Measured when written: totals
     within 7%, symbols within 11%, keys (which scatter most) within 25%."""
-    from c4table.board import Board
+    from c4table.game.board import Board
     from c4table.pipeline import c4zsize
     streams = dict(c4zsize.C4Z_STREAMS)
     for name, (entries, keys, syms) in streams.items():

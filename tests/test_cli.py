@@ -5,8 +5,8 @@ import shutil
 
 import pytest
 
-from c4table.pipeline.manifest import Manifest
-from c4table.table import open_table
+from c4table.builddir.manifest import Manifest
+from c4table.open import open_table
 from conftest import run_cli
 
 

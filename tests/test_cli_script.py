@@ -43,7 +43,7 @@ def _copy_manifest(d54: Path, tmp: Path) -> Path:
 
 def test_crosscheck_mismatch_exits_1_through_the_script(d54, tmp_path):
     """Item 1: two altered values (checksum recomputed, so only the figures are wrong)."""
-    from c4table.pipeline.manifest import checksum
+    from c4table.builddir.manifest import checksum
     d = _copy_manifest(d54, tmp_path / "m")
     man = json.loads((d / "manifest.json").read_text())
     man["plies"][5]["positions"] += 1
@@ -158,7 +158,7 @@ def test_a_small_build_shows_no_eta(tmp_path):
 
 def test_eta_appears_once_it_means_something(monkeypatch):
     import io
-    from c4table.pipeline import progress
+    from c4table import progress
     clock = [100.0]
     monkeypatch.setattr(progress.time, "perf_counter", lambda: clock[0])
     out = io.StringIO()
@@ -356,7 +356,7 @@ def test_the_lock_still_keeps_a_second_build_out(tmp_path):
 
 # ------------------------------------------------------------------------------ 17: help
 def test_every_subcommand_help_shows_an_example():
-    from c4table.cli import cli
+    from c4table.cli.main import cli
     import click
     paths = []
     ctx = click.Context(cli)

@@ -1,6 +1,6 @@
 """A real multi-process dask cluster on object storage: one ``dask scheduler`` process, 4
 separate ``dask worker`` processes (1 process, 1 thread, a memory limit each) and a moto S3
-server, all on loopback (``tools/clusterkit.py``, started once for the module).
+server, all on loopback (``tests/clusterkit.py``, started once for the module).
 
 4x6 and 5x4 are built onto ``s3://`` and compared with the sha256 of the tables known to this
 project (``c4table/data/known_tables.json``: 5x4 identical to the brute-force oracle, 4x6
@@ -24,7 +24,6 @@ from conftest import ROOT, published_tables
 
 pytest.importorskip("dask.distributed")
 pytest.importorskip("moto.server")
-sys.path.insert(0, str(ROOT / "tools"))
 from clusterkit import BUCKET, Cluster  # noqa: E402
 
 
@@ -51,7 +50,7 @@ def test_builds_on_a_real_cluster_survive_a_killed_worker_beside_a_concurrent_bu
     from c4table.pipeline.counters import STATS
     uri_a, uri_b = f"s3://{BUCKET}/a46", f"s3://{BUCKET}/b54"
     # the second build: another process, another prefix, the same scheduler and workers
-    second = subprocess.Popen([sys.executable, "-m", "c4table.cli", "build", "5x4", "--out", uri_b,
+    second = subprocess.Popen([sys.executable, "-m", "c4table.cli.main", "build", "5x4", "--out", uri_b,
                                "--scheduler", cluster.address, "--memory", "128MiB", "-q"],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     killed: list[int] = []

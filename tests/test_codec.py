@@ -3,10 +3,10 @@ import random
 
 import pytest
 
-from c4table.board import Board
-from c4table.codec import codes_of_key, decode_outcome, encode_outcome, key_of_codes, readings
+from c4table.game.board import Board
+from c4table.game.codec import codes_of_key, decode_outcome, encode_outcome, key_of_codes, readings
 from c4table.errors import IllegalPositionError
-from c4table.rules import Position
+from c4table.game.rules import Position
 
 
 def random_game(board: Board, rng: random.Random) -> Position:

@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from c4table.board import Board
+from c4table.game.board import Board
 from c4table.errors import BoardError
 from c4table.pipeline.build import build_table
 from conftest import run_cli
@@ -146,7 +146,7 @@ def test_bytes_equal_cadots_generator(built_k, spec, k):
                                     pytest.param("5x5", 3, marks=pytest.mark.slow)])
 def test_bdd_agrees_with_table(built_k, spec, k):
     """Positions, terminal and won/drawn/lost per ply; through the CLI with --connect."""
-    from c4table.cli_bdd import crosscheck
+    from c4table.cli.bdd import crosscheck
     d = built_k(spec, k)
     r = CliRunner().invoke(crosscheck, [str(d), "--connect", str(k), "--quiet"])
     assert r.exit_code == 0, r.output
@@ -154,7 +154,7 @@ def test_bdd_agrees_with_table(built_k, spec, k):
 
 
 def test_bdd_count_takes_connect():
-    from c4table.cli_bdd import bdd
+    from c4table.cli.bdd import bdd
     r = CliRunner().invoke(bdd, ["solve", "4x3", "--connect", "3", "--json", "--quiet"])
     assert r.exit_code == 0, r.output
     got = json.loads(r.output)
@@ -165,7 +165,7 @@ def test_bdd_count_takes_connect():
 
 
 def test_crosscheck_refuses_another_connect(built_k):
-    from c4table.cli_bdd import crosscheck
+    from c4table.cli.bdd import crosscheck
     r = CliRunner().invoke(crosscheck, [str(built_k("4x4", 3)), "--connect", "4", "--quiet"])
     assert r.exit_code == 2 and "connect length 3" in r.output
 
@@ -247,7 +247,7 @@ def test_tla_model_states_and_value(built_k):
     assert len(graph) == 2 * positions
     empty = next(s for s in graph if s[1] == "red" and all(c == "empty" for row in s[0] for c in row))
     outcome, distance = tla_value(graph, empty)
-    from c4table.table import open_table
+    from c4table.open import open_table
     with open_table(d / "connect3_4x4.dat") as t:
         p = t.probe("")
     assert (outcome, distance) == ({"A": "first", "B": "second", "draw": "draw"}[p.outcome], p.distance)
@@ -259,7 +259,7 @@ def test_tla_model_states_and_value(built_k):
                  marks=[pytest.mark.slow] if r["board"] in ("6x4", "5x5", "4x6") else [])
     for r in DATA["known_values_k4"]["boards"] if r["board"] in ("4x4", "5x4", "4x5", "4x6", "6x4", "5x5")])
 def test_known_game_values(built, row):
-    from c4table.table import open_table
+    from c4table.open import open_table
     d = built(row["board"])
     with open_table(d / f"connect4_{row['board']}.dat") as t:
         p = t.probe("")
@@ -268,7 +268,7 @@ def test_known_game_values(built, row):
 
 # --------------------------------------------------------------------------- CLI, readers
 def test_cli_build_names_table_and_readers_take_k(tmp_path):
-    from c4table.cli import cli
+    from c4table.cli.main import cli
     r = CliRunner().invoke(cli, ["build", "--connect", "3", "4x3", "--out", str(tmp_path / "b"),
                                  "--quiet", "--workers", "1"])
     assert r.exit_code == 0, r.output
@@ -310,7 +310,7 @@ def test_board_names_round_trip():
 
 
 def test_forward_and_plan_take_connect(tmp_path):
-    from c4table.cli import cli
+    from c4table.cli.main import cli
     d = tmp_path / "fwd"
     r = CliRunner().invoke(cli, ["plan", "7x5", "--connect", "3"])   # nothing published
     assert r.exit_code == 1 and "forward 7x5 --connect 3" in str(r.exception)
@@ -361,7 +361,7 @@ def _plain_quiet(cells: np.ndarray, w: int, h: int, k: int) -> bool:
 
 def test_export_quiet_positions_selects_what_the_rule_says(built_k, tmp_path):
     import pyarrow.parquet as pq
-    from c4table.cli_use import export
+    from c4table.cli.use import export
     table = built_k("5x4", 3) / "connect3_5x4.dat"
     out_all, out_q = tmp_path / "all.parquet", tmp_path / "quiet.parquet"
     for out, extra in ((out_all, []), (out_q, ["--quiet-positions"])):
@@ -380,11 +380,11 @@ def test_export_quiet_positions_selects_what_the_rule_says(built_k, tmp_path):
 
 def test_tromp_8ply_selection_count(tmp_path):
     """The forward pass to ply 8 of 7x6 (seconds) and the selection export applies."""
-    from c4table.export import decode_keys
+    from c4table.analysis.decode import decode_keys
     from c4table.pipeline import forward
     from c4table.pipeline.build import open_build
-    from c4table.pipeline.shards import read_shard
-    from c4table.quiet import quiet_mask
+    from c4table.builddir.shards import read_shard
+    from c4table.analysis.quiet import quiet_mask
     ref = DATA["tromp_8ply"]
     b = open_build(ref["board"], tmp_path, workers=1, quiet=True)
     try:
@@ -401,8 +401,8 @@ def test_tromp_8ply_selection_count(tmp_path):
 def test_serve_answers_a_connect3_table_like_lookup(built_k):
     pytest.importorskip("starlette")
     from starlette.testclient import TestClient
-    from c4table.serve import create_app
-    from c4table.table import open_table
+    from c4table.serve.app import create_app
+    from c4table.open import open_table
     path = built_k("4x4", 3) / "connect3_4x4.dat"
     with TestClient(create_app([str(path)], cache_size=0)) as client, open_table(path) as t:
         for moves in ("", "23", "2132", "12121"):

@@ -15,10 +15,10 @@ import os
 import numpy as np
 import pytest
 
-from c4table.pipeline import storage
+from c4table.io import files as storage
 from c4table.pipeline.build import build_table
-from c4table.pipeline.storage import PositionalWriter, read_span
-from c4table.verify import known_tables
+from c4table.io.files import PositionalWriter, read_span
+from c4table.table.known import known_tables
 
 BLOCK = storage.DIRECT_ALIGN
 

@@ -15,9 +15,9 @@ from c4table.errors import CorruptDataError
 from c4table.pipeline import extsort
 from c4table.pipeline.extsort import sorted_chunks
 from c4table.pipeline.merge import entries_to_bytes
-from c4table.pipeline.shards import (ROW_GROUP, ShardInfo, open_row_groups, read_row_groups, read_shard,
+from c4table.builddir.shards import (ROW_GROUP, ShardInfo, open_row_groups, read_row_groups, read_shard,
                                      verify_shard_task, write_outcomes, write_shard)
-from c4table.pipeline.storage import open_storage
+from c4table.io.storage import open_storage
 
 
 @pytest.mark.parametrize("n_parts", [0, 1, 2, 3, 7])
@@ -114,7 +114,7 @@ def test_backward_shard_round_trip_and_older_uint8_shards(tmp_path):
     old = pa.table({"key": pa.array(keys.view(np.int64)), "outcome": pa.array(outs, pa.uint8())})
     pq.write_table(old, tmp_path / "old.parquet", compression="zstd",
                    column_encoding={"key": "DELTA_BINARY_PACKED"}, use_dictionary=False)
-    from c4table.pipeline.shards import file_xxh64
+    from c4table.builddir.shards import file_xxh64
     old_info = ShardInfo("old.parquet", int(keys.shape[0]), file_xxh64(tmp_path / "old.parquet"),
                          int(keys[0]), int(keys[-1]))
     k4, o4 = read_shard(st, old_info, with_outcome=True)
@@ -125,7 +125,7 @@ def test_a_shard_with_a_wrong_column_type_is_corrupt_data(tmp_path):
     st = open_storage(tmp_path)
     bad = pa.table({"key": pa.array(np.arange(5, dtype=np.int32))})   # 32-bit keys: not ours
     pq.write_table(bad, tmp_path / "bad.parquet")
-    from c4table.pipeline.shards import file_xxh64
+    from c4table.builddir.shards import file_xxh64
     info = ShardInfo("bad.parquet", 5, file_xxh64(tmp_path / "bad.parquet"), 0, 4)
     with pytest.raises(CorruptDataError, match="bad.parquet"):
         read_shard(st, info)
@@ -164,7 +164,7 @@ def test_outcomes_cut_into_other_row_groups_than_their_keys_are_refused(tmp_path
     fwd = write_shard(st, "work/f.parquet", keys)
     pq.write_table(pa.table({"outcome": pa.array(np.zeros(keys.shape[0], np.uint8))}),
                    tmp_path / "work/b.parquet", row_group_size=1000)
-    from c4table.pipeline.shards import file_xxh64
+    from c4table.builddir.shards import file_xxh64
     bwd = ShardInfo("work/b.parquet", keys.shape[0], file_xxh64(tmp_path / "work/b.parquet"), 0,
                     int(keys[-1]), fwd.file, fwd.xxh64)
     with pytest.raises(CorruptDataError, match="row groups"):
@@ -187,7 +187,7 @@ def test_shards_are_written_non_nullable_and_nullable_ones_of_older_builds_read_
         pf = pq.ParquetFile(tmp_path / f)
         assert [fl.nullable for fl in pf.schema_arrow] == [False]
         assert pf.metadata.row_group(0).column(0).statistics is None or f.endswith("f.parquet")
-    from c4table.pipeline.shards import _arrow, file_xxh64
+    from c4table.builddir.shards import _arrow, file_xxh64
     (tmp_path / "old").mkdir()
     pq.write_table(pa.table({"key": _arrow(keys.view(np.int64), pa.int64())}), tmp_path / "old/f.parquet",
                    compression="none", use_dictionary=False, column_encoding={"key": "DELTA_BINARY_PACKED"},

@@ -1,4 +1,4 @@
-"""The vectorised prober of the server (c4table.fastprobe) gives exactly what Table.probe gives:
+"""The vectorised prober of the server (c4table.table.fastprobe) gives exactly what Table.probe gives:
 answers for legal positions (random games, finished games, full boards), and the same error
 class and message for everything else (bad digits, full columns, moves after the end, drawings,
 positions missing from a partial table)."""
@@ -8,11 +8,11 @@ import random
 
 import pytest
 
-from c4table.board import Board
+from c4table.game.board import Board
 from c4table.errors import TableError
-from c4table.fastprobe import FastProber
-from c4table.rules import Position
-from c4table.table import open_table
+from c4table.table.fastprobe import FastProber
+from c4table.game.rules import Position
+from c4table.open import open_table
 from conftest import describe_table
 
 EDGE = ["", " 3344 ", "9", "0", "a3", "33333", "12121212", "1" * 30, "3\n4", "١", "3344\x00",

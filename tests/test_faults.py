@@ -8,7 +8,6 @@ Random kill points are drawn from ``C4_FAULT_SEED`` (printed on failure) so a fa
 be repeated."""
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import random
@@ -20,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from c4table.errors import BuildError
-from c4table.pipeline.manifest import Manifest
+from c4table.builddir.manifest import Manifest
 from conftest import interrupt_backward
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -28,15 +27,13 @@ BOARD = "5x4"
 TABLE = f"connect4_{BOARD}.dat"
 SEED = int(os.environ.get("C4_FAULT_SEED", random.randrange(1 << 30)))
 
-_spec = importlib.util.spec_from_file_location("fault_soak", ROOT / "tools" / "fault_soak.py")
-soak = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(soak)
+import faultkit as soak  # noqa: E402
 
 
 def cli(*args, env=None, stdin=None):
     """Run the real console entry point; (exit status, stdout, stderr)."""
     e = dict(os.environ, **(env or {}))
-    p = subprocess.run([sys.executable, "-m", "c4table.cli", *map(str, args)], capture_output=True,
+    p = subprocess.run([sys.executable, "-m", "c4table.cli.main", *map(str, args)], capture_output=True,
                        text=True, timeout=300, cwd=ROOT, env=e, input=stdin)
     return p.returncode, p.stdout, p.stderr
 
@@ -306,7 +303,7 @@ def fault_driver(fault: str) -> str:
     ``sys.argv[1]`` runs ``fault`` first (the CLI's arguments follow)."""
     return r"""
 import errno, os, signal, sys
-from c4table.pipeline.storage import Storage
+from c4table.io.storage import Storage
 parent = os.getpid()
 real = Storage.write_atomic
 def write_atomic(self, rel, data, *a, **kw):
@@ -314,7 +311,7 @@ def write_atomic(self, rel, data, *a, **kw):
         %s
     return real(self, rel, data, *a, **kw)
 Storage.write_atomic = write_atomic
-from c4table.cli import main
+from c4table.cli.main import main
 main(sys.argv[2:])
 """ % fault
 
@@ -393,7 +390,7 @@ def test_forward_disk_estimate_covers_each_step_without_counting_runs_twice(tmp_
     already wrote, nor prices runs at the 8-bytes-a-key bound once their real size is known."""
     from c4table.pipeline import forward, resources
     from c4table.pipeline.build import build_table
-    from c4table.pipeline.storage import open_storage
+    from c4table.io.storage import open_storage
     store = open_storage(str(tmp_path))
     seen = []   # (ply announced by the check, need, need without the measured runs)
     real_need = resources.forward_need
@@ -489,7 +486,7 @@ def test_second_build_in_same_directory_is_refused(reference, tmp_path):
     ["--no-such-flag"],
 ])
 def test_malformed_command_lines_one_line_exit_2(argv, tmp_path, capsys):
-    from c4table.cli import main
+    from c4table.cli.main import main
     argv = [a if a != "f.dat" else str(tmp_path / "f.dat") for a in argv]
     if argv[0] in ("build", "forward", "backward", "merge") and "--out" not in argv:
         argv += ["--out", str(tmp_path / "out")]

@@ -16,10 +16,10 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from c4table.board import Board
+from c4table.game.board import Board
 from c4table.errors import BoardError, IllegalPositionError
-from c4table.rules import Position
-from c4table.table import open_table
+from c4table.game.rules import Position
+from c4table.open import open_table
 from c4table.wording import clip
 
 FAST = settings(max_examples=1500, deadline=None, suppress_health_check=list(HealthCheck))
@@ -146,7 +146,7 @@ def test_lookup_cli_batch_of_random_lines(table):
             s = "".join(chr(rng.randint(0x20, 0x2FFF)) for _ in range(rng.randint(0, 8)))
         lines.append(s.replace("\r", "").replace("\n", ""))
     stdin = "".join(line + "\n" for line in lines)
-    p = subprocess.run([sys.executable, "-m", "c4table.cli", "lookup", "--json", "--table",
+    p = subprocess.run([sys.executable, "-m", "c4table.cli.main", "lookup", "--json", "--table",
                         str(table.path), "-"], input=stdin, capture_output=True, text=True,
                        timeout=300)
     answers = [json.loads(x) for x in p.stdout.splitlines()]
@@ -170,7 +170,7 @@ def test_lookup_cli_batch_of_random_lines(table):
 def test_lookup_cli_arguments(table, capsys, args):
     """Random argument lists for ``lookup`` (in-process): exit 0 or 2, or 1 for a table that
     does not fit the given board; one error line; a refused position is an error answer."""
-    from c4table.cli import main
+    from c4table.cli.main import main
     assume("-" not in args)          # "-" reads stdin
     with pytest.raises(SystemExit) as e:
         main(["lookup", "--table", str(table.path), *args])
@@ -187,10 +187,10 @@ def test_lookup_cli_arguments(table, capsys, args):
 
 # ------------------------------------------------------------------ drawings
 try:
-    from c4table import drawing
+    from c4table.game import drawing
 except ImportError:  # drawings are optional here: only these tests skip
     drawing = None
-needs_drawing = pytest.mark.skipif(drawing is None, reason="c4table.drawing is not there")
+needs_drawing = pytest.mark.skipif(drawing is None, reason="c4table.game.drawing is not there")
 
 
 @st.composite
@@ -253,7 +253,7 @@ def test_drawings_of_real_games_parse_and_probe_alike(table, data):
 # Each command gets random argument lists drawn from its options, good and bad values and
 # random text; the invariant is the CLI's promise: exit 0, 1 or 2; no traceback; a failure
 # ends with one "c4table: error:" line under 300 characters; success prints no error line.
-# In-process through c4table.cli.main (the console script's function) to stay cheap;
+# In-process through c4table.cli.main.main (the console script's function) to stay cheap;
 # tests/test_cli_script.py runs the real script.
 
 @pytest.fixture(scope="module")
@@ -338,7 +338,7 @@ def argument_lists(draw, spec):
 
 def _run_main(argv: list[str], stdin: str, capsys) -> tuple[int, str, str]:
     import io
-    from c4table.cli import main
+    from c4table.cli.main import main
     old = sys.stdin
     sys.stdin = io.StringIO(stdin)
     try:

@@ -35,7 +35,7 @@ def test_packages_are_under_one_name():
 
 
 def test_stats_png_without_matplotlib_is_one_line(built, tmp_path, monkeypatch, capsys):
-    from c4table.cli import main
+    from c4table.cli.main import main
     monkeypatch.setitem(sys.modules, "matplotlib", None)    # import matplotlib -> ImportError
     with pytest.raises(SystemExit) as e:
         main(["stats", str(built("4x4")), "--png", str(tmp_path / "w.png")])

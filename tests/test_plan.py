@@ -2,7 +2,7 @@
 build plans from published and measured per-ply counts."""
 import json
 
-from c4table.board import Board
+from c4table.game.board import Board
 from conftest import bock_table2
 from c4table.pipeline.build import open_build
 from c4table.pipeline import forward

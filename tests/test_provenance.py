@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from c4table.verify import known_tables, provenance
+from c4table.table.known import known_tables, provenance
 from conftest import ROOT, published_tables
 
 sys.path.insert(0, str(ROOT / "tools"))

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 import c4table
-from c4table.board import Board
-from c4table.builddir import BuildDir
+from c4table.game.board import Board
+from c4table.builddir.reader import BuildDir
 from c4table.errors import C4Error, ClosedTableError, CorruptDataError, IllegalPositionError, TableError
-from c4table.table import open_table
+from c4table.open import open_table
 from conftest import run_cli
 
 run = run_cli
@@ -144,7 +144,7 @@ def test_probe_of_a_non_string_and_after_close_raise_c4errors(d54):
 
 
 def test_table_docstring_example_is_what_the_table_says(d54):
-    import c4table.table as mod
+    import c4table.table.dat as mod
     with open_table(d54 / "connect4_5x4.dat") as t:
         p = t.probe("3344")
         got = (p.outcome, p.distance, [m.column for m in p.best_moves()])
@@ -164,9 +164,9 @@ def _outputs(d: Path, tmp: Path) -> dict:
     stats from the manifest, crosscheck's manifest, lookups, export of every ply from the
     shards, verify's verdict. A reader that refuses the data (C4Error) gives ``REFUSED``."""
     from c4table.bdd.crosscheck import load_manifest
-    from c4table.export import export_positions
-    from c4table.stats import format_table, ply_stats
-    from c4table.verify import verify_table
+    from c4table.analysis.export import export_positions
+    from c4table.analysis.stats import format_table, ply_stats
+    from c4table.analysis.verify import verify_table
     table = d / f"connect4_{BOARD}.dat"
 
     def lookup():

@@ -1,4 +1,4 @@
-"""The recycle bin of spent scratch files (:meth:`c4table.pipeline.storage.Storage.recycle_tree`):
+"""The recycle bin of spent scratch files (:meth:`c4table.io.storage.Storage.recycle_tree`):
 later writes go over a spent file (same inode, its cached pages) and the result is exactly the
 bytes written; the bin is bounded, counted as free disk, never seen as data, removed when a
 build ends and when a crashed build resumes; builds that recycle write the recorded tables.
@@ -16,8 +16,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from c4table.pipeline import storage
-from c4table.pipeline.storage import RECYCLE_DIR, Storage
+from c4table.io import recycle, storage
+from c4table.io.recycle import RECYCLE_DIR
+from c4table.io.storage import Storage
 
 ROOT = Path(__file__).resolve().parents[1]
 KNOWN = json.loads((ROOT / "c4table" / "data" / "known_tables.json").read_text())
@@ -32,7 +33,7 @@ def small_files(monkeypatch):
     """Recycle files of any size (a small board's runs are far under the 1 MiB default);
     forked worker processes inherit the setting."""
     monkeypatch.setattr(storage, "RECYCLE_MIN_BYTES", 1)
-    monkeypatch.delenv(storage.RECYCLE_ENV, raising=False)
+    monkeypatch.delenv(recycle.RECYCLE_ENV, raising=False)
 
 
 def _bin(root: Path) -> list[Path]:
@@ -76,7 +77,7 @@ def test_the_bin_holds_one_spent_directory_and_is_emptied(tmp_path, small_files)
     assert st.empty_recycle_bin() == 600
     assert st.recycle_bytes() == 0 and not (tmp_path / RECYCLE_DIR).exists()
     st.recycle_tree("w/nothing-here")
-    storage.settle_deletes()
+    recycle.settle_deletes()
     assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*")) == ["w", "work"]
 
 
@@ -86,7 +87,7 @@ def test_small_files_and_recycling_off_are_plain_deletes(tmp_path, monkeypatch):
     st.recycle_tree("w/a")
     assert st.recycle_bytes() == 0 and not (tmp_path / "w/a").exists()
     monkeypatch.setattr(storage, "RECYCLE_MIN_BYTES", 1)
-    monkeypatch.setenv(storage.RECYCLE_ENV, "0")
+    monkeypatch.setenv(recycle.RECYCLE_ENV, "0")
     st.write_atomic("w/b/f", b"b" * 100, durable=False)
     st.recycle_tree("w/b")
     assert st.recycle_bytes() == 0 and not (tmp_path / "w/b").exists()
@@ -160,7 +161,7 @@ def test_resume_after_forward_only_with_recycling(tmp_path, small_files):
 
 KILL_DRIVER = r"""
 import os, signal, sys
-from c4table.pipeline import storage
+from c4table.io import storage
 storage.RECYCLE_MIN_BYTES = 1
 real = storage.Storage.write_atomic_chunks
 def write(self, rel, chunks, *a, **kw):
@@ -168,7 +169,7 @@ def write(self, rel, chunks, *a, **kw):
         os.killpg(0, signal.SIGKILL)   # the whole build, as the OOM killer or a power cut
     return real(self, rel, chunks, *a, **kw)
 storage.Storage.write_atomic_chunks = write
-from c4table.cli import main
+from c4table.cli.main import main
 main(sys.argv[2:])
 """
 
@@ -185,7 +186,7 @@ def test_a_bin_left_by_a_killed_build_is_removed_on_resume(tmp_path, where):
     assert p.returncode == -signal.SIGKILL, p.stderr
     assert _bin(out), "killed before anything was recycled"
     assert not (out / "connect4_5x4.dat").exists()
-    r = subprocess.run([sys.executable, "-m", "c4table.cli", "build", "5x4", "--out", str(out),
+    r = subprocess.run([sys.executable, "-m", "c4table.cli.main", "build", "5x4", "--out", str(out),
                         "--workers", "2"], capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert r.returncode == 0, r.stderr
     assert "scratch file" in r.stderr and "left by an interrupted run" in r.stderr

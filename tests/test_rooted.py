@@ -8,12 +8,12 @@ import random
 import numpy as np
 import pytest
 
-from c4table.board import Board
+from c4table.game.board import Board
 from c4table.errors import IllegalPositionError
 from c4table.pipeline.build import build_table
-from c4table.root import NotReachableError, Root
-from c4table.table import open_table
-from c4table.verify import verify_table
+from c4table.game.root import NotReachableError, Root
+from c4table.open import open_table
+from c4table.analysis.verify import verify_table
 from conftest import run_cli
 from oracle import (A, B, key_bytes, oracle_position, play, position_key,
                     position_of_key, subtree_table, winners)
@@ -161,7 +161,7 @@ def test_cli_on_a_rooted_table(rooted_5x4):
     assert rows[0][0] == "4" and rows[-1][0] == "20"
     code, scan, err = run_cli("stats", T, "--scan")
     assert scan == out
-    crosscheck = pytest.importorskip("c4table.cli_bdd").crosscheck
+    crosscheck = pytest.importorskip("c4table.cli.bdd").crosscheck
     from click.testing import CliRunner
     res = CliRunner().invoke(crosscheck, [str(rooted_5x4.parent)])
     assert res.exit_code == 2 and "compares full builds only" in res.output
@@ -185,7 +185,7 @@ def test_root_from_a_drawing_and_resume_keeps_the_root(tmp_path):
     assert m["root"]["ply"] == 4 and m["plies"][3]["entries"] == 0 and m["plies"][4]["entries"] == 1
     # backward and merge without --root continue the rooted build (in-process CLI)
     from click.testing import CliRunner
-    from c4table.cli import cli
+    from c4table.cli.main import cli
     for stage in ("backward", "merge"):
         res = CliRunner().invoke(cli, [stage, "5x4", "--out", str(out), "-q", "--workers", "1"])
         assert res.exit_code == 0, res.output
@@ -212,7 +212,7 @@ def test_plan_root_counts_the_forward_run_exactly(tmp_path):
     assert code == 0, err
     p = json.loads(out)
     assert p["entries"] == m["table"]["entries"] == path.stat().st_size // 7
-    from c4table.root import plan_rooted
+    from c4table.pipeline.plan import plan_rooted
     plies = plan_rooted(Board(7, 6), moves, 2, 2**30, probe_plies=3).plies
     assert [x.entries for x in plies[30:34]] == [r["entries"] for r in m["plies"][30:34]]
     assert all(x.source.startswith("estimated") for x in plies[34:])

@@ -9,8 +9,8 @@ import pytest
 
 from c4table.errors import CorruptDataError
 from c4table.pipeline import extsort, runcodec
-from c4table.pipeline.counters import IOCounts, counting
-from c4table.pipeline.storage import Storage
+from c4table.io.counting import IOCounts, counting
+from c4table.io.storage import Storage
 
 B = runcodec.BLOCK
 

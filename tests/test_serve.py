@@ -25,8 +25,8 @@ with warnings.catch_warnings():   # Starlette >= 1.x suggests httpx2; httpx stil
     warnings.simplefilter("ignore")
     from starlette.testclient import TestClient  # noqa: E402
 
-from c4table.board import Board  # noqa: E402
-from c4table.serve import MAX_BATCH, create_app  # noqa: E402
+from c4table.game.board import Board  # noqa: E402
+from c4table.serve.app import MAX_BATCH, create_app  # noqa: E402
 from conftest import describe_table, random_positions, run_cli  # noqa: E402
 
 
@@ -134,7 +134,7 @@ def test_unserved_board_and_unknown_paths_are_404_json(client):
 def test_position_missing_from_a_partial_table_is_404(tmp_path, t44):
     """A table that lacks positions (as a rooted table does) answers 404, not 500, and does not
     show the server's file path."""
-    from c4table.table import open_table
+    from c4table.open import open_table
     data = t44.read_bytes()
     with open_table(t44) as t:
         E, key_bytes = t.entry_size, t.key_bytes
@@ -256,7 +256,7 @@ def test_web_page_is_served_and_self_contained(client):
     assert 'src="static/app.js"' in r.text and 'href="static/style.css"' in r.text
     for name in ["app.js", "style.css"]:
         assert client.get(f"/static/{name}").status_code == 200
-    web = Path(__file__).resolve().parents[1] / "c4table" / "web"
+    web = Path(__file__).resolve().parents[1] / "c4table" / "serve" / "web"
     for f in web.iterdir():   # works offline: nothing is fetched from another host
         text = f.read_text()
         assert "http://" not in text and "https://" not in text and "//cdn" not in text, f.name

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 from c4table.pipeline import extsort
-from c4table.pipeline.counters import IOCounts, counting
-from c4table.pipeline.storage import Storage
+from c4table.io.counting import IOCounts, counting
+from c4table.io.storage import Storage
 
 
 def _values(seed: int, n: int) -> np.ndarray:
@@ -62,7 +62,7 @@ def build_stats(board: str, out, max_reads: int, monkeypatch) -> dict:
     """Build ``board`` on 2 local processes with 2 MiB per task (many small tasks: shuffles
     of up to ~25 x 25 on 5x4) and the shuffle threshold ``max_reads``; return its stats.json."""
     from c4table.pipeline.build import build_table
-    from c4table.verify import sha256_of
+    from c4table.io.hashes import sha256_of
     monkeypatch.setenv("C4TABLE_SHUFFLE_MAX_READS", str(max_reads))
     path = build_table(board, out, memory="4MiB", workers=2)
     assert sha256_of(path) == known_sha256(board)
@@ -109,7 +109,7 @@ def test_premerged_messages_are_reused_after_an_interruption(tmp_path):
     recorded pieces are verified and read, not merged again, and the table is the known one."""
     from c4table.pipeline import backward, forward, shuffle
     from c4table.pipeline.build import open_build, run_build
-    from c4table.verify import sha256_of
+    from c4table.io.hashes import sha256_of
     out = tmp_path / "b"
     b = open_build("5x4", out, memory="4MiB", workers=1, quiet=True)
     b.shuffle_max_reads = 30

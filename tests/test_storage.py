@@ -51,7 +51,7 @@ def s3_bytes(fs, key: str) -> bytes:
 
 
 def test_storage_round_trip_on_s3_and_local(s3, tmp_path):
-    from c4table.pipeline.storage import Storage
+    from c4table.io.storage import Storage
     for where in (f"s3://{BUCKET}/unit", str(tmp_path / "unit")):
         st = Storage(where)
         st.write_atomic("a/b.bin", bytes(range(256)))
@@ -76,7 +76,7 @@ def test_runs_read_by_range_through_fences(s3):
     """A run's slice is found from its fences and read with one ranged GET; a slice equals
     numpy's own selection for ranges across, inside and outside the run."""
     from c4table.pipeline import extsort
-    from c4table.pipeline.storage import Storage
+    from c4table.io.storage import Storage
     st = Storage(f"s3://{BUCKET}/runs")
     rng = np.random.default_rng(7)
     vals = np.unique(rng.integers(0, 1 << 40, size=3 * extsort.FENCE + 123, dtype=np.uint64))
@@ -158,10 +158,10 @@ def test_unusable_storage_uri_is_one_line(s3):
 
 
 def test_rooted_build_on_s3_equals_local(s3, tmp_path):
-    """A rooted build (c4table.root) on the object store: same bytes as the local one, under
+    """A rooted build (c4table.game.root) on the object store: same bytes as the local one, under
     the rooted name, and verify finds its root in the manifest there."""
     from c4table.pipeline.build import build_table
-    from c4table.verify import verify_table
+    from c4table.analysis.verify import verify_table
     ref = build_table("4x4", tmp_path, quiet=True, workers=1, root="23")
     uri = build_table("4x4", f"s3://{BUCKET}/rooted", quiet=True, workers=1, root="23")
     assert str(uri).endswith("/connect4_4x4_root-23.dat")
@@ -174,7 +174,8 @@ def test_rooted_build_on_s3_equals_local(s3, tmp_path):
 def test_local_delete_tree_is_immediate_and_leaves_nothing(tmp_path):
     """A deleted tree's files are gone at once (a listing no longer shows them, the same path
     can be written again), and once the background removal settles nothing of it is left."""
-    from c4table.pipeline.storage import Storage, settle_deletes
+    from c4table.io.storage import Storage
+    from c4table.io.recycle import settle_deletes
     st = Storage(tmp_path)
     for rel in ("w/runs/ply_01/run-00000.u64", "w/runs/ply_01/pre/p-000.u64", "w/keep/a.bin"):
         st.write_atomic(rel, b"x" * 100, durable=False)
@@ -199,7 +200,8 @@ def _manifest_shards(body) -> list[str]:
 def test_a_saved_manifest_records_only_fsynced_shards(tmp_path, monkeypatch):
     """Shards are written without fsync; every manifest a build writes (checkpoints saved in
     the background included: one per step here) records only shards fsync'ed before it."""
-    from c4table.pipeline import manifest, storage
+    from c4table.builddir import manifest
+    from c4table.io import storage
     from c4table.pipeline.build import build_table
     from conftest import published_tables
     synced, saves = set(), []
@@ -228,7 +230,8 @@ def test_a_failed_background_save_fails_the_build(tmp_path, monkeypatch):
     """A checkpoint saved in the background that fails (here: an I/O error writing the
     manifest) is raised in the build, not lost; the build then resumes to the same table."""
     import errno
-    from c4table.pipeline import manifest, storage
+    from c4table.builddir import manifest
+    from c4table.io import storage
     from c4table.pipeline.build import build_table
     from conftest import published_tables
     real_write, n = storage.Storage.write_atomic, []

@@ -9,13 +9,14 @@ import pyarrow.parquet as pq
 import pytest
 
 import c4table
-from c4table.board import Board
-from c4table.drawing import parse_drawing, render
+from c4table.game.board import Board
+from c4table.game.drawing import parse_drawing, render
 from c4table.errors import IllegalPositionError
-from c4table.export import export_positions
-from c4table.rules import Position
-from c4table.stats import ply_stats
-from c4table.table import move_rank, open_table
+from c4table.analysis.export import export_positions
+from c4table.game.rules import Position
+from c4table.analysis.stats import ply_stats
+from c4table.table.probe import move_rank
+from c4table.open import open_table
 from conftest import random_positions, run_cli
 
 

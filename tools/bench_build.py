@@ -20,7 +20,7 @@ import threading
 import time
 from pathlib import Path
 
-# Set the process up as the command line does (c4table/cli.py) before numpy and pyarrow load:
+# Set the process up as the command line does (c4table/cli/main.py) before numpy and pyarrow load:
 # one BLAS thread, one malloc arena (pipeline/allocator.py), so the stages measured here run as
 # `c4table build` runs them. (Older checkouts measured side by side may lack one_arena.)
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")

@@ -1,11 +1,11 @@
 """Labelling speed of ``c4table label`` on one core: positions per second with per-move values.
 
 Draws ``--positions`` entries of a table at random (with replacement), writes one move string
-reaching each to a text file (:func:`c4table.export.move_orders`' un-playing), reads the table
+reaching each to a text file (:func:`c4table.analysis.export.move_orders`' un-playing), reads the table
 once so it is warm in the page cache, then times
 
-* the labelling alone (:class:`c4table.label.Labeller` on the parsed chunks), and
-* the whole command (:func:`c4table.label.label_file`: read, label, write parquet),
+* the labelling alone (:class:`c4table.analysis.label.Labeller` on the parsed chunks), and
+* the whole command (:func:`c4table.analysis.label.label_file`: read, label, write parquet),
 
 each ``--repeat`` times, printing the best. pyarrow is held to one thread, numba runs on one.
 
@@ -35,9 +35,9 @@ def main(argv=None) -> None:
     import pyarrow as pa
     pa.set_cpu_count(1)
     pa.set_io_thread_count(1)
-    from c4table.export import decode_entries, move_orders
-    from c4table.label import Labeller, label_file, text_chunks
-    from c4table.table import open_table
+    from c4table.analysis.export import decode_entries, move_orders
+    from c4table.analysis.label import Labeller, label_file, text_chunks
+    from c4table.open import open_table
     t = open_table(a.table)
     Path(a.table).read_bytes()                         # warm: the file in the page cache
     rng = np.random.default_rng(a.seed)

@@ -26,9 +26,9 @@ from pathlib import Path
 import numpy as np
 
 from c4table import c4z
-from c4table.c4z import compress_table, decompress_table
-from c4table.verify import sha256_of
-from c4table.table import open_table
+from c4table.c4z.writer import compress_table, decompress_table
+from c4table.io.hashes import sha256_of
+from c4table.open import open_table
 
 
 def external(cmd: list[str], path: Path) -> tuple[int, float]:
@@ -176,7 +176,7 @@ def sampled_size(dat: Path, configs, n_blocks: int, out) -> None:
     """Estimated .c4z size of a table too big to compress whole here: the key dictionary
     ``compress`` would train, plus ``n_blocks`` blocks spread evenly over the file, encoded as
     ``compress`` encodes them, scaled to the whole block count, plus the index."""
-    from c4table.table import board_of_table
+    from c4table.table.source import board_of_table
     b = board_of_table(dat, None)
     raw = dat.stat().st_size
     E = b.entry_size

@@ -23,7 +23,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_lookup import sample_keys  # noqa: E402
 
-from c4table.table import open_table  # noqa: E402
+from c4table.open import open_table  # noqa: E402
 
 
 def main(argv=None) -> None:

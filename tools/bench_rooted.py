@@ -29,8 +29,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_build import Sampler  # noqa: E402
-from c4table.board import Board  # noqa: E402
-from c4table.rules import Position  # noqa: E402
+from c4table.game.board import Board  # noqa: E402
+from c4table.game.rules import Position  # noqa: E402
 
 
 def random_root(rng: random.Random, board: Board, ply: int) -> str:
@@ -75,7 +75,7 @@ def load() -> str:
 def bench_root(board: Board, moves: str, workers: int, memory: str, timeout: float,
                keep: Path | None) -> dict:
     root = Path(tempfile.mkdtemp(prefix=f"rooted_{board}_{len(moves)}_", dir=keep))
-    cmd = [sys.executable, "-m", "c4table.cli", "build", board.name, "--root", moves,
+    cmd = [sys.executable, "-m", "c4table.cli.main", "build", board.name, "--root", moves,
            "--out", str(root), "--workers", str(workers), "--memory", memory, "-q"]
     sampler = Sampler(root, period=0.2)
     sampler.start()
@@ -125,7 +125,7 @@ def main() -> None:
             pick = quiet_root if args.quiet else random_root
             moves = pick(rng, board, ply)
             if args.rank:
-                from c4table.root import plan_rooted
+                from c4table.pipeline.plan import plan_rooted
                 ranked = []
                 for _ in range(args.rank):
                     m = pick(rng, board, ply)
@@ -133,7 +133,7 @@ def main() -> None:
                 moves = max(ranked)[1]
             est = ""
             if args.plan:
-                from c4table.root import plan_rooted
+                from c4table.pipeline.plan import plan_rooted
                 t = time.perf_counter()
                 p = plan_rooted(board, moves, args.workers, 2**31)
                 est = (f"  plan: {p.entries:,} entries, {p.wall_seconds:.0f} s "

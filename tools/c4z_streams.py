@@ -40,8 +40,8 @@ import numpy as np
 import zstandard
 
 from c4table import c4z
-from c4table.c4zcodec import BlockCodec
-from c4table.table import board_of_table
+from c4table.c4z.codec import BlockCodec
+from c4table.table.source import board_of_table
 
 
 def pick_blocks(raw: int, E: int, B: int, n: int) -> np.ndarray:
@@ -84,7 +84,7 @@ def cctx(level: int, spec: str, zdict: bytes | None):
 
 def symbol_map(cells: int, kind: str) -> np.ndarray:
     """``fwd[p, byte]`` of a symbol-map variant (see the module docstring)."""
-    from c4table.c4zcodec import symbol_tables
+    from c4table.c4z.codec import symbol_tables
     fwd, _ = symbol_tables(cells)
     fwd = fwd.copy()
     for p in range(cells + 1):
@@ -118,7 +118,7 @@ def bench(dat: Path, n_blocks: int, B: int, level: int, variants: list[str], out
     with open(dat, "rb") as f:
         for i in pick:
             rows = read_block(f, E, B, i)
-            keys = c4z.keys_of_rows(rows, E - 1)
+            keys = keys_of_rows(rows, E - 1)
             outs = np.ascontiguousarray(rows[:, E - 1])
             kv, sy = codec.encode(keys, outs)
             streams.append((kv, sy))
@@ -207,7 +207,7 @@ def compare_blocks(dat: Path, n_regions: int, sizes: list[int], level: int, out)
                 rows = read_block(f, E, big, i)
                 for o in range(0, rows.shape[0], B):
                     r = rows[o: o + B]
-                    keys = c4z.keys_of_rows(r, E - 1)
+                    keys = keys_of_rows(r, E - 1)
                     kv, sy = codec.encode(keys, np.ascontiguousarray(r[:, E - 1]))
                     fk, fs = ck.compress(kv), cs.compress(sy)
                     kb, sb, n = kb + len(fk), sb + len(fs), n + keys.shape[0]
@@ -236,7 +236,7 @@ def wdl_summary(name: str, rows, out) -> None:
 def wdl(dirs: list[Path], out) -> None:
     import csv
     from importlib import resources
-    from c4table.stats import ply_stats
+    from c4table.analysis.stats import ply_stats
     print("| board | positions | H(won/drawn/lost given ply), bits | draws | finished |\n"
           "|---|---:|---:|---:|---:|", file=out)
     for d in dirs:

@@ -23,7 +23,7 @@ import sys
 import time
 from pathlib import Path
 
-from c4table.table import board_of_table
+from c4table.table.source import board_of_table
 
 
 def xz_cmd(entry_size: int) -> list[str]:

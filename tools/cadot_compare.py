@@ -23,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from c4table.verify import sha256_of as sha256
+from c4table.io.hashes import sha256_of as sha256
 
 
 def export_solver(checkout: Path, dest: Path) -> Path:
@@ -85,7 +85,7 @@ def run_c4table(out: Path, w: int, h: int, k: int, workers: int = 1) -> tuple[Pa
     """Run ``c4table build`` (this interpreter, default memory) into ``out``; returns the table
     and the wall time in seconds, interpreter start-up included."""
     t0 = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "c4table.cli", "build", f"{w}x{h}", "--connect", str(k),
+    subprocess.run([sys.executable, "-m", "c4table.cli.main", "build", f"{w}x{h}", "--connect", str(k),
                     "--out", str(out), "--quiet", "--workers", str(workers)], check=True,
                    stdout=subprocess.DEVNULL)
     return out / f"connect{k}_{w}x{h}.dat", time.perf_counter() - t0

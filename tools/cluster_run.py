@@ -1,6 +1,6 @@
 """Build boards on a real dask cluster on loopback and print what each stage read, wrote and
 held: a ``dask scheduler`` process, N separate ``dask worker`` processes (``--nworkers 1
---nthreads 1 --memory-limit``) and a moto S3 server (``tools/clusterkit.py``).
+--nthreads 1 --memory-limit``) and a moto S3 server (``tests/clusterkit.py``).
 
     python tools/cluster_run.py 5x5 6x4 --workers 4 --memory 256MiB --save /tmp/runs
 
@@ -33,7 +33,7 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     from c4table.pipeline.build import build_table
     from c4table.pipeline.counters import STATS, format_stats
-    from c4table.verify import known_tables
+    from c4table.table.known import known_tables
     cl = Cluster(a.workers, a.memory_limit).start()
     try:
         for board in a.boards:

@@ -30,8 +30,8 @@ from urllib.parse import urlsplit
 
 import psutil
 
-from c4table.rules import Position
-from c4table.table import open_table
+from c4table.game.rules import Position
+from c4table.open import open_table
 
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 
@@ -233,7 +233,7 @@ def main(argv=None) -> None:
         if u.hostname not in LOOPBACK:
             ap.error("--url must be a loopback address (127.0.0.1, localhost, ::1)")
         host, port, pid = u.hostname, u.port or 80, None
-        from c4table.board import Board
+        from c4table.game.board import Board
         board = Board.parse(args.board or "5x4")
     name = args.board or board.name
     try:

@@ -15,7 +15,7 @@ import sys
 from c4table.pipeline.counters import load_stats
 from c4table.pipeline.iomodel import FIELDS, STAGES, predict_io
 from c4table.pipeline.plan import make_plan
-from c4table.pipeline.storage import open_storage
+from c4table.io.storage import open_storage
 from c4table.units import format_size
 
 

@@ -1,7 +1,7 @@
 """BDD mode: an independent symbolic computation of per-ply position counts and win/draw/loss
 (Böck, "Strongly Solving 7x6 Connect-Four on Consumer Grade Hardware", sections 2-3), used to
 cross-check the explicit tables. It shares no code with the explicit pipeline: only the board
-parser (:class:`c4table.board.Board`) is common.
+parser (:class:`c4table.game.board.Board`) is common.
 
 Modules, one concept each:
 

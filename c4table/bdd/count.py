@@ -20,7 +20,7 @@ from typing import Callable, Iterator
 from c4table.bdd.encoding import Encoding, make_encoding
 from c4table.bdd.engine import DEFAULT_NODES, Engine
 from c4table.bdd.results import BddCounts, PlyResult
-from c4table.board import Board
+from c4table.game.board import Board
 
 Progress = Callable[[int, int, int, float], None]
 """Progress callback: ``(ply, positions, nodes, elapsed seconds)``."""

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from c4table.bdd.results import WON_GAMES, BddCounts
-from c4table.board import Board
+from c4table.game.board import Board
 from c4table.errors import BuildError, C4Error, CorruptDataError
 
 FIELDS = (("positions", "positions"), ("terminal", "terminal"), ("won", "a_wins"),
@@ -90,7 +90,7 @@ def load_manifest(path: str | Path) -> tuple[dict, Path]:
     ...     print(e)
     no manifest at /nonexistent/manifest.json
     """
-    from c4table.builddir import BuildDir
+    from c4table.builddir.reader import BuildDir
     p = Path(path)
     if p.is_dir() or not p.suffix:
         p = p / "manifest.json"

@@ -35,7 +35,7 @@ from __future__ import annotations
 from functools import reduce
 
 from c4table.bdd.engine import BooleanOperator, Engine
-from c4table.board import Board
+from c4table.game.board import Board
 
 ENCODINGS = ("compressed", "plain")
 

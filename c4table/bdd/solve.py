@@ -26,7 +26,7 @@ import time
 from c4table.bdd.count import Progress, forward, make_run
 from c4table.bdd.engine import DEFAULT_NODES
 from c4table.bdd.results import BddSolution, PlyResult
-from c4table.board import Board
+from c4table.game.board import Board
 
 
 def solve(board_spec: str | Board, encoding: str = "compressed", *,

@@ -1,0 +1,261 @@
+"""Verifying a table file: one streaming read that hashes it (sha256, md5) and checks its
+structure (whole entries, keys strictly increasing from the empty board's key 0, keys below
+``B**w``, valid outcome bytes), then compares it with every reference it can find: the
+manifest beside it, the package's list of known tables (``data/known_tables.json``: Cadot's
+published 7x6 and 6x5 hashes, the 4x4 one, and boards built and cross-checked here, each with
+its provenance) and a hash given
+by the user. When the file sits in a build directory, the manifest's own checksum and layout
+are checked too, and so is every shard it lists under ``work/`` (presence and xxh64), so a
+damaged build directory is reported before a resumed build would trip over it. A rooted
+table (:mod:`c4table.game.root`) starts at its root's key instead of 0 and is compared with its
+manifest and ``--sha256`` only (the known tables are full ones).
+
+>>> r = verify_table("tables/4x4/connect4_4x4.dat", quiet=True)
+>>> r.ok, r.verdict()
+(True, 'OK connect4_4x4.dat: 80,541 entries, ...sha256 matches known table 4x4 (published: ...)...')
+"""
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from c4table.progress import Meter
+from c4table.game.board import Board
+from c4table.builddir.reader import BuildDir
+from c4table.errors import BuildError, MissingTableError, TableError
+from c4table.table.source import board_from
+
+CHUNK_ENTRIES = 1 << 20
+from c4table.table.source import keys_of_rows
+from c4table.table.known import known_tables, provenance  # noqa
+from c4table.io.hashes import Hashes, sha256_of  # noqa
+
+
+@dataclass
+class VerifyReport:
+    """Result of :func:`verify_table`: hashes, structural problems and comparisons."""
+
+    path: Path
+    board: Board
+    entries: int = 0
+    bytes: int = 0
+    sha256: str = ""
+    md5: str = ""
+    problems: list[str] = field(default_factory=list)   # anything wrong
+    matched: list[str] = field(default_factory=list)    # references that agree
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def verdict(self) -> str:
+        name = self.path.name
+        if self.problems:
+            more = f" (+{len(self.problems) - 1} more)" if len(self.problems) > 1 else ""
+            return f"MISMATCH {name}: {self.problems[0]}{more}"
+        refs = "; ".join(self.matched) if self.matched else \
+            "structure valid, but no reference hash is known for this board (give --sha256)"
+        return f"OK {name}: {self.entries:,} entries, {refs}"
+
+
+def verify_table(path: str | Path, board: str | Board | None = None, sha256: str | None = None,
+                 quiet: bool = False, stream=None, shards: bool = True) -> VerifyReport:
+    """Hash and check a table file (a path, or a ``pyarrow.fs`` URI such as
+    ``s3://bucket/c4/connect4_6x4.dat``; a ``.c4z`` also over ``https://``); see the module
+    docstring. ``shards=False`` skips the build directory's shards."""
+    from c4table.c4z.format import is_c4z
+    if is_c4z(path):   # a .c4z: its decompressed bytes are checked like a .dat's
+        return _verify_c4z(path, board, sha256, quiet, stream, shards)
+    store, name = _locate(path)
+    path = Path(path) if store.local else _Remote(store.display(name))
+    if not store.exists(name):
+        raise MissingTableError(f"{path}: no such table file")
+    build, build_problem = _build_beside(store, name)
+    try:
+        b = board_from(name, build, board, where=str(path))
+    except TableError:   # a renamed file: a known table of its size says which board to try
+        from c4table.table.check import known_of_size
+        sized = known_of_size(store.size(name))
+        if not sized:
+            raise
+        b = Board.parse(sized[0])
+    return _verify_stream(path, b, store, name, None, build, build_problem, sha256, quiet,
+                          stream, shards)
+
+
+def _build_beside(store, name: str):
+    """``(build, problem)``: the checked :class:`~c4table.builddir.BuildDir` beside table
+    ``name`` of ``store`` (None if there is none), or None and the one-line reason a damaged
+    manifest there was refused (reported; the table itself is still verified)."""
+    try:
+        return BuildDir.beside(name, store), None
+    except BuildError as e:
+        return None, str(e)
+
+
+def _verify_c4z(path, board, sha256, quiet, stream, shards) -> VerifyReport:
+    """:func:`verify_table` of a ``.c4z`` (path or URI): the stream of its blocks, decoded,
+    and its header's hashes (those of the original file) against the computed ones; the
+    build directory beside it, if any, as for the ``.dat`` it was made from."""
+    from c4table.c4z.reader import open_c4z
+    from c4table.io.storage import is_url
+    s = str(path)
+    with open_c4z(s) as z:
+        b = z.board
+        if board is not None and Board.parse(board) != b:
+            raise TableError(f"{s}: the table is for board {b}, not {Board.parse(board)}")
+        store = name = build = build_problem = None
+        if not s.startswith(("http://", "https://")):   # a web server has no build beside it
+            store, _ = _locate(s)
+            name = z.header["file"]
+            build, build_problem = _build_beside(store, name)
+        shown = _Remote(s) if is_url(s) else Path(s)
+        return _verify_stream(shown, b, store, name, z, build, build_problem, sha256, quiet,
+                              stream, shards)
+
+
+def _verify_stream(path, b: Board, store, name, z, build, build_problem, sha256, quiet, stream,
+                   shards) -> VerifyReport:
+    """The streaming checks of :func:`verify_table` over the ``.dat`` ``name`` of ``store``
+    (``z`` None) or the decoded blocks of the open ``.c4z`` ``z``, then the comparisons with
+    the checked ``build`` beside it, the known tables and ``sha256``."""
+    from c4table.c4z.reader import RawStream
+    from c4table.game.root import root_of
+    rep = VerifyReport(path, b)
+    origin = root_of(b, name, build.data if build is not None else None) if name else None
+    first_key = origin.key if origin is not None else 0
+    E, K = b.entry_size, b.key_bytes
+    size = z.header["raw_bytes"] if z is not None else store.size(name)
+    rep.bytes = size
+    if size == 0:
+        rep.problems.append("empty file")
+    if size % E:
+        rep.problems.append(f"size {size:,} is not a multiple of the {E}-byte entry (truncated?)")
+    rep.entries = size // E
+    stream = stream or sys.stderr
+    hashes = Hashes()
+    prev = -1
+    limit = b.key_limit
+    seen = 0
+    meter = Meter("verify", size, "bytes", quiet, stream)
+    first_problem = {"order": None, "range": None, "outcome": None}
+    with RawStream(z) if z is not None else store.open_input_stream(name) as f:
+        while True:
+            chunk = f.read(CHUNK_ENTRIES * E)
+            if not chunk:
+                break
+            hashes.update(chunk)
+            n = len(chunk) // E
+            if n:
+                rows = np.frombuffer(chunk, np.uint8, count=n * E).reshape(n, E)
+                keys = keys_of_rows(rows, K)
+                outs = rows[:, K]
+                if seen == 0 and int(keys[0]) != first_key:
+                    what = f"the root {origin}'s key" if origin is not None else "the empty board"
+                    rep.problems.append(f"first key is {int(keys[0])}, not {first_key} ({what})")
+                if first_problem["order"] is None:
+                    bad = np.flatnonzero(keys[1:] <= keys[:-1])
+                    if int(keys[0]) <= prev and seen:
+                        first_problem["order"] = seen
+                    elif bad.size:
+                        first_problem["order"] = seen + int(bad[0]) + 1
+                if first_problem["range"] is None and int(keys.max()) >= limit:
+                    first_problem["range"] = seen + int(np.flatnonzero(keys >= np.uint64(limit))[0])
+                if first_problem["outcome"] is None:
+                    badout = np.flatnonzero(((outs & 0xC0) == 0xC0) | ((outs & 0x3F) > b.cells))
+                    if badout.size:
+                        first_problem["outcome"] = seen + int(badout[0])
+                prev = int(keys[-1])
+                seen += n
+            meter.update(seen * E)
+    if first_problem["order"] is not None:
+        rep.problems.append(f"entry {first_problem['order']:,}: key not greater than the previous one "
+                            "(unsorted or duplicate)")
+    if first_problem["range"] is not None:
+        rep.problems.append(f"entry {first_problem['range']:,}: key out of range for board {b}")
+    if first_problem["outcome"] is not None:
+        rep.problems.append(f"entry {first_problem['outcome']:,}: invalid outcome byte")
+    digests = hashes.result()
+    rep.sha256, rep.md5 = digests["sha256"], digests["md5"]
+    if z is not None:
+        diffs = [f"{k} {digests[k]} != {z.header[k]}" for k in ("sha256", "md5")
+                 if z.header[k] != digests[k]]
+        if diffs:
+            rep.problems.append("the .c4z header records other hashes: " + ", ".join(diffs))
+    if build_problem:
+        rep.problems.append(build_problem)
+    mine = build if build is not None and build.describes(name) else None
+    _compare(rep, mine, b, sha256, rooted=origin is not None)
+    if shards and mine is not None:
+        rep.problems.extend(mine.shard_problems())
+    return rep
+
+
+class _Remote(str):
+    """A table's URI, with the ``name`` a report shows."""
+
+    @property
+    def name(self) -> str:
+        return self.rpartition("/")[2]
+
+
+def _locate(path):
+    """The storage of a table's directory and the table's file name (path or URI)."""
+    from c4table.io.storage import is_url, open_storage
+    s = str(path)
+    if is_url(s):
+        d, _, name = s.rstrip("/").rpartition("/")
+        return open_storage(d), name
+    p = Path(path).absolute()
+    return open_storage(p.parent), p.name
+
+
+def _compare(rep: VerifyReport, build, b: Board, sha256: str | None, rooted: bool = False) -> None:
+    """Compare the report with the given hash, the checked manifest ``build`` of the file (or
+    ``None``) and the known tables (not for a rooted table: they are full ones), by board and
+    by size and hash (a renamed known table is named)."""
+    def check(label: str, ref: dict) -> None:
+        diffs = []
+        for fld, mine in (("entries", rep.entries), ("bytes", rep.bytes), ("sha256", rep.sha256),
+                          ("md5", rep.md5)):
+            if fld in ref and ref[fld] != mine:
+                diffs.append(f"{fld} {mine} != {ref[fld]}")
+        if diffs:
+            rep.problems.append(f"{label}: " + ", ".join(diffs))
+        else:
+            rep.matched.append(f"sha256 matches {label}")
+
+    if sha256:
+        check("the given --sha256", {"sha256": sha256.strip().lower()})
+    plies = None
+    if build is not None and build.table is not None:
+        check("manifest.json", build.table)
+        plies = build.plies
+    ref = known_tables().get(b.name) if not rooted else None
+    if ref:
+        check(f"known table {b.name} ({provenance(ref)})", ref)
+        if plies is not None and "plies" in ref:
+            _compare_plies(rep, build.path, plies, ref)
+    from c4table.table.check import known_of_size
+    for other in known_of_size(rep.bytes, rep.sha256):
+        if other != b.name:
+            rep.problems.append(f"this file is known table {other} (size and sha256 match), read "
+                                f"as board {b.name}: renamed? give --board {other}")
+
+
+def _compare_plies(rep: VerifyReport, manifest: str, plies: list, ref: dict) -> None:
+    """Per-ply counts of the manifest against those recorded for the known table."""
+    fields = ref["ply_fields"]
+    if len(plies) != len(ref["plies"]):
+        rep.problems.append(f"{manifest}: {len(plies)} plies, the known table has {len(ref['plies'])}")
+        return
+    for rec, known in zip(plies, ref["plies"]):
+        for fld, value in zip(fields, known):
+            if rec.get(fld) != value:
+                rep.problems.append(f"{manifest}: ply {rec.get('ply')} {fld} {rec.get(fld)} != "
+                                    f"known {value}")
+                return
+    rep.matched.append("per-ply counts match the known table")

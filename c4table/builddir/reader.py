@@ -1,0 +1,162 @@
+"""Reading build directories: the one reader of ``manifest.json`` and the shards it lists, for
+every command that is not the build itself (``export``, ``stats``, ``verify``, ``crosscheck``
+and the table reader). The build writes them through :mod:`c4table.builddir.manifest`; this
+module reads them back through the same code and trusts nothing it has not checked:
+
+* a manifest is parsed by :meth:`Manifest.load <c4table.builddir.manifest.Manifest.load>`, which
+  refuses one that is not JSON, not an object (``[]``), not in the manifest format, has no
+  xxh64 checksum or fails it, or has a broken layout;
+* a shard is read by :func:`~c4table.builddir.shards.read_shard`, which checks its xxh64 (and
+  row count) against the manifest before any of its rows is used.
+
+Every refusal is a :class:`~c4table.errors.CorruptDataError` (or :class:`BuildError` for a
+directory with no manifest) whose one-line message names the file, so the CLI exits 1 and
+never prints output computed from damaged data.
+
+>>> bd = BuildDir.load("tables/5x4")
+>>> bd.board, bd.table["file"], len(bd.plies)
+(Board(width=5, height=4, k=4), 'connect4_5x4.dat', 21)
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Iterator
+
+import numpy as np
+
+from c4table.game.board import Board
+from c4table.errors import BuildError
+from c4table.builddir.manifest import MANIFEST, Manifest
+from c4table.builddir.shards import ShardInfo, read_shard, stored_xxh64
+from c4table.io.storage import Storage, is_url, open_storage
+
+
+class BuildDir:
+    """A build directory whose manifest has been loaded and checked (see module docstring)."""
+
+    def __init__(self, manifest: Manifest, name: str = MANIFEST):
+        self.manifest = manifest
+        self.store: Storage = manifest.store
+        self.name = name
+
+    # ------------------------------------------------------------ opening
+    @classmethod
+    def load(cls, path: str | os.PathLike | Storage) -> "BuildDir":
+        """The build directory ``path`` (a directory, a URI, a :class:`Storage`, or the manifest
+        file itself). :class:`BuildError` if there is no manifest, :class:`CorruptDataError` if
+        it is damaged."""
+        if isinstance(path, Storage):
+            return cls(Manifest.load(path, require_checksum=True))
+        s = str(path)
+        if not is_url(s):
+            p = Path(path)
+            if p.is_file():
+                return cls(Manifest.load(p.parent, p.name, require_checksum=True), p.name)
+            if not p.exists() and p.suffix:
+                raise BuildError(f"{p}: no such manifest")
+        return cls(Manifest.load(s, require_checksum=True))
+
+    @classmethod
+    def beside(cls, table: str | os.PathLike, store: Storage | None = None) -> "BuildDir | None":
+        """The build directory holding the table file ``table`` (a local path, or a name in
+        ``store``), or ``None`` if there is no ``manifest.json`` beside it. A manifest that is
+        there but damaged is refused (it may be this table's)."""
+        if store is None:
+            store = open_storage(Path(table).absolute().parent)
+        if not store.exists(MANIFEST):
+            return None
+        return cls(Manifest.load(store, require_checksum=True))
+
+    # ------------------------------------------------------------ queries
+    @property
+    def path(self) -> str:
+        """The manifest file, as messages name it."""
+        return self.store.display(self.name)
+
+    @property
+    def data(self) -> dict:
+        return self.manifest.data
+
+    @property
+    def board(self) -> Board:
+        return self.manifest.board
+
+    @property
+    def plies(self) -> list[dict]:
+        """Per-ply records (see :mod:`c4table.builddir.manifest`)."""
+        return self.data["plies"]
+
+    @property
+    def table(self) -> dict | None:
+        """The finished table's record (file, entries, bytes, sha256, md5), or ``None``."""
+        return self.manifest.table
+
+    def describes(self, table_name: str) -> bool:
+        """Whether this build is the one of the table file called ``table_name``: its table
+        record names that file, or its board's default file name is that name."""
+        t = self.table
+        return (t is not None and t.get("file") == table_name) or \
+            self.board.table_filename == table_name
+
+    def table_path(self) -> Path | None:
+        """The local table file of a finished build, if it is there."""
+        if self.table is None or not self.store.local:
+            return None
+        p = Path(self.store.root) / self.table["file"]
+        return p if p.is_file() else None
+
+    def backward_shards(self, ply: int) -> list[ShardInfo] | None:
+        """The shards of the finished backward step of ``ply``, or ``None``."""
+        return self.manifest.shards("backward", ply)
+
+    def key_bounds(self) -> tuple[int, int] | None:
+        """Smallest and largest key of the whole table as the backward shards record them, when
+        every ply's backward step is recorded (else ``None``)."""
+        steps = self.data["steps"]["backward"]
+        if len(steps) != self.board.cells + 1:
+            return None
+        infos = [ShardInfo.from_json(s) for step in steps.values() for s in step["shards"]]
+        firsts = [i.first for i in infos if i.rows]
+        lasts = [i.last for i in infos if i.rows]
+        return (min(firsts), max(lasts)) if firsts else None
+
+    # ------------------------------------------------------------ shards
+    def has_backward_files(self, ply: int) -> bool:
+        """Whether the finished backward step of ``ply`` still has all its shard files."""
+        infos = self.backward_shards(ply)
+        return infos is not None and all(self.store.exists(i.file) for i in infos)
+
+    def read_backward(self, ply: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """``(keys uint64, outcome bytes uint8)`` of each backward shard of ``ply``, in key
+        order; each shard's xxh64 and row count are checked before it is yielded."""
+        for info in self.backward_shards(ply) or []:
+            keys, outs = read_shard(self.store, info, with_outcome=True)
+            yield keys, np.asarray(outs, np.uint8)
+
+    def shard_problems(self, limit: int = 10, steps=None) -> list[str]:
+        """Shards listed in the manifest that are missing or whose xxh64 differs (at most
+        ``limit``); none for a build cleaned with ``--clean`` (no ``work/`` left). ``steps``:
+        only these ``(stage, ply)`` steps (default: every finished step)."""
+        store = self.store
+        has_work = (Path(store.root) / "work").exists() if store.local else bool(store.list_files("work"))
+        if not has_work:
+            return []
+        if steps is None:
+            steps = [(stage, int(ply)) for stage in ("forward", "backward")
+                     for ply in sorted(self.data["steps"][stage], key=int)]
+        out = []
+        for stage, ply in steps:
+            for info in self.manifest.shards(stage, ply) or []:
+                f = store.display(info.file)
+                if not store.exists(info.file):
+                    out.append(f"{f}: shard listed in the manifest is missing")
+                else:
+                    digest = stored_xxh64(store, info.file)
+                    if digest != info.xxh64:
+                        out.append(f"{f}: checksum {digest} does not match manifest "
+                                   f"{info.xxh64} (damaged shard)")
+                if len(out) >= limit:
+                    return out
+        return out
+        return out

@@ -1,0 +1,259 @@
+"""The block codec of a ``.c4z``: a block of table entries to and from its two zstd frames (key
+stream and outcome symbols), the trained dictionaries, and the zstd contexts."""
+from __future__ import annotations
+
+import os
+import struct
+import threading
+
+import numpy as np
+import xxhash
+import zstandard
+
+from c4table.game.board import Board
+from c4table.c4z.codec import BlockCodec, _decode, _rows
+from c4table.errors import (TableError)
+from c4table.table.source import keys_of_rows
+from c4table.c4z.format import DEFAULT_LEVEL, DICT_SAMPLES, KEY_DICT_BYTES, KEY_DICT_SHARE, PART_SHARE, SYM_DICT_BYTES, SYM_DICT_SHARE
+
+
+def encode_block(raw, board: Board, level: int = DEFAULT_LEVEL,
+                 part_entries: int | None = None, key_dict: bytes | None = None,
+                 sym_dict: bytes | None = None) -> tuple[int, bytes]:
+    """``(first key, block bytes)`` of raw table bytes (whole entries, keys strictly
+    increasing), in parts of ``part_entries`` entries (the last one fewer): a head (the
+    number ``p`` of parts, u16; the lengths of the key frame and of the symbol frame, u32;
+    the end of every part but the last in the decoded key stream, u32; the first key of
+    every part but the first, u64), then the key frame and the symbol frame. Each frame is
+    one zstd frame (with ``key_dict`` / ``sym_dict``) whose zstd blocks end where the parts
+    end (:func:`zstd_frame`): the frame keeps its whole history, and a probe of a key of
+    part 0 decodes the frames only up to the end of part 0.
+
+    >>> first, block = encode_block(bytes([0, 0, 0, 16, 0, 0, 1, 0x4f]), Board.parse("4x4"), part_entries=1)
+    >>> first, decode_block_bytes(block, Board.parse("4x4"), 2, first, part_entries=1)[1].tolist()
+    (0, [16, 79])
+    """
+    E = board.entry_size
+    K = E - 1
+    rows = np.frombuffer(raw, np.uint8).reshape(-1, E)
+    keys = keys_of_rows(rows, K)
+    if keys.shape[0] > 1 and not (keys[1:] > keys[:-1]).all():
+        raise TableError("keys are not strictly increasing (not a sorted table)")
+    outs = np.ascontiguousarray(rows[:, K])
+    n = keys.shape[0]
+    part_entries = part_entries or default_part_entries(n)
+    codec = _codec(board)
+    kvs, sys_, firsts = [], [], []
+    for o in range(0, n, part_entries):
+        kv, sy = codec.encode(keys[o: o + part_entries], outs[o: o + part_entries])
+        kvs.append(kv)
+        sys_.append(sy)
+        if o:
+            firsts.append(int(keys[o]))
+    ends = np.cumsum([len(k) for k in kvs]).tolist()
+    kf = zstd_frame(_cctx(level, key_dict), kvs)
+    sf = zstd_frame(_cctx(level, sym_dict), sys_)
+    p = len(kvs)
+    head = struct.pack(f"<HII{p - 1}I{p - 1}Q", p, len(kf), len(sf), *ends[:-1], *firsts)
+    return int(keys[0]), head + kf + sf
+
+
+def zstd_frame(cctx, pieces: list[bytes]) -> bytes:
+    """One zstd frame of the concatenated ``pieces`` (content size and checksum written)
+    whose zstd blocks end where each piece ends (a block flush: the frame keeps its match
+    history across it, so a cut costs little; a streaming decoder that stops after a piece
+    has decoded only the blocks up to it).
+
+    >>> import zstandard
+    >>> f = zstd_frame(zstandard.ZstdCompressor(), [b"abc" * 500, b"xyz" * 300])
+    >>> zstandard.ZstdDecompressor().stream_reader(f).read(1500) == b"abc" * 500
+    True
+    """
+    if len(pieces) == 1:
+        return cctx.compress(pieces[0])
+    o = cctx.compressobj(size=sum(len(x) for x in pieces))
+    out = []
+    for i, x in enumerate(pieces):
+        out.append(o.compress(x))
+        out.append(o.flush(zstandard.COMPRESSOBJ_FLUSH_BLOCK if i + 1 < len(pieces)
+                           else zstandard.COMPRESSOBJ_FLUSH_FINISH))
+    return b"".join(out)
+
+
+def default_part_entries(block_entries: int) -> int:
+    """Entries of a block's parts by default: 9/16 of the block (36,864 of 65,536), so that
+    most single probes (9/16 of them) decode the first part only.
+
+    >>> default_part_entries(65536)
+    36864
+    """
+    return max(1, block_entries * PART_SHARE[0] // PART_SHARE[1])
+
+
+def split_block(block: bytes) -> tuple[bytes, bytes, list[int], list[int]]:
+    """The key frame, the symbol frame, the ends of the parts in the key stream (but the
+    last) and the first keys of the parts (but the first) of a block; ValueError if the
+    lengths do not fit."""
+    if len(block) < 10:
+        raise ValueError("shorter than its header")
+    p, kl, sl = struct.unpack_from("<HII", block)
+    hl = 10 + 12 * (p - 1)
+    if p < 1 or len(block) < hl or hl + kl + sl != len(block):
+        raise ValueError("frame lengths do not fit the block")
+    ends = list(struct.unpack_from(f"<{p - 1}I", block, 10))
+    firsts = list(struct.unpack_from(f"<{p - 1}Q", block, 10 + 4 * (p - 1)))
+    return block[hl: hl + kl], block[hl + kl:], ends, firsts
+
+
+def decode_block_bytes(block: bytes, board: Board, n: int, first: int,
+                       key_dict: bytes | None = None, sym_dict: bytes | None = None,
+                       part_entries: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Keys (uint64) and outcome bytes of a block of ``n`` entries; ValueError or ZstdError
+    if it does not decode to exactly that."""
+    kf, sf, ends, firsts = split_block(block)
+    part_entries = part_entries or default_part_entries(n)
+    p = len(ends) + 1
+    if p != -(-n // part_entries):
+        raise ValueError(f"{p} parts for {n} entries")
+    kv = np.frombuffer(_dctx(key_dict).decompress(kf), np.uint8)
+    sy = np.frombuffer(_dctx(sym_dict).decompress(sf), np.uint8)
+    if sy.shape[0] != n or not all(0 <= a <= b for a, b in zip([0] + ends, ends + [kv.shape[0]])):
+        raise ValueError("the streams do not fit the parts")
+    codec = _codec(board)
+    keys = np.empty(n, np.uint64)
+    outs = np.empty(n, np.int64)
+    bounds = [0] + ends + [kv.shape[0]]
+    for q in range(p):
+        lo, hi = q * part_entries, min(n, (q + 1) * part_entries)
+        if _decode(kv[bounds[q]: bounds[q + 1]], sy[lo:hi], np.uint64(firsts[q - 1] if q else first),
+                   hi - lo, codec.base, codec.width, codec.heights, codec.inv,
+                   keys[lo:hi], outs[lo:hi]) < 0:
+            raise ValueError(f"the streams of part {q} do not hold {hi - lo} entries")
+        if q and not keys[lo - 1] < keys[lo]:
+            raise ValueError(f"part {q} starts before part {q - 1} ends")
+    return keys, outs.astype(np.uint8)
+
+
+_codecs: dict = {}
+
+
+def _codec(board: Board) -> BlockCodec:
+    c = _codecs.get(board)
+    if c is None:
+        c = _codecs[board] = BlockCodec(board)
+    return c
+
+
+def rows_of(keys: np.ndarray, outs: np.ndarray, entry_size: int) -> memoryview:
+    """Raw table bytes (big-endian key, outcome byte) of keys and outcome bytes, as a buffer.
+
+    >>> bytes(rows_of(np.array([0, 258], np.uint64), np.array([20, 147], np.uint8), 3))
+    b'\\x00\\x00\\x14\\x01\\x02\\x93'
+    """
+    rows = np.empty(keys.shape[0] * entry_size, np.uint8)
+    _rows(np.ascontiguousarray(keys, np.uint64), np.ascontiguousarray(outs, np.uint8),
+          entry_size - 1, rows)
+    return memoryview(rows)
+
+
+_local = threading.local()
+
+
+def _cctx(level: int, zdict: bytes | None = None):
+    """This thread's zstd compressor for ``level`` and dictionary ``zdict``."""
+    cache = getattr(_local, "cctx", None)
+    if cache is None:
+        cache = _local.cctx = {}
+    key = (level, zdict)
+    c = cache.get(key)
+    if c is None:
+        if len(cache) > 8:
+            cache.clear()
+        d = zstandard.ZstdCompressionDict(zdict) if zdict else None
+        c = cache[key] = zstandard.ZstdCompressor(level=level, write_checksum=True, dict_data=d)
+    return c
+
+
+def train_dicts(src, board: Board, block_entries: int, samples: int | None = None,
+                key_size: int | None = None, sym_size: int | None = None,
+                ) -> tuple[bytes | None, bytes | None]:
+    """zstd dictionaries ``(keys, symbols)`` for the key frames and the symbol frames of the
+    table file ``src``, trained on the streams of ``samples`` blocks spread evenly over it
+    (deterministic: same input, same dictionaries). The key dictionary is at most
+    ``key_size`` bytes and 1/500 of the table file, the symbol one at most ``sym_size`` and
+    1/5000 (it gains less: about 1.4% of the symbol frames on 5x5); None where that is under
+    8 KiB or the table has fewer than 16 whole blocks, where a dictionary would cost more
+    than it saves. ``key_size`` or ``sym_size`` 0: no such dictionary."""
+    E = board.entry_size
+    raw_bytes = os.path.getsize(src)
+    nblocks = raw_bytes // E // block_entries   # whole blocks only
+    samples = DICT_SAMPLES if samples is None else samples
+    sizes = (min(KEY_DICT_BYTES if key_size is None else key_size, raw_bytes // KEY_DICT_SHARE),
+             min(SYM_DICT_BYTES if sym_size is None else sym_size, raw_bytes // SYM_DICT_SHARE))
+    if nblocks < 16 or max(sizes) < 8192:
+        return None, None
+    codec = _codec(board)
+    data: tuple[list, list] = ([], [])
+    with open(src, "rb") as f:
+        for b in np.linspace(0, nblocks - 1, min(samples, nblocks)).astype(np.int64):
+            raw = os.pread(f.fileno(), block_entries * E, int(b) * block_entries * E)
+            rows = np.frombuffer(raw, np.uint8).reshape(-1, E)
+            keys = keys_of_rows(rows, E - 1)
+            for part, stream in zip(data, codec.encode(keys, rows[:, E - 1].copy())):
+                part.append(stream)
+    out = []
+    for size, part in zip(sizes, data):
+        try:
+            out.append(zstandard.train_dictionary(size, part, k=2048, d=8, level=DEFAULT_LEVEL,
+                                                  threads=1).as_bytes() if size >= 8192 else None)
+        except zstandard.ZstdError:
+            out.append(None)
+    return out[0], out[1]
+
+
+def train_key_dict(src, board: Board, block_entries: int, samples: int | None = None,
+                   size: int | None = None) -> bytes | None:
+    """The key dictionary of :func:`train_dicts` alone."""
+    return train_dicts(src, board, block_entries, samples, size, 0)[0]
+
+
+def _compress_block(raw, board: Board, level: int, key_dict, part_entries: int, sym_dict
+                    ) -> tuple[int, bytes, int]:
+    """Worker: ``(first key, compressed block, xxh64 of it)``."""
+    first, comp = encode_block(raw, board, level, part_entries, key_dict, sym_dict)
+    return first, comp, xxhash.xxh64_intdigest(comp)
+
+
+_tuned = False
+
+
+def tune_malloc() -> None:
+    """Keep freed buffers mapped (glibc): otherwise every decoded block's fresh arrays
+    page-fault their memory again, which made a 65,536-entry block decode 4-8x slower here
+    (CPU time 0.9 ms instead of 0.11 ms). Sets glibc's mmap threshold to 64 MiB and its trim
+    threshold to 256 MiB, once per process, for processes that read .c4z files."""
+    global _tuned
+    if _tuned:
+        return
+    _tuned = True
+    try:
+        import ctypes
+        libc = ctypes.CDLL("libc.so.6")
+        libc.mallopt(-1, 256 << 20)    # M_TRIM_THRESHOLD
+        libc.mallopt(-3, 64 << 20)     # M_MMAP_THRESHOLD
+    except (OSError, AttributeError):  # not glibc: nothing to tune
+        pass
+
+
+def _dctx(zdict: bytes | None = None):
+    """This thread's zstd decompressor (for dictionary ``zdict``)."""
+    cache = getattr(_local, "dctx", None)
+    if cache is None:
+        cache = _local.dctx = {}
+    d = cache.get(zdict)
+    if d is None:
+        if len(cache) > 8:
+            cache.clear()
+        zd = zstandard.ZstdCompressionDict(zdict) if zdict else None
+        d = cache[zdict] = zstandard.ZstdDecompressor(dict_data=zd)
+    return d

@@ -1,0 +1,296 @@
+"""Writing and unwriting ``.c4z`` files: :func:`compress_table` (resumable, in parallel
+threads) and :func:`decompress_table` (the original bytes back, resumable)."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import xxhash
+import zstandard
+
+from c4table.progress import Meter
+from c4table.game.board import Board
+from c4table.errors import (CorruptDataError, MissingTableError,
+                            TableError)
+from c4table.units import format_seconds, format_size
+from c4table.c4z.blocks import _compress_block, default_part_entries, train_dicts, tune_malloc
+from c4table.c4z.format import CHECKPOINT_SECONDS, DEFAULT_BLOCK_ENTRIES, DEFAULT_LEVEL, END_MAGIC, FORMAT_VERSION, IDX_RECORD, KEY_DICT_BYTES, MAGIC, PROGRESS_EVERY, SYM_DICT_BYTES, TRAILER, TRANSFORM, default_c4z_name
+from c4table.c4z.reader import open_c4z
+
+
+def _say(quiet: bool, stream, text: str) -> None:
+    if not quiet:
+        print(text, file=stream or sys.stderr, flush=True)
+
+
+def _fsync(f) -> None:
+    f.flush()
+    os.fsync(f.fileno())
+
+
+def compress_table(src: str | os.PathLike, out: str | os.PathLike | None = None, *,
+                   board: str | Board | None = None, level: int = DEFAULT_LEVEL,
+                   block_entries: int = DEFAULT_BLOCK_ENTRIES, threads: int | None = None,
+                   quiet: bool = False, stream=None, hashes: dict | None = None,
+                   root: str | None = None, part_entries: int | None = None,
+                   key_dict: bool = True, sym_dict: bool = True) -> Path:
+    """Compress the table file ``src`` into ``out`` (default: ``src`` with ``.c4z``), streaming,
+    on ``threads`` threads (default: all cores), resuming an interrupted run (module
+    docstring). ``hashes`` (``sha256``, ``md5`` from a manifest), when given, must equal the
+    hashes computed on the way. ``part_entries``: the entries of a block's first part (and
+    of every further part; default :func:`default_part_entries`), which a single probe
+    decodes alone when it holds the key;
+    ``key_dict=False`` / ``sym_dict=False`` skip the trained dictionaries. Returns ``out``.
+
+    >>> compress_table("tables/4x4/connect4_4x4.dat", "t44.c4z", quiet=True)
+    PosixPath('t44.c4z')
+    """
+    from c4table.table.source import board_of_table
+    from c4table.io.hashes import Hashes
+    src = Path(src)
+    if not src.is_file():
+        raise MissingTableError(f"{src}: no such table file")
+    out = Path(out) if out is not None else default_c4z_name(src)
+    if out.resolve() == src.resolve():
+        raise TableError(f"{out}: the output would overwrite the input")
+    b = board_of_table(src, board)
+    E = b.entry_size
+    size = src.stat().st_size
+    if size == 0 or size % E:
+        raise TableError(f"{src}: size {size:,} is not a positive multiple of the {E}-byte entry of "
+                         f"board {b} (truncated or wrong board?)")
+    if not 1 <= level <= 22:
+        raise ValueError("zstd level must be 1..22")
+    part_entries = part_entries or default_part_entries(block_entries)
+    if block_entries < 2 or part_entries < 1:
+        raise ValueError("block_entries must be at least 2, part_entries at least 1")
+    threads = threads or os.cpu_count() or 1
+    tune_malloc()
+    entries = size // E
+    nblocks = -(-entries // block_entries)
+    part, idxf, ckpt = (out.with_name(out.name + s) for s in (".part", ".part.idx", ".part.json"))
+    settings = {"src": str(src.resolve()), "bytes": size, "mtime_ns": src.stat().st_mtime_ns,
+                "level": level, "block_entries": block_entries, "board": b.name,
+                "part_entries": part_entries, "key_dict": key_dict,
+                "sym_dict": sym_dict, "version": FORMAT_VERSION}
+    done = 0
+    if ckpt.exists() and part.exists() and idxf.exists():
+        try:
+            state = json.loads(ckpt.read_text())
+            if state["settings"] == settings and part.stat().st_size >= state["part_bytes"] and \
+                    idxf.stat().st_size >= state["blocks"] * IDX_RECORD.size:
+                done = int(state["blocks"])
+                part_bytes = int(state["part_bytes"])
+        except (ValueError, KeyError, TypeError, OSError):
+            done = 0
+    h = Hashes()
+    stream = stream or sys.stderr
+    t0 = time.perf_counter()
+    chunk = block_entries * E
+    if done:   # the dictionary the first run trained, from the part file
+        kd_len = int(state.get("key_dict_bytes", 0))
+        sd_len = int(state.get("sym_dict_bytes", 0))
+        with open(part, "rb") as f:
+            f.seek(len(MAGIC))
+            key_dict = f.read(kd_len) or None
+            sym_dict = f.read(sd_len) or None
+    else:
+        key_dict, sym_dict = train_dicts(src, b, block_entries,
+                                         key_size=KEY_DICT_BYTES if key_dict else 0,
+                                         sym_size=SYM_DICT_BYTES if sym_dict else 0)
+    dicts_len = len(key_dict or b"") + len(sym_dict or b"")
+    with open(src, "rb") as fin:
+        if done:
+            _say(quiet, stream, f"[compress] resuming {out.name} at block {done:,} of {nblocks:,}; "
+                                f"re-hashing the first {format_size(done * chunk)} of the input")
+            for _ in range(done):
+                h.update(fin.read(chunk))
+            fpart = open(part, "r+b")
+            fpart.truncate(part_bytes)
+            fpart.seek(part_bytes)
+            fidx = open(idxf, "r+b")
+            fidx.truncate(done * IDX_RECORD.size)
+            fidx.seek(done * IDX_RECORD.size)
+        else:
+            fpart = open(part, "wb")
+            fpart.write(MAGIC)
+            fpart.write(key_dict or b"")
+            fpart.write(sym_dict or b"")
+            part_bytes = len(MAGIC) + dicts_len
+            fidx = open(idxf, "wb")
+        last_ckpt = time.perf_counter()
+        meter = Meter("compress", (nblocks - done) * chunk, "bytes", quiet, stream, PROGRESS_EVERY)
+        prev_last_key = -1
+        if done:   # the last key of the input before this point, for the order check
+            fin_pos = fin.tell()
+            prev = os.pread(fin.fileno(), E, fin_pos - E)
+            prev_last_key = int.from_bytes(prev[:E - 1], "big")
+        with fpart, fidx, ThreadPoolExecutor(threads) as pool:
+            pending: list = []
+            i = done
+
+            def drain_one():
+                nonlocal part_bytes, prev_last_key, i
+                fut, raw_first, last_key = pending.pop(0)
+                try:
+                    first, comp, x = fut.result()
+                except TableError as e:
+                    raise TableError(f"{src}: block {i}: {e}") from None
+                if first <= prev_last_key:
+                    raise TableError(f"{src}: keys not strictly increasing at block {i} "
+                                     "(not a sorted table)")
+                prev_last_key = last_key
+                fpart.write(comp)
+                part_bytes += len(comp)
+                fidx.write(IDX_RECORD.pack(first, part_bytes, x))
+                i += 1
+
+            for bi in range(done, nblocks):
+                raw = fin.read(chunk)
+                h.update(raw)
+                last_key = int.from_bytes(raw[-E:-1], "big")
+                pending.append((pool.submit(_compress_block, raw, b, level, key_dict, part_entries,
+                                            sym_dict),
+                                None, last_key))
+                while len(pending) > 2 * threads:
+                    drain_one()
+                now = time.perf_counter()
+                if now - last_ckpt >= CHECKPOINT_SECONDS:
+                    _checkpoint(fpart, fidx, ckpt, settings, i, part_bytes, len(key_dict or b""),
+                                len(sym_dict or b""))
+                    last_ckpt = now
+                meter.update((i - done) * chunk, now, block=f"{i:,} of {nblocks:,}",
+                             written=format_size(part_bytes))
+            while pending:
+                drain_one()
+            digests = h.result()
+            if hashes:
+                for k in ("sha256", "md5"):
+                    if hashes.get(k) and hashes[k] != digests[k]:
+                        raise CorruptDataError(f"{src}: {k} {digests[k]} differs from the "
+                                               f"expected {hashes[k]} (file changed while compressed?)")
+            _fsync(fidx)
+            fidx.seek(0)
+            rec = np.frombuffer(open(idxf, "rb").read(), "<u8").reshape(-1, 3)
+            if rec.shape[0] != nblocks:
+                raise TableError(f"{idxf}: {rec.shape[0]} index records for {nblocks} blocks")
+            index = np.concatenate([rec[:, 0], np.array([len(MAGIC) + dicts_len], "<u8"),
+                                    rec[:, 1], rec[:, 2]]).astype("<u8")
+            comp_index = zstandard.ZstdCompressor(level=9).compress(index.tobytes())
+            idx_off = part_bytes
+            header = {"format": "c4z", "version": FORMAT_VERSION, "board": b.name,
+                      "width": b.width, "height": b.height, "k": b.k, "entry_size": E,
+                      **({"grid": list(b.grid)} if b.grid is not None else {}),
+                      "key_bytes": b.key_bytes, "entries": entries, "raw_bytes": size,
+                      "sha256": digests["sha256"], "md5": digests["md5"], "file": src.name,
+                      "root": root, "block_entries": block_entries, "blocks": nblocks,
+                      "transform": TRANSFORM, "codec": "zstd", "level": level,
+                      "part_entries": part_entries,
+                      "key_dict": {"length": len(key_dict), "xxh64": xxhash.xxh64_intdigest(key_dict)}
+                      if key_dict else None,
+                      "sym_dict": {"length": len(sym_dict), "xxh64": xxhash.xxh64_intdigest(sym_dict)}
+                      if sym_dict else None,
+                      "index_xxh64": xxhash.xxh64_intdigest(comp_index)}
+            hdr = json.dumps(header, sort_keys=True).encode()
+            fpart.write(comp_index)
+            fpart.write(hdr)
+            fpart.write(TRAILER.pack(idx_off, len(comp_index), len(hdr),
+                                     xxhash.xxh64_intdigest(hdr), END_MAGIC))
+            _fsync(fpart)
+    os.replace(part, out)
+    from c4table.io.files import fsync_dir
+    fsync_dir(out.parent)
+    idxf.unlink(missing_ok=True)
+    ckpt.unlink(missing_ok=True)
+    secs = time.perf_counter() - t0
+    osize = out.stat().st_size
+    _say(quiet, stream, f"[compress] {out}: {format_size(osize)} ({100 * osize / size:.2f}% of "
+                        f"{format_size(size)}), {nblocks:,} blocks, {format_seconds(secs)}, "
+                        f"{size / max(secs, 1e-9) / 2**20:.0f} MiB/s")
+    return out
+
+
+def _checkpoint(fpart, fidx, ckpt: Path, settings: dict, blocks: int, part_bytes: int,
+                key_dict_bytes: int, sym_dict_bytes: int) -> None:
+    _fsync(fpart)
+    _fsync(fidx)
+    tmp = ckpt.with_name(ckpt.name + ".tmp")
+    tmp.write_text(json.dumps({"settings": settings, "blocks": blocks, "part_bytes": part_bytes,
+                               "key_dict_bytes": key_dict_bytes,
+                               "sym_dict_bytes": sym_dict_bytes}))
+    os.replace(tmp, ckpt)
+
+
+# ----------------------------------------------------------------------- decompress
+def decompress_table(src, out: str | os.PathLike | None = None, *, threads: int | None = None,
+                     quiet: bool = False, stream=None) -> Path:
+    """Write the original table of the ``.c4z`` ``src`` (path or URI) to ``out`` (default: the
+    name recorded in its header, in the current directory for a URI, beside ``src``
+    otherwise), checking its sha256 and md5 against the header; resumes an interrupted run.
+
+    >>> decompress_table("tables/5x4/connect4_5x4.c4z", "copy.dat", quiet=True).name
+    'copy.dat'
+    """
+    from c4table.io.hashes import Hashes
+    stream = stream or sys.stderr
+    threads = threads or os.cpu_count() or 1
+    with open_c4z(src) as z:
+        h = z.header
+        if out is None:
+            from c4table.io.storage import is_url
+            s = str(src)
+            out = Path(h["file"]) if is_url(s) else Path(s).with_name(h["file"])
+            if out.exists():
+                raise TableError(f"{out} already exists; give the output file (-o) to replace it")
+        out = Path(out)
+        part = out.with_name(out.name + ".part")
+        E, B = z.entry_size, z.block_entries
+        chunk = B * E
+        done = 0
+        hashes = Hashes()
+        t0 = time.perf_counter()
+        if part.exists() and z.blocks:
+            done = min(part.stat().st_size // chunk, z.blocks - 1)
+        if done:
+            _say(quiet, stream, f"[decompress] resuming {part.name} at block {done:,} of "
+                                f"{z.blocks:,}; re-hashing what is there")
+            with open(part, "rb") as f:
+                for _ in range(done):
+                    hashes.update(f.read(chunk))
+            f = open(part, "r+b")
+            f.truncate(done * chunk)
+            f.seek(done * chunk)
+        else:
+            f = open(part, "wb")
+        with f:
+            written = done * chunk
+            last_sync = time.perf_counter()
+            meter = Meter("decompress", (z.blocks - done) * chunk, "bytes", quiet, stream, PROGRESS_EVERY)
+            for i, raw in z.iter_blocks(done, threads=threads, raw=True):
+                hashes.update(raw)
+                f.write(raw)
+                written += len(raw)
+                now = time.perf_counter()
+                if now - last_sync >= CHECKPOINT_SECONDS:
+                    _fsync(f)   # what is on disk before this point survives a crash
+                    last_sync = now
+                meter.update((i + 1 - done) * chunk, now, block=f"{i + 1:,} of {z.blocks:,}",
+                             written=format_size(written))
+            _fsync(f)
+        d = hashes.result()
+        if d["bytes"] != h["raw_bytes"] or d["sha256"] != h["sha256"] or d["md5"] != h["md5"]:
+            part.unlink(missing_ok=True)
+            raise CorruptDataError(f"{src}: the decompressed table does not match the header "
+                                   f"(sha256 {d['sha256']} != {h['sha256']}); output removed")
+    os.replace(part, out)
+    from c4table.io.files import fsync_dir
+    fsync_dir(out.absolute().parent)
+    secs = time.perf_counter() - t0
+    _say(quiet, stream, f"[decompress] {out}: {d['bytes']:,} bytes, sha256 {d['sha256']} matches, "
+                        f"{format_seconds(secs)}, {d['bytes'] / max(secs, 1e-9) / 2**20:.0f} MiB/s")
+    return out

@@ -1,0 +1,147 @@
+"""Command-line commands for ``.c4z`` tables: ``compress`` and ``decompress`` (see
+:mod:`c4table.c4z`), and the ``--compress`` / ``--compress-only`` step of ``build`` and
+``merge``.
+
+Registered on the ``c4table`` group by :func:`c4table.cli.main._register_optional`; errors follow
+:mod:`c4table.cli.main` (one line on stderr, exit status 2 for bad input, 1 for bad data).
+
+>>> from click.testing import CliRunner
+>>> CliRunner().invoke(compress, ["-q", "tables/4x4/connect4_4x4.dat", "-o", "cli44.c4z"]).output
+'cli44.c4z  ... bytes (...% of 322,164)\\n'
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import click
+
+
+def _threads_option(f):
+    return click.option("--threads", type=click.IntRange(1, 1024), default=None,
+                        help="compression threads (default: all cores)")(f)
+
+
+@click.command()
+@click.argument("table_path", metavar="TABLE.dat", type=click.Path(dir_okay=False))
+@click.option("-o", "--out", "out", type=click.Path(dir_okay=False), default=None,
+              help="output file (default: TABLE.c4z beside the input)")
+@click.option("--board", default=None, help="board of the table if its name does not say")
+@click.option("--level", type=click.IntRange(1, 22), default=None,
+              help="zstd level (default 19: about 7 MB of raw table per CPU-second; the "
+                   "decoding speed does not depend on it)")
+@click.option("--block-entries", type=click.IntRange(2, 1 << 26), default=None,
+              help="entries per block (default 65,536): bigger blocks compress better and make "
+                   "single probes slower")
+@click.option("--archive", is_flag=True,
+              help="distribution profile: 16,777,216-entry blocks with one symbol frame each "
+                   "(about 2/3 of the default size; every reader still takes it, but a single "
+                   "probe decodes a whole block: tens of milliseconds instead of about a hundred "
+                   "microseconds)")
+@_threads_option
+@click.option("-q", "--quiet", is_flag=True, help="no progress lines")
+def compress(table_path, out, board, level, block_entries, archive, threads, quiet):
+    """Compress a table file into a .c4z (blocks of sorted entries, zstd) that every reader
+    (lookup, best, play, stats, export, verify, open_table) takes as it is. Streaming, on all
+    cores; an interrupted run resumes when rerun with the same arguments."""
+    from c4table import c4z
+    src = Path(table_path)
+    if not src.is_file():
+        from c4table.errors import MissingTableError
+        raise MissingTableError(f"{src}: no such table file")
+    extra = {}
+    if archive:
+        block_entries = block_entries or c4z.ARCHIVE_BLOCK_ENTRIES
+        extra["part_entries"] = block_entries      # one part: a probe decodes the frames anyway
+    path = c4z.compress_table(src, out, board=board, level=level or c4z.DEFAULT_LEVEL,
+                              block_entries=block_entries or c4z.DEFAULT_BLOCK_ENTRIES,
+                              threads=threads, quiet=quiet, hashes=_manifest_hashes(src),
+                              root=_manifest_root(src), **extra)
+    raw, size = src.stat().st_size, path.stat().st_size
+    click.echo(f"{path}  {size:,} bytes ({100 * size / raw:.2f}% of {raw:,})")
+
+
+@click.command()
+@click.argument("c4z_path", metavar="TABLE.c4z", type=click.Path(dir_okay=False))
+@click.option("-o", "--out", "out", type=click.Path(dir_okay=False), default=None,
+              help="output file (default: the original file name, beside the input)")
+@_threads_option
+@click.option("-q", "--quiet", is_flag=True, help="no progress lines")
+def decompress(c4z_path, out, threads, quiet):
+    """Write the original table of a .c4z (a path, s3:// or https:// URI) byte for byte,
+    checking its sha256 and md5 against the header. Resumes an interrupted run."""
+    from c4table.c4z.writer import decompress_table
+    path = decompress_table(c4z_path, out, threads=threads, quiet=quiet)
+    click.echo(f"{path}  {path.stat().st_size:,} bytes")
+
+
+def _manifest_hashes(src: Path) -> dict | None:
+    """The manifest's record of the table ``src`` (sha256, md5), if the manifest beside it
+    describes it: compressing then also checks the file against it."""
+    import json
+    m = src.parent / "manifest.json"
+    try:
+        rec = json.loads(m.read_text()).get("table") or {}
+    except (OSError, ValueError, AttributeError):
+        return None
+    return rec if rec.get("file") == src.name else None
+
+
+def _manifest_root(src: Path):
+    """The ``root`` (start position) the manifest beside ``src`` records for it, if any."""
+    import json
+    if _manifest_hashes(src) is None:
+        return None
+    try:
+        return json.loads((src.parent / "manifest.json").read_text()).get("root")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def compressed_build_done(store, table_name: str) -> bool:
+    """True if a local build directory holds a ``.c4z`` of its recorded table (same raw
+    sha256) and no raw table: a ``--compress-only`` build that is finished."""
+    import json
+    from c4table.c4z.format import default_c4z_name
+    from c4table.c4z.reader import open_c4z
+    from c4table.errors import TableError
+    if not store.local:
+        return False
+    root = store.root
+    dat = root / table_name
+    z = default_c4z_name(dat)
+    if dat.exists() or not z.exists() or not (root / "manifest.json").exists():
+        return False
+    try:
+        rec = json.loads((root / "manifest.json").read_text()).get("table") or {}
+        with open_c4z(z) as f:
+            return rec.get("sha256") == f.header["sha256"]
+    except (ValueError, OSError, TableError):
+        return False
+
+
+def compress_build(table, drop_raw: bool, quiet: bool) -> Path:
+    """After a local build's merge: write ``connect4_WxH.c4z`` beside the table (checked
+    against the manifest's hashes); ``drop_raw`` then deletes the raw table."""
+    from c4table.c4z.writer import compress_table
+    from c4table.errors import BuildError
+    table = Path(table)
+    if not table.exists():
+        raise BuildError(f"{table}: --compress needs a local build directory")
+    out = compress_table(table, quiet=quiet, hashes=_manifest_hashes(table),
+                         root=_manifest_root(table))
+    if drop_raw:
+        os.unlink(table)
+    return out
+
+
+def compress_options(f):
+    f = click.option("--compress-only", "compress_only", is_flag=True,
+                     help="like --compress, then delete the raw .dat (the manifest keeps its "
+                          "hashes; verify checks them on the .c4z)")(f)
+    f = click.option("--compress", "compress", is_flag=True,
+                     help="also write DIR/connect4_WxH.c4z (compressed, queryable)")(f)
+    return f
+
+
+COMMANDS = [compress, decompress]

@@ -1,0 +1,89 @@
+"""Every setting c4table reads from the environment, in one registry (:data:`SETTINGS`):
+name, default, meaning and parser of each ``C4TABLE_*`` variable. Code reads a setting through
+:func:`get` (``config.get("C4TABLE_RECYCLE")``), never through ``os.environ`` directly, so each
+variable is parsed one way and documented once (``docs/settings.md``, checked by
+``tests/test_settings.py``).
+
+Switches read one way: unset or empty is the default; ``0``, ``no``, ``off`` and ``false`` (any
+case) are off; any other value is on.
+
+>>> get("C4TABLE_SHUFFLE_MAX_READS", {"C4TABLE_SHUFFLE_MAX_READS": "2_000"})
+2000
+>>> get("C4TABLE_RECYCLE", {"C4TABLE_RECYCLE": "OFF"}), get("C4TABLE_RECYCLE", {})
+(False, True)
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+from c4table.errors import BuildError, C4Error
+
+OFF_WORDS = ("0", "no", "off", "false")
+
+
+def switch(value: str) -> bool:
+    """A switch's value: ``False`` for ``0``/``no``/``off``/``false`` (any case), else ``True``."""
+    return value.strip().lower() not in OFF_WORDS
+
+
+def positive_count(value: str) -> int:
+    """A positive whole number; ``_`` and ``,`` may group digits."""
+    try:
+        n = int(value.replace("_", "").replace(",", ""))
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise ValueError("give a positive number")
+    return n
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One environment variable: its ``name``, the ``default`` it takes when unset or empty
+    (already parsed), what it means, and the parser of a value that is set."""
+
+    name: str
+    default: Any
+    meaning: str
+    parse: Callable[[str], Any] = str
+    error: type[C4Error] = C4Error
+
+
+SETTINGS: dict[str, Setting] = {s.name: s for s in (
+    Setting("C4TABLE_TABLE", None, "The table the readers' commands open when no --table is given "
+            "(a .dat or .c4z path or URI, or a build directory)."),
+    Setting("C4TABLE_CACHE", None, "Where the block indexes of remote .c4z tables are cached "
+            "(default $XDG_CACHE_HOME/c4table, else ~/.cache/c4table)."),
+    Setting("C4TABLE_DIRECT_IO", True, "Switch: write the final table and read it back for "
+            "hashing with O_DIRECT where the file system allows it (off: through the page cache).",
+            switch),
+    Setting("C4TABLE_RECYCLE", True, "Switch: write new scratch files of a local build over spent "
+            "ones kept in work/recycle/ (off: unlink spent files, write new ones).", switch),
+    Setting("C4TABLE_MALLOC", "tuned", "'default' leaves glibc's malloc as it is; otherwise the "
+            "build keeps freed memory (trim and mmap thresholds) and uses one arena."),
+    Setting("C4TABLE_SHUFFLE_MAX_READS", 1_000_000, "Ranged reads a backward step may make before "
+            "its messages go through the two-level shuffle (a positive number).", positive_count,
+            BuildError),
+    Setting("C4TABLE_SKIP_DISK_CHECK", False, "Switch: skip the free-disk checks of a local build "
+            "(tests and file systems whose free space is not what statvfs says).", switch),
+    Setting("C4TABLE_TRACEBACK", False, "Switch: let an internal error show its Python traceback "
+            "instead of the one-line message.", switch),
+    Setting("C4TABLE_SERVE_CONFIG", None, "Set by `c4table serve` for its worker processes (JSON: "
+            "tables, cors, cache); not meant to be set by hand.", str),
+)}
+
+
+def get(name: str, environ: Mapping[str, str] | None = None) -> Any:
+    """The value of setting ``name`` from ``environ`` (default ``os.environ``): its default when
+    unset or empty, else the parsed value; a value that does not parse is the setting's error
+    class (one line naming the variable)."""
+    s = SETTINGS[name]
+    raw = (os.environ if environ is None else environ).get(name, "")
+    if raw == "":
+        return s.default
+    try:
+        return s.parse(raw)
+    except ValueError as e:
+        raise s.error(f"{name}={raw!r}: {e}") from None

@@ -1,0 +1,121 @@
+"""Progress lines on stderr for long stages: per generation the ply, entries, positions, rate,
+elapsed time and an ETA. One plain line per event, so logs of detached or cluster runs stay
+readable (no carriage-return animation); ``quiet`` turns it off.
+
+The ETA of the forward pass uses the published per-board totals (Böck's Table 1, shipped as
+``c4table/data/bock_table1.tsv``) when the board is listed there. An ETA extrapolates the rate
+so far, which means nothing at the start (a ply 0 of one position after the pool's start-up
+gave "5015h10m"): it is shown only once :data:`ETA_MIN_FRACTION` of the work is done and
+:data:`ETA_MIN_SECONDS` have passed, so a build of a few seconds shows none.
+
+>>> import io
+>>> out = io.StringIO()
+>>> Progress("forward", total=1_000_000, stream=out).step("ply 0", 1)
+>>> "ETA" in out.getvalue()
+False
+"""
+from __future__ import annotations
+
+import sys
+import time
+from functools import lru_cache
+from importlib import resources
+
+from c4table.units import format_count, format_seconds, format_size
+
+ETA_MIN_FRACTION = 0.05
+"""Share of the total work done before an ETA is shown."""
+ETA_MIN_SECONDS = 10.0
+"""Seconds elapsed before an ETA is shown."""
+
+
+@lru_cache(maxsize=None)
+def published_totals() -> dict[tuple[int, int], int]:
+    """(width, height) -> total positions with mirror images, from Böck's Table 1."""
+    text = resources.files("c4table").joinpath("data/bock_table1.tsv").read_text()
+    out = {}
+    for line in text.splitlines():
+        if line.startswith("#") or line.startswith("width"):
+            continue
+        w, h, n = line.split("\t")[:3]
+        out[int(w), int(h)] = int(n)
+    return out
+
+
+class Progress:
+    """Reports stage progress; ``total`` (units of work, e.g. positions) enables an ETA."""
+
+    def __init__(self, stage: str, quiet: bool = False, total: int | None = None, stream=None):
+        self.stage = stage
+        self.quiet = quiet
+        self.total = total
+        self.done = 0
+        self.start = time.perf_counter()
+        self.stream = stream or sys.stderr
+
+    def step(self, label: str, units: int, **fields) -> None:
+        """Record ``units`` more work done and print one line."""
+        self.done += units
+        if self.quiet:
+            return
+        elapsed = time.perf_counter() - self.start
+        rate = self.done / elapsed if elapsed > 0 else 0.0
+        parts = [f"[{self.stage}] {label}"]
+        parts += [f"{k} {format_count(v) if isinstance(v, int) else v}" for k, v in fields.items()]
+        parts.append(f"{rate / 1e6:.2f} M/s")
+        parts.append(f"elapsed {format_seconds(elapsed)}")
+        if self.eta_known(elapsed):
+            parts.append(f"ETA {format_seconds((self.total - self.done) / rate)}")
+        print("  ".join(parts), file=self.stream, flush=True)
+
+    def eta_known(self, elapsed: float) -> bool:
+        """Whether an ETA means something yet (see the module docstring)."""
+        return bool(self.total) and 0 < self.done <= self.total \
+            and self.done >= ETA_MIN_FRACTION * self.total and elapsed >= ETA_MIN_SECONDS
+
+    def note(self, text: str) -> None:
+        if not self.quiet:
+            print(f"[{self.stage}] {text}", file=self.stream, flush=True)
+
+
+class Meter:
+    """Progress of one long scan or copy (verify, stats, export, compress, decompress): call
+    :meth:`update` as often as you like with the work done so far; at most one line per
+    ``every`` seconds is printed, ``[stage] DONE / TOTAL (P%)  RATE  ETA T`` (the ETA under
+    the rules of :class:`Progress`). ``unit`` ``"bytes"`` shows sizes and MiB/s, else counts.
+
+    >>> import io
+    >>> out = io.StringIO()
+    >>> m = Meter("verify", total=4 << 20, unit="bytes", stream=out, every=0.0)
+    >>> m.update(1 << 20, now=m.start + 20.0)
+    >>> out.getvalue()
+    '[verify] 1.0 MiB / 4.0 MiB (25%)  0 MiB/s  ETA 1m00s\\n'
+    """
+
+    def __init__(self, stage: str, total: int, unit: str = "entries", quiet: bool = False,
+                 stream=None, every: float = 5.0):
+        self.stage, self.total, self.unit, self.quiet = stage, total, unit, quiet
+        self.stream = stream or sys.stderr
+        self.every = every
+        self.start = time.perf_counter()
+        self.last = self.start
+
+    def update(self, done: int, now: float | None = None, **fields) -> None:
+        """Record ``done`` units of work so far; print a line if ``every`` seconds passed."""
+        if self.quiet:
+            return
+        now = time.perf_counter() if now is None else now
+        if now - self.last < self.every:
+            return
+        self.last = now
+        elapsed = now - self.start
+        rate = done / elapsed if elapsed > 0 else 0.0
+        show = format_size if self.unit == "bytes" else format_count
+        parts = [f"[{self.stage}] {show(done)} / {show(self.total)}"
+                 + (f" ({100 * done / self.total:.0f}%)" if self.total else "")]
+        parts += [f"{k} {format_count(v) if isinstance(v, int) else v}" for k, v in fields.items()]
+        parts.append(f"{rate / 2**20:.0f} MiB/s" if self.unit == "bytes" else f"{rate / 1e6:.2f} M/s")
+        if self.total and 0 < done <= self.total and done >= ETA_MIN_FRACTION * self.total \
+                and elapsed >= ETA_MIN_SECONDS and rate > 0:
+            parts.append(f"ETA {format_seconds((self.total - done) / rate)}")
+        print("  ".join(parts), file=self.stream, flush=True)

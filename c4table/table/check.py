@@ -1,0 +1,92 @@
+"""Checks a table file must pass when it is opened, before any answer is given: they cost a
+``stat`` and two key reads, whatever the table's size.
+
+* **Size**: a whole number of entries, and exactly the size its reference records: the
+  ``manifest.json`` beside it when that describes the file, else the known table of its board
+  (``known_tables()`` of :mod:`c4table.analysis.verify`). A table truncated on an entry boundary, or a
+  table of another board under this board's name (a 4x5 table called ``connect4_5x4.dat``), is
+  refused here; the message names the known table of that size, if there is one.
+* **First and last keys**: the first key is 0 (the empty board; a rooted table's first key is
+  its root's), the last is below ``B**w``
+  and, when the build's backward shards are listed, equal to the largest key they hold.
+
+A table with no reference (a board with no known table, no manifest beside it) is checked for
+its structure only. Each refusal is one :class:`~c4table.errors.TableError` line.
+
+>>> from c4table.game.board import Board
+>>> check_size(Path("connect4_4x4.dat"), Board(4, 4), 322164 - 4, None)
+Traceback (most recent call last):
+...
+c4table.errors.TableError: connect4_4x4.dat: 322,160 bytes, but known table 4x4 has 322,164: truncated, or a table of another board
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from c4table.game.board import Board
+from c4table.errors import TableError
+
+
+def known_of_size(size: int, sha256: str | None = None) -> list[str]:
+    """Boards of the known tables that have ``size`` bytes (and ``sha256``, if given)."""
+    from c4table.table.known import known_tables
+    return [name for name, ref in known_tables().items()
+            if ref.get("bytes") == size and (sha256 is None or ref.get("sha256") == sha256)]
+
+
+def reference(name: str, board: Board, build, rooted: bool = False) -> tuple[str, dict] | None:
+    """``(label, record)`` of what the table file ``name`` of ``board`` should be: the table
+    record of ``build`` (a :class:`~c4table.builddir.BuildDir`) if it describes the file, else
+    the known table of the board (not for a rooted table: known tables are full ones), else
+    ``None``."""
+    from c4table.table.known import known_tables
+    if build is not None and build.table is not None and build.describes(name):
+        return f"its manifest {build.path}", build.table
+    ref = None if rooted else known_tables().get(board.name)
+    if ref is not None:
+        return f"known table {board.name}", ref
+    return None
+
+
+def _other_board(size: int, board: Board) -> str:
+    others = [b for b in known_of_size(size) if b != board.name]
+    if not others:
+        return ""
+    return f" (it has the size of known table {others[0]}: give --board {others[0]} if it is one)"
+
+
+def check_size(path: Path, board: Board, size: int, build=None, rooted: bool = False) -> None:
+    """Refuse a table file of ``size`` bytes that cannot be the table of ``board`` (see module
+    docstring); ``rooted``: the table of a subtree (:mod:`c4table.game.root`)."""
+    E = board.entry_size
+    if size == 0:
+        raise TableError(f"{path}: empty file")
+    if size % E:
+        raise TableError(f"{path}: size {size:,} is not a multiple of the {E}-byte entry of "
+                         f"board {board} (truncated or wrong board?){_other_board(size, board)}")
+    ref = reference(path.name, board, build, rooted)
+    if ref is not None:
+        label, rec = ref
+        want = rec.get("bytes")
+        if want is not None and want != size:
+            raise TableError(f"{path}: {size:,} bytes, but {label} has {want:,}: truncated, or a "
+                             f"table of another board{_other_board(size, board)}")
+
+
+def check_keys(path: Path, board: Board, first: int, last: int, build=None,
+               first_key: int = 0) -> None:
+    """Refuse a table whose first key is not ``first_key`` (0, the empty board, for a full
+    table; the root's key for a rooted one: every other key of its subtree is larger), whose
+    last key is out of range, or whose last key is not the last key of its build's shards."""
+    if first != first_key:
+        what = "the empty board" if first_key == 0 else "the root's key"
+        raise TableError(f"{path}: first key is {first}, not {first_key} ({what}): not a table "
+                         f"of board {board}{_other_board(path.stat().st_size, board)}")
+    if last >= board.key_limit:
+        raise TableError(f"{path}: last key {last} is out of range for board {board}"
+                         f"{_other_board(path.stat().st_size, board)}")
+    if build is not None and build.describes(path.name) and build.table is not None:
+        bounds = build.key_bounds()
+        if bounds is not None and bounds[1] != last:
+            raise TableError(f"{path}: last key {last}, but the build's shards ({build.path}) end "
+                             f"at {bounds[1]}: truncated or damaged table")
