@@ -316,15 +316,18 @@ def _batch(board: Board, schema, keys, outs, codes, ply, terminal, mirrored: boo
 
 def export_positions(table, out: str | os.PathLike, ply: int | None = None, *,
                      nonterminal: bool = False, mirror: bool = False, quiet_positions: bool = False,
-                     board: str | Board | None = None,
+                     board: str | Board | None = None, per_move: bool = False, planes: str | None = None,
                      chunk_entries: int = 1 << 18, source: str = "auto", quiet: bool = True,
                      stream: TextIO | None = None) -> ExportReport:
     """Write every position of ``ply`` (all plies when ``None``) of ``table`` (a
     :class:`~c4table.table.Table` or a path) to the parquet file ``out``; see the module
     docstring for the columns. ``nonterminal`` drops finished games, ``mirror`` adds mirror
     images, ``quiet_positions`` keeps only the quiet positions of :mod:`c4table.analysis.quiet` (nobody
-    has won, neither side can win with one move: John Tromp's 8-ply selection). Progress lines
-    go to ``stream`` (stderr) unless ``quiet``.
+    has won, neither side can win with one move: John Tromp's 8-ply selection). ``per_move``
+    adds the label columns of :mod:`c4table.analysis.label` (value, score, move_scores,
+    move_distance, legal_mask, best_mask), ``planes`` (``"pettingzoo"`` or ``"openspiel"``) also
+    ``obs`` (:mod:`c4table.analysis.dataset`). Progress lines go to ``stream`` (stderr) unless
+    ``quiet``.
 
     >>> export_positions("tables/5x4/connect4_5x4.dat", "p8.parquet", ply=8).rows
     10076
@@ -352,7 +355,14 @@ def export_positions(table, out: str | os.PathLike, ply: int | None = None, *,
                 "cells": "a1..: column letter from the left, row number from "
                 "the bottom; 0 empty, 1 A (first player), 2 B",
                 "outcome": "A, B or draw, reached in `distance` plies under optimal play"}
-        schema = _schema(b, mirror, meta)
+        schema = base = _schema(b, mirror, meta)
+        labeller = None
+        if per_move or planes:
+            from c4table.analysis.dataset import entry_labels, with_labels
+            from c4table.analysis.label import Labeller, label_fields
+            labeller = Labeller(t)
+            for f in label_fields(b, planes):
+                schema = schema.append(f)
         total = None
         bd = _build_beside(t)
         if bd is not None and ply is not None and len(bd.plies) > ply:
@@ -374,14 +384,19 @@ def export_positions(table, out: str | os.PathLike, ply: int | None = None, *,
                     keys, outs, codes, plies, term, sym = (keys[keep], outs[keep], codes[keep],
                                                           plies[keep], term[keep], sym[keep])
                 if keys.shape[0]:
-                    writer.write_table(_batch(b, schema, keys, outs, codes, plies, term,
-                                              False if mirror else None))
+                    lab = entry_labels(labeller, keys, outs, codes, plies, term, planes) if labeller else None
+                    batch = _batch(b, base, keys, outs, codes, plies, term, False if mirror else None)
+                    writer.write_table(with_labels(batch, lab, b, planes, False) if lab else batch)
                     rows += keys.shape[0]
                     if mirror:
                         asym = ~sym
                         if asym.any():
-                            writer.write_table(_batch(b, schema, keys[asym], outs[asym], codes[asym],
-                                                      plies[asym], term[asym], True))
+                            batch = _batch(b, base, keys[asym], outs[asym], codes[asym],
+                                           plies[asym], term[asym], True)
+                            if lab:
+                                batch = with_labels(batch, {k: v[asym] for k, v in lab.items()},
+                                                    b, planes, True)
+                            writer.write_table(batch)
                             rows += int(asym.sum())
                 if src == "table" or not total:   # a scan: progress through the file
                     meter.update(scanned[0] if src == "table" else entries, entries=entries, rows=rows)

@@ -220,7 +220,7 @@ class Labeller:
         self.args = (b.width, b.height, b.stride, b.k, b.cells, b.code_of[(0,) * b.height],
                      b.child_code, b.powers) if self.fast else None
 
-    def _lookup(self, keys: np.ndarray) -> np.ndarray:
+    def lookup(self, keys: np.ndarray) -> np.ndarray:
         """Outcome byte of each key (int64): -1 for ``NO_KEY``, -2 absent."""
         order = np.argsort(keys)
         sk = keys[order]
@@ -252,7 +252,7 @@ class Labeller:
         if self.fast and n:
             keys = np.empty(n * (w + 1), np.uint64)
             replay_rows(cols, offsets, *self.args, keys, plies, status)
-            found = self._lookup(keys).reshape(n, w + 1)
+            found = self.lookup(keys).reshape(n, w + 1)
         slow = np.flatnonzero((status == SLOW) | (found[:, 0] < 0))
         errors: list = [None] * n if slow.size else None
         slow_pos = {}
