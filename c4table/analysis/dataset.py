@@ -319,6 +319,8 @@ def export_hf(table, out_dir: str | os.PathLike, *, ply: int | None = None, test
                                                         {name: s.bytes for name, s in splits.items()}))
         return HFReport(out, rows, shards, entries, time.perf_counter() - t0)
     finally:
+        if "lab_" in locals():
+            lab_.close()
         if own:
             t.close()
 

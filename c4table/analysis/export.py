@@ -337,6 +337,7 @@ def export_positions(table, out: str | os.PathLike, ply: int | None = None, *,
     from c4table.open import open_table
     own = not isinstance(table, Table)
     t = open_table(table, board) if own else table
+    labeller = None
     try:
         b = t.board
         if mirror and b.grid is not None:
@@ -356,7 +357,6 @@ def export_positions(table, out: str | os.PathLike, ply: int | None = None, *,
                 "the bottom; 0 empty, 1 A (first player), 2 B",
                 "outcome": "A, B or draw, reached in `distance` plies under optimal play"}
         schema = base = _schema(b, mirror, meta)
-        labeller = None
         if per_move or planes:
             from c4table.analysis.dataset import entry_labels, with_labels
             from c4table.analysis.label import Labeller, label_fields
@@ -407,5 +407,7 @@ def export_positions(table, out: str | os.PathLike, ply: int | None = None, *,
         secs = time.perf_counter() - t0
         return ExportReport(out, rows, entries, secs, src)
     finally:
+        if labeller is not None:
+            labeller.close()
         if own:
             t.close()

@@ -220,6 +220,10 @@ class Labeller:
         self.args = (b.width, b.height, b.stride, b.k, b.cells, b.code_of[(0,) * b.height],
                      b.child_code, b.powers) if self.fast else None
 
+    def close(self) -> None:
+        """Let go of the view of the table's file (before the table is closed)."""
+        self.data = None
+
     def lookup(self, keys: np.ndarray) -> np.ndarray:
         """Outcome byte of each key (int64): -1 for ``NO_KEY``, -2 absent."""
         order = np.argsort(keys)
@@ -510,5 +514,7 @@ def label_file(table, source: str | Path, out: str | Path, column: str = "moves"
         os.replace(tmp, out)
         return LabelReport(out, rows, errors, time.perf_counter() - t0)
     finally:
+        if "lab_" in locals():
+            lab_.close()
         if own:
             t.close()
