@@ -59,7 +59,7 @@ from c4table.game.board import A, B, Board
 from c4table.errors import CorruptDataError, TableError
 
 if TYPE_CHECKING:
-    from c4table.builddir.reader import BuildDir
+    pass
 
 MOVE_CHARS = np.frombuffer(b"123456789abcdefghijklmnopqrstuvwxyz", np.uint8)
 OUTCOME_NAMES = {0x00: "draw", 0x40: "A", 0x80: "B"}
@@ -72,6 +72,11 @@ PROGRESS_EVERY = 2.0
 
 from c4table.analysis.decode import (bitboards, cells_of_codes, decode_entries, decode_keys,  # noqa: F401
                                      has_line, plies_of_codes)
+from c4table.builddir.reader import BuildDir
+from c4table.game.drawing import search_moves
+from c4table.table.source import Table
+from c4table.open import open_table
+from c4table.analysis.quiet import quiet_mask
 
 
 def _code_tables(board: Board) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -149,7 +154,6 @@ def _unplay(board: Board, codes: np.ndarray, p: int, retries: int = 20) -> np.nd
         ok[bad[ok2]] = True
     bad = np.flatnonzero(~ok)
     if bad.size:
-        from c4table.game.drawing import search_moves
         cells = cells_of_codes(board, codes[bad])
         hs = board.col_height[codes[bad]]
         for j, i in enumerate(bad):
@@ -176,7 +180,7 @@ def move_orders(board: Board, codes: np.ndarray, ply: np.ndarray | None = None) 
 
 def _move_strings(board: Board, codes: np.ndarray, ply: np.ndarray | None = None, mirror: bool = False):
     """Move strings as a pyarrow string array (built from buffers, no per-row Python)."""
-    import pyarrow as pa
+    import pyarrow as pa  # pyarrow loads in ~0.15 s: only writing needs it
     n = codes.shape[0]
     if ply is None:
         ply = plies_of_codes(board, codes)
@@ -287,7 +291,7 @@ class ExportReport:
 
 
 def _schema(board: Board, mirror: bool, meta: dict):
-    import pyarrow as pa
+    import pyarrow as pa  # pyarrow loads in ~0.15 s: only writing needs it
     fields = [pa.field(name, pa.uint8()) for name in cell_names(board)]
     fields += [pa.field("ply", pa.uint8()), pa.field("moves", pa.string()),
                pa.field("outcome", pa.string()), pa.field("distance", pa.uint8()),
@@ -298,7 +302,7 @@ def _schema(board: Board, mirror: bool, meta: dict):
 
 
 def _batch(board: Board, schema, keys, outs, codes, ply, terminal, mirrored: bool | None):
-    import pyarrow as pa
+    import pyarrow as pa  # pyarrow loads in ~0.15 s: only writing needs it
     cells = cells_of_codes(board, codes[:, ::-1] if mirrored else codes)
     arrays = [pa.array(np.ascontiguousarray(cells[:, c, r]), pa.uint8())
               for c in range(board.width) for r in range(board.height)]
@@ -332,9 +336,7 @@ def export_positions(table, out: str | os.PathLike, ply: int | None = None, *,
     >>> export_positions("tables/5x4/connect4_5x4.dat", "p8.parquet", ply=8).rows
     10076
     """
-    import pyarrow.parquet as pq
-    from c4table.table.source import Table
-    from c4table.open import open_table
+    import pyarrow.parquet as pq  # pyarrow loads in ~0.15 s: only writing needs it
     own = not isinstance(table, Table)
     t = open_table(table, board) if own else table
     labeller = None
@@ -379,7 +381,6 @@ def export_positions(table, out: str | os.PathLike, ply: int | None = None, *,
                 if nonterminal or quiet_positions:
                     keep = ~term
                     if quiet_positions:
-                        from c4table.analysis.quiet import quiet_mask
                         keep = quiet_mask(b, codes, plies)
                     keys, outs, codes, plies, term, sym = (keys[keep], outs[keep], codes[keep],
                                                           plies[keep], term[keep], sym[keep])

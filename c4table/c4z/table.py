@@ -9,6 +9,7 @@ import numpy as np
 
 from c4table.game.board import Board
 from c4table.errors import (ClosedTableError, TableError)
+from c4table.game.root import root_of
 from c4table.c4z.reader import C4zFile, open_c4z
 from c4table.table.source import ENTRY_DTYPE, Table
 
@@ -36,7 +37,6 @@ class C4zTable(Table):
         self._mm = None
         self._file = None
         self.build = None   # no build directory is read for a .c4z: its header says what it is
-        from c4table.game.root import root_of   # a rooted table: the root its header records
         h = self._z.header
         self.root = root_of(self.board, h.get("file", ""),
                             {"root": h["root"]} if isinstance(h.get("root"), dict) else None)

@@ -592,7 +592,7 @@ def app_from_env():
 def run(tables: list[str], host: str = "127.0.0.1", port: int = 8000, workers: int = 1,
         cors: str | None = None, cache_size: int = DEFAULT_CACHE, access_log: bool = False) -> None:
     """Serve ``tables`` with uvicorn until interrupted (``workers`` processes share the port)."""
-    import uvicorn
+    import uvicorn  # the [serve] extra
     load_tables(tables)   # fail early, with one line, on a bad table set
     cfg = {"tables": [str(Path(t).resolve()) for t in tables], "cors": cors, "cache": cache_size}
     os.environ[ENV_CONFIG] = json.dumps(cfg)
