@@ -4,8 +4,8 @@
 Per-move labels of an entry come from its column codes: each child's key is the digit
 arithmetic of :mod:`c4table.game.board` (one more chip in a column changes one base-``B`` digit
 of both readings), and all keys of a chunk are looked up at once
-(:meth:`c4table.analysis.label.Labeller.lookup`). The label columns are those of
-:mod:`c4table.analysis.label`.
+(:meth:`c4table.analysis.label.Labeller.lookup`); :func:`c4table.analysis.label.entry_labels`
+does both. The label columns are those of :mod:`c4table.analysis.label`.
 
 The Hugging Face layout (``datasets.load_dataset(DIR)`` reads it as it is)::
 
@@ -33,6 +33,11 @@ from pathlib import Path
 import numpy as np
 
 from c4table.errors import TableError
+from c4table.analysis.decode import decode_entries
+from c4table.analysis.export import _batch, _schema, iter_ply_entries
+from c4table.analysis.label import Labeller, decisive_mask, entry_labels, label_fields, with_labels
+from c4table.open import open_table
+from c4table.table.source import Table
 
 SPLIT_SALT = 0x5EED5A17C4AB1E00
 MASK64 = (1 << 64) - 1
@@ -60,68 +65,6 @@ def test_fraction_mask(keys: np.ndarray, fraction: float) -> np.ndarray:
         return np.zeros(keys.shape[0], np.bool_)
     h = splitmix64(np.asarray(keys, np.uint64) ^ np.uint64(SPLIT_SALT))
     return (h >> np.uint64(11)).astype(np.float64) / float(1 << 53) < fraction
-
-
-def child_keys(board, keys: np.ndarray, codes: np.ndarray, plies: np.ndarray,
-               terminal: np.ndarray) -> np.ndarray:
-    """``(n, w)`` keys of the children of each entry (canonical codes ``codes``, key ``keys``):
-    ``NO_KEY`` where the column cannot be played."""
-    from c4table.table.fastprobe import NO_KEY
-    w = board.width
-    powers = np.asarray(board.powers, np.uint64)
-    v1 = np.asarray(keys, np.uint64)
-    with np.errstate(over="ignore"):
-        v2 = (codes[:, ::-1].astype(np.uint64) * powers[None, :]).sum(axis=1, dtype=np.uint64)
-        mover = (plies % 2).astype(np.int64)
-        nc = board.child_code[codes, mover[:, None]]
-        ok = (nc >= 0) & ~terminal[:, None]
-        delta = np.where(ok, nc - codes, 0).astype(np.uint64)
-        c1 = v1[:, None] + delta * powers[None, :]
-        c2 = v2[:, None] + delta * powers[None, ::-1]
-    out = np.minimum(c1, c2)
-    out[~ok] = NO_KEY
-    return out
-
-
-def entry_labels(labeller, keys, outs, codes, plies, terminal, planes: str | None = None) -> dict:
-    """Per-move labels (:func:`c4table.analysis.pons.label_arrays`) of table entries, and
-    ``obs`` (canonical orientation) when ``planes``."""
-    from c4table.analysis.decode import cells_of_codes
-    from c4table.analysis.label import observation_planes
-    from c4table.analysis.pons import label_arrays
-    b = labeller.board
-    ck = child_keys(b, keys, codes, plies, terminal)
-    found = np.empty((keys.shape[0], b.width + 1), np.int64)
-    found[:, 0] = outs
-    found[:, 1:] = labeller.lookup(ck.ravel()).reshape(ck.shape)
-    lab = label_arrays(found, plies, b.cells, b.width)
-    if not lab["ok"].all():
-        raise TableError(f"{labeller.table.path}: a child of a table entry is missing from the table")
-    if planes is not None:
-        lab["obs"] = observation_planes(cells_of_codes(b, codes), plies, planes)
-    return lab
-
-
-def with_labels(batch, lab: dict, board, planes: str | None, mirrored: bool | None):
-    """``batch`` (export's pyarrow table) with the label columns appended; a mirror image's
-    per-move columns are read right to left."""
-    from c4table.analysis.label import label_columns, label_fields
-    n = batch.num_rows
-    flip = np.full(n, bool(mirrored))
-    cols = label_columns(lab, board, planes, None, flip if mirrored else None)
-    for f, a in zip(label_fields(board, planes), cols):
-        batch = batch.append_column(f, a)
-    return batch
-
-
-def decisive_mask(lab: dict) -> np.ndarray:
-    """Rows where the legal moves reach at least two of win, draw, loss."""
-    s = np.sign(lab["move_scores"].astype(np.int64))
-    legal = lab["legal_mask"]
-    win = (legal & (s > 0)).any(axis=1)
-    draw = (legal & (s == 0)).any(axis=1)
-    loss = (legal & (s < 0)).any(axis=1)
-    return (win.astype(int) + draw + loss) >= 2
 
 
 def _take(lab: dict, sel) -> dict:
@@ -239,11 +182,6 @@ def export_hf(table, out_dir: str | os.PathLike, *, ply: int | None = None, test
     per-move labels into ``out_dir`` (which must not hold a dataset already)."""
     import pyarrow as pa
     import pyarrow.compute as pc
-    from c4table.analysis.decode import decode_entries
-    from c4table.analysis.export import _batch, _schema, iter_ply_entries
-    from c4table.analysis.label import Labeller, label_fields
-    from c4table.open import open_table
-    from c4table.table.source import Table
     own = not isinstance(table, Table)
     t = open_table(table) if own else table
     stream = stream or sys.stderr

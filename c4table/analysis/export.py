@@ -77,6 +77,7 @@ from c4table.game.drawing import search_moves
 from c4table.table.source import Table
 from c4table.open import open_table
 from c4table.analysis.quiet import quiet_mask
+from c4table.analysis.label import Labeller, entry_labels, label_fields, with_labels
 
 
 def _code_tables(board: Board) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -360,8 +361,6 @@ def export_positions(table, out: str | os.PathLike, ply: int | None = None, *,
                 "outcome": "A, B or draw, reached in `distance` plies under optimal play"}
         schema = base = _schema(b, mirror, meta)
         if per_move or planes:
-            from c4table.analysis.dataset import entry_labels, with_labels
-            from c4table.analysis.label import Labeller, label_fields
             labeller = Labeller(t)
             for f in label_fields(b, planes):
                 schema = schema.append(f)

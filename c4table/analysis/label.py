@@ -40,6 +40,10 @@ from c4table.errors import C4Error
 from c4table.table.fastprobe import NO_KEY, OVER, SLOW
 from c4table.game.lines import _has_line
 from c4table.analysis.pons import label_arrays
+from c4table.analysis.decode import cells_of_codes
+from c4table.open import open_table
+from c4table.table.dat import DatTable
+from c4table.table.source import Table
 
 PLANES = ("pettingzoo", "openspiel")
 CHUNK = 1 << 18
@@ -208,7 +212,6 @@ class Labeller:
     """Labels of move strings from one table (any :class:`~c4table.table.Table`)."""
 
     def __init__(self, table, planes: str | None = None):
-        from c4table.table.dat import DatTable
         b = table.board
         if planes is not None and planes not in PLANES:
             raise ValueError(f"planes {planes!r}: one of {', '.join(PLANES)}")
@@ -371,6 +374,64 @@ def label_columns(lab: dict, board, planes: str | None = None, mask=None, flip=N
     return out
 
 
+# ------------------------------------------------------------------------------ entries
+def child_keys(board, keys: np.ndarray, codes: np.ndarray, plies: np.ndarray,
+               terminal: np.ndarray) -> np.ndarray:
+    """``(n, w)`` keys of the children of each entry (canonical codes ``codes``, key ``keys``):
+    ``NO_KEY`` where the column cannot be played."""
+    w = board.width
+    powers = np.asarray(board.powers, np.uint64)
+    v1 = np.asarray(keys, np.uint64)
+    with np.errstate(over="ignore"):
+        v2 = (codes[:, ::-1].astype(np.uint64) * powers[None, :]).sum(axis=1, dtype=np.uint64)
+        mover = (plies % 2).astype(np.int64)
+        nc = board.child_code[codes, mover[:, None]]
+        ok = (nc >= 0) & ~terminal[:, None]
+        delta = np.where(ok, nc - codes, 0).astype(np.uint64)
+        c1 = v1[:, None] + delta * powers[None, :]
+        c2 = v2[:, None] + delta * powers[None, ::-1]
+    out = np.minimum(c1, c2)
+    out[~ok] = NO_KEY
+    return out
+
+
+def entry_labels(labeller, keys, outs, codes, plies, terminal, planes: str | None = None) -> dict:
+    """Per-move labels (:func:`c4table.analysis.pons.label_arrays`) of table entries, and
+    ``obs`` (canonical orientation) when ``planes``."""
+    b = labeller.board
+    ck = child_keys(b, keys, codes, plies, terminal)
+    found = np.empty((keys.shape[0], b.width + 1), np.int64)
+    found[:, 0] = outs
+    found[:, 1:] = labeller.lookup(ck.ravel()).reshape(ck.shape)
+    lab = label_arrays(found, plies, b.cells, b.width)
+    if not lab["ok"].all():
+        raise TableError(f"{labeller.table.path}: a child of a table entry is missing from the table")
+    if planes is not None:
+        lab["obs"] = observation_planes(cells_of_codes(b, codes), plies, planes)
+    return lab
+
+
+def with_labels(batch, lab: dict, board, planes: str | None, mirrored: bool | None):
+    """``batch`` (export's pyarrow table) with the label columns appended; a mirror image's
+    per-move columns are read right to left."""
+    n = batch.num_rows
+    flip = np.full(n, bool(mirrored))
+    cols = label_columns(lab, board, planes, None, flip if mirrored else None)
+    for f, a in zip(label_fields(board, planes), cols):
+        batch = batch.append_column(f, a)
+    return batch
+
+
+def decisive_mask(lab: dict) -> np.ndarray:
+    """Rows where the legal moves reach at least two of win, draw, loss."""
+    s = np.sign(lab["move_scores"].astype(np.int64))
+    legal = lab["legal_mask"]
+    win = (legal & (s > 0)).any(axis=1)
+    draw = (legal & (s == 0)).any(axis=1)
+    loss = (legal & (s < 0)).any(axis=1)
+    return (win.astype(int) + draw + loss) >= 2
+
+
 # ------------------------------------------------------------------------------ inputs
 def text_chunks(path: str | Path, chunk: int = CHUNK):
     """``(cols, offsets, texts, raw_strings)`` chunks of a text file of move strings, one a line
@@ -465,8 +526,6 @@ def label_file(table, source: str | Path, out: str | Path, column: str = "moves"
     """Label every position of ``source`` (a text file of move strings, one a line, ``-`` for
     stdin; or a ``.parquet`` file and its string ``column``) into the parquet file ``out``."""
     import pyarrow.parquet as pq
-    from c4table.open import open_table
-    from c4table.table.source import Table
     own = not isinstance(table, Table)
     t = open_table(table) if own else table
     stream = stream or sys.stderr

@@ -23,8 +23,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from c4table.analysis.label import observation_planes
+from c4table.analysis.play import choose_move
 from c4table.analysis.pons import move_score
 from c4table.errors import IllegalPositionError
+from c4table.game.drawing import parse_drawing, render
+from c4table.game.rules import Position
+from c4table.open import open_table
+from c4table.table.source import Table
 
 try:                                   # the environment base class, when gymnasium is installed
     import gymnasium as _gym
@@ -47,8 +53,6 @@ class PerfectAgent:
     legal move instead. ``seed``: the random generator's seed."""
 
     def __init__(self, table, temperature: float = 0.0, epsilon: float = 0.0, seed: int | None = None):
-        from c4table.open import open_table
-        from c4table.table.source import Table
         self.table = table if isinstance(table, Table) else open_table(table)
         self.board = self.table.board
         self.temperature = float(temperature)
@@ -58,7 +62,6 @@ class PerfectAgent:
     # ---------------------------------------------------------------- positions
     def position(self, x):
         """The :class:`~c4table.game.rules.Position` of any input the module docstring lists."""
-        from c4table.game.rules import Position
         if isinstance(x, Position):
             return x
         if isinstance(x, str):
@@ -84,7 +87,6 @@ class PerfectAgent:
         raise IllegalPositionError(f"cannot read a position from {type(x).__name__}")
 
     def _from_grid(self, g: np.ndarray):
-        from c4table.game.drawing import parse_drawing
         if g.shape != (self.board.height, self.board.width):
             raise IllegalPositionError(f"board of shape {g.shape}: the table's board {self.board} "
                                        f"is ({self.board.height}, {self.board.width})")
@@ -101,7 +103,6 @@ class PerfectAgent:
 
     def act(self, x) -> int:
         """The 0-based column to play."""
-        from c4table.analysis.play import choose_move
         probe = self.table.probe(self.position(x))
         if not probe.moves:
             raise IllegalPositionError("the game is over: no move to choose")
@@ -152,7 +153,6 @@ class ConnectFourEnv(_EnvBase):
         self.moves = ""
 
     def _obs(self) -> np.ndarray:
-        from c4table.analysis.label import observation_planes
         pos = self.table.position(self.moves)
         grid = np.array([[pos.cell(c, r) for r in range(self.board.height)] for c in range(self.board.width)],
                         np.uint8)[None]
@@ -197,5 +197,4 @@ class ConnectFourEnv(_EnvBase):
         return self._obs(), (r or 0.0), done, False, self._info()
 
     def render(self):
-        from c4table.game.drawing import render
         return render(self.table.position(self.moves))
