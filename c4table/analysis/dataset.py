@@ -59,7 +59,7 @@ def splitmix64(x: np.ndarray) -> np.ndarray:
     return z
 
 
-def test_fraction_mask(keys: np.ndarray, fraction: float) -> np.ndarray:
+def in_test_split(keys: np.ndarray, fraction: float) -> np.ndarray:
     """Rows (by table key) that go to the test split: hash below ``fraction`` of the range."""
     if fraction <= 0:
         return np.zeros(keys.shape[0], np.bool_)
@@ -269,7 +269,7 @@ def _route(splits: dict, tbl, keys: np.ndarray, test: float) -> None:
     if "test" not in splits:
         splits["train"].write(tbl)
         return
-    m = test_fraction_mask(keys, test)
+    m = in_test_split(keys, test)
     splits["test"].write(tbl.filter(pa.array(m)))
     splits["train"].write(tbl.filter(pa.array(~m)))
 

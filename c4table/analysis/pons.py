@@ -28,8 +28,8 @@ child's own score.
 
 >>> pons_score(42, 0, "A", "A", 41)
 1
->>> pons_score(20, 4, "A", "A", 3)
-8
+>>> pons_score(20, 4, "A", "A", 3)      # 5x4, "3344": A wins with its 2nd move from here, n = 7
+7
 """
 from __future__ import annotations
 
