@@ -28,13 +28,14 @@ from dataclasses import asdict, fields
 
 from c4table.pipeline import allocator
 
+from c4table.builddir.manifest import checksum
+from c4table.errors import BuildError, CorruptDataError
+from c4table.io.counting import IOCounts, active, counting, driver_counts  # noqa: F401
+from c4table.units import format_size
+
 STATS = "stats.json"
 STATS_FORMAT = "c4table-stats/1"
 
-from c4table.io.counting import IOCounts, active, counting, driver_counts  # noqa: F401
-from c4table.builddir.manifest import checksum
-from c4table.errors import BuildError, CorruptDataError
-from c4table.units import format_size
 
 
 def _status_kib(field: str) -> int:

@@ -50,34 +50,33 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator, TextIO
+from typing import Iterator, TextIO
 
 import numpy as np
 
-from c4table.progress import Meter
-from c4table.game.board import A, B, Board
+from c4table.analysis.decode import (
+    bitboards,
+    cells_of_codes,
+    decode_entries,
+    decode_keys,
+    has_line,
+    plies_of_codes,
+)
+from c4table.analysis.label import Labeller, entry_labels, label_fields, with_labels
+from c4table.analysis.quiet import quiet_mask
+from c4table.builddir.reader import BuildDir
 from c4table.errors import CorruptDataError, TableError
-
-if TYPE_CHECKING:
-    pass
+from c4table.game.board import A, B, Board
+from c4table.game.drawing import search_moves
+from c4table.open import open_table
+from c4table.progress import Meter
+from c4table.table.source import Table
 
 MOVE_CHARS = np.frombuffer(b"123456789abcdefghijklmnopqrstuvwxyz", np.uint8)
 OUTCOME_NAMES = {0x00: "draw", 0x40: "A", 0x80: "B"}
 PROGRESS_EVERY = 2.0
 
 
-# ------------------------------------------------------------------ vectorised decoding
-# The rules themselves (key digits, lines, terminal positions, un-moves) are the build's:
-# numba kernels of c4table.pipeline.kernels and the column tables of c4table.game.board.
-
-from c4table.analysis.decode import (bitboards, cells_of_codes, decode_entries, decode_keys,  # noqa: F401
-                                     has_line, plies_of_codes)
-from c4table.builddir.reader import BuildDir
-from c4table.game.drawing import search_moves
-from c4table.table.source import Table
-from c4table.open import open_table
-from c4table.analysis.quiet import quiet_mask
-from c4table.analysis.label import Labeller, entry_labels, label_fields, with_labels
 
 
 def _code_tables(board: Board) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

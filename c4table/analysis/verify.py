@@ -22,23 +22,20 @@ from pathlib import Path
 
 import numpy as np
 
-from c4table.progress import Meter
-from c4table.game.board import Board
 from c4table.builddir.reader import BuildDir
+from c4table.c4z.format import is_c4z
+from c4table.c4z.reader import RawStream, open_c4z
 from c4table.errors import BuildError, MissingTableError, TableError
-from c4table.table.source import board_from
+from c4table.game.board import Board
+from c4table.game.root import root_of
+from c4table.io.hashes import Hashes, sha256_of  # noqa
+from c4table.io.storage import is_url, open_storage
+from c4table.progress import Meter
+from c4table.table.check import known_of_size
+from c4table.table.known import known_tables, provenance  # noqa
+from c4table.table.source import board_from, keys_of_rows
 
 CHUNK_ENTRIES = 1 << 20
-from c4table.table.source import keys_of_rows
-from c4table.table.known import known_tables, provenance  # noqa
-from c4table.io.hashes import Hashes, sha256_of  # noqa
-from c4table.c4z.format import is_c4z
-from c4table.table.check import known_of_size
-from c4table.c4z.reader import open_c4z
-from c4table.io.storage import is_url
-from c4table.c4z.reader import RawStream
-from c4table.game.root import root_of
-from c4table.io.storage import open_storage
 
 
 @dataclass

@@ -19,8 +19,8 @@ class NotMappedError(TableError, NotImplementedError):
 
 
 class C4zTable(Table):
-    """A :class:`~c4table.table.Table` whose entries come from a ``.c4z`` (local or remote):
-    ``Table("t.c4z")`` and ``open_table("s3://b/t.c4z")`` give one. Probes decode one block
+    """A :class:`~c4table.table.source.Table` whose entries come from a ``.c4z`` (local or
+    remote): ``open_table("t.c4z")`` and ``open_table("s3://b/t.c4z")`` give one. Probes decode one block
     each (cached); :meth:`iter_entries` streams the blocks."""
 
     def __init__(self, path, board: str | Board | None = None):

@@ -40,11 +40,9 @@ from c4table.table.fastprobe import NOT_FOUND, search
 
 
 class DatTable(Table):
-    """A memory-mapped table file for one board. Use as a context manager or call :meth:`close`.
-
-    Entries come from one of two sources: the memory-mapped ``.dat`` (this class) or the blocks
-    of a ``.c4z`` file, local or remote (``s3://``, ``https://``): ``Table("t.c4z")`` returns a
-    :class:`c4table.c4z.C4zTable`, which overrides the raw-access methods below."""
+    """A memory-mapped ``.dat`` table file of one board (:func:`c4table.open_table` opens one
+    for a ``.dat`` path; a ``.c4z`` is read by :class:`~c4table.c4z.table.C4zTable`). Use as a
+    context manager or call :meth:`close`."""
 
     def __init__(self, path: str | os.PathLike, board: str | Board | None = None):
         self._mm = None
