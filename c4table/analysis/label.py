@@ -99,6 +99,34 @@ def search_sorted(data, entries, entry_size, key_bytes, keys, out):
 
 
 @njit(cache=True)
+def search_packed(data, entries, entry_size, key_bytes, keys, out, block):
+    """:func:`search_sorted` for keys in any order, when keys fit in 48 bits: each block of at
+    most 65,536 keys is sorted as ``key << 16 | place`` (a sort of plain integers, no argsort),
+    searched in that order, and each answer written back to its place. ``NO_KEY`` gives -1."""
+    nokey = np.uint64(0xFFFFFFFFFFFFFFFF)
+    n = keys.shape[0]
+    pack = np.empty(block, np.uint64)
+    sk = np.empty(block, np.uint64)
+    res = np.empty(block, np.int64)
+    mask = np.uint64(0xFFFF)
+    for lo in range(0, n, block):
+        hi = min(lo + block, n)
+        m = 0
+        for i in range(lo, hi):
+            if keys[i] == nokey:
+                out[i] = -1
+            else:
+                pack[m] = (keys[i] << np.uint64(16)) | np.uint64(i - lo)
+                m += 1
+        p = np.sort(pack[:m])
+        for j in range(m):
+            sk[j] = p[j] >> np.uint64(16)
+        search_sorted(data, entries, entry_size, key_bytes, sk[:m], res[:m])
+        for j in range(m):
+            out[lo + np.int64(p[j] & mask)] = res[j]
+
+
+@njit(cache=True)
 def replay_rows(cols, offsets, w, h, stride, k, cells, empty_code, child_code, powers, keys, plies, status):
     """:func:`c4table.table.fastprobe.replay` (same outputs), tuned for long inputs: no allocation per
     row, and three line tests per row instead of one per move. Lines only ever appear, so the
@@ -229,6 +257,11 @@ class Labeller:
 
     def lookup(self, keys: np.ndarray) -> np.ndarray:
         """Outcome byte of each key (int64): -1 for ``NO_KEY``, -2 absent."""
+        if self.data is not None and self.board.key_limit <= (1 << 48):
+            out = np.empty(keys.shape[0], np.int64)
+            search_packed(self.data, self.table.entries, self.board.entry_size, self.board.key_bytes,
+                          np.ascontiguousarray(keys, np.uint64), out, 1 << 16)
+            return out
         order = np.argsort(keys)
         sk = keys[order]
         res = np.empty(sk.shape[0], np.int64)
