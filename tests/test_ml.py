@@ -267,6 +267,12 @@ def test_label_command_text_parquet_c4z_and_bad_rows(built, tmp_path):
     assert rc == 0, err
     assert pq.read_table(tmp_path / "b.parquet").drop(["moves"]).equals(
         pq.read_table(tmp_path / "a.parquet").drop(["moves"]))
+    # nulls and a large_string column
+    pq.write_table(pa.table({"m": pa.array(["3344", None, ""], pa.large_string())}), tmp_path / "n.parquet")
+    label_file(t, tmp_path / "n.parquet", tmp_path / "n_out.parquet", column="m")
+    got = pq.read_table(tmp_path / "n_out.parquet").to_pylist()
+    assert [r["moves"] for r in got] == ["3344", None, ""]
+    assert got[1]["error"] == "no move string (a null)" and got[0]["score"] == 7 and got[2]["error"] is None
     rc, _, err = run_cli("label", "--table", t, str(tmp_path / "in.parquet"), "--column", "nope",
                          "--out", str(tmp_path / "c.parquet"))
     assert rc != 0 and "nope" in err

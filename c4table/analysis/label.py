@@ -297,8 +297,13 @@ class Labeller:
         errors: list = [None] * n if slow.size else None
         slow_pos = {}
         for i in slow.tolist():
+            src = text(i)
+            if src is None:
+                errors[i] = "no move string (a null)"
+                found[i] = -1
+                continue
             try:
-                pos = self.table.position(text(i))
+                pos = self.table.position(src)
                 probe = self.table.probe(pos)
             except C4Error as e:
                 errors[i] = str(e)
@@ -505,14 +510,14 @@ def arrow_chunks(column, chunk: int = CHUNK):
     if not pa.types.is_string(col.type) and not pa.types.is_large_string(col.type):
         col = pc.cast(col, pa.string())
     for lo in range(0, len(col), chunk):
-        part = col.slice(lo, chunk)
-        part = pc.if_else(pc.is_null(part), "\x00", part)   # a null: an error row
+        orig = col.slice(lo, chunk)
+        part = pc.if_else(pc.is_null(orig), "\x00", orig)   # a null: an error row (text None)
         part = part.combine_chunks() if isinstance(part, pa.ChunkedArray) else part
         off_dtype = np.int64 if pa.types.is_large_string(part.type) else np.int32
         bufs = part.buffers()
         offs = np.frombuffer(bufs[1], off_dtype)[part.offset: part.offset + len(part) + 1].astype(np.int64)
         data = np.frombuffer(bufs[2], np.uint8)[offs[0]: offs[-1]] if bufs[2] is not None else np.zeros(0, np.uint8)
-        yield data.astype(np.int64) - 49, offs - offs[0], part
+        yield data.astype(np.int64) - 49, offs - offs[0], orig
 
 
 # ------------------------------------------------------------------------------ command
@@ -546,6 +551,8 @@ def label_batch(lab: dict, strings, board, planes, schema):
     m = mask if mask is not None and mask.any() else None
     names = pa.array(["draw", "A", "B", "?"], pa.string())
     outcome = names.take(pa.array(lab["outcome"] & 3, mask=m))
+    if strings.type != pa.string():
+        strings = strings.cast(pa.string())
     arrays = [strings, pa.array(lab["ply"].astype(np.uint8), pa.uint8(), mask=m), outcome,
               pa.array(lab["distance"], pa.uint8(), mask=m),
               pa.array(lab["terminal"], pa.bool_(), mask=m)]
@@ -589,8 +596,7 @@ def label_file(table, source: str | Path, out: str | Path, column: str = "moves"
                 texts = strings
 
                 def text(i, texts=texts):
-                    v = texts[i].as_py()
-                    return "\x00" if v is None else v
+                    return texts[i].as_py()
                 lab = lab_.label(cols, offsets, text)
                 writer.write_batch(label_batch(lab, strings, b, planes, schema))
                 rows += len(strings)
