@@ -187,8 +187,8 @@ def export_hf(table, out_dir: str | os.PathLike, *, ply: int | None = None, test
     stream = stream or sys.stderr
     try:
         b = t.board
-        if mirror and b.grid is not None:
-            raise TableError(f"board {b}: --mirror is for 2D boards")
+        if b.grid is not None:
+            raise TableError(f"board {b}: --hf writes 2D boards (its per-move labels)")
         out = Path(out_dir)
         data = out / "data"
         if data.exists() and any(data.iterdir()):

@@ -345,6 +345,8 @@ def export_positions(table, out: str | os.PathLike, ply: int | None = None, *,
         if mirror and b.grid is not None:
             raise TableError(f"board {b}: --mirror adds mirror images of 2D boards; a 3D board's "
                              "entry stands for up to 8 images, which export does not write")
+        if (per_move or planes) and b.grid is not None:
+            raise TableError(f"board {b}: --per-move and --planes are for 2D boards")
         if ply is not None and not 0 <= ply <= b.cells:
             raise TableError(f"ply {ply} does not exist on board {b} (0..{b.cells})")
         stream = stream or sys.stderr

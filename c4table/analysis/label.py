@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 from numba import njit
 
-from c4table.errors import C4Error
+from c4table.errors import C4Error, TableError
 from c4table.table.fastprobe import NO_KEY, OVER, SLOW
 from c4table.game.lines import _has_line
 from c4table.analysis.pons import label_arrays
@@ -243,6 +243,8 @@ class Labeller:
         b = table.board
         if planes is not None and planes not in PLANES:
             raise ValueError(f"planes {planes!r}: one of {', '.join(PLANES)}")
+        if planes is not None and b.grid is not None:
+            raise TableError(f"board {b}: observation planes are for 2D boards")
         self.table, self.board, self.planes = table, b, planes
         self.fast = b.width <= 9 and b.grid is None
         self.data = None
@@ -437,6 +439,9 @@ def entry_labels(labeller, keys, outs, codes, plies, terminal, planes: str | Non
     """Per-move labels (:func:`c4table.analysis.pons.label_arrays`) of table entries, and
     ``obs`` (canonical orientation) when ``planes``."""
     b = labeller.board
+    if b.grid is not None:
+        raise TableError(f"board {b}: per-move labels of table entries are for 2D boards "
+                         "(c4table label answers 3D positions one by one)")
     ck = child_keys(b, keys, codes, plies, terminal)
     found = np.empty((keys.shape[0], b.width + 1), np.int64)
     found[:, 0] = outs
