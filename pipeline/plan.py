@@ -49,6 +49,15 @@ from c4table.pipeline.c4zsize import C4Z_MEASURED  # noqa: F401  (re-exported)
 from c4table.progress import published_totals
 from c4table.wording import count
 from c4table.game.root import root_argument
+from c4table.pipeline.iomodel import predict_io
+from c4table.game.rules import Position
+from c4table.table.known import known_tables
+from c4table.builddir.reader import BuildDir
+from c4table.pipeline.partition import shard_rows_for
+from c4table.pipeline import forward
+from c4table.pipeline.build import open_build
+from c4table.game.codec import codes_of_key
+from c4table.builddir.manifest import Manifest
 
 # Measured with tools/bench_build.py on the 2-core development machine: 7x4 build, 1,132.9 M
 # entries, 2 workers, --memory 4GiB, CPU time of the process tree per stage / entries, in
@@ -173,7 +182,6 @@ class Plan:
     def io(self):
         """The predicted storage requests, bytes, tasks and task memory per stage
         (:func:`c4table.pipeline.iomodel.predict_io`)."""
-        from c4table.pipeline.iomodel import predict_io
         return predict_io(self)
 
     def to_json(self) -> dict:
@@ -217,7 +225,6 @@ def small_plies(board: Board, limit: int = SMALL_PLY_LIMIT) -> list[tuple[int, i
     >>> small_plies(Board.parse("7x6"))[:4]
     [(1, 1), (7, 4), (49, 25), (238, 121)]
     """
-    from c4table.game.rules import Position
     layer = {Position(board).key(): Position(board)}
     out = []
     while layer and len(layer) <= limit:
@@ -233,7 +240,6 @@ def small_plies(board: Board, limit: int = SMALL_PLY_LIMIT) -> list[tuple[int, i
 
 
 def _known_positions(board: Board) -> list[int]:
-    from c4table.table.known import known_tables
     ref = known_tables().get(board.name) or {}
     fields = ref.get("ply_fields") or []
     if "positions" not in fields:
@@ -285,7 +291,6 @@ def make_plan(board: str | Board, workers: int, memory_per_worker: int,
     for g, (pos, ent) in enumerate(small_plies(board)[:n]):
         exact[g] = (pos, ent, "exact (enumerated)")
     if from_dir is not None:
-        from c4table.builddir.reader import BuildDir
         m = BuildDir.load(from_dir).data      # checked: a damaged manifest is refused
         if m.get("board") != board.name:
             raise BuildError(f"{from_dir}: manifest is for board {m.get('board')}, not {board}")
@@ -319,8 +324,6 @@ def make_plan(board: str | Board, workers: int, memory_per_worker: int,
     if any(p.source.startswith("Table 1") for p in plan.plies):
         plan.notes.append("per-ply figures spread Böck's Table 1 total with the 7x6 profile: "
                           "measure a forward run (--from) for better figures")
-    from c4table.pipeline.iomodel import predict_io
-    from c4table.pipeline.partition import shard_rows_for
     rows = shard_rows_for(memory_per_worker, board.width)
     tasks = -(-plan.peak_entries // max(1, rows))
     io = predict_io(plan)
@@ -410,8 +413,6 @@ def probe_forward(board: Board, origin, max_plies: int = 10, seconds: float = 20
     """Entries per generation of a forward run from ``origin`` (a :class:`c4table.game.root.Root`)
     in a temporary directory: one generation at a time, for at most ``max_plies`` plies or
     until ``seconds`` have passed. Returns ``{ply: entries}`` from the root's ply on."""
-    from c4table.pipeline import forward
-    from c4table.pipeline.build import open_build
     d = tempfile.mkdtemp(prefix="c4table_plan_")
     try:
         b = open_build(board, d, memory=memory, workers=workers, quiet=True, root=origin)
@@ -466,7 +467,6 @@ def make_rooted_plan(board: str | Board, origin, workers: int, memory_per_worker
 
 
 def _codes_of(board: Board, origin) -> list[int]:
-    from c4table.game.codec import codes_of_key
     return codes_of_key(board, origin.key)
 
 
@@ -475,10 +475,8 @@ def plan_rooted(board: Board, value: str, workers: int, memory_per_worker: int,
     """The build plan (:func:`c4table.pipeline.plan.make_rooted_plan`) of the rooted table
     from the ``--root`` value ``value``: from the forward run of the build directory
     ``from_dir`` (rooted there), else from a short forward run in a temporary directory."""
-    from c4table.errors import BuildError
     origin = root_argument(board, value)
     if from_dir is not None:
-        from c4table.builddir.manifest import Manifest
         m = Manifest.load(from_dir)
         mine = m.origin()
         if m.board != board or mine is None or mine.key != origin.key:

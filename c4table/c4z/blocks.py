@@ -2,6 +2,7 @@
 stream and outcome symbols), the trained dictionaries, and the zstd contexts."""
 from __future__ import annotations
 
+import ctypes
 import os
 import struct
 import threading
@@ -10,11 +11,19 @@ import numpy as np
 import xxhash
 import zstandard
 
-from c4table.game.board import Board
 from c4table.c4z.codec import BlockCodec, _decode, _rows
-from c4table.errors import (TableError)
+from c4table.c4z.format import (
+    DEFAULT_LEVEL,
+    DICT_SAMPLES,
+    KEY_DICT_BYTES,
+    KEY_DICT_SHARE,
+    PART_SHARE,
+    SYM_DICT_BYTES,
+    SYM_DICT_SHARE,
+)
+from c4table.errors import TableError
+from c4table.game.board import Board
 from c4table.table.source import keys_of_rows
-from c4table.c4z.format import DEFAULT_LEVEL, DICT_SAMPLES, KEY_DICT_BYTES, KEY_DICT_SHARE, PART_SHARE, SYM_DICT_BYTES, SYM_DICT_SHARE
 
 
 def encode_block(raw, board: Board, level: int = DEFAULT_LEVEL,
@@ -246,7 +255,6 @@ def tune_malloc() -> None:
         return
     _tuned = True
     try:
-        import ctypes
         libc = ctypes.CDLL("libc.so.6")
         libc.mallopt(-1, 256 << 20)    # M_TRIM_THRESHOLD
         libc.mallopt(-3, 64 << 20)     # M_MMAP_THRESHOLD

@@ -21,6 +21,10 @@ from c4table.units import format_seconds, format_size
 from c4table.c4z.blocks import _compress_block, default_part_entries, train_dicts, tune_malloc
 from c4table.c4z.format import CHECKPOINT_SECONDS, DEFAULT_BLOCK_ENTRIES, DEFAULT_LEVEL, END_MAGIC, FORMAT_VERSION, IDX_RECORD, KEY_DICT_BYTES, MAGIC, PROGRESS_EVERY, SYM_DICT_BYTES, TRAILER, TRANSFORM, default_c4z_name
 from c4table.c4z.reader import open_c4z
+from c4table.table.source import board_of_table
+from c4table.io.hashes import Hashes
+from c4table.io.files import fsync_dir
+from c4table.io.storage import is_url
 
 
 def _say(quiet: bool, stream, text: str) -> None:
@@ -50,8 +54,6 @@ def compress_table(src: str | os.PathLike, out: str | os.PathLike | None = None,
     >>> compress_table("tables/4x4/connect4_4x4.dat", "t44.c4z", quiet=True)
     PosixPath('t44.c4z')
     """
-    from c4table.table.source import board_of_table
-    from c4table.io.hashes import Hashes
     src = Path(src)
     if not src.is_file():
         raise MissingTableError(f"{src}: no such table file")
@@ -232,7 +234,6 @@ def finish_part(fpart, fidx, idxf: Path, part_bytes: int, nblocks: int, first_of
 def publish_part(part: Path, out: Path, idxf: Path, ckpt: Path) -> None:
     """Rename the finished part file to ``out`` (durably) and drop the side files."""
     os.replace(part, out)
-    from c4table.io.files import fsync_dir
     fsync_dir(out.absolute().parent)
     idxf.unlink(missing_ok=True)
     ckpt.unlink(missing_ok=True)
@@ -260,13 +261,11 @@ def decompress_table(src, out: str | os.PathLike | None = None, *, threads: int 
     >>> decompress_table("tables/5x4/connect4_5x4.c4z", "copy.dat", quiet=True).name
     'copy.dat'
     """
-    from c4table.io.hashes import Hashes
     stream = stream or sys.stderr
     threads = threads or os.cpu_count() or 1
     with open_c4z(src) as z:
         h = z.header
         if out is None:
-            from c4table.io.storage import is_url
             s = str(src)
             out = Path(h["file"]) if is_url(s) else Path(s).with_name(h["file"])
             if out.exists():
@@ -312,7 +311,6 @@ def decompress_table(src, out: str | os.PathLike | None = None, *, threads: int 
             raise CorruptDataError(f"{src}: the decompressed table does not match the header "
                                    f"(sha256 {d['sha256']} != {h['sha256']}); output removed")
     os.replace(part, out)
-    from c4table.io.files import fsync_dir
     fsync_dir(out.absolute().parent)
     secs = time.perf_counter() - t0
     _say(quiet, stream, f"[decompress] {out}: {d['bytes']:,} bytes, sha256 {d['sha256']} matches, "
