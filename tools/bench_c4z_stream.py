@@ -79,9 +79,9 @@ def speed(xz: Path, raw_bytes: int, profiles: list[str], threads: int | None) ->
     base = measure(["xz", "-dc", str(xz)])
     rows = [("xz -dc alone", base, None)]
     with tempfile.TemporaryDirectory(dir=xz.parent) as d:
-        for name in profiles:
+        for n, name in enumerate(profiles):
             level, block = PROFILES[name]
-            out = Path(d) / f"{name}.c4z"
+            out = Path(d) / f"{n}-{name}.c4z"
             cmd = [*c4table, "compress", str(xz), "-o", str(out), "-q", "--level", str(level),
                    "--block-entries", str(block)] + (["--threads", str(threads)] if threads else [])
             r = measure(cmd, watch=out)
