@@ -234,3 +234,25 @@ def test_truncated_under_the_server_is_a_5xx(packed, tmp_path):
                    for m in ("1", "12", "55", "5", "4", "444")]
         assert any(s >= 500 for s in answers) and all(s in (200, 500, 503) for s in answers)
         assert c.get("/api/5x4", params={"moves": "3"}).status_code in (200, 500, 503)   # alive
+
+
+# ------------------------------------------------------------ progress and the plan's count
+def test_progress_counts_against_the_known_size(packed, tmp_path, monkeypatch):
+    import io
+    import c4table.c4z.stream as s
+    raw, xz = packed
+    monkeypatch.setattr(s, "PROGRESS_EVERY", 0.0)
+    msg = io.StringIO()
+    compress_stream(xz, tmp_path / "p.c4z", block_entries=65536, stream=msg)
+    lines = [ln for ln in msg.getvalue().splitlines() if ln.startswith("[compress] ") and " / " in ln]
+    assert lines and all(" / 9.4 MiB (" in ln for ln in lines), lines   # 9,870,870 bytes known
+
+
+def test_plan_counts_the_entries_of_cadots_file(built):
+    """7x6: his file's size over 7; 5x4: the table built here."""
+    from c4table.pipeline.plan import make_plan
+    from c4table.table.known import known_tables
+    assert make_plan("7x6", 64, 16 << 30).entries == 15_861_962_650_191 // 7 == \
+        known_tables()["7x6"]["entries"]
+    assert make_plan("5x4", 2, 4 << 30).entries == \
+        (built("5x4") / "connect4_5x4.dat").stat().st_size // 5
