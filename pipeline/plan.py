@@ -22,13 +22,15 @@ last measured generation. On random 7x6 roots at plies 18-24 the totals came wit
 of about 2 of the real builds' (README, "Rooted tables").
 
 Where only positions are known, entries are positions / 2 (mirror images share an entry;
-symmetric positions are a vanishing fraction on big boards). Costs per entry are measurements of this implementation
+symmetric positions are a vanishing fraction on big boards), and where the complete table is
+known (``data/known_tables.json``) these estimates are made to add up to its count (the
+symmetric positions' share: 2,054,710 entries on 7x6; see :func:`_fit_known_entries`). Costs per entry are measurements of this implementation
 (see :data:`COSTS`), so a plan is as good as those measurements; rerun ``tools/bench_build.py``
 on the target machines to refresh them.
 
 >>> p = make_plan("7x6", workers=64, memory_per_worker=16 * 2**30)
->>> p.entries            # exact first plies, then Table 2's positions halved (Cadot's file: 2,265,994,664,313)
-2265992609603
+>>> p.entries            # Cadot's file: 15,861,962,650,191 bytes / 7
+2265994664313
 """
 from __future__ import annotations
 
@@ -260,6 +262,36 @@ def _known_positions(board: Board) -> list[int]:
     return [row[i] for row in ref.get("plies", [])]
 
 
+def _fit_known_entries(plan: Plan) -> None:
+    """Make the plan's entries add up to the known table's count, where one is known.
+
+    A table has one entry per pair of mirror images, so a ply with ``p`` positions of which
+    ``s`` are left-right symmetric has ``(p + s) / 2`` entries. Where only ``p`` is published
+    (Böck's Table 2, the known tables' per-ply positions) the plan counts ``(p + 1) // 2``,
+    i.e. as if at most one position were symmetric: 2,054,710 entries short on 7x6 (it said
+    2,265,992,609,603; Cadot's file has 15,861,962,650,191 bytes = 2,265,994,664,313
+    entries of 7 bytes), 6,434 short on 5x5. The missing symmetric half is spread over the
+    estimated plies in proportion to their entries (the enumerated and measured plies are
+    exact already), so the total, the file size and what follows from them are exact."""
+    from c4table.table.known import known_tables
+    b = plan.board
+    ref = known_tables().get(b.name) if b.grid is None else None
+    if not ref or not ref.get("entries"):
+        return
+    short = int(ref["entries"]) - plan.entries
+    est = [p for p in plan.plies if not p.source.startswith(("exact", "measured"))]
+    base = sum(p.entries for p in est)
+    if short <= 0 or not base:
+        return
+    add = [short * p.entries // base for p in est]
+    add[max(range(len(est)), key=lambda i: est[i].entries)] += short - sum(add)
+    for p, a in zip(est, add):
+        p.entries += a
+    plan.notes.append(f"entries: {short:,} added to the per-ply estimates (p + 1) // 2 so that "
+                      f"they add up to the known table's {int(ref['entries']):,}: symmetric "
+                      "positions have an entry of their own (docs/cadot-7x6.md)")
+
+
 def make_plan(board: str | Board, workers: int, memory_per_worker: int,
               from_dir: str | Path | None = None, shuffle_max_reads: int | None = None,
               costs=None) -> Plan:
@@ -305,6 +337,7 @@ def make_plan(board: str | Board, workers: int, memory_per_worker: int,
             pos, src = max(0, int(round(rest * shape[g] / weight))), "Table 1 total, 7x6 profile"
             ent = (pos + 1) // 2
         plan.plies.append(PlyPlan(g, pos, ent, src))
+    _fit_known_entries(plan)
     if any(p.source.startswith("Table 1") for p in plan.plies):
         plan.notes.append("per-ply figures spread Böck's Table 1 total with the 7x6 profile: "
                           "measure a forward run (--from) for better figures")

@@ -62,6 +62,7 @@ from c4table.analysis.decode import (
     has_line,
     plies_of_codes,
 )
+from c4table.analysis.label import Labeller, entry_labels, label_fields, with_labels
 from c4table.analysis.quiet import quiet_mask
 from c4table.builddir.reader import BuildDir
 from c4table.errors import CorruptDataError, TableError
@@ -319,15 +320,18 @@ def _batch(board: Board, schema, keys, outs, codes, ply, terminal, mirrored: boo
 
 def export_positions(table, out: str | os.PathLike, ply: int | None = None, *,
                      nonterminal: bool = False, mirror: bool = False, quiet_positions: bool = False,
-                     board: str | Board | None = None,
+                     board: str | Board | None = None, per_move: bool = False, planes: str | None = None,
                      chunk_entries: int = 1 << 18, source: str = "auto", quiet: bool = True,
                      stream: TextIO | None = None) -> ExportReport:
     """Write every position of ``ply`` (all plies when ``None``) of ``table`` (a
     :class:`~c4table.table.Table` or a path) to the parquet file ``out``; see the module
     docstring for the columns. ``nonterminal`` drops finished games, ``mirror`` adds mirror
     images, ``quiet_positions`` keeps only the quiet positions of :mod:`c4table.analysis.quiet` (nobody
-    has won, neither side can win with one move: John Tromp's 8-ply selection). Progress lines
-    go to ``stream`` (stderr) unless ``quiet``.
+    has won, neither side can win with one move: John Tromp's 8-ply selection). ``per_move``
+    adds the label columns of :mod:`c4table.analysis.label` (value, score, move_scores,
+    move_distance, legal_mask, best_mask), ``planes`` (``"pettingzoo"`` or ``"openspiel"``) also
+    ``obs`` (:mod:`c4table.analysis.dataset`). Progress lines go to ``stream`` (stderr) unless
+    ``quiet``.
 
     >>> export_positions("tables/5x4/connect4_5x4.dat", "p8.parquet", ply=8).rows
     10076
@@ -335,11 +339,14 @@ def export_positions(table, out: str | os.PathLike, ply: int | None = None, *,
     import pyarrow.parquet as pq  # pyarrow loads in ~0.15 s: only writing needs it
     own = not isinstance(table, Table)
     t = open_table(table, board) if own else table
+    labeller = None
     try:
         b = t.board
         if mirror and b.grid is not None:
             raise TableError(f"board {b}: --mirror adds mirror images of 2D boards; a 3D board's "
                              "entry stands for up to 8 images, which export does not write")
+        if (per_move or planes) and b.grid is not None:
+            raise TableError(f"board {b}: --per-move and --planes are for 2D boards")
         if ply is not None and not 0 <= ply <= b.cells:
             raise TableError(f"ply {ply} does not exist on board {b} (0..{b.cells})")
         stream = stream or sys.stderr
@@ -353,7 +360,11 @@ def export_positions(table, out: str | os.PathLike, ply: int | None = None, *,
                 "cells": "a1..: column letter from the left, row number from "
                 "the bottom; 0 empty, 1 A (first player), 2 B",
                 "outcome": "A, B or draw, reached in `distance` plies under optimal play"}
-        schema = _schema(b, mirror, meta)
+        schema = base = _schema(b, mirror, meta)
+        if per_move or planes:
+            labeller = Labeller(t)
+            for f in label_fields(b, planes):
+                schema = schema.append(f)
         total = None
         bd = _build_beside(t)
         if bd is not None and ply is not None and len(bd.plies) > ply:
@@ -374,14 +385,19 @@ def export_positions(table, out: str | os.PathLike, ply: int | None = None, *,
                     keys, outs, codes, plies, term, sym = (keys[keep], outs[keep], codes[keep],
                                                           plies[keep], term[keep], sym[keep])
                 if keys.shape[0]:
-                    writer.write_table(_batch(b, schema, keys, outs, codes, plies, term,
-                                              False if mirror else None))
+                    lab = entry_labels(labeller, keys, outs, codes, plies, term, planes) if labeller else None
+                    batch = _batch(b, base, keys, outs, codes, plies, term, False if mirror else None)
+                    writer.write_table(with_labels(batch, lab, b, planes, False) if lab else batch)
                     rows += keys.shape[0]
                     if mirror:
                         asym = ~sym
                         if asym.any():
-                            writer.write_table(_batch(b, schema, keys[asym], outs[asym], codes[asym],
-                                                      plies[asym], term[asym], True))
+                            batch = _batch(b, base, keys[asym], outs[asym], codes[asym],
+                                           plies[asym], term[asym], True)
+                            if lab:
+                                batch = with_labels(batch, {k: v[asym] for k, v in lab.items()},
+                                                    b, planes, True)
+                            writer.write_table(batch)
                             rows += int(asym.sum())
                 if src == "table" or not total:   # a scan: progress through the file
                     meter.update(scanned[0] if src == "table" else entries, entries=entries, rows=rows)
@@ -392,5 +408,7 @@ def export_positions(table, out: str | os.PathLike, ply: int | None = None, *,
         secs = time.perf_counter() - t0
         return ExportReport(out, rows, entries, secs, src)
     finally:
+        if labeller is not None:
+            labeller.close()
         if own:
             t.close()

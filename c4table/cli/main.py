@@ -400,8 +400,10 @@ def _echo_io(io, cost, per_req, per_gb) -> None:
 @DRAW_OPTION
 @DRAWING_OPTION
 @click.option("--json", "as_json", is_flag=True, help="one JSON object per position")
+@click.option("--scores", is_flag=True, help="also show Pons' scores (side to move, larger the sooner "
+                                             "it wins; JSON always has them)")
 @click.argument("positions", nargs=-1)
-def lookup(table_path, board, draw, drawing, as_json, positions):
+def lookup(table_path, board, draw, drawing, as_json, scores, positions):
     """Outcome and distance of POSITIONS (move strings of 1-based columns, "" for the empty
     board, - to read one per line from stdin), and of each legal move.
 
@@ -410,8 +412,13 @@ def lookup(table_path, board, draw, drawing, as_json, positions):
         queries, table_path_or_default
     from c4table.open import open_table
     qs = queries(positions, drawing)
+    from c4table.cli.use import scored_lookup_text
+    from c4table.analysis.pons import add_scores
     with open_table(table_path_or_default(table_path), board) as table:
-        failures = answer_queries(table, qs, as_json, draw, lookup_json, lookup_text)
+        cells = table.board.cells
+        failures = answer_queries(table, qs, as_json, draw,
+                                  lambda p: add_scores(lookup_json(p), cells),
+                                  (lambda p, n: scored_lookup_text(p, n, cells)) if scores else lookup_text)
     finish_answers(failures, len(qs))
 
 
@@ -450,6 +457,8 @@ def _register_optional() -> None:
         cli.add_command(command)
     from c4table.cli.serve import serve
     cli.add_command(serve)
+    from c4table.cli.label import label
+    cli.add_command(label)
     # bdd and crosscheck: registered on first use (_Commands)
     from c4table.cli.examples import add_examples
     add_examples(cli)

@@ -169,6 +169,7 @@ class Table:
         res = decode_outcome(self._byte_of(pos))
         probe = Probe(pos.move_string(), pos.ply, pos.to_move, res.result, res.distance,
                       pos.is_terminal)
+        probe._board = self.board          # for its picture in a notebook (not in its JSON)
         for c in pos.legal_moves():
             child = decode_outcome(self._byte_of(pos.child(c)))
             probe.moves.append(MoveProbe(c + 1, child.result, child.distance + 1))
