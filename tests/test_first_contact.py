@@ -175,8 +175,9 @@ def test_a_won_game_names_its_winning_cells(built):
     assert rc == 0, err
     won, going, empty = (json.loads(line) for line in out.splitlines())
     assert won["winning_cells"] == [[1, 1], [1, 2], [1, 3], [1, 4]]
-    assert list(won)[:-1] == ["board", "position", "ply", "to_move", "outcome", "distance",
-                              "terminal", "moves"]
+    assert list(won)[:8] == ["board", "position", "ply", "to_move", "outcome", "distance",
+                             "terminal", "moves"]
+    assert list(won)[-1] == "winning_cells"     # added last: every other key as before
     assert "winning_cells" not in going and "winning_cells" not in empty
     with TestClient(create_app([t44], cache_size=0)) as client:
         r = client.get("/api/4x4", params={"moves": "1213141"})
