@@ -64,7 +64,54 @@ def connect_option(f):
                         help="K in a row wins (default 4); the table is connectK_WxH.dat")(f)
 
 
+_DEVICE = "c4table.device"
+
+
+def _remember_device(ctx, param, value):
+    if value is not None:
+        ctx.meta.setdefault(_DEVICE, {})[param.name] = value
+
+
+def device_options(f):
+    """``--device cpu|gpu`` and ``--gpu-memory``, remembered in the context (:func:`_open`)."""
+    f = click.option("--gpu-memory", "gpu_memory", default=None, expose_value=False,
+                     callback=_remember_device, metavar="SIZE",
+                     help="with --device gpu: GPU memory the tasks may use (default: 90%% of "
+                          "the card); shards are sized to half of it")(f)
+    return click.option("--device", "device", type=click.Choice(["cpu", "gpu"]), default=None,
+                        expose_value=False, callback=_remember_device,
+                        help="where the tasks' kernels and sorts run (default cpu); gpu: one "
+                             "CUDA GPU, one worker (docs/gpu.md)")(f)
+
+
+def _gpu_memory(host_memory: str, workers, scheduler):
+    """The memory budget, workers and scheduler of a ``--device gpu`` run (fails with exit
+    status 2 where the GPU path cannot run), or None on the CPU."""
+    ctx = click.get_current_context(silent=True)
+    opts = ctx.meta.get(_DEVICE, {}) if ctx is not None else {}
+    if opts.get("device", "cpu") != "gpu":
+        return None
+    from c4table.pipeline.gpu import device
+    from c4table.units import parse_size
+    why = device.unavailable()
+    if why:
+        _fail(why, 2)
+    if scheduler is not None or (workers or 1) > 1:
+        _fail("--device gpu runs one worker on one GPU (no --scheduler, no --workers above 1); "
+              "docs/gpu.md says how several GPUs would share a build", 2)
+    card = device.card_memory()
+    try:
+        gpu = parse_size(opts["gpu_memory"]) if opts.get("gpu_memory") else \
+            (int(card * 0.9) if card else None)
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint="--gpu-memory") from None
+    device.select("gpu")
+    host = parse_size(host_memory)
+    return min(host, gpu // 2) if gpu else host
+
+
 def _build_options(f):
+    f = device_options(f)
     f = click.option("--out", "out", type=click.Path(file_okay=False), default=None,
                      help="build directory, or a pyarrow.fs URI every worker can reach such as "
                           "s3://bucket/prefix (default: tables/WxH)")(f)
@@ -100,6 +147,9 @@ def _open(board, out, memory, workers, scheduler, quiet, restart, root=None):
         parse_size(memory)
     except ValueError as e:
         raise click.BadParameter(str(e), param_hint="--memory") from None
+    on_gpu = _gpu_memory(memory, workers, scheduler)
+    if on_gpu is not None:
+        memory, workers = on_gpu, 1
     if out and is_url(out):
         try:
             open_storage(out)
