@@ -87,3 +87,16 @@ def test_no_gpu_no_simulator_is_one_line_exit_2(tmp_path):
     assert r.returncode == 2
     assert len(r.stderr.strip().splitlines()) == 1 and "--device gpu" in r.stderr
     assert not (tmp_path / "b").exists()
+
+
+def test_gpu_plan_of_7x6_names_its_assumptions_and_bound():
+    from c4table.pipeline.gpu.plan import GPU_RATES, make_gpu_plan
+    from c4table.pipeline.plan import make_plan
+    p = make_gpu_plan("7x6")
+    assert p.entries == make_plan("7x6", 1, 40 * 2**30).entries
+    assert p.peak_entries == 248_318_445_351   # ply 33, Böck's Table 2 halved
+    r = cli("plan", "7x6", "--device", "gpu", "--json")
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    assert d["assumptions"] == GPU_RATES and d["bound"] in d["seconds"]
+    assert d["wall_seconds"] == max(d["seconds"].values()) and d["gpu_hours"] > 0

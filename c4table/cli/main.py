@@ -312,13 +312,19 @@ def merge(board, out, memory, workers, scheduler, quiet, restart, root, compress
 @click.option("--shuffle-max-reads", type=click.IntRange(1), default=None,
               help="a shuffle past this many ranged reads (tasks x runs) is pre-merged "
                    "(two-level); the build's is $C4TABLE_SHUFFLE_MAX_READS, default 1,000,000")
+@device_options
 def plan(board, workers, memory_per_worker, from_dir, as_json, root, probe_plies,
          price_per_1k_requests, price_per_gb_month, shuffle_max_reads):
     """Estimate a build of BOARD: entries per generation, final size, peak disk, shuffle volume
-    and wall time on WORKERS workers, from published counts and measured per-entry costs."""
+    and wall time on WORKERS workers, from published counts and measured per-entry costs.
+    With --device gpu: the build on one GPU node, from stated device rates (docs/gpu.md)."""
     from c4table.units import format_seconds, format_size, parse_size
     from c4table.pipeline.plan import make_plan
     from c4table.wording import count
+    opts = click.get_current_context().meta.get(_DEVICE, {})
+    if opts.get("device") == "gpu":
+        _echo_gpu_plan(board, opts.get("gpu_memory") or "80GiB", as_json)
+        return
     try:
         mem = parse_size(memory_per_worker)
     except ValueError as e:
@@ -363,6 +369,34 @@ def plan(board, workers, memory_per_worker, from_dir, as_json, root, probe_plies
     _echo_io(io, cost, price_per_1k_requests, price_per_gb_month)
     for n in p.notes:
         click.echo(f"note: {n}")
+
+
+def _echo_gpu_plan(board, gpu_memory: str, as_json: bool) -> None:
+    """``plan --device gpu``: :func:`c4table.pipeline.gpu.plan.make_gpu_plan`, printed."""
+    from c4table.units import format_seconds, format_size, parse_size
+    from c4table.pipeline.gpu.plan import make_gpu_plan
+    try:
+        p = make_gpu_plan(board, parse_size(gpu_memory))
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint="--gpu-memory") from None
+    if as_json:
+        click.echo(json.dumps(p.to_json()))
+        return
+    d = p.disk_bytes
+    click.echo(f"plan for {board} on one GPU ({format_size(p.gpu_memory)}), host "
+               f"{format_size(p.host_memory)}: {p.entries:,} entries, largest generation "
+               f"{p.peak_entries:,}")
+    click.echo(f"keys sorted      {p.keys_sorted:,} on the GPU")
+    click.echo(f"PCIe             {format_size(p.pcie_bytes)} both ways")
+    click.echo(f"disk             {format_size(d['written'])} written, {format_size(d['read'])} "
+               f"read, {format_size(d['peak_stored'])} at the peak")
+    for name, s in p.seconds.items():
+        click.echo(f"{name + ' alone':<17}{format_seconds(s)}")
+    click.echo(f"GPU-hours        {p.seconds['gpu'] / 3600:.2f}")
+    click.echo(f"wall time        {format_seconds(p.wall_seconds)} overlapped (bound: {p.bound}), "
+               f"{format_seconds(p.serial_seconds)} serial")
+    for note in p.notes:
+        click.echo(f"note: {note}")
 
 
 def _c4z_extrapolated(p) -> str:

@@ -132,10 +132,12 @@ class _Clock:
 
 
 def _sorted_valid(x):
-    """``x`` sorted on the device, the :data:`~c4table.pipeline.gpu.kernels.NO_KEY` tail cut."""
+    """``x`` less its :data:`~c4table.pipeline.gpu.kernels.NO_KEY` slots (a stream compaction:
+    a position has about 2 children or parents of its ``w`` slots), sorted on the device."""
     xp = _xp()
-    x = xp.sort(x)
-    return x[: int(xp.searchsorted(x, gk.NO_KEY, side="left"))]
+    x = x[x != gk.NO_KEY]
+    x.sort()
+    return x
 
 
 def _keep_best(x):
