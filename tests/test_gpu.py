@@ -100,3 +100,17 @@ def test_gpu_plan_of_7x6_names_its_assumptions_and_bound():
     d = json.loads(r.stdout)
     assert d["assumptions"] == GPU_RATES and d["bound"] in d["seconds"]
     assert d["wall_seconds"] == max(d["seconds"].values()) and d["gpu_hours"] > 0
+
+
+def test_gpu_run_script_end_to_end_on_the_simulator(tmp_path):
+    """tools/gpu_run.py (run as a program, as on the lent machine) on 4x4: both builds, the
+    known sha256 checked, one table printed."""
+    r = subprocess.run([sys.executable, str(ROOT / "tools" / "gpu_run.py"), "--boards", "4x4",
+                        "--workers", "2", "--memory", "1GiB", "--work", str(tmp_path), "--json"],
+                       cwd=ROOT, env=SIM, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr + r.stdout
+    rows = json.loads(r.stdout.strip().splitlines()[-1])["rows"]
+    assert [(x["device"], x["sha256"]) for x in rows] == \
+        [("gpu", KNOWN["4x4"]["sha256"]), ("cpu", KNOWN["4x4"]["sha256"])]
+    assert rows[0]["gpu_s"]["forward kernel"] > 0 and rows[0]["disk_written"] > 0
+    assert "ok (known)" in r.stdout

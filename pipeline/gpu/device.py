@@ -23,7 +23,8 @@ from c4table.errors import BuildError
 from c4table.pipeline.gpu import kernels as gk
 
 _state = {"device": "cpu", "xp": None, "kernels": None, "sim": False}
-# time spent in each GPU stage of this process, seconds (tools/gpu_run.py prints it)
+# seconds spent by this process in each part of the GPU stages ("forward kernel", "backward
+# sort", ... "copy": host <-> device), synchronised with the device; tools/gpu_run.py prints them
 timings: dict[str, float] = {}
 THREADS = 256      # threads per block on a GPU
 MAX_BLOCKS = 4096  # grid-stride loops beyond this
@@ -164,9 +165,9 @@ def expand(keys: np.ndarray, ply: int, tables: tuple, children: bool, w: int):
     xp = _xp()
     expand_kernel = _kernels()[0]
     blocks, threads = _grid(keys.shape[0])
-    with _Clock("copy in"):
+    with _Clock("forward copy"):
         d_keys = xp.asarray(keys)
-    with _Clock("expand"):
+    with _Clock("forward kernel"):
         out = xp.empty(keys.shape[0] * w if children else 0, dtype=np.uint64)
         stats = xp.zeros((blocks * threads, 4), dtype=np.int64)
         expand_kernel[blocks, threads](d_keys, ply, *_tables(tables), out, stats)
@@ -174,11 +175,11 @@ def expand(keys: np.ndarray, ply: int, tables: tuple, children: bool, w: int):
     st = to_host(stats.sum(axis=0)).astype(np.int64)
     if not children:
         return st, None
-    with _Clock("sort"):
+    with _Clock("forward sort"):
         kids = _sorted_valid(out)
         del out
         kids = xp.unique(kids) if kids.shape[0] else kids
-    with _Clock("copy out"):
+    with _Clock("forward copy"):
         return st, np.ascontiguousarray(to_host(kids), dtype=np.uint64)
 
 
@@ -189,9 +190,9 @@ def resolve(keys: np.ndarray, msgs: np.ndarray, ply: int, tables: tuple, send: b
     xp = _xp()
     resolve_kernel = _kernels()[1]
     blocks, threads = _grid(keys.shape[0])
-    with _Clock("copy in"):
+    with _Clock("backward copy"):
         d_keys, d_msgs = xp.asarray(keys), xp.asarray(msgs)
-    with _Clock("resolve"):
+    with _Clock("backward kernel"):
         out = xp.zeros(keys.shape[0], dtype=np.uint8)
         sent = xp.empty(keys.shape[0] * w if send else 0, dtype=np.uint64)
         stats = xp.zeros((blocks * threads, 6), dtype=np.int64)
@@ -204,10 +205,10 @@ def resolve(keys: np.ndarray, msgs: np.ndarray, ply: int, tables: tuple, send: b
     st = to_host(stats.sum(axis=0)).astype(np.int64)
     best = None
     if send and bad_i < 0:
-        with _Clock("sort"):
+        with _Clock("backward sort"):
             best = _keep_best(_sorted_valid(sent))
     del sent
-    with _Clock("copy out"):
+    with _Clock("backward copy"):
         out_h = to_host(out)
         best_h = None if best is None else np.ascontiguousarray(to_host(best), dtype=np.uint64)
     return bad_i, out_h, st, best_h
@@ -220,8 +221,8 @@ def emit(keys: np.ndarray, outcomes: np.ndarray, ply: int, tables: tuple, w: int
     blocks, threads = _grid(keys.shape[0])
     d_keys, d_outs = xp.asarray(keys), xp.asarray(outcomes)
     sent = xp.empty(keys.shape[0] * w, dtype=np.uint64)
-    with _Clock("resolve"):
+    with _Clock("backward kernel"):
         emit_kernel[blocks, threads](d_keys, d_outs, ply, *_tables(tables), sent)
-    with _Clock("sort"):
+    with _Clock("backward sort"):
         best = _keep_best(_sorted_valid(sent))
     return np.ascontiguousarray(to_host(best), dtype=np.uint64)
