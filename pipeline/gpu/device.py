@@ -4,7 +4,7 @@ The seam is small: :func:`select` picks the device once per process (``cpu``, th
 ``gpu``), and the stages ask :func:`on_gpu` before a task's kernels. On the CPU nothing here
 runs: the numba kernels of :mod:`c4table.pipeline.kernels` and numpy's sorts, as before. On the
 GPU a task copies its keys to the device, launches the kernels of
-:mod:`c4table.pipeline.gpu.kernels`, sorts and deduplicates there (CuPy: CUB's radix sort), and
+:mod:`c4table.pipeline.gpu.kernels`, sorts and deduplicates there (CuPy: CUB's radix sort and select), and
 copies back only what is written: outcome bytes and sorted runs. Files, manifest and external
 merges are the host's, shared with the CPU path, so a build started on one device resumes on
 the other.
@@ -141,6 +141,17 @@ def _sorted_valid(x):
     return x
 
 
+def _dedup_sorted(x):
+    """Sorted ``x`` without repeats (a mask and a compaction: no second sort)."""
+    xp = _xp()
+    if x.shape[0] < 2:
+        return x
+    keep = xp.empty(x.shape[0], dtype=bool)
+    keep[0] = True
+    keep[1:] = x[1:] != x[:-1]
+    return x[keep]
+
+
 def _keep_best(x):
     """Sorted messages, one per parent key: the last (best) of each key's run."""
     xp = _xp()
@@ -178,7 +189,7 @@ def expand(keys: np.ndarray, ply: int, tables: tuple, children: bool, w: int):
     with _Clock("forward sort"):
         kids = _sorted_valid(out)
         del out
-        kids = xp.unique(kids) if kids.shape[0] else kids
+        kids = _dedup_sorted(kids)
     with _Clock("forward copy"):
         return st, np.ascontiguousarray(to_host(kids), dtype=np.uint64)
 

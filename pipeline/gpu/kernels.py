@@ -63,7 +63,8 @@ def expand_range(keys, ply, w, stride, k, base, cells, child_code, bits_a, bits_
             continue
         q = key
         for c in range(w):
-            q, d = _divmod_base(q, base)
+            q, digit = _divmod_base(q, base)
+            d = np.int64(digit)   # int64 - uint64 would be float64 in numba
             nc = child_code[d, mover]
             if term != 0 or nc < 0:
                 out[i * w + c] = NO_KEY
@@ -83,7 +84,8 @@ def _emit_fixed(key, v2, o, ply, w, base, powers, parent_code, top_owner, out, i
     score = np.uint64(_score(o, parent_win_bits))
     q = key
     for c in range(w):
-        q, code = _divmod_base(q, base)
+        q, digit = _divmod_base(q, base)
+        code = np.int64(digit)
         if top_owner[code] != last:
             out[i * w + c] = NO_KEY
             continue

@@ -3,7 +3,7 @@
 grid-stride loop). Imported on first use (numba.cuda is not loaded by a CPU build).
 
 Under numba-cuda's simulator a kernel receives wrapped arrays; :func:`raw` hands the bodies the
-numpy arrays inside (on a GPU it is the identity, inlined)."""
+numpy arrays inside (on a GPU it is the identity)."""
 from __future__ import annotations
 
 from numba import config, cuda
@@ -14,7 +14,7 @@ if getattr(config, "ENABLE_CUDASIM", 0):
     def raw(a):
         return a._item._ary if hasattr(a, "_item") else a
 else:
-    @cuda.jit(device=True, inline=True)
+    @cuda.jit(device=True)
     def raw(a):
         return a
 
