@@ -5,8 +5,10 @@
 #   make forward BOARD=5x4    the forward pass alone
 #   make backward BOARD=5x4   the backward pass alone (after forward)
 #   make merge BOARD=5x4      the final merge alone (after backward)
-#   make test                 the test suite (what CI runs)
-# Everything runs from a local virtualenv (.venv), created on first use.
+#   make test                 the test suite (what CI runs; about 10 minutes on 2 cores)
+#   make check                a quick subset (about a minute): the docs' examples, fast unit tests
+# Everything runs from a local virtualenv (.venv), created on first use: building needs the
+# package alone (pip install -e .); the tests add the test and bench extras.
 
 BOARD   ?= 5x4
 MEMORY  ?= 4GiB
@@ -16,17 +18,30 @@ ROOT    ?=
 OUT     ?= tables/$(BOARD)$(if $(ROOT),_root-$(ROOT))
 C4      := $(VENV)/bin/c4table
 STAMP   := $(VENV)/.installed
+TESTSTAMP := $(VENV)/.installed-test
 ARGS    := $(BOARD) --out $(OUT) --memory $(MEMORY) $(if $(WORKERS),--workers $(WORKERS)) $(if $(ROOT),--root $(ROOT))
+# make check: the documentation's examples and unit tests that take seconds each.
+QUICK   := tests/test_docs.py tests/test_board.py tests/test_codec.py \
+           tests/test_runcodec.py tests/test_extsort.py tests/test_cli.py tests/test_plan.py \
+           tests/test_fastprobe.py
 
-.PHONY: install table forward backward merge verify lookup test clean
+.PHONY: install install-test table forward backward merge verify test check clean
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml
+install-test: $(TESTSTAMP)
+
+$(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --upgrade pip
-	$(VENV)/bin/pip install --quiet -e '.[test,bench]'
+
+$(STAMP): pyproject.toml | $(VENV)/bin/python
+	$(VENV)/bin/pip install --quiet -e .
 	touch $(STAMP)
+
+$(TESTSTAMP): $(STAMP)
+	$(VENV)/bin/pip install --quiet -e '.[test,bench]'
+	touch $(TESTSTAMP)
 
 table: $(STAMP)
 	$(C4) build $(ARGS)
@@ -43,8 +58,11 @@ merge: $(STAMP)
 verify: $(STAMP)
 	$(C4) verify $(OUT)/connect4_$(BOARD)$(if $(ROOT),_root-$(ROOT)).dat
 
-test: $(STAMP)
+test: $(TESTSTAMP)
 	$(VENV)/bin/python -m pytest -q
+
+check: $(TESTSTAMP)
+	$(VENV)/bin/python -m pytest -q -p no:cacheprovider $(QUICK)
 
 clean:
 	rm -rf tables

@@ -7,8 +7,15 @@ and run every module twice. Here the name ``pipeline.X`` is pointed at the insta
 ``c4table.pipeline.X`` before collection, so each module exists once, under its real name.
 """
 import importlib
+import os
 import pkgutil
 import sys
+import tempfile
+
+# The suite never reads or writes the user's cache (remote tables' indexes, the plan's
+# calibration): a calibration cached by `c4table plan --calibrate` on this machine would change
+# every plan the tests check. Subprocesses inherit it.
+os.environ["C4TABLE_CACHE"] = tempfile.mkdtemp(prefix="c4table-test-cache-")
 
 import c4table.pipeline
 

@@ -58,7 +58,7 @@ def one_arena() -> bool:
     >>> one_arena() in (True, False)
     True
     """
-    if os.environ.get(ENV, "") == "default" or not sys.platform.startswith("linux"):
+    if config.get(ENV) == "default" or not sys.platform.startswith("linux"):
         return False
     try:
         return bool(ctypes.CDLL("libc.so.6").mallopt(_M_ARENA_MAX, 1))
@@ -67,7 +67,7 @@ def one_arena() -> bool:
 
 
 def _tune() -> bool:
-    if os.environ.get(ENV, "") == "default" or not sys.platform.startswith("linux"):
+    if config.get(ENV) == "default" or not sys.platform.startswith("linux"):
         return False
     try:
         libc = ctypes.CDLL("libc.so.6")
@@ -76,6 +76,6 @@ def _tune() -> bool:
     except (OSError, AttributeError):   # not glibc
         return False
     if ok:
-        import pyarrow as pa
+        import pyarrow as pa  # only where pyarrow is already loaded
         pa.set_memory_pool(pa.system_memory_pool())
     return ok

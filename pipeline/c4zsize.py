@@ -33,6 +33,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from c4table.c4z.format import KEY_DICT_BYTES
 
 # Whole .c4z bytes per table entry, default format (65,536-entry blocks, zstd 19, trained key
 # dictionary), tools/bench_lookup.py: 4x6, 5x5 and 5x6 whole files; 6x4, 7x4 and 6x5 estimated
@@ -115,7 +116,6 @@ def _log_fit(entries: int) -> float:
 def overhead(board, entries: int, block_entries: int = 1 << 16) -> float:
     """Bytes per entry outside the blocks: the index (24 bytes per block) and the key
     dictionary (at most 110 KB and 1/500 of the raw table; ``c4table.c4z.train_key_dict``)."""
-    from c4table.c4z.format import KEY_DICT_BYTES
     raw = entries * board.entry_size
     kd = min(KEY_DICT_BYTES, raw // 500) if raw // 500 >= 8192 else 0
     return INDEX_BYTES_PER_BLOCK / block_entries + kd / max(entries, 1)

@@ -28,10 +28,14 @@ from dataclasses import asdict, fields
 
 from c4table.pipeline import allocator
 
+from c4table.builddir.manifest import checksum
+from c4table.errors import BuildError, CorruptDataError
+from c4table.io.counting import IOCounts, active, counting, driver_counts  # noqa: F401
+from c4table.units import format_size
+
 STATS = "stats.json"
 STATS_FORMAT = "c4table-stats/1"
 
-from c4table.io.counting import IOCounts, active, counting, driver_counts  # noqa: F401
 
 
 def _status_kib(field: str) -> int:
@@ -173,7 +177,6 @@ class StageCounts:
 def save_stats(store, board: str, workers: int, executor: str, stages: dict, extra: dict | None = None) -> None:
     """Write ``DIR/stats.json`` (the counts of the last run, per stage), checksummed like the
     manifest so that :func:`load_stats` can refuse a damaged one."""
-    from c4table.builddir.manifest import checksum
     data = {"format": STATS_FORMAT, "board": board, "workers": workers, "executor": executor,
             "stages": stages, **(extra or {})}
     data["xxh64"] = checksum(data)
@@ -182,8 +185,6 @@ def save_stats(store, board: str, workers: int, executor: str, stages: dict, ext
 
 def load_stats(store) -> dict:
     """The checked ``stats.json`` of a build directory (a :class:`Storage`)."""
-    from c4table.errors import BuildError, CorruptDataError
-    from c4table.builddir.manifest import checksum
     where = store.display(STATS)
     try:
         data = json.loads(store.read_bytes(STATS).decode())
@@ -203,7 +204,6 @@ STAGE_ORDER = ("setup", "forward", "backward", "merge")
 
 def format_stats(stages: dict) -> list[str]:
     """Lines of a table of the per-stage counts (as :meth:`StageCounts.to_json` gives them)."""
-    from c4table.units import format_size
     rows = [("stage", "written", "objects", "read", "GETs", "ranged", "HEAD/LIST", "peak stored",
              "tasks", "task mem")]
     names = [s for s in STAGE_ORDER if s in stages] + [s for s in stages if s not in STAGE_ORDER]

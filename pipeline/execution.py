@@ -153,7 +153,7 @@ def make_executor(workers: int | None = None, scheduler=None, start_method: str 
         pool = ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context(start_method))
         return Executor(pool, workers, f"local processes x{workers}")
     try:
-        from dask.distributed import Client, LocalCluster
+        from dask.distributed import Client, LocalCluster  # the [dask] extra: a missing one is one line
     except ImportError:
         raise MissingExtraError("--scheduler needs dask.distributed, the [dask] extra: "
                                 "pip install 'c4table[dask]'") from None

@@ -26,6 +26,7 @@ from c4table.pipeline.gpu import device
 from c4table.pipeline.partition import forward_ranges
 from c4table.builddir.shards import ShardInfo, read_shard, verify_shards, write_shard
 from c4table.io.storage import open_storage
+from c4table.progress import published_totals
 
 
 
@@ -214,7 +215,6 @@ def _merge_runs(build, ply: int, run_rels: list[str], results, last: int):
 
 
 def _expected_positions(build, last: int) -> int | None:
-    from c4table.progress import published_totals
     board = build.board
     if board.k != 4 or board.grid is not None or last != board.cells or build.origin is not None:
         return None

@@ -31,6 +31,8 @@ from c4table.pipeline.extsort import FENCE
 from c4table.pipeline.partition import forward_ranges, merge_split, premerge_keys, shard_rows_for
 from c4table.builddir.shards import BACKWARD_ROW_GROUP, ROW_GROUP
 from c4table.pipeline.shuffle import group_size, max_reads_default
+from c4table.pipeline.kernels import key_bits
+from c4table.pipeline.merge import READ_GROUPS, WRITE_CHUNK
 
 IO_MODEL = {
     # distinct children a task spills per next-generation entry: 1 with one task, towards
@@ -203,7 +205,6 @@ def predict_io(plan, workers: int | None = None, task_memory: int | None = None,
     object store (``remote``; a local directory makes fewer HEAD requests), whose shuffles
     are made two-level past ``max_reads`` ranged reads (default: the plan's, or the build's
     default, :func:`c4table.pipeline.shuffle.max_reads_default`)."""
-    from c4table.pipeline.kernels import key_bits
     board = plan.board
     W = workers or plan.workers
     m = task_memory or plan.memory_per_worker
@@ -327,7 +328,6 @@ def predict_io(plan, workers: int | None = None, task_memory: int | None = None,
     mg["bytes_written"] = 2 * table if remote else table
     mg["objects_written"] = R + 2
     mg["peak_stored_bytes"] = int(stored + table)
-    from c4table.pipeline.merge import READ_GROUPS, WRITE_CHUNK
     # a range task: one word per entry, the keys and outcomes of READ_GROUPS row groups
     # (concatenated: 9 bytes a row), and one chunk of entries converted to bytes
     n = E * largest

@@ -22,13 +22,15 @@ last measured generation. On random 7x6 roots at plies 18-24 the totals came wit
 of about 2 of the real builds' (README, "Rooted tables").
 
 Where only positions are known, entries are positions / 2 (mirror images share an entry;
-symmetric positions are a vanishing fraction on big boards). Costs per entry are measurements of this implementation
+symmetric positions are a vanishing fraction on big boards), and where the complete table is
+known (``data/known_tables.json``) these estimates are made to add up to its count (the
+symmetric positions' share: 2,054,710 entries on 7x6; see :func:`_fit_known_entries`). Costs per entry are measurements of this implementation
 (see :data:`COSTS`), so a plan is as good as those measurements; rerun ``tools/bench_build.py``
 on the target machines to refresh them.
 
 >>> p = make_plan("7x6", workers=64, memory_per_worker=16 * 2**30)
->>> p.entries            # exact first plies, then Table 2's positions halved (Cadot's file: 2,265,994,664,313)
-2265992609603
+>>> p.entries            # Cadot's file: 15,861,962,650,191 bytes / 7
+2265994664313
 """
 from __future__ import annotations
 
@@ -47,6 +49,15 @@ from c4table.pipeline.c4zsize import C4Z_MEASURED  # noqa: F401  (re-exported)
 from c4table.progress import published_totals
 from c4table.wording import count
 from c4table.game.root import root_argument
+from c4table.pipeline.iomodel import predict_io
+from c4table.game.rules import Position
+from c4table.table.known import known_tables
+from c4table.builddir.reader import BuildDir
+from c4table.pipeline.partition import shard_rows_for
+from c4table.pipeline import forward
+from c4table.pipeline.build import open_build
+from c4table.game.codec import codes_of_key
+from c4table.builddir.manifest import Manifest
 
 # Measured with tools/bench_build.py on the 2-core development machine: 7x4 build, 1,132.9 M
 # entries, 2 workers, --memory 4GiB, CPU time of the process tree per stage / entries, in
@@ -110,8 +121,9 @@ class Plan:
     memory_per_worker: int
     plies: list[PlyPlan] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    overhead_seconds: float = 0.0   # fixed costs (rooted plans): startup, per-step dispatch
+    overhead_seconds: float = 0.0   # fixed costs beyond the schedule model's
     shuffle_max_reads: int | None = None   # None: the build's default (pipeline/shuffle.py)
+    costs: object = None   # a schedule.MachineCosts (None: FAST_MACHINE, plan.COSTS)
 
     @property
     def entries(self) -> int:
@@ -159,19 +171,25 @@ class Plan:
         io = self.io()
         return int(max(io.stages[s]["peak_stored_bytes"] for s in io.stages))
 
+    def schedule(self):
+        """The build's simulated schedule on :attr:`workers` workers at :attr:`costs`
+        (:func:`c4table.pipeline.schedule.simulate`)."""
+        from c4table.pipeline.schedule import FAST_MACHINE, simulate
+        return simulate([p.entries for p in self.plies], self.board.width, self.board.cells,
+                        self.workers, self.memory_per_worker, self.costs or FAST_MACHINE,
+                        self.board.entry_size, disk_bytes={"merge": self.final_bytes})
+
     @property
     def core_seconds(self) -> float:
-        per = COSTS["forward_core_s"] + COSTS["backward_core_s"] + COSTS["merge_core_s"]
-        return self.entries * per
+        return self.schedule().cpu_s
 
     @property
     def wall_seconds(self) -> float:
-        return self.core_seconds / (self.workers * COSTS["parallel_efficiency"]) + self.overhead_seconds
+        return self.schedule().wall_s + self.overhead_seconds
 
     def io(self):
         """The predicted storage requests, bytes, tasks and task memory per stage
         (:func:`c4table.pipeline.iomodel.predict_io`)."""
-        from c4table.pipeline.iomodel import predict_io
         return predict_io(self)
 
     def to_json(self) -> dict:
@@ -182,7 +200,13 @@ class Plan:
                 "peak_generation_entries": self.peak_entries,
                 "shuffle_bytes": self.shuffle_bytes, "peak_disk_bytes": self.peak_disk,
                 "core_seconds": round(self.core_seconds), "wall_seconds": round(self.wall_seconds),
+                "costs": (self.costs or _fast()).to_json(), "schedule": self.schedule().to_json(),
                 "plies": [p.__dict__ for p in self.plies], "notes": self.notes}
+
+
+def _fast():
+    from c4table.pipeline.schedule import FAST_MACHINE
+    return FAST_MACHINE
 
 
 def _profile_7x6() -> list[int]:
@@ -215,7 +239,6 @@ def small_plies(board: Board, limit: int = SMALL_PLY_LIMIT) -> list[tuple[int, i
     >>> small_plies(Board.parse("7x6"))[:4]
     [(1, 1), (7, 4), (49, 25), (238, 121)]
     """
-    from c4table.game.rules import Position
     layer = {Position(board).key(): Position(board)}
     out = []
     while layer and len(layer) <= limit:
@@ -231,7 +254,6 @@ def small_plies(board: Board, limit: int = SMALL_PLY_LIMIT) -> list[tuple[int, i
 
 
 def _known_positions(board: Board) -> list[int]:
-    from c4table.table.known import known_tables
     ref = known_tables().get(board.name) or {}
     fields = ref.get("ply_fields") or []
     if "positions" not in fields:
@@ -240,12 +262,45 @@ def _known_positions(board: Board) -> list[int]:
     return [row[i] for row in ref.get("plies", [])]
 
 
+def _fit_known_entries(plan: Plan) -> None:
+    """Make the plan's entries add up to the known table's count, where one is known.
+
+    A table has one entry per pair of mirror images, so a ply with ``p`` positions of which
+    ``s`` are left-right symmetric has ``(p + s) / 2`` entries. Where only ``p`` is published
+    (Böck's Table 2, the known tables' per-ply positions) the plan counts ``(p + 1) // 2``,
+    i.e. as if at most one position were symmetric: 2,054,710 entries short on 7x6 (it said
+    2,265,992,609,603; Cadot's file has 15,861,962,650,191 bytes = 2,265,994,664,313
+    entries of 7 bytes), 6,434 short on 5x5. The missing symmetric half is spread over the
+    estimated plies in proportion to their entries (the enumerated and measured plies are
+    exact already), so the total, the file size and what follows from them are exact."""
+    from c4table.table.known import known_tables
+    b = plan.board
+    ref = known_tables().get(b.name) if b.grid is None else None
+    if not ref or not ref.get("entries"):
+        return
+    short = int(ref["entries"]) - plan.entries
+    est = [p for p in plan.plies if not p.source.startswith(("exact", "measured"))]
+    base = sum(p.entries for p in est)
+    if short <= 0 or not base:
+        return
+    add = [short * p.entries // base for p in est]
+    add[max(range(len(est)), key=lambda i: est[i].entries)] += short - sum(add)
+    for p, a in zip(est, add):
+        p.entries += a
+    plan.notes.append(f"entries: {short:,} added to the per-ply estimates (p + 1) // 2 so that "
+                      f"they add up to the known table's {int(ref['entries']):,}: symmetric "
+                      "positions have an entry of their own (docs/cadot-7x6.md)")
+
+
 def make_plan(board: str | Board, workers: int, memory_per_worker: int,
-              from_dir: str | Path | None = None, shuffle_max_reads: int | None = None) -> Plan:
+              from_dir: str | Path | None = None, shuffle_max_reads: int | None = None,
+              costs=None) -> Plan:
     """Estimate a build of ``board`` on ``workers`` workers (see module docstring);
-    ``shuffle_max_reads`` is the build's threshold of a two-level shuffle."""
+    ``shuffle_max_reads`` is the build's threshold of a two-level shuffle; ``costs`` a
+    :class:`c4table.pipeline.schedule.MachineCosts` (default: the fast machine's, ``COSTS``)."""
     board = Board.parse(board)
-    plan = Plan(board, workers, memory_per_worker, shuffle_max_reads=shuffle_max_reads)
+    plan = Plan(board, workers, memory_per_worker, shuffle_max_reads=shuffle_max_reads,
+                costs=costs)
     n = board.cells + 1
     exact: dict[int, tuple[int, int, str]] = {}    # ply -> (positions, entries, source)
     for g, pos in enumerate(_known_positions(board)[:n]):
@@ -253,7 +308,6 @@ def make_plan(board: str | Board, workers: int, memory_per_worker: int,
     for g, (pos, ent) in enumerate(small_plies(board)[:n]):
         exact[g] = (pos, ent, "exact (enumerated)")
     if from_dir is not None:
-        from c4table.builddir.reader import BuildDir
         m = BuildDir.load(from_dir).data      # checked: a damaged manifest is refused
         if m.get("board") != board.name:
             raise BuildError(f"{from_dir}: manifest is for board {m.get('board')}, not {board}")
@@ -283,11 +337,10 @@ def make_plan(board: str | Board, workers: int, memory_per_worker: int,
             pos, src = max(0, int(round(rest * shape[g] / weight))), "Table 1 total, 7x6 profile"
             ent = (pos + 1) // 2
         plan.plies.append(PlyPlan(g, pos, ent, src))
+    _fit_known_entries(plan)
     if any(p.source.startswith("Table 1") for p in plan.plies):
         plan.notes.append("per-ply figures spread Böck's Table 1 total with the 7x6 profile: "
                           "measure a forward run (--from) for better figures")
-    from c4table.pipeline.iomodel import predict_io
-    from c4table.pipeline.partition import shard_rows_for
     rows = shard_rows_for(memory_per_worker, board.width)
     tasks = -(-plan.peak_entries // max(1, rows))
     io = predict_io(plan)
@@ -377,8 +430,6 @@ def probe_forward(board: Board, origin, max_plies: int = 10, seconds: float = 20
     """Entries per generation of a forward run from ``origin`` (a :class:`c4table.game.root.Root`)
     in a temporary directory: one generation at a time, for at most ``max_plies`` plies or
     until ``seconds`` have passed. Returns ``{ply: entries}`` from the root's ply on."""
-    from c4table.pipeline import forward
-    from c4table.pipeline.build import open_build
     d = tempfile.mkdtemp(prefix="c4table_plan_")
     try:
         b = open_build(board, d, memory=memory, workers=workers, quiet=True, root=origin)
@@ -422,8 +473,8 @@ def make_rooted_plan(board: str | Board, origin, workers: int, memory_per_worker
         else:
             e = int(round(c * arrangements(board, heights, r, g) * frac(g)))
             plan.plies.append(PlyPlan(g, e, e, f"estimated (calibrated at ply {last})"))
-    plan.overhead_seconds = ROOTED_OVERHEAD["startup_s"] + \
-        3 * (board.cells + 1 - r) * ROOTED_OVERHEAD["per_step_s"]
+    # the fixed costs (start-up, a step per generation and stage: ROOTED_OVERHEAD on the fast
+    # machine) are the schedule model's now (Plan.schedule: MachineCosts.startup_s, step_s)
     plan.notes.append(f"rooted at {origin}: plies {r}-{last} counted by a forward run, the rest "
                       "estimated from the free cells" + (" and Böck's 7x6 per-ply profile"
                                                          if profile else " (no per-ply profile "
@@ -433,7 +484,6 @@ def make_rooted_plan(board: str | Board, origin, workers: int, memory_per_worker
 
 
 def _codes_of(board: Board, origin) -> list[int]:
-    from c4table.game.codec import codes_of_key
     return codes_of_key(board, origin.key)
 
 
@@ -442,10 +492,8 @@ def plan_rooted(board: Board, value: str, workers: int, memory_per_worker: int,
     """The build plan (:func:`c4table.pipeline.plan.make_rooted_plan`) of the rooted table
     from the ``--root`` value ``value``: from the forward run of the build directory
     ``from_dir`` (rooted there), else from a short forward run in a temporary directory."""
-    from c4table.errors import BuildError
     origin = root_argument(board, value)
     if from_dir is not None:
-        from c4table.builddir.manifest import Manifest
         m = Manifest.load(from_dir)
         mine = m.origin()
         if m.board != board or mine is None or mine.key != origin.key:

@@ -24,6 +24,10 @@ from c4table.game.board import Board
 from c4table.game.grid3d import symmetries
 from c4table.pipeline.plan import SMALL_PLY_LIMIT, Plan, PlyPlan, _profile_7x6, arrangements
 from c4table.wording import count
+from c4table.game.grid3d import readings
+from c4table.game.rules import Position
+from c4table.builddir.reader import BuildDir
+from c4table.errors import BuildError
 
 
 def _fraction_7x6():
@@ -48,8 +52,6 @@ def small_plies3d(board: Board, limit: int = SMALL_PLY_LIMIT) -> list[tuple[int,
     >>> small_plies3d(Board.parse("4x4x4"), limit=100)
     [(1, 1), (16, 3), (256, 36)]
     """
-    from c4table.game.grid3d import readings
-    from c4table.game.rules import Position
     layer = {0: Position(board)}
     out = []
     while layer and len(layer) <= limit:
@@ -78,8 +80,6 @@ def make_plan3d(board: str | Board, workers: int, memory_per_worker: int,
     exact = small_plies3d(board, limit)[: cells + 1]
     source = "exact (enumerated)"
     if from_dir is not None:
-        from c4table.builddir.reader import BuildDir
-        from c4table.errors import BuildError
         m = BuildDir.load(from_dir).data      # checked: a damaged manifest is refused
         if m.get("board") != board.name:
             raise BuildError(f"{from_dir}: manifest is for board {m.get('board')}, not {board}")

@@ -37,6 +37,7 @@ import numpy as np
 import c4table.config as config
 from c4table.pipeline import extsort
 from c4table.io.storage import open_storage
+from c4table.pipeline.partition import premerge_keys
 
 DEFAULT_MAX_READS = 1_000_000
 ENV_MAX_READS = "C4TABLE_SHUFFLE_MAX_READS"
@@ -104,7 +105,6 @@ def two_level(build, runs: list[dict], ranges: list[tuple[int, int]], where: str
     threshold, the pieces of a pre-merge written under ``where`` (or the given, already
     verified ``pieces`` of an earlier run). ``ranges`` are disjoint and increasing ``[lo, hi)``.
     Returns (runs per range, the pieces or None, the group size or None)."""
-    from c4table.pipeline.partition import premerge_keys
     T, R = len(ranges), len(runs)
     g = group_size(T, R, build.shuffle_max_reads)
     if g is not None and any(ranges[i][1] > ranges[i + 1][0] for i in range(T - 1)):

@@ -90,11 +90,12 @@ def test_no_gpu_no_simulator_is_one_line_exit_2(tmp_path):
 
 
 def test_gpu_plan_of_7x6_names_its_assumptions_and_bound():
-    from c4table.pipeline.gpu.plan import GPU_RATES, make_gpu_plan
+    from c4table.pipeline.gpuplan import GPU_RATES, make_gpu_plan
     from c4table.pipeline.plan import make_plan
     p = make_gpu_plan("7x6")
-    assert p.entries == make_plan("7x6", 1, 40 * 2**30).entries
-    assert p.peak_entries == 248_318_445_351   # ply 33, Böck's Table 2 halved
+    cpu = make_plan("7x6", 1, 40 * 2**30)
+    assert (p.entries, p.peak_entries) == (cpu.entries, cpu.peak_entries)
+    assert 248.3e9 < p.peak_entries < 248.4e9   # ply 33: Böck's Table 2 (496.6 G positions) halved
     r = cli("plan", "7x6", "--device", "gpu", "--json")
     assert r.returncode == 0, r.stderr
     d = json.loads(r.stdout)

@@ -59,3 +59,10 @@ class TestRooted(TableContract):
         with open_table(rooted_dir) as t:
             assert t.root is not None and t.root.moves == "23"
             yield t
+
+
+def test_the_interface_is_not_a_reader():
+    """The readers are chosen by open_table(), never by the interface class itself."""
+    from c4table.table.source import Table
+    with pytest.raises(TypeError, match="open_table"):
+        Table("tables/5x4/connect4_5x4.dat")

@@ -5,7 +5,7 @@ Builds each board (default 5x5, 6x5, 7x4) with ``--device gpu`` (one worker) and
 ``c4table/data/known_tables.json`` (6x5's is Sidney Cadot's published one), and prints one
 table: wall time, the GPU's time per stage part (kernels, sorts, host <-> device copies),
 host CPU time, peak GPU memory (CuPy's pool), disk traffic (the build's stats.json), and the
-one-GPU plan's prediction (:mod:`c4table.pipeline.gpu.plan`) beside the measurement.
+one-GPU plan's prediction (:mod:`c4table.pipeline.gpuplan`) beside the measurement.
 
 On a GPU machine::
 
@@ -96,7 +96,7 @@ def run_one(board: str, device: str, workers: int, memory: str, work: Path) -> d
 
 
 def predicted(board: str) -> dict:
-    from c4table.pipeline.gpu.plan import make_gpu_plan
+    from c4table.pipeline.gpuplan import make_gpu_plan
     try:
         p = make_gpu_plan(board)
     except Exception as e:   # a board the plan has no figures for

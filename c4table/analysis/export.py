@@ -50,28 +50,33 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator, TextIO
+from typing import Iterator, TextIO
 
 import numpy as np
 
-from c4table.progress import Meter
-from c4table.game.board import A, B, Board
+from c4table.analysis.decode import (
+    bitboards,
+    cells_of_codes,
+    decode_entries,
+    decode_keys,
+    has_line,
+    plies_of_codes,
+)
+from c4table.analysis.label import Labeller, entry_labels, label_fields, with_labels
+from c4table.analysis.quiet import quiet_mask
+from c4table.builddir.reader import BuildDir
 from c4table.errors import CorruptDataError, TableError
-
-if TYPE_CHECKING:
-    from c4table.builddir.reader import BuildDir
+from c4table.game.board import A, B, Board
+from c4table.game.drawing import search_moves
+from c4table.open import open_table
+from c4table.progress import Meter
+from c4table.table.source import Table
 
 MOVE_CHARS = np.frombuffer(b"123456789abcdefghijklmnopqrstuvwxyz", np.uint8)
 OUTCOME_NAMES = {0x00: "draw", 0x40: "A", 0x80: "B"}
 PROGRESS_EVERY = 2.0
 
 
-# ------------------------------------------------------------------ vectorised decoding
-# The rules themselves (key digits, lines, terminal positions, un-moves) are the build's:
-# numba kernels of c4table.pipeline.kernels and the column tables of c4table.game.board.
-
-from c4table.analysis.decode import (bitboards, cells_of_codes, decode_entries, decode_keys,  # noqa: F401
-                                     has_line, plies_of_codes)
 
 
 def _code_tables(board: Board) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -149,7 +154,6 @@ def _unplay(board: Board, codes: np.ndarray, p: int, retries: int = 20) -> np.nd
         ok[bad[ok2]] = True
     bad = np.flatnonzero(~ok)
     if bad.size:
-        from c4table.game.drawing import search_moves
         cells = cells_of_codes(board, codes[bad])
         hs = board.col_height[codes[bad]]
         for j, i in enumerate(bad):
@@ -176,7 +180,7 @@ def move_orders(board: Board, codes: np.ndarray, ply: np.ndarray | None = None) 
 
 def _move_strings(board: Board, codes: np.ndarray, ply: np.ndarray | None = None, mirror: bool = False):
     """Move strings as a pyarrow string array (built from buffers, no per-row Python)."""
-    import pyarrow as pa
+    import pyarrow as pa  # pyarrow loads in ~0.15 s: only writing needs it
     n = codes.shape[0]
     if ply is None:
         ply = plies_of_codes(board, codes)
@@ -287,7 +291,7 @@ class ExportReport:
 
 
 def _schema(board: Board, mirror: bool, meta: dict):
-    import pyarrow as pa
+    import pyarrow as pa  # pyarrow loads in ~0.15 s: only writing needs it
     fields = [pa.field(name, pa.uint8()) for name in cell_names(board)]
     fields += [pa.field("ply", pa.uint8()), pa.field("moves", pa.string()),
                pa.field("outcome", pa.string()), pa.field("distance", pa.uint8()),
@@ -298,7 +302,7 @@ def _schema(board: Board, mirror: bool, meta: dict):
 
 
 def _batch(board: Board, schema, keys, outs, codes, ply, terminal, mirrored: bool | None):
-    import pyarrow as pa
+    import pyarrow as pa  # pyarrow loads in ~0.15 s: only writing needs it
     cells = cells_of_codes(board, codes[:, ::-1] if mirrored else codes)
     arrays = [pa.array(np.ascontiguousarray(cells[:, c, r]), pa.uint8())
               for c in range(board.width) for r in range(board.height)]
@@ -316,29 +320,33 @@ def _batch(board: Board, schema, keys, outs, codes, ply, terminal, mirrored: boo
 
 def export_positions(table, out: str | os.PathLike, ply: int | None = None, *,
                      nonterminal: bool = False, mirror: bool = False, quiet_positions: bool = False,
-                     board: str | Board | None = None,
+                     board: str | Board | None = None, per_move: bool = False, planes: str | None = None,
                      chunk_entries: int = 1 << 18, source: str = "auto", quiet: bool = True,
                      stream: TextIO | None = None) -> ExportReport:
     """Write every position of ``ply`` (all plies when ``None``) of ``table`` (a
     :class:`~c4table.table.Table` or a path) to the parquet file ``out``; see the module
     docstring for the columns. ``nonterminal`` drops finished games, ``mirror`` adds mirror
     images, ``quiet_positions`` keeps only the quiet positions of :mod:`c4table.analysis.quiet` (nobody
-    has won, neither side can win with one move: John Tromp's 8-ply selection). Progress lines
-    go to ``stream`` (stderr) unless ``quiet``.
+    has won, neither side can win with one move: John Tromp's 8-ply selection). ``per_move``
+    adds the label columns of :mod:`c4table.analysis.label` (value, score, move_scores,
+    move_distance, legal_mask, best_mask), ``planes`` (``"pettingzoo"`` or ``"openspiel"``) also
+    ``obs`` (:mod:`c4table.analysis.dataset`). Progress lines go to ``stream`` (stderr) unless
+    ``quiet``.
 
     >>> export_positions("tables/5x4/connect4_5x4.dat", "p8.parquet", ply=8).rows
     10076
     """
-    import pyarrow.parquet as pq
-    from c4table.table.source import Table
-    from c4table.open import open_table
+    import pyarrow.parquet as pq  # pyarrow loads in ~0.15 s: only writing needs it
     own = not isinstance(table, Table)
     t = open_table(table, board) if own else table
+    labeller = None
     try:
         b = t.board
         if mirror and b.grid is not None:
             raise TableError(f"board {b}: --mirror adds mirror images of 2D boards; a 3D board's "
                              "entry stands for up to 8 images, which export does not write")
+        if (per_move or planes) and b.grid is not None:
+            raise TableError(f"board {b}: --per-move and --planes are for 2D boards")
         if ply is not None and not 0 <= ply <= b.cells:
             raise TableError(f"ply {ply} does not exist on board {b} (0..{b.cells})")
         stream = stream or sys.stderr
@@ -352,7 +360,11 @@ def export_positions(table, out: str | os.PathLike, ply: int | None = None, *,
                 "cells": "a1..: column letter from the left, row number from "
                 "the bottom; 0 empty, 1 A (first player), 2 B",
                 "outcome": "A, B or draw, reached in `distance` plies under optimal play"}
-        schema = _schema(b, mirror, meta)
+        schema = base = _schema(b, mirror, meta)
+        if per_move or planes:
+            labeller = Labeller(t)
+            for f in label_fields(b, planes):
+                schema = schema.append(f)
         total = None
         bd = _build_beside(t)
         if bd is not None and ply is not None and len(bd.plies) > ply:
@@ -369,19 +381,23 @@ def export_positions(table, out: str | os.PathLike, ply: int | None = None, *,
                 if nonterminal or quiet_positions:
                     keep = ~term
                     if quiet_positions:
-                        from c4table.analysis.quiet import quiet_mask
                         keep = quiet_mask(b, codes, plies)
                     keys, outs, codes, plies, term, sym = (keys[keep], outs[keep], codes[keep],
                                                           plies[keep], term[keep], sym[keep])
                 if keys.shape[0]:
-                    writer.write_table(_batch(b, schema, keys, outs, codes, plies, term,
-                                              False if mirror else None))
+                    lab = entry_labels(labeller, keys, outs, codes, plies, term, planes) if labeller else None
+                    batch = _batch(b, base, keys, outs, codes, plies, term, False if mirror else None)
+                    writer.write_table(with_labels(batch, lab, b, planes, False) if lab else batch)
                     rows += keys.shape[0]
                     if mirror:
                         asym = ~sym
                         if asym.any():
-                            writer.write_table(_batch(b, schema, keys[asym], outs[asym], codes[asym],
-                                                      plies[asym], term[asym], True))
+                            batch = _batch(b, base, keys[asym], outs[asym], codes[asym],
+                                           plies[asym], term[asym], True)
+                            if lab:
+                                batch = with_labels(batch, {k: v[asym] for k, v in lab.items()},
+                                                    b, planes, True)
+                            writer.write_table(batch)
                             rows += int(asym.sum())
                 if src == "table" or not total:   # a scan: progress through the file
                     meter.update(scanned[0] if src == "table" else entries, entries=entries, rows=rows)
@@ -392,5 +408,7 @@ def export_positions(table, out: str | os.PathLike, ply: int | None = None, *,
         secs = time.perf_counter() - t0
         return ExportReport(out, rows, entries, secs, src)
     finally:
+        if labeller is not None:
+            labeller.close()
         if own:
             t.close()

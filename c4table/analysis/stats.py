@@ -25,6 +25,11 @@ import numpy as np
 from c4table.progress import Meter
 from c4table.game.board import Board
 from c4table.errors import MissingExtraError, MissingTableError, TableError
+from c4table.analysis.decode import decode_entries
+from c4table.table.source import Table
+from c4table.open import open_table
+from c4table.builddir.reader import BuildDir
+from c4table.io.storage import is_url
 
 
 
@@ -74,9 +79,6 @@ def scan_stats(table, quiet: bool = True, stream: TextIO | None = None) -> list[
     >>> [s.positions for s in scan_stats("tables/4x4/connect4_4x4.dat")][:3]
     [1, 4, 16]
     """
-    from c4table.analysis.decode import decode_entries
-    from c4table.table.source import Table
-    from c4table.open import open_table
     own = not isinstance(table, Table)
     t = open_table(table) if own else table
     stream = stream or sys.stderr
@@ -131,9 +133,6 @@ def ply_stats(path: str | os.PathLike, scan: bool = False, board: str | Board | 
     >>> ply_stats("tables/5x4")[4]
     PlyStats(ply=4, won=..., drawn=..., lost=..., positions=..., entries=..., finished=0)
     """
-    from c4table.builddir.reader import BuildDir
-    from c4table.io.storage import is_url
-    from c4table.open import open_table
     if str(path).startswith(("http://", "https://")) or is_url(str(path)):   # a remote .c4z
         with open_table(str(path), board) as t:
             return scan_stats(t, quiet)
@@ -186,7 +185,7 @@ def format_table(rows: Sequence[PlyStats], fmt: str = "tsv") -> str:
 def pyplot():
     """matplotlib.pyplot on the Agg back-end, or :class:`MissingExtraError` naming the extra."""
     try:
-        import matplotlib
+        import matplotlib  # the [plot] extra: a missing one is one line
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:

@@ -22,16 +22,20 @@ from pathlib import Path
 
 import numpy as np
 
-from c4table.progress import Meter
-from c4table.game.board import Board
 from c4table.builddir.reader import BuildDir
+from c4table.c4z.format import is_c4z
+from c4table.c4z.reader import RawStream, open_c4z
 from c4table.errors import BuildError, MissingTableError, TableError
-from c4table.table.source import board_from
+from c4table.game.board import Board
+from c4table.game.root import root_of
+from c4table.io.hashes import Hashes, sha256_of  # noqa
+from c4table.io.storage import is_url, open_storage
+from c4table.progress import Meter
+from c4table.table.check import known_of_size
+from c4table.table.known import known_tables, provenance  # noqa
+from c4table.table.source import board_from, keys_of_rows
 
 CHUNK_ENTRIES = 1 << 20
-from c4table.table.source import keys_of_rows
-from c4table.table.known import known_tables, provenance  # noqa
-from c4table.io.hashes import Hashes, sha256_of  # noqa
 
 
 @dataclass
@@ -66,7 +70,6 @@ def verify_table(path: str | Path, board: str | Board | None = None, sha256: str
     """Hash and check a table file (a path, or a ``pyarrow.fs`` URI such as
     ``s3://bucket/c4/connect4_6x4.dat``; a ``.c4z`` also over ``https://``); see the module
     docstring. ``shards=False`` skips the build directory's shards."""
-    from c4table.c4z.format import is_c4z
     if is_c4z(path):   # a .c4z: its decompressed bytes are checked like a .dat's
         return _verify_c4z(path, board, sha256, quiet, stream, shards)
     store, name = _locate(path)
@@ -77,7 +80,6 @@ def verify_table(path: str | Path, board: str | Board | None = None, sha256: str
     try:
         b = board_from(name, build, board, where=str(path))
     except TableError:   # a renamed file: a known table of its size says which board to try
-        from c4table.table.check import known_of_size
         sized = known_of_size(store.size(name))
         if not sized:
             raise
@@ -100,8 +102,6 @@ def _verify_c4z(path, board, sha256, quiet, stream, shards) -> VerifyReport:
     """:func:`verify_table` of a ``.c4z`` (path or URI): the stream of its blocks, decoded,
     and its header's hashes (those of the original file) against the computed ones; the
     build directory beside it, if any, as for the ``.dat`` it was made from."""
-    from c4table.c4z.reader import open_c4z
-    from c4table.io.storage import is_url
     s = str(path)
     with open_c4z(s) as z:
         b = z.board
@@ -122,8 +122,6 @@ def _verify_stream(path, b: Board, store, name, z, build, build_problem, sha256,
     """The streaming checks of :func:`verify_table` over the ``.dat`` ``name`` of ``store``
     (``z`` None) or the decoded blocks of the open ``.c4z`` ``z``, then the comparisons with
     the checked ``build`` beside it, the known tables and ``sha256``."""
-    from c4table.c4z.reader import RawStream
-    from c4table.game.root import root_of
     rep = VerifyReport(path, b)
     origin = root_of(b, name, build.data if build is not None else None) if name else None
     first_key = origin.key if origin is not None else 0
@@ -204,7 +202,6 @@ class _Remote(str):
 
 def _locate(path):
     """The storage of a table's directory and the table's file name (path or URI)."""
-    from c4table.io.storage import is_url, open_storage
     s = str(path)
     if is_url(s):
         d, _, name = s.rstrip("/").rpartition("/")
@@ -239,7 +236,6 @@ def _compare(rep: VerifyReport, build, b: Board, sha256: str | None, rooted: boo
         check(f"known table {b.name} ({provenance(ref)})", ref)
         if plies is not None and "plies" in ref:
             _compare_plies(rep, build.path, plies, ref)
-    from c4table.table.check import known_of_size
     for other in known_of_size(rep.bytes, rep.sha256):
         if other != b.name:
             rep.problems.append(f"this file is known table {other} (size and sha256 match), read "

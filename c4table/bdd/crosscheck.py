@@ -32,6 +32,7 @@ from pathlib import Path
 from c4table.bdd.results import WON_GAMES, BddCounts
 from c4table.game.board import Board
 from c4table.errors import BuildError, C4Error, CorruptDataError
+from c4table.builddir.reader import BuildDir
 
 FIELDS = (("positions", "positions"), ("terminal", "terminal"), ("won", "a_wins"),
           ("drawn", "draws"), ("lost", "b_wins"))
@@ -90,7 +91,6 @@ def load_manifest(path: str | Path) -> tuple[dict, Path]:
     ...     print(e)
     no manifest at /nonexistent/manifest.json
     """
-    from c4table.builddir.reader import BuildDir
     p = Path(path)
     if p.is_dir() or not p.suffix:
         p = p / "manifest.json"

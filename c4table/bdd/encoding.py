@@ -36,6 +36,7 @@ from functools import reduce
 
 from c4table.bdd.engine import BooleanOperator, Engine
 from c4table.game.board import Board
+from c4table.errors import BoardError
 
 ENCODINGS = ("compressed", "plain")
 
@@ -44,7 +45,6 @@ def make_encoding(board: Board | str, engine: Engine, name: str = "compressed") 
     """Declare the variables of ``board`` in ``engine``'s manager and return the encoding."""
     board = Board.parse(board)
     if board.grid is not None:
-        from c4table.errors import BoardError
         raise BoardError(f"board {board}: BDD mode knows 2D boards only, not 3D boards")
     if name == "compressed":
         return CompressedEncoding(board, engine)

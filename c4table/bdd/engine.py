@@ -27,7 +27,7 @@ from typing import Callable, Iterator, TypeVar
 from c4table.errors import C4Error
 
 try:  # oxidd is a declared dependency; keep the import error readable if it is missing
-    import oxidd.bcdd as _bcdd
+    import oxidd.bcdd as _bcdd  # oxidd loads only when BDD mode runs
     import oxidd.bdd as _bdd
     from oxidd.util import BooleanOperator, DDMemoryError
 except ImportError as exc:  # pragma: no cover - depends on the installation

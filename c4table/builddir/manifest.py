@@ -43,6 +43,7 @@ from c4table.io.counting import IOCounts, active, counting
 from c4table.builddir.shards import ShardInfo
 from c4table.io.storage import Storage, open_storage
 from c4table.io.files import background
+from c4table.game.root import Root
 
 FORMAT = "c4table-manifest/1"
 MANIFEST = "manifest.json"
@@ -219,7 +220,6 @@ class Manifest:
         rec = self.data.get("root")
         if rec is None:
             return None
-        from c4table.game.root import Root
         return Root.from_json(self.board, rec)
 
     def shards(self, stage: str, ply: int) -> list[ShardInfo] | None:
@@ -295,7 +295,6 @@ def structure_problem(data: dict) -> str | None:
     if data.get("entry_size") not in (None, board.entry_size):
         return f"entry_size {data.get('entry_size')!r} is not {board.entry_size} for board {board}"
     if "root" in data:
-        from c4table.game.root import Root
         try:
             Root.from_json(board, data["root"])
         except (ValueError, KeyError, TypeError, C4Error) as e:

@@ -2,6 +2,7 @@
 stream and outcome symbols), the trained dictionaries, and the zstd contexts."""
 from __future__ import annotations
 
+import ctypes
 import os
 import struct
 import threading
@@ -10,16 +11,25 @@ import numpy as np
 import xxhash
 import zstandard
 
-from c4table.game.board import Board
 from c4table.c4z.codec import BlockCodec, _decode, _rows
-from c4table.errors import (TableError)
+from c4table.c4z.format import (
+    DEFAULT_LEVEL,
+    DICT_SAMPLES,
+    KEY_DICT_BYTES,
+    KEY_DICT_SHARE,
+    PART_SHARE,
+    SYM_DICT_BYTES,
+    SYM_DICT_SHARE,
+)
+from c4table.errors import TableError
+from c4table.game.board import Board
 from c4table.table.source import keys_of_rows
-from c4table.c4z.format import DEFAULT_LEVEL, DICT_SAMPLES, KEY_DICT_BYTES, KEY_DICT_SHARE, PART_SHARE, SYM_DICT_BYTES, SYM_DICT_SHARE
 
 
 def encode_block(raw, board: Board, level: int = DEFAULT_LEVEL,
                  part_entries: int | None = None, key_dict: bytes | None = None,
-                 sym_dict: bytes | None = None) -> tuple[int, bytes]:
+                 sym_dict: bytes | None = None, check_outcomes: bool = False
+                 ) -> tuple[int, bytes]:
     """``(first key, block bytes)`` of raw table bytes (whole entries, keys strictly
     increasing), in parts of ``part_entries`` entries (the last one fewer): a head (the
     number ``p`` of parts, u16; the lengths of the key frame and of the symbol frame, u32;
@@ -27,7 +37,10 @@ def encode_block(raw, board: Board, level: int = DEFAULT_LEVEL,
     every part but the first, u64), then the key frame and the symbol frame. Each frame is
     one zstd frame (with ``key_dict`` / ``sym_dict``) whose zstd blocks end where the parts
     end (:func:`zstd_frame`): the frame keeps its whole history, and a probe of a key of
-    part 0 decodes the frames only up to the end of part 0.
+    part 0 decodes the frames only up to the end of part 0. ``check_outcomes``: a
+    :class:`~c4table.errors.TableError` if an outcome byte is none that the entry's ply
+    allows (symbol 65 or more: neither the draw at distance ``cells - ply`` nor a win whose
+    distance has the winner's parity; see :mod:`c4table.c4z.codec`).
 
     >>> first, block = encode_block(bytes([0, 0, 0, 16, 0, 0, 1, 0x4f]), Board.parse("4x4"), part_entries=1)
     >>> first, decode_block_bytes(block, Board.parse("4x4"), 2, first, part_entries=1)[1].tolist()
@@ -46,6 +59,10 @@ def encode_block(raw, board: Board, level: int = DEFAULT_LEVEL,
     kvs, sys_, firsts = [], [], []
     for o in range(0, n, part_entries):
         kv, sy = codec.encode(keys[o: o + part_entries], outs[o: o + part_entries])
+        if check_outcomes and sy and np.frombuffer(sy, np.uint8).max() >= 65:
+            j = o + int(np.argmax(np.frombuffer(sy, np.uint8) >= 65))
+            raise TableError(f"entry {j} of the block (key {int(keys[j])}): outcome byte "
+                             f"0x{int(outs[j]):02x} is impossible at its ply")
         kvs.append(kv)
         sys_.append(sy)
         if o:
@@ -217,10 +234,11 @@ def train_key_dict(src, board: Board, block_entries: int, samples: int | None = 
     return train_dicts(src, board, block_entries, samples, size, 0)[0]
 
 
-def _compress_block(raw, board: Board, level: int, key_dict, part_entries: int, sym_dict
-                    ) -> tuple[int, bytes, int]:
+def _compress_block(raw, board: Board, level: int, key_dict, part_entries: int, sym_dict,
+                    check_outcomes: bool = False) -> tuple[int, bytes, int]:
     """Worker: ``(first key, compressed block, xxh64 of it)``."""
-    first, comp = encode_block(raw, board, level, part_entries, key_dict, sym_dict)
+    first, comp = encode_block(raw, board, level, part_entries, key_dict, sym_dict,
+                               check_outcomes)
     return first, comp, xxhash.xxh64_intdigest(comp)
 
 
@@ -237,7 +255,6 @@ def tune_malloc() -> None:
         return
     _tuned = True
     try:
-        import ctypes
         libc = ctypes.CDLL("libc.so.6")
         libc.mallopt(-1, 256 << 20)    # M_TRIM_THRESHOLD
         libc.mallopt(-3, 64 << 20)     # M_MMAP_THRESHOLD

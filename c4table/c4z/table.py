@@ -9,6 +9,7 @@ import numpy as np
 
 from c4table.game.board import Board
 from c4table.errors import (ClosedTableError, TableError)
+from c4table.game.root import root_of
 from c4table.c4z.reader import C4zFile, open_c4z
 from c4table.table.source import ENTRY_DTYPE, Table
 
@@ -18,8 +19,8 @@ class NotMappedError(TableError, NotImplementedError):
 
 
 class C4zTable(Table):
-    """A :class:`~c4table.table.Table` whose entries come from a ``.c4z`` (local or remote):
-    ``Table("t.c4z")`` and ``open_table("s3://b/t.c4z")`` give one. Probes decode one block
+    """A :class:`~c4table.table.source.Table` whose entries come from a ``.c4z`` (local or
+    remote): ``open_table("t.c4z")`` and ``open_table("s3://b/t.c4z")`` give one. Probes decode one block
     each (cached); :meth:`iter_entries` streams the blocks."""
 
     def __init__(self, path, board: str | Board | None = None):
@@ -36,7 +37,6 @@ class C4zTable(Table):
         self._mm = None
         self._file = None
         self.build = None   # no build directory is read for a .c4z: its header says what it is
-        from c4table.game.root import root_of   # a rooted table: the root its header records
         h = self._z.header
         self.root = root_of(self.board, h.get("file", ""),
                             {"root": h["root"]} if isinstance(h.get("root"), dict) else None)

@@ -21,6 +21,10 @@ from c4table.units import format_seconds, format_size
 from c4table.c4z.blocks import _compress_block, default_part_entries, train_dicts, tune_malloc
 from c4table.c4z.format import CHECKPOINT_SECONDS, DEFAULT_BLOCK_ENTRIES, DEFAULT_LEVEL, END_MAGIC, FORMAT_VERSION, IDX_RECORD, KEY_DICT_BYTES, MAGIC, PROGRESS_EVERY, SYM_DICT_BYTES, TRAILER, TRANSFORM, default_c4z_name
 from c4table.c4z.reader import open_c4z
+from c4table.table.source import board_of_table
+from c4table.io.hashes import Hashes
+from c4table.io.files import fsync_dir
+from c4table.io.storage import is_url
 
 
 def _say(quiet: bool, stream, text: str) -> None:
@@ -50,8 +54,6 @@ def compress_table(src: str | os.PathLike, out: str | os.PathLike | None = None,
     >>> compress_table("tables/4x4/connect4_4x4.dat", "t44.c4z", quiet=True)
     PosixPath('t44.c4z')
     """
-    from c4table.table.source import board_of_table
-    from c4table.io.hashes import Hashes
     src = Path(src)
     if not src.is_file():
         raise MissingTableError(f"{src}: no such table file")
@@ -174,39 +176,12 @@ def compress_table(src: str | os.PathLike, out: str | os.PathLike | None = None,
                     if hashes.get(k) and hashes[k] != digests[k]:
                         raise CorruptDataError(f"{src}: {k} {digests[k]} differs from the "
                                                f"expected {hashes[k]} (file changed while compressed?)")
-            _fsync(fidx)
-            fidx.seek(0)
-            rec = np.frombuffer(open(idxf, "rb").read(), "<u8").reshape(-1, 3)
-            if rec.shape[0] != nblocks:
-                raise TableError(f"{idxf}: {rec.shape[0]} index records for {nblocks} blocks")
-            index = np.concatenate([rec[:, 0], np.array([len(MAGIC) + dicts_len], "<u8"),
-                                    rec[:, 1], rec[:, 2]]).astype("<u8")
-            comp_index = zstandard.ZstdCompressor(level=9).compress(index.tobytes())
-            idx_off = part_bytes
-            header = {"format": "c4z", "version": FORMAT_VERSION, "board": b.name,
-                      "width": b.width, "height": b.height, "k": b.k, "entry_size": E,
-                      **({"grid": list(b.grid)} if b.grid is not None else {}),
-                      "key_bytes": b.key_bytes, "entries": entries, "raw_bytes": size,
-                      "sha256": digests["sha256"], "md5": digests["md5"], "file": src.name,
-                      "root": root, "block_entries": block_entries, "blocks": nblocks,
-                      "transform": TRANSFORM, "codec": "zstd", "level": level,
-                      "part_entries": part_entries,
-                      "key_dict": {"length": len(key_dict), "xxh64": xxhash.xxh64_intdigest(key_dict)}
-                      if key_dict else None,
-                      "sym_dict": {"length": len(sym_dict), "xxh64": xxhash.xxh64_intdigest(sym_dict)}
-                      if sym_dict else None,
-                      "index_xxh64": xxhash.xxh64_intdigest(comp_index)}
-            hdr = json.dumps(header, sort_keys=True).encode()
-            fpart.write(comp_index)
-            fpart.write(hdr)
-            fpart.write(TRAILER.pack(idx_off, len(comp_index), len(hdr),
-                                     xxhash.xxh64_intdigest(hdr), END_MAGIC))
-            _fsync(fpart)
-    os.replace(part, out)
-    from c4table.io.files import fsync_dir
-    fsync_dir(out.parent)
-    idxf.unlink(missing_ok=True)
-    ckpt.unlink(missing_ok=True)
+            header = c4z_header(b, entries=entries, raw_bytes=size, digests=digests,
+                                file=src.name, root=root, block_entries=block_entries,
+                                blocks=nblocks, level=level, part_entries=part_entries,
+                                key_dict=key_dict, sym_dict=sym_dict)
+            finish_part(fpart, fidx, idxf, part_bytes, nblocks, len(MAGIC) + dicts_len, header)
+    publish_part(part, out, idxf, ckpt)
     secs = time.perf_counter() - t0
     osize = out.stat().st_size
     _say(quiet, stream, f"[compress] {out}: {format_size(osize)} ({100 * osize / size:.2f}% of "
@@ -215,14 +190,64 @@ def compress_table(src: str | os.PathLike, out: str | os.PathLike | None = None,
     return out
 
 
+
+def c4z_header(b: Board, *, entries: int, raw_bytes: int, digests: dict, file: str, root,
+               block_entries: int, blocks: int, level: int, part_entries: int,
+               key_dict: bytes | None, sym_dict: bytes | None, **extra) -> dict:
+    """The JSON header of a ``.c4z`` (without ``index_xxh64``, which :func:`finish_part`
+    adds); ``extra`` fields are recorded as they are."""
+    return {"format": "c4z", "version": FORMAT_VERSION, "board": b.name,
+            "width": b.width, "height": b.height, "k": b.k, "entry_size": b.entry_size,
+            **({"grid": list(b.grid)} if b.grid is not None else {}),
+            "key_bytes": b.key_bytes, "entries": entries, "raw_bytes": raw_bytes,
+            "sha256": digests["sha256"], "md5": digests["md5"], "file": file,
+            "root": root, "block_entries": block_entries, "blocks": blocks,
+            "transform": TRANSFORM, "codec": "zstd", "level": level,
+            "part_entries": part_entries,
+            "key_dict": {"length": len(key_dict), "xxh64": xxhash.xxh64_intdigest(key_dict)}
+            if key_dict else None,
+            "sym_dict": {"length": len(sym_dict), "xxh64": xxhash.xxh64_intdigest(sym_dict)}
+            if sym_dict else None, **extra}
+
+
+def finish_part(fpart, fidx, idxf: Path, part_bytes: int, nblocks: int, first_offset: int,
+                header: dict) -> None:
+    """Append the block index (from the ``.part.idx`` side file ``idxf``), the header and the
+    trailer to the part file ``fpart`` (positioned at ``part_bytes``, the end of the last
+    block; ``first_offset``: where block 0 starts) and fsync it."""
+    _fsync(fidx)
+    rec = np.frombuffer(open(idxf, "rb").read(), "<u8").reshape(-1, 3)
+    if rec.shape[0] != nblocks:
+        raise TableError(f"{idxf}: {rec.shape[0]} index records for {nblocks} blocks")
+    index = np.concatenate([rec[:, 0], np.array([first_offset], "<u8"),
+                            rec[:, 1], rec[:, 2]]).astype("<u8")
+    comp_index = zstandard.ZstdCompressor(level=9).compress(index.tobytes())
+    header = {**header, "index_xxh64": xxhash.xxh64_intdigest(comp_index)}
+    hdr = json.dumps(header, sort_keys=True).encode()
+    fpart.write(comp_index)
+    fpart.write(hdr)
+    fpart.write(TRAILER.pack(part_bytes, len(comp_index), len(hdr),
+                             xxhash.xxh64_intdigest(hdr), END_MAGIC))
+    _fsync(fpart)
+
+
+def publish_part(part: Path, out: Path, idxf: Path, ckpt: Path) -> None:
+    """Rename the finished part file to ``out`` (durably) and drop the side files."""
+    os.replace(part, out)
+    fsync_dir(out.absolute().parent)
+    idxf.unlink(missing_ok=True)
+    ckpt.unlink(missing_ok=True)
+
 def _checkpoint(fpart, fidx, ckpt: Path, settings: dict, blocks: int, part_bytes: int,
-                key_dict_bytes: int, sym_dict_bytes: int) -> None:
+                key_dict_bytes: int, sym_dict_bytes: int, **extra) -> None:
+    """Make the part files durable up to ``blocks`` finished blocks and record that in the
+    checkpoint file ``ckpt`` (atomically); ``extra`` fields are recorded too."""
     _fsync(fpart)
     _fsync(fidx)
     tmp = ckpt.with_name(ckpt.name + ".tmp")
     tmp.write_text(json.dumps({"settings": settings, "blocks": blocks, "part_bytes": part_bytes,
                                "key_dict_bytes": key_dict_bytes,
-                               "sym_dict_bytes": sym_dict_bytes}))
+                               "sym_dict_bytes": sym_dict_bytes, **extra}))
     os.replace(tmp, ckpt)
 
 
@@ -236,13 +261,11 @@ def decompress_table(src, out: str | os.PathLike | None = None, *, threads: int 
     >>> decompress_table("tables/5x4/connect4_5x4.c4z", "copy.dat", quiet=True).name
     'copy.dat'
     """
-    from c4table.io.hashes import Hashes
     stream = stream or sys.stderr
     threads = threads or os.cpu_count() or 1
     with open_c4z(src) as z:
         h = z.header
         if out is None:
-            from c4table.io.storage import is_url
             s = str(src)
             out = Path(h["file"]) if is_url(s) else Path(s).with_name(h["file"])
             if out.exists():
@@ -288,7 +311,6 @@ def decompress_table(src, out: str | os.PathLike | None = None, *, threads: int 
             raise CorruptDataError(f"{src}: the decompressed table does not match the header "
                                    f"(sha256 {d['sha256']} != {h['sha256']}); output removed")
     os.replace(part, out)
-    from c4table.io.files import fsync_dir
     fsync_dir(out.absolute().parent)
     secs = time.perf_counter() - t0
     _say(quiet, stream, f"[decompress] {out}: {d['bytes']:,} bytes, sha256 {d['sha256']} matches, "

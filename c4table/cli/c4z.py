@@ -23,7 +23,8 @@ def _threads_option(f):
 
 
 @click.command()
-@click.argument("table_path", metavar="TABLE.dat", type=click.Path(dir_okay=False))
+@click.argument("table_path", metavar="TABLE.dat|TABLE.dat.xz|-", type=click.Path(dir_okay=False,
+                                                                          allow_dash=True))
 @click.option("-o", "--out", "out", type=click.Path(dir_okay=False), default=None,
               help="output file (default: TABLE.c4z beside the input)")
 @click.option("--board", default=None, help="board of the table if its name does not say")
@@ -43,8 +44,30 @@ def _threads_option(f):
 def compress(table_path, out, board, level, block_entries, archive, threads, quiet):
     """Compress a table file into a .c4z (blocks of sorted entries, zstd) that every reader
     (lookup, best, play, stats, export, verify, open_table) takes as it is. Streaming, on all
-    cores; an interrupted run resumes when rerun with the same arguments."""
+    cores; an interrupted run resumes when rerun with the same arguments.
+
+    TABLE.dat.xz (Cadot's archive) or - (the raw table on standard input, with --board) is
+    converted as it streams: the raw table never touches the disk, its entries and hashes
+    are checked on the way, and the streaming profile (zstd level 9 and 262,144-entry blocks
+    unless --level / --block-entries) keeps up with xz's decoding. Rerun after an interruption: the stream is read again up to the
+    checkpoint (decoded and hashed, not compressed) and the run goes on."""
     from c4table import c4z
+    from c4table.c4z.stream import is_stream_input
+    if is_stream_input(table_path):
+        from c4table.c4z.stream import STREAM_BLOCK_ENTRIES, STREAM_LEVEL, compress_stream
+        if archive:
+            raise click.UsageError("--archive is for a .dat on disk, not a stream")
+        if table_path == "-" and board is None:
+            raise click.UsageError("the raw table on standard input needs --board WxH")
+        path = compress_stream(table_path, out, board=board, level=level or STREAM_LEVEL,
+                               block_entries=block_entries or STREAM_BLOCK_ENTRIES,
+                               threads=threads, quiet=quiet)
+        from c4table.c4z.reader import open_c4z
+        with open_c4z(path) as z:
+            raw = z.header["raw_bytes"]
+        size = path.stat().st_size
+        click.echo(f"{path}  {size:,} bytes ({100 * size / raw:.2f}% of {raw:,})")
+        return
     src = Path(table_path)
     if not src.is_file():
         from c4table.errors import MissingTableError

@@ -5,6 +5,10 @@ Errors a user can cause end with one line on stderr (``c4table: error: ...``) an
 2 (bad input: malformed board, position, option or missing file) or 1 (a check failed, data is
 corrupt, the build cannot proceed). Nothing prints a traceback.
 """
+# Each command imports what it uses inside its function, and the readers' commands load on
+# first use (_Commands.LAZY): `import c4table.cli.main` takes 0.15-0.25 s, importing the build,
+# the readers, export, .c4z and BDD mode up front 0.7-2.2 s (2-core EPYC VM at load 4,
+# 2026-11-26), which every `c4table --help` and every `lookup` would pay.
 from __future__ import annotations
 
 import json
@@ -312,9 +316,16 @@ def merge(board, out, memory, workers, scheduler, quiet, restart, root, compress
 @click.option("--shuffle-max-reads", type=click.IntRange(1), default=None,
               help="a shuffle past this many ranged reads (tasks x runs) is pre-merged "
                    "(two-level); the build's is $C4TABLE_SHUFFLE_MAX_READS, default 1,000,000")
+@click.option("--calibrate", is_flag=True,
+              help="measure this machine's costs with a short build (about a minute; cached per "
+                   "machine and version, and used by later plans) unless they are cached")
+@click.option("--recalibrate", is_flag=True, help="measure this machine's costs again")
+@click.option("--fast-costs", is_flag=True,
+              help="plan with the fast development machine's costs even if this one is calibrated")
 @device_options
 def plan(board, workers, memory_per_worker, from_dir, as_json, root, probe_plies,
-         price_per_1k_requests, price_per_gb_month, shuffle_max_reads):
+         price_per_1k_requests, price_per_gb_month, shuffle_max_reads, calibrate, recalibrate,
+         fast_costs):
     """Estimate a build of BOARD: entries per generation, final size, peak disk, shuffle volume
     and wall time on WORKERS workers, from published counts and measured per-entry costs.
     With --device gpu: the build on one GPU node, from stated device rates (docs/gpu.md)."""
@@ -338,6 +349,8 @@ def plan(board, workers, memory_per_worker, from_dir, as_json, root, probe_plies
     else:
         p = make_plan(board, workers, mem, from_dir, shuffle_max_reads)
     p.shuffle_max_reads = shuffle_max_reads
+    p.costs = _plan_costs(calibrate or recalibrate, recalibrate, fast_costs, as_json)
+    p.notes.append(_costs_note(p))
     io = p.io()
     cost = None
     if price_per_1k_requests is not None or price_per_gb_month is not None:
@@ -372,9 +385,9 @@ def plan(board, workers, memory_per_worker, from_dir, as_json, root, probe_plies
 
 
 def _echo_gpu_plan(board, gpu_memory: str, as_json: bool) -> None:
-    """``plan --device gpu``: :func:`c4table.pipeline.gpu.plan.make_gpu_plan`, printed."""
+    """``plan --device gpu``: :func:`c4table.pipeline.gpuplan.make_gpu_plan`, printed."""
     from c4table.units import format_seconds, format_size, parse_size
-    from c4table.pipeline.gpu.plan import make_gpu_plan
+    from c4table.pipeline.gpuplan import make_gpu_plan
     try:
         p = make_gpu_plan(board, parse_size(gpu_memory))
     except ValueError as e:
@@ -397,6 +410,37 @@ def _echo_gpu_plan(board, gpu_memory: str, as_json: bool) -> None:
                f"{format_seconds(p.serial_seconds)} serial")
     for note in p.notes:
         click.echo(f"note: {note}")
+
+
+def _plan_costs(calibrate: bool, again: bool, fast: bool, quiet: bool):
+    """The machine costs a plan uses: this machine's cached calibration (measured now with
+    ``calibrate`` if none is cached, or anew with ``again``), else the fast machine's."""
+    from c4table.pipeline import calibrate as cal
+    from c4table.pipeline.schedule import FAST_MACHINE
+    if fast:
+        return FAST_MACHINE
+    costs = None if again else cal.cached()
+    if costs is None and calibrate:
+        say = (lambda t: None) if quiet else (lambda t: click.echo(f"calibrating: {t}", err=True))
+        costs = cal.calibrate(progress=say)
+        where = cal.save(costs)
+        say(f"saved {where}")
+    return costs or FAST_MACHINE
+
+
+def _costs_note(p) -> str:
+    """Whose costs the plan's CPU and wall time rest on, and what bounds the wall time."""
+    from c4table.pipeline.calibrate import stale
+    c = p.costs
+    s = p.schedule()
+    what, share = s.bound()
+    parts = ", ".join(f"{k} {v:,.0f} s" for k, v in s.parts().items())
+    return (f"costs of {c.machine} ({c.source}): {c.forward_s * 1e9:.0f} / {c.backward_s * 1e9:.0f}"
+            f" / {c.merge_s * 1e9:.0f} ns per entry (forward / backward / merge tasks), "
+            f"{c.step_s:.3f} s per generation step in the driver; the wall time is mostly "
+            f"{what} ({share:.0%}; the schedule model: {parts})"
+            + ("; calibrated with other code than this: --recalibrate measures again"
+               if stale(c) else ""))
 
 
 def _c4z_extrapolated(p) -> str:
@@ -440,8 +484,10 @@ def _echo_io(io, cost, per_req, per_gb) -> None:
 @DRAW_OPTION
 @DRAWING_OPTION
 @click.option("--json", "as_json", is_flag=True, help="one JSON object per position")
+@click.option("--scores", is_flag=True, help="also show Pons' scores (side to move, larger the sooner "
+                                             "it wins; JSON always has them)")
 @click.argument("positions", nargs=-1)
-def lookup(table_path, board, draw, drawing, as_json, positions):
+def lookup(table_path, board, draw, drawing, as_json, scores, positions):
     """Outcome and distance of POSITIONS (move strings of 1-based columns, "" for the empty
     board, - to read one per line from stdin), and of each legal move.
 
@@ -450,8 +496,13 @@ def lookup(table_path, board, draw, drawing, as_json, positions):
         queries, table_path_or_default
     from c4table.open import open_table
     qs = queries(positions, drawing)
+    from c4table.cli.use import scored_lookup_text
+    from c4table.analysis.pons import add_scores
     with open_table(table_path_or_default(table_path), board) as table:
-        failures = answer_queries(table, qs, as_json, draw, lookup_json, lookup_text)
+        cells = table.board.cells
+        failures = answer_queries(table, qs, as_json, draw,
+                                  lambda p: add_scores(lookup_json(p), cells),
+                                  (lambda p, n: scored_lookup_text(p, n, cells)) if scores else lookup_text)
     finish_answers(failures, len(qs))
 
 
@@ -490,6 +541,8 @@ def _register_optional() -> None:
         cli.add_command(command)
     from c4table.cli.serve import serve
     cli.add_command(serve)
+    from c4table.cli.label import label
+    cli.add_command(label)
     # bdd and crosscheck: registered on first use (_Commands)
     from c4table.cli.examples import add_examples
     add_examples(cli)

@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import NamedTuple, Sequence
 
 from c4table.game.board import Board
+from c4table.game.grid3d import readings as readings3d
 
 DRAW, A_WINS, B_WINS = 0x00, 0x40, 0x80
 _RESULT_OF_BITS = {DRAW: "draw", A_WINS: "A", B_WINS: "B"}
@@ -61,7 +62,6 @@ def key_of_codes(board: Board, codes: Sequence[int]) -> int:
     """Mirror-canonical key ``min(v1, v2)`` of a position given its column codes; on a 3D board
     the least reading over the grid's symmetries (:func:`c4table.game.grid3d.readings`)."""
     if board.grid is not None:
-        from c4table.game.grid3d import readings as readings3d
         return min(readings3d(board, codes))
     return min(readings(board, codes))
 

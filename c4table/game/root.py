@@ -26,11 +26,13 @@ True
 from __future__ import annotations
 
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from c4table.game.board import Board
 from c4table.errors import IllegalPositionError, PositionNotFoundError
+from c4table.game.board import Board
+from c4table.game.drawing import parse_drawing
 from c4table.game.rules import Position
 
 #: ``connect4_WxH_root-MOVES.dat``: group 1 width, 2 height, 3 the root's moves (or ``empty``).
@@ -78,7 +80,6 @@ class Root:
         """
         board = Board.parse(board)
         if "\n" in text.strip():
-            from c4table.game.drawing import parse_drawing
             return cls.of_position(parse_drawing(text, board))
         text = text.strip()
         if text == EMPTY_NAME:
@@ -156,7 +157,6 @@ def root_argument(board: Board, value: str) -> Root:
     >>> root_argument(Board(5, 4), "3344").ply
     4
     """
-    import sys
     text = value.strip()
     if text == "-":
         return Root.parse(board, sys.stdin.read())

@@ -23,6 +23,8 @@ from c4table.game.board import A, B, EMPTY, Board
 from c4table.game.codec import key_of_codes, readings
 from c4table.errors import IllegalPositionError
 from c4table.wording import quote
+from c4table.game.grid3d import readings as readings3d
+from c4table.game.grid3d import run_through as run_through3d
 
 PLAYER_NAME = {A: "A", B: "B"}
 
@@ -115,7 +117,6 @@ class Position:
     def is_symmetric(self) -> bool:
         """Its own mirror image (on a 3D board: its own image under every symmetry)."""
         if self.board.grid is not None:
-            from c4table.game.grid3d import readings as readings3d
             return len(set(readings3d(self.board, self.codes()))) == 1
         v1, v2 = readings(self.board, self.codes())
         return v1 == v2
@@ -189,7 +190,6 @@ def run_through(board: Board, cols: Sequence[Sequence[int]], col: int,
     [(0, 0), (1, 0), (2, 0), (3, 0)]
     """
     if board.grid is not None:   # a 3D board: 13 directions
-        from c4table.game.grid3d import run_through as run_through3d
         return run_through3d(board, cols, col, row)
     w, h, k = board.width, board.height, board.k
     player = cols[col][row]

@@ -5,6 +5,7 @@ allows it (``C4TABLE_DIRECT_IO=off`` turns it off), writeback started early
 (:func:`background`)."""
 from __future__ import annotations
 
+import ctypes
 import errno
 import mmap
 import os
@@ -15,8 +16,6 @@ from functools import lru_cache
 
 import c4table.config as config
 from c4table.io.counting import active
-
-
 
 _background: dict[str, tuple[int, ThreadPoolExecutor]] = {}   # name: (pid, its thread)
 
@@ -60,7 +59,6 @@ def _sync_file_range():
     if not sys.platform.startswith("linux"):
         return None
     try:
-        import ctypes
         fn = ctypes.CDLL(None, use_errno=True).sync_file_range
     except (OSError, AttributeError):
         return None

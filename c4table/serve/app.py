@@ -15,6 +15,7 @@ Routes (see ``README.md``, section "Serving"):
 * ``GET /api/{board}?moves=M``: the ``lookup --json`` object of position ``M``.
 * ``GET /api/{board}/mainline?moves=M``: the perfect-play continuation to the end of the game.
 * ``POST /api/{board}/batch``: a JSON list of up to 10,000 move strings, answered in order.
+* ``GET /solve?pos=M[&board=WxH]``: Pons' web API shape ``{"pos": M, "score": [W ints]}``.
 * ``GET /api/boards``, ``/healthz``, ``/metrics`` (Prometheus text), ``/openapi.json``.
 * ``GET /``: the web board (``c4table/web/``), plain HTML, CSS and JavaScript.
 
@@ -52,6 +53,7 @@ from c4table.table.probe import error_json, lookup_json
 from c4table.errors import C4Error, IllegalPositionError, PositionNotFoundError
 from c4table.table.fastprobe import FastProber
 from c4table.analysis.play import choose_move
+from c4table.analysis.pons import add_scores, move_score, probe_score, web_scores
 from c4table.table.source import Table
 from c4table.open import open_table
 
@@ -220,7 +222,7 @@ class ProbeService:
             raise ApiError(400, str(res))
         if isinstance(res, Exception):
             raise res
-        return json.dumps(lookup_json(res, t.board.name))
+        return json.dumps(add_scores(lookup_json(res, t.board.name), t.board.cells))
 
     def _cached(self, key) -> str | None:
         """The cached answer for ``key``, or None; counted as a cache hit or miss."""
@@ -295,12 +297,35 @@ class ProbeService:
         start, cur, res, line = lookup_json(first), first.position, first, []
         while not res.terminal:
             m = choose_move(res, t.board.width)
-            line.append({"column": m.column, "outcome": m.outcome, "distance": m.distance})
+            line.append({"column": m.column, "outcome": m.outcome, "distance": m.distance,
+                         "score": move_score(res, m, t.board.cells)})
             cur += str(m.column)
             res = probe(cur)
         body = json.dumps({"position": start["position"], "outcome": start["outcome"],
                            "distance": start["distance"], "mainline": line,
-                           "end": cur, "winner": res.outcome})
+                           "end": cur, "winner": res.outcome, "score": probe_score(first, t.board.cells)})
+        self.cache.put(key, body)
+        return body
+
+    def solve(self, pos: str, board: str | None = None) -> str:
+        """Pons' web API (connect4.gamesolver.org ``/solve?pos=``): ``{"pos": ..., "score": [W
+        ints]}``, each column's score for the side to move if it plays there (:mod:`c4table.pons`),
+        100 where the column cannot be played (full, or the game is over). ``board`` defaults to
+        the one board served, else 7x6."""
+        if board is None:
+            board = next(iter(self.tables)) if len(self.tables) == 1 else "7x6"
+        t = self.table(board)
+        key = (board, pos, "solve")
+        hit = self._cached(key)
+        if hit is not None:
+            return hit
+        self._check(t, pos)
+        if "\n" in pos.strip():
+            raise ApiError(400, "pos is a move string of 1-based columns")
+        res = self._probe(board, t, [pos])[0]
+        if isinstance(res, Exception):
+            self._body(t, board, res)      # raises its ApiError
+        body = json.dumps({"pos": pos, "score": web_scores(res, t.board.width, t.board.cells)})
         self.cache.put(key, body)
         return body
 
@@ -331,7 +356,7 @@ def _route_label(path: str) -> str:
         return "/api/{board}" if "/" not in rest else "other"
     if path.startswith("/static/"):
         return "/static"
-    return path if path in ("/", "/healthz", "/metrics", "/openapi.json") else "other"
+    return path if path in ("/", "/solve", "/healthz", "/metrics", "/openapi.json") else "other"
 
 
 class _FrontDoor:
@@ -402,11 +427,13 @@ def openapi(boards: list[str]) -> dict:
                    "description": "1-based columns played from the empty board (empty: the empty board)"}
     move = {"type": "object", "properties": {"column": {"type": "integer"},
                                              "outcome": {"enum": ["A", "B", "draw"]},
-                                             "distance": {"type": "integer"}}}
+                                             "distance": {"type": "integer"},
+                                             "score": {"type": "integer"}}}
     probe = {"type": "object", "properties": {
         "board": {"type": "string"}, "position": {"type": "string"}, "ply": {"type": "integer"}, "to_move": {"enum": ["A", "B"]},
         "outcome": {"enum": ["A", "B", "draw"]}, "distance": {"type": "integer"},
-        "terminal": {"type": "boolean"}, "moves": {"type": "array", "items": move}}}
+        "terminal": {"type": "boolean"}, "moves": {"type": "array", "items": move},
+        "score": {"type": "integer", "description": "Pons' score for the side to move"}}}
     return {
         "openapi": "3.1.0",
         "info": {"title": "c4table probe API", "version": "1",
@@ -441,6 +468,15 @@ def openapi(boards: list[str]) -> dict:
                                       "content": {JSON_TYPE: {"schema": {"type": "array", "items": {
                                           "$ref": "#/components/schemas/Probe"}}}}},
                               "400": err, "404": err, "413": err}}},
+            "/solve": {"get": {
+                "summary": "Pons' web API: each column's score for the side to move (100: cannot be played)",
+                "parameters": [{"name": "pos", "in": "query", "required": False, "schema": {"type": "string"},
+                                "description": "1-based columns played from the empty board"},
+                               {"name": "board", "in": "query", "required": False,
+                                "schema": {"type": "string", "enum": boards},
+                                "description": "board (default: the one served, else 7x6)"}],
+                "responses": {"200": {"description": "{pos, score: [one int per column]}"},
+                              "400": err, "404": err}}},
             "/healthz": {"get": {"summary": "Liveness", "responses": {"200": {"description": "ok"}}}},
             "/metrics": {"get": {"summary": "Prometheus metrics (text format)",
                                  "responses": {"200": {"description": "metrics"}}}},
@@ -494,6 +530,10 @@ def create_app(tables: Iterable[str | os.PathLike | Table] | dict[str, Table], c
             return _error(e.status, e.message)
         return _json(text)
 
+    async def solve(request: Request) -> Response:
+        return answer(service.solve, request.query_params.get("pos", ""),
+                      request.query_params.get("board"))
+
     async def boards(request: Request) -> Response:
         return JSONResponse(service.boards())
 
@@ -522,6 +562,7 @@ def create_app(tables: Iterable[str | os.PathLike | Table] | dict[str, Table], c
         Route("/metrics", metrics, methods=["GET"]),
         Route("/openapi.json", openapi_json, methods=["GET"]),
         Route("/api/boards", boards, methods=["GET"]),
+        Route("/solve", solve, methods=["GET"]),
         Route("/api/{board}", position, methods=["GET"]),
         Route("/api/{board}/mainline", mainline, methods=["GET"]),
         Route("/api/{board}/batch", batch, methods=["POST"]),
@@ -551,7 +592,7 @@ def app_from_env():
 def run(tables: list[str], host: str = "127.0.0.1", port: int = 8000, workers: int = 1,
         cors: str | None = None, cache_size: int = DEFAULT_CACHE, access_log: bool = False) -> None:
     """Serve ``tables`` with uvicorn until interrupted (``workers`` processes share the port)."""
-    import uvicorn
+    import uvicorn  # the [serve] extra
     load_tables(tables)   # fail early, with one line, on a bad table set
     cfg = {"tables": [str(Path(t).resolve()) for t in tables], "cors": cors, "cache": cache_size}
     os.environ[ENV_CONFIG] = json.dumps(cfg)

@@ -25,11 +25,11 @@ from pathlib import Path
 
 from c4table.game.board import Board
 from c4table.errors import TableError
+from c4table.table.known import known_tables
 
 
 def known_of_size(size: int, sha256: str | None = None) -> list[str]:
     """Boards of the known tables that have ``size`` bytes (and ``sha256``, if given)."""
-    from c4table.table.known import known_tables
     return [name for name, ref in known_tables().items()
             if ref.get("bytes") == size and (sha256 is None or ref.get("sha256") == sha256)]
 
@@ -39,7 +39,6 @@ def reference(name: str, board: Board, build, rooted: bool = False) -> tuple[str
     record of ``build`` (a :class:`~c4table.builddir.BuildDir`) if it describes the file, else
     the known table of the board (not for a rooted table: known tables are full ones), else
     ``None``."""
-    from c4table.table.known import known_tables
     if build is not None and build.table is not None and build.describes(name):
         return f"its manifest {build.path}", build.table
     ref = None if rooted else known_tables().get(board.name)

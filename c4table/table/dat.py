@@ -32,18 +32,19 @@ from c4table.game.board import Board
 from c4table.errors import (ClosedTableError, MissingTableError,
                             PositionNotFoundError)
 from c4table.table.source import ENTRY_DTYPE, Table, board_from, keys_of_rows
+from c4table.builddir.reader import BuildDir
+from c4table.table.check import check_size, check_keys
+from c4table.game.root import root_of
+from c4table.table.source import finish_probe
+from c4table.table.fastprobe import NOT_FOUND, search
 
 
 class DatTable(Table):
-    """A memory-mapped table file for one board. Use as a context manager or call :meth:`close`.
-
-    Entries come from one of two sources: the memory-mapped ``.dat`` (this class) or the blocks
-    of a ``.c4z`` file, local or remote (``s3://``, ``https://``): ``Table("t.c4z")`` returns a
-    :class:`c4table.c4z.C4zTable`, which overrides the raw-access methods below."""
+    """A memory-mapped ``.dat`` table file of one board (:func:`c4table.open_table` opens one
+    for a ``.dat`` path; a ``.c4z`` is read by :class:`~c4table.c4z.table.C4zTable`). Use as a
+    context manager or call :meth:`close`."""
 
     def __init__(self, path: str | os.PathLike, board: str | Board | None = None):
-        from c4table.builddir.reader import BuildDir
-        from c4table.table.check import check_size, check_keys
         self._mm = None
         self.path = Path(path)
         if not self.path.is_file():
@@ -53,7 +54,6 @@ class DatTable(Table):
         #: when the manifest beside the file describes it; else ``None``
         self.build = build if build is not None and build.describes(self.path.name) else None
         self.board = board_from(self.path.name, build, board, where=str(self.path))
-        from c4table.game.root import root_of
         self.root = root_of(self.board, self.path.name, build.data if build is not None else None)
         self.entry_size = self.board.entry_size
         self.key_bytes = self.board.key_bytes
@@ -137,8 +137,6 @@ class DatTable(Table):
         ...     t.probe_keys(np.array([0, 5, 1], np.uint64))
         array([ 20,  18, 147], dtype=uint8)
         """
-        from c4table.table.source import finish_probe
-        from c4table.table.fastprobe import NOT_FOUND, search
         q = np.asarray(keys, dtype=np.uint64).ravel()
         order = np.argsort(q) if q.size > 1 and not (q[1:] >= q[:-1]).all() else None
         found = np.empty(q.shape[0], np.int64)   # sorted queries: neighbouring searches share pages

@@ -186,6 +186,7 @@ class FastProber:
                     continue
                 out[i] = Probe(strings[n], ply, "A" if ply % 2 == 0 else "B", res.result, res.distance,
                                bool(status[n] == OVER), moves)
+                out[i]._board = b
         for i, p in enumerate(out):
             if p is None:
                 try:

@@ -43,9 +43,21 @@ class Probe:
     def to_json(self) -> dict:
         """The fields as a plain dict, moves as dicts (``asdict`` without its deep copies, which
         cost the server more than the probe itself)."""
-        d = dict(self.__dict__)
+        d = {k: v for k, v in self.__dict__.items() if k[0] != "_"}   # not the board (_board)
         d["moves"] = [dict(m.__dict__) for m in self.moves]
         return d
+
+
+def _probe_svg(self) -> str | None:
+    """Jupyter's picture of a probe (:mod:`c4table.game.svg`), when its table set its board."""
+    b = getattr(self, "_board", None)
+    if b is None or getattr(b, "grid", None) is not None:
+        return None
+    from c4table.game.svg import probe_svg
+    return probe_svg(self, b.width, b.height)
+
+
+Probe._repr_svg_ = _probe_svg
 
 
 def move_rank(m: MoveProbe, mover: str) -> tuple:

@@ -23,6 +23,9 @@ from c4table.game.codec import decode_outcome
 from c4table.errors import (IllegalPositionError, PositionNotFoundError, TableError)
 from c4table.game.rules import Position
 from c4table.table.probe import MoveProbe, Probe
+from c4table.builddir.reader import BuildDir
+from c4table.game.drawing import parse_drawing
+from c4table.game.drawing import render
 
 
 #: dtype of the chunks :meth:`Table.iter_entries` yields: the key as a number, the outcome byte.
@@ -32,7 +35,6 @@ ENTRY_DTYPE = np.dtype([("key", "<u8"), ("outcome", "u1")])
 def board_of_table(path: Path, board: str | Board | None = None) -> Board:
     """The board a table file is for (see module docstring). A damaged ``manifest.json``
     beside the file is refused (:class:`~c4table.errors.CorruptDataError`)."""
-    from c4table.builddir.reader import BuildDir
     return board_from(path.name, BuildDir.beside(path) if board is None else None, board,
                       where=str(path))
 
@@ -99,6 +101,10 @@ class Table:
     root = None
     build = None
 
+    def __init__(self, *args, **kwargs):
+        raise TypeError("Table is the interface every table reader implements: open a table with "
+                        "c4table.open_table(path)")
+
     # ----------------------------------------------------------- raw access (each reader)
     def _ensure_open(self) -> None:
         """:class:`ClosedTableError` after :meth:`close`."""
@@ -153,7 +159,6 @@ class Table:
                 f"a position is a move string such as \"3344\", a drawing or a Position, not "
                 f"{type(moves).__name__} {str(moves)[:40]!r}")
         if "\n" in moves.strip():
-            from c4table.game.drawing import parse_drawing
             return parse_drawing(moves, self.board)
         return Position.from_moves(self.board, moves)
 
@@ -164,6 +169,7 @@ class Table:
         res = decode_outcome(self._byte_of(pos))
         probe = Probe(pos.move_string(), pos.ply, pos.to_move, res.result, res.distance,
                       pos.is_terminal)
+        probe._board = self.board          # for its picture in a notebook (not in its JSON)
         for c in pos.legal_moves():
             child = decode_outcome(self._byte_of(pos.child(c)))
             probe.moves.append(MoveProbe(c + 1, child.result, child.distance + 1))
@@ -199,7 +205,6 @@ class Table:
     def drawing(self, moves: str | Position, mark_best: bool = True) -> str:
         """The position drawn top row first (``.``/``A``/``B``, column numbers), with a ``*``
         under each best move when ``mark_best``."""
-        from c4table.game.drawing import render
         pos = self.position(moves)
         marks = [m.column for m in self.probe(pos).best_moves()] if mark_best else []
         return render(pos, marks)

@@ -1,0 +1,347 @@
+"""Streaming conversion into a ``.c4z``: :func:`compress_stream` turns a raw table that arrives
+as a stream (an ``.xz`` archive such as Cadot's ``connect4_7x6.dat.xz``, decoded in-process,
+or any byte stream on standard input) into a ``.c4z`` without the raw table ever touching the
+disk, in bounded memory.
+
+The entries are checked as they pass: the stream's length must be a whole number of entries,
+the keys strictly increasing (within and across blocks) and every outcome byte one that the
+entry's ply allows. For a board with a known complete table (``data/known_tables.json``) the
+stream must also have its size and sha256. The raw stream's sha256 and md5 go into the header,
+so ``c4table verify`` names the known table.
+
+**Pipeline.** One thread reads (and, for ``.xz``, decodes: liblzma releases the GIL) the
+stream block by block; two threads hash it (sha256, md5); ``threads`` threads compress the
+blocks (the block codec and zstd of :mod:`c4table.c4z.blocks`, both free of the GIL); the
+calling thread writes the blocks in order. At most about ``3 * threads`` blocks are in flight.
+
+**Streaming profile.** :data:`STREAM_LEVEL` (zstd level) and :data:`STREAM_BLOCK_ENTRIES`,
+no trained dictionaries (they need the whole table to sample from): measured to keep up with
+``xz -dc`` (docs/measurements/2026-11-26-c4z-stream.md).
+
+**Resuming.** As :func:`~c4table.c4z.writer.compress_table` (``OUT.part``, ``OUT.part.idx``,
+``OUT.part.json``), the checkpoint also recording the sha256 of the stream up to it and its
+last key. A rerun with the same settings reads the stream up to the checkpoint again (an
+``.xz`` cannot seek: this costs the decoding and hashing of that prefix, no compression),
+checks its sha256 against the checkpoint and continues; the result is byte for byte that of
+an uninterrupted run. On standard input the user pipes the stream again from its start.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import queue
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from c4table.c4z.blocks import _compress_block, default_part_entries, tune_malloc
+from c4table.c4z.format import (CHECKPOINT_SECONDS, FORMAT_VERSION,
+                                IDX_RECORD, MAGIC, PROGRESS_EVERY, default_c4z_name)
+from c4table.c4z.writer import _checkpoint, _say, c4z_header, finish_part, publish_part
+from c4table.errors import CorruptDataError, MissingTableError, TableError
+from c4table.game.board import Board
+from c4table.progress import Meter
+from c4table.units import format_seconds, format_size
+
+STREAM_LEVEL = 9
+"""zstd level of the streaming profile: about 80 MB of raw table per CPU-second with the
+block codec on 5x5 (level 19: about 7), 6.2% of raw on 5x5 at :data:`STREAM_BLOCK_ENTRIES`."""
+STREAM_BLOCK_ENTRIES = 1 << 18
+"""Entries per block of the streaming profile (4x the default: the size of level 19 at
+65,536-entry blocks at level 9's speed; a single probe decodes up to 4x more)."""
+
+_END = object()
+
+
+def is_stream_input(src) -> bool:
+    """True for the inputs :func:`compress_stream` takes: ``-`` (standard input) or a path
+    ending in ``.xz``."""
+    return str(src) == "-" or str(src).lower().endswith(".xz")
+
+
+def stream_names(src, board: str | Board | None, out) -> tuple[Board, str, Path]:
+    """``(board, raw file name, output path)`` of a stream input: the board from ``board``
+    or the archive's name (``connect4_7x6.dat.xz``); the raw name is the archive's name
+    without ``.xz`` (the board's table name for standard input); the output defaults to
+    the raw name with ``.c4z`` (beside the archive; in the current directory for stdin).
+
+    >>> b, raw, out = stream_names("dl/connect4_7x6.dat.xz", None, None)
+    >>> b.name, raw, str(out)
+    ('7x6', 'connect4_7x6.dat', 'dl/connect4_7x6.c4z')
+    """
+    s = str(src)
+    raw_name = Path(s[:-3]).name if s.lower().endswith(".xz") else None
+    named = Board.of_table_name(raw_name) if raw_name else None
+    if board is not None:
+        b = Board.parse(board, named.k) if isinstance(board, str) and named else Board.parse(board)
+    elif named is not None:
+        b = named
+    else:
+        raise TableError(f"{s}: cannot tell the board of this stream; give the board "
+                         "(--board WxH)")
+    raw_name = raw_name or b.table_filename
+    if out is None:
+        out = default_c4z_name(Path(s[:-3]) if s != "-" else Path(raw_name))
+    return b, raw_name, Path(out)
+
+
+class _Hasher:
+    """One hash of the stream on its own thread, block by block; remembers its state after
+    each of the last ``keep`` blocks (for checkpoints)."""
+
+    def __init__(self, name: str, keep: int, depth: int):
+        self.h = hashlib.new(name)
+        self.q: queue.Queue = queue.Queue(depth)
+        self.done = 0
+        self.states: dict[int, object] = {}
+        self.keep = keep
+        self.cv = threading.Condition()
+        self.t = threading.Thread(target=self._run, daemon=True)
+        self.t.start()
+
+    def _run(self) -> None:
+        while (b := self.q.get()) is not _END:
+            self.h.update(b)
+            with self.cv:
+                self.done += 1
+                self.states[self.done] = self.h.copy()
+                self.states.pop(self.done - self.keep, None)
+                self.cv.notify_all()
+
+    def at(self, blocks: int) -> str:
+        """The hex digest of the stream's first ``blocks`` blocks (waits for them)."""
+        with self.cv:
+            self.cv.wait_for(lambda: self.done >= blocks)
+            return self.states[blocks].hexdigest()
+
+    def finish(self) -> str:
+        self.q.put(_END)
+        self.t.join()
+        return self.h.hexdigest()
+
+
+def _read_full(f, n: int) -> bytes:
+    """``n`` bytes of ``f``, fewer only at its end."""
+    parts, got = [], 0
+    while got < n:
+        b = f.read(n - got)
+        if not b:
+            break
+        parts.append(b)
+        got += len(b)
+    return parts[0] if len(parts) == 1 else b"".join(parts)
+
+
+class _Reader:
+    """The stream read in chunks on a thread, ``depth`` chunks ahead; errors of the decoder
+    (a damaged or truncated ``.xz``) come out of :meth:`get` as one-line errors."""
+
+    def __init__(self, f, name: str, chunk: int, depth: int):
+        self.f, self.name, self.chunk = f, name, chunk
+        self.q: queue.Queue = queue.Queue(depth)
+        self.stop = False
+        self.t = threading.Thread(target=self._run, daemon=True)
+        self.t.start()
+
+    def _run(self) -> None:
+        import lzma
+        try:
+            while not self.stop:
+                b = _read_full(self.f, self.chunk)
+                self.q.put(b)
+                if len(b) < self.chunk:
+                    return
+        except (lzma.LZMAError, EOFError) as e:
+            self.q.put(CorruptDataError(f"{self.name}: damaged or truncated xz stream ({e})"))
+        except (OSError, ValueError) as e:   # ValueError: closed under us after an error
+            self.q.put(TableError(f"{self.name}: cannot read ({e})"))
+
+    def get(self) -> bytes:
+        b = self.q.get()
+        if isinstance(b, Exception):
+            raise b
+        return b
+
+    def close(self, wait: float | None = None) -> None:
+        """Stop reading: unblock the thread if it waits on a full queue and wait for it to
+        end (at most ``wait`` seconds: a thread blocked reading a pipe that stalls is left,
+        a daemon, to the process's end)."""
+        self.stop = True
+        end = None if wait is None else time.monotonic() + wait
+        while self.t.is_alive() and (end is None or time.monotonic() < end):
+            try:
+                self.q.get(timeout=0.05)
+            except queue.Empty:
+                pass
+
+
+def _open_input(src):
+    s = str(src)
+    if s == "-":
+        return sys.stdin.buffer, "standard input", {"input": "-"}
+    p = Path(s)
+    if not p.is_file():
+        raise MissingTableError(f"{p}: no such file")
+    import lzma
+    st = p.stat()
+    ident = {"input": str(p.resolve()), "input_bytes": st.st_size, "mtime_ns": st.st_mtime_ns}
+    return lzma.open(p, "rb"), str(p), ident
+
+
+def compress_stream(src, out=None, *, board: str | Board | None = None,
+                    level: int = STREAM_LEVEL, block_entries: int = STREAM_BLOCK_ENTRIES,
+                    part_entries: int | None = None, threads: int | None = None,
+                    quiet: bool = False, stream=None, infile=None) -> Path:
+    """Convert the raw table stream ``src`` (a ``.xz`` path, or ``-`` for standard input;
+    ``infile``: a binary file object to read instead of standard input) into the ``.c4z``
+    ``out`` (default: :func:`stream_names`), resuming an interrupted run (module docstring).
+    Returns ``out``."""
+    from c4table.table.known import known_tables
+    b, raw_name, out = stream_names(src, board, out)
+    if not 1 <= level <= 22:
+        raise ValueError("zstd level must be 1..22")
+    part_entries = part_entries or default_part_entries(block_entries)
+    if block_entries < 2 or part_entries < 1:
+        raise ValueError("block_entries must be at least 2, part_entries at least 1")
+    threads = threads or os.cpu_count() or 1
+    tune_malloc()
+    E = b.entry_size
+    chunk = block_entries * E
+    ref = known_tables().get(b.name) or {}
+    known_bytes = int(ref.get("bytes") or 0)
+    stream = stream or sys.stderr
+    part, idxf, ckpt = (out.with_name(out.name + s) for s in (".part", ".part.idx", ".part.json"))
+    f, name, ident = _open_input(src)
+    if infile is not None:
+        f = infile
+    settings = {**ident, "level": level, "block_entries": block_entries, "board": b.name,
+                "part_entries": part_entries, "key_dict": False, "sym_dict": False,
+                "version": FORMAT_VERSION, "stream": True}
+    done, part_bytes, state = 0, len(MAGIC), {}
+    if ckpt.exists() and part.exists() and idxf.exists():
+        try:
+            state = json.loads(ckpt.read_text())
+            if state["settings"] == settings and part.stat().st_size >= state["part_bytes"] and \
+                    idxf.stat().st_size >= state["blocks"] * IDX_RECORD.size:
+                done, part_bytes = int(state["blocks"]), int(state["part_bytes"])
+        except (ValueError, KeyError, TypeError, OSError):
+            done = 0
+    t0 = time.perf_counter()
+    depth = 2 * threads + 2
+    reader = _Reader(f, name, chunk, depth)
+    sha = _Hasher("sha256", 6 * threads + 16, depth)
+    md5 = _Hasher("md5", 1, depth)
+    total = 0
+    prev_last_key = -1
+    try:
+        if done:
+            _say(quiet, stream, f"[compress] resuming {out.name} at block {done:,}; reading the "
+                                f"first {format_size(done * chunk)} of the stream again")
+            meter = Meter("re-read", done * chunk, "bytes", quiet, stream, PROGRESS_EVERY)
+            for i in range(done):
+                raw = reader.get()
+                if len(raw) < chunk:
+                    raise CorruptDataError(f"{name}: the stream ends ({format_size(total + len(raw))}) "
+                                           f"before the checkpoint ({format_size(done * chunk)}): "
+                                           "not the stream the checkpoint was made from")
+                total += len(raw)
+                sha.q.put(raw)
+                md5.q.put(raw)
+                meter.update(total)
+            if sha.at(done) != state.get("prefix_sha256"):
+                raise CorruptDataError(f"{name}: the first {format_size(done * chunk)} of the stream "
+                                       f"differ from those the checkpoint was made from; remove "
+                                       f"{part.name}* to start again")
+            prev_last_key = int(state["last_key"])
+            fpart = open(part, "r+b")
+            fpart.truncate(part_bytes)
+            fpart.seek(part_bytes)
+            fidx = open(idxf, "r+b")
+            fidx.truncate(done * IDX_RECORD.size)
+            fidx.seek(done * IDX_RECORD.size)
+        else:
+            fpart = open(part, "wb")
+            fpart.write(MAGIC)
+            fidx = open(idxf, "wb")
+        meter = Meter("compress", max(0, known_bytes - total), "bytes", quiet, stream,
+                      PROGRESS_EVERY)
+        with fpart, fidx, ThreadPoolExecutor(threads) as pool:
+            pending: list = []
+            i = done
+            last_ckpt = time.perf_counter()
+
+            def drain_one():
+                nonlocal part_bytes, prev_last_key, i
+                fut, last_key = pending.pop(0)
+                try:
+                    first, comp, x = fut.result()
+                except TableError as e:
+                    raise CorruptDataError(f"{name}: block {i:,} (entries from {i * block_entries:,}): "
+                                           f"{e}") from None
+                if first <= prev_last_key:
+                    raise CorruptDataError(f"{name}: keys not strictly increasing at block {i:,} "
+                                           "(not a sorted table, or damaged)")
+                prev_last_key = last_key
+                fpart.write(comp)
+                part_bytes += len(comp)
+                fidx.write(IDX_RECORD.pack(first, part_bytes, x))
+                i += 1
+
+            start = total
+            while True:
+                raw = reader.get()
+                if not raw:
+                    break
+                if len(raw) % E:
+                    raise CorruptDataError(f"{name}: the stream ends inside an entry ({total + len(raw):,} "
+                                           f"bytes, not a multiple of the {E}-byte entry of board {b}: "
+                                           "truncated?)")
+                total += len(raw)
+                sha.q.put(raw)
+                md5.q.put(raw)
+                pending.append((pool.submit(_compress_block, raw, b, level, None, part_entries,
+                                            None, True), int.from_bytes(raw[-E:-1], "big")))
+                while len(pending) > 2 * threads:
+                    drain_one()
+                now = time.perf_counter()
+                if now - last_ckpt >= CHECKPOINT_SECONDS and i > done and len(raw) == chunk:
+                    _checkpoint(fpart, fidx, ckpt, settings, i, part_bytes, 0, 0,
+                                prefix_sha256=sha.at(i), last_key=prev_last_key)
+                    last_ckpt = now
+                meter.update(total - start, now, block=f"{i:,}", written=format_size(part_bytes))
+                if len(raw) < chunk:
+                    break
+            while pending:
+                drain_one()
+            if total == 0:
+                raise CorruptDataError(f"{name}: empty stream, no table")
+            digests = {"sha256": sha.finish(), "md5": md5.finish()}
+            if known_bytes and (total != known_bytes or digests["sha256"] != ref.get("sha256")):
+                for p in (part, idxf, ckpt):
+                    p.unlink(missing_ok=True)
+                what = (f"{total:,} bytes, the known table has {known_bytes:,} (truncated?)"
+                        if total != known_bytes else
+                        f"sha256 {digests['sha256']} is not the known table's {ref.get('sha256')}")
+                raise CorruptDataError(f"{name}: not the complete {b} table: {what}; nothing kept")
+            header = c4z_header(b, entries=total // E, raw_bytes=total, digests=digests,
+                                file=raw_name, root=None, block_entries=block_entries,
+                                blocks=i, level=level, part_entries=part_entries,
+                                key_dict=None, sym_dict=None)
+            finish_part(fpart, fidx, idxf, part_bytes, i, len(MAGIC), header)
+        publish_part(part, out, idxf, ckpt)
+    finally:
+        reader.close(wait=2.0 if f is sys.stdin.buffer or infile is not None else None)
+        for h in (sha, md5):
+            if h.t.is_alive():
+                h.q.put(_END)
+        if f is not sys.stdin.buffer and infile is None:
+            f.close()
+    secs = time.perf_counter() - t0
+    osize = out.stat().st_size
+    _say(quiet, stream, f"[compress] {out}: {format_size(osize)} ({100 * osize / total:.2f}% of "
+                        f"{format_size(total)} raw), {i:,} blocks, sha256 {digests['sha256']}, "
+                        f"{format_seconds(secs)}, {total / max(secs, 1e-9) / 2**20:.0f} MiB/s")
+    return out
