@@ -80,7 +80,7 @@ def device_options(f):
     """``--device cpu|gpu`` and ``--gpu-memory``, remembered in the context (:func:`_open`)."""
     f = click.option("--gpu-memory", "gpu_memory", default=None, expose_value=False,
                      callback=_remember_device, metavar="SIZE",
-                     help="with --device gpu: GPU memory the tasks may use (default: 90%% of "
+                     help="with --device gpu: GPU memory the tasks may use (default: 90% of "
                           "the card); shards are sized to half of it")(f)
     return click.option("--device", "device", type=click.Choice(["cpu", "gpu"]), default=None,
                         expose_value=False, callback=_remember_device,

@@ -67,6 +67,7 @@ def select(device: str) -> None:
 
 
 def on_gpu() -> bool:
+    """Whether this process's tasks run their kernels and sorts on the GPU."""
     return _state["device"] == "gpu"
 
 
@@ -79,7 +80,8 @@ def card_memory() -> int | None:
 
 
 def peak_memory() -> int:
-    """Bytes CuPy's memory pool holds now (the peak is what tools/gpu_run.py samples)."""
+    """Bytes CuPy's memory pool holds: its high-water mark, as the pool keeps the blocks it
+    allocated for the next tasks (tools/gpu_run.py prints it; 0 under the simulator)."""
     if simulated():
         return 0
     import cupy
