@@ -32,7 +32,7 @@ def cli(*args, env=None) -> subprocess.CompletedProcess:
 
 def build(board: str, out: Path, gpu: bool, *extra: str) -> str:
     args = ["build", board, "--out", str(out), "-q", *extra]
-    r = cli(*args, *(["--device", "gpu"] if gpu else ["--workers", "1"]),
+    r = cli(*args, *(["--device", "gpu"] if gpu else ["--workers", "1"] * ("--workers" not in extra)),
             env=SIM if gpu else NO_SIM)
     assert r.returncode == 0, r.stderr
     return r.stdout.split("sha256 ")[1].split()[0]
@@ -50,6 +50,13 @@ def test_gpu_build_is_byte_identical(board, tmp_path):
     for stage in ("forward", "backward"):   # the same shards, file for file
         assert {p: [s["xxh64"] for s in v["shards"]] for p, v in g["steps"][stage].items()} == \
             {p: [s["xxh64"] for s in v["shards"]] for p, v in c["steps"][stage].items()}
+
+
+def test_gpu_build_with_worker_processes_sharing_the_card(tmp_path):
+    """--workers 2: forked workers run the GPU path (CUDA never initialised in the driver); a
+    small budget makes several shards per generation."""
+    gpu = build("5x4", tmp_path / "gpu", True, "--workers", "2", "--memory", "64MiB")
+    assert gpu == KNOWN["5x4"]["sha256"]
 
 
 def test_rooted_gpu_build_is_byte_identical(tmp_path):
@@ -107,11 +114,13 @@ def test_gpu_run_script_end_to_end_on_the_simulator(tmp_path):
     """tools/gpu_run.py (run as a program, as on the lent machine) on 4x4: both builds, the
     known sha256 checked, one table printed."""
     r = subprocess.run([sys.executable, str(ROOT / "tools" / "gpu_run.py"), "--boards", "4x4",
-                        "--workers", "2", "--memory", "1GiB", "--work", str(tmp_path), "--json"],
+                        "--workers", "2", "--gpu-workers", "1,2", "--memory", "1GiB",
+                        "--work", str(tmp_path), "--json"],
                        cwd=ROOT, env=SIM, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr + r.stdout
     rows = json.loads(r.stdout.strip().splitlines()[-1])["rows"]
-    assert [(x["device"], x["sha256"]) for x in rows] == \
-        [("gpu", KNOWN["4x4"]["sha256"]), ("cpu", KNOWN["4x4"]["sha256"])]
+    assert [(x["device"], x["workers"], x["sha256"]) for x in rows] == \
+        [("gpu", 1, KNOWN["4x4"]["sha256"]), ("gpu", 2, KNOWN["4x4"]["sha256"]),
+         ("cpu", 2, KNOWN["4x4"]["sha256"])]
     assert rows[0]["gpu_s"]["forward kernel"] > 0 and rows[0]["disk_written"] > 0
     assert "ok (known)" in r.stdout

@@ -1,6 +1,7 @@
 """The GPU build measured against the CPU build on the same machine, in one run.
 
-Builds each board (default 5x5, 6x5, 7x4) with ``--device gpu`` (one worker) and with
+Builds each board (default 5x5, 6x5, 7x4) with ``--device gpu`` (one worker, then 16 host
+processes sharing the card) and with
 ``--workers N`` CPU workers (default 16), checks every table's sha256 against
 ``c4table/data/known_tables.json`` (6x5's is Sidney Cadot's published one), and prints one
 table: wall time, the GPU's time per stage part (kernels, sorts, host <-> device copies),
@@ -14,7 +15,7 @@ On a GPU machine::
 
 Without a GPU, numba-cuda's simulator runs the GPU path of tiny boards (slowly)::
 
-    NUMBA_ENABLE_CUDASIM=1 python tools/gpu_run.py --boards 4x4 --workers 2
+    NUMBA_ENABLE_CUDASIM=1 python tools/gpu_run.py --boards 4x4 --workers 2 --gpu-workers 1,2
 
 Exit status 1 if a table's sha256 differs from the known one or the two builds differ.
 """
@@ -35,14 +36,16 @@ PARTS = ("forward kernel", "forward sort", "forward copy",
          "backward kernel", "backward sort", "backward copy")
 
 
-def child(board: str, out: str, memory: str, result: str) -> None:
-    """Run ``c4table build BOARD --device gpu`` in this process; write the GPU's times and
-    memory pool's size to ``result`` (JSON)."""
+def child(board: str, out: str, memory: str, workers: str, result: str) -> None:
+    """Run ``c4table build BOARD --device gpu --workers N`` in this process; write the GPU's
+    times and memory pool's size to ``result`` (JSON; with one worker the tasks run in this
+    process, so these are the build's; with more, the workers' are not collected)."""
     from c4table.cli.main import main
     from c4table.pipeline.gpu import device
     code = 0
     try:
-        main(["build", board, "--out", out, "-q", "--device", "gpu", "--memory", memory])
+        main(["build", board, "--out", out, "-q", "--device", "gpu", "--memory", memory,
+              "--workers", workers])
     except SystemExit as e:
         code = e.code if isinstance(e.code, int) else 1
     Path(result).write_text(json.dumps({"code": code, "timings": device.timings,
@@ -66,18 +69,18 @@ def _sha(out: Path, board: str) -> str:
 
 
 def run_one(board: str, device: str, workers: int, memory: str, work: Path) -> dict:
-    out = work / f"{board}-{device}"
+    out = work / f"{board}-{device}{workers}"
     shutil.rmtree(out, ignore_errors=True)
     cpu0, t0 = _children_cpu(), time.perf_counter()
     if device == "gpu":
-        res = work / f"{board}-gpu.json"
-        cmd = [sys.executable, __file__, "--child", board, str(out), memory, str(res)]
+        res = work / f"{board}-gpu{workers}.json"
+        cmd = [sys.executable, __file__, "--child", board, str(out), memory, str(workers), str(res)]
     else:
         cmd = [sys.executable, "-m", "c4table.cli.main", "build", board, "--out", str(out), "-q",
                "--workers", str(workers), "--memory", memory]
     p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
     wall = time.perf_counter() - t0
-    row = {"board": board, "device": device, "workers": 1 if device == "gpu" else workers,
+    row = {"board": board, "device": device, "workers": workers,
            "wall_s": round(wall, 2), "host_cpu_s": round(_children_cpu() - cpu0, 2)}
     if device == "gpu":
         got = json.loads(res.read_text()) if res.exists() else {"code": p.returncode}
@@ -118,13 +121,13 @@ def table(rows: list[dict], known: dict) -> str:
         kern = sum(v for k, v in g.items() if k.endswith("kernel"))
         sort = sum(v for k, v in g.items() if k.endswith("sort"))
         copy = sum(v for k, v in g.items() if k.endswith("copy"))
-        dev = r["device"] if r["device"] == "gpu" else f"cpu{r['workers']}"
+        dev = f"{r['device']}{r['workers']}"
         sha = r.get("sha256")
         ok = "ERROR " + r.get("error", "") if sha is None else \
             ("ok (known)" if sha == known.get(r["board"]) else
              "DIFFERS from known" if known.get(r["board"]) else sha[:16] + "…")
         gpu_cols = (f"{kern:>11.2f}{sort:>11.2f}{copy:>8.2f}{_gb(r.get('gpu_pool_bytes')):>8}"
-                    if r["device"] == "gpu" else f"{'-':>11}{'-':>11}{'-':>8}{'-':>8}")
+                    if r["device"] == "gpu" and r["workers"] == 1 else f"{'-':>11}{'-':>11}{'-':>8}{'-':>8}")
         lines.append(f"{r['board']:<6}{dev:<8}{r['wall_s']:>8.2f}{r['host_cpu_s']:>11.2f}"
                      f"{gpu_cols}{_gb(r.get('disk_written')):>10}{_gb(r.get('disk_read')):>10}  {ok}")
     return "\n".join(lines)
@@ -134,11 +137,14 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--boards", default="5x5,6x5,7x4")
     ap.add_argument("--workers", type=int, default=16, help="CPU workers of the CPU builds")
+    ap.add_argument("--gpu-workers", default="1,16",
+                    help="host processes sharing the GPU, one GPU build each (the GPU time per "
+                         "part is collected with 1)")
     ap.add_argument("--memory", default="48GiB", help="host memory budget of every build")
     ap.add_argument("--work", default=None, help="where the builds go (default: a temp dir)")
     ap.add_argument("--no-cpu", action="store_true", help="GPU builds only")
     ap.add_argument("--json", action="store_true", help="the rows as one JSON object at the end")
-    ap.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
+    ap.add_argument("--child", nargs=5, help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.child:
         child(*a.child)
@@ -153,8 +159,9 @@ def main(argv=None) -> int:
     for b in boards:
         print(f"{b}: predicted on one H100 (plan --device gpu): {predicted(b)}", flush=True)
         pair = []
-        for dev in ("gpu",) + (() if a.no_cpu else ("cpu",)):
-            r = run_one(b, dev, a.workers, a.memory, work)
+        runs = [("gpu", int(n)) for n in a.gpu_workers.split(",") if n]
+        for dev, n in runs + ([] if a.no_cpu else [("cpu", a.workers)]):
+            r = run_one(b, dev, n, a.memory, work)
             print(json.dumps(r), flush=True)
             rows.append(r)
             pair.append(r.get("sha256"))

@@ -81,11 +81,11 @@ def device_options(f):
     f = click.option("--gpu-memory", "gpu_memory", default=None, expose_value=False,
                      callback=_remember_device, metavar="SIZE",
                      help="with --device gpu: GPU memory the tasks may use (default: 90% of "
-                          "the card); shards are sized to half of it")(f)
+                          "the card), shared by the workers; shards are sized to half of it")(f)
     return click.option("--device", "device", type=click.Choice(["cpu", "gpu"]), default=None,
                         expose_value=False, callback=_remember_device,
                         help="where the tasks' kernels and sorts run (default cpu); gpu: one "
-                             "CUDA GPU, one worker (docs/gpu.md)")(f)
+                             "CUDA GPU, shared by --workers processes, default 1 (docs/gpu.md)")(f)
 
 
 def _gpu_memory(host_memory: str, workers, scheduler):
@@ -100,9 +100,9 @@ def _gpu_memory(host_memory: str, workers, scheduler):
     why = device.unavailable()
     if why:
         _fail(why, 2)
-    if scheduler is not None or (workers or 1) > 1:
-        _fail("--device gpu runs one worker on one GPU (no --scheduler, no --workers above 1); "
-              "docs/gpu.md says how several GPUs would share a build", 2)
+    if scheduler is not None:
+        _fail("--device gpu runs on this machine's GPU (no --scheduler); docs/gpu.md says how "
+              "several GPUs would share a build", 2)
     card = device.card_memory()
     try:
         gpu = parse_size(opts["gpu_memory"]) if opts.get("gpu_memory") else \
@@ -152,8 +152,8 @@ def _open(board, out, memory, workers, scheduler, quiet, restart, root=None):
     except ValueError as e:
         raise click.BadParameter(str(e), param_hint="--memory") from None
     on_gpu = _gpu_memory(memory, workers, scheduler)
-    if on_gpu is not None:
-        memory, workers = on_gpu, 1
+    if on_gpu is not None:   # --workers N: N processes share the card, default one
+        memory, workers = on_gpu, workers or 1
     if out and is_url(out):
         try:
             open_storage(out)

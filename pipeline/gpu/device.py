@@ -37,19 +37,42 @@ def simulated() -> bool:
     return bool(getattr(config, "ENABLE_CUDASIM", 0))
 
 
+_PROBE = ("import json; from numba import cuda; import cupy\n"
+          "ok = cuda.is_available()\n"
+          "print(json.dumps([ok, int(cupy.cuda.Device().mem_info[1]) if ok else 0]))")
+
+
+def _probe() -> tuple[bool, int]:
+    """(a CUDA GPU is usable, its memory in bytes), asked of a child process: CUDA must not be
+    initialised in a process that forks workers afterwards (``--workers`` above 1), and
+    asking the driver initialises it. Once per process."""
+    if "probe" not in _state:
+        import json
+        import subprocess
+        import sys
+        try:
+            r = subprocess.run([sys.executable, "-c", _PROBE], capture_output=True, text=True,
+                               timeout=120)
+            ok, total = json.loads(r.stdout.strip().splitlines()[-1])
+        except (subprocess.SubprocessError, ValueError, IndexError, OSError):
+            ok, total = False, 0
+        _state["probe"] = (bool(ok), int(total))
+    return _state["probe"]
+
+
 def unavailable() -> str | None:
     """Why ``--device gpu`` cannot run here, or None if it can."""
     if simulated():
         return None
     try:
-        from numba import cuda
+        from numba import cuda  # noqa: F401
     except ImportError:
         return "--device gpu needs numba-cuda and CuPy (pip install 'c4table[gpu]')"
     try:
         import cupy  # noqa: F401
     except ImportError:
         return "--device gpu needs CuPy (pip install 'c4table[gpu]')"
-    if not cuda.is_available():
+    if not _probe()[0]:
         return "--device gpu: no CUDA GPU found (set NUMBA_ENABLE_CUDASIM=1 to run the GPU path " \
                "on numba-cuda's simulator)"
     return None
@@ -72,11 +95,11 @@ def on_gpu() -> bool:
 
 
 def card_memory() -> int | None:
-    """Total memory of the GPU in bytes (None under the simulator)."""
+    """Total memory of the GPU in bytes (None under the simulator), without initialising CUDA
+    in this process (:func:`_probe`)."""
     if simulated():
         return None
-    import cupy
-    return int(cupy.cuda.Device().mem_info[1])
+    return _probe()[1] or None
 
 
 def peak_memory() -> int:
