@@ -20,7 +20,6 @@ import time
 import numpy as np
 
 from c4table.errors import BuildError
-from c4table.pipeline.gpu import kernels as gk
 
 _state = {"device": "cpu", "xp": None, "kernels": None, "sim": False}
 # seconds spent by this process in each part of the GPU stages ("forward kernel", "backward
@@ -160,8 +159,9 @@ class _Clock:
 def _sorted_valid(x):
     """``x`` less its :data:`~c4table.pipeline.gpu.kernels.NO_KEY` slots (a stream compaction:
     a position has about 2 children or parents of its ``w`` slots), sorted on the device."""
+    from c4table.pipeline.gpu.kernels import NO_KEY   # loaded with the kernels, not by a CPU build
     xp = _xp()
-    x = x[x != gk.NO_KEY]
+    x = x[x != NO_KEY]
     x.sort()
     return x
 
