@@ -17,7 +17,8 @@ from c4table.pipeline.plan import COSTS, make_plan
 # Each rate is an assumption, with where it comes from.
 GPU_RATES = {
     # CuPy sorts 1,073,741,824 random uint64 in 73 ms on one H100 80 GB (measured on a lent
-    # machine, quoted in the GPU build's brief): 14.7 G keys per second, in device memory.
+    # machine, the figure quoted when the GPU build was proposed): 14.7 G keys per second, in
+    # device memory.
     "sort_keys_per_s": 14.7e9,
     # expand and resolve read a key and write w slots of 8 bytes: memory-bound; assumed at a
     # third of the H100's 3.35 TB/s HBM3 (not measured).
