@@ -39,6 +39,7 @@ from c4table.errors import BuildError, CorruptDataError
 from c4table.pipeline import extsort, resources, shuffle
 from c4table.pipeline.kernels import keep_best
 from c4table.pipeline.kernelset import for_board
+from c4table.pipeline.gpu import device
 from c4table.builddir.shards import ShardInfo, read_shard, stored_xxh64, verify_shards, write_outcomes
 from c4table.io.storage import Storage, open_storage
 
@@ -66,6 +67,12 @@ def write_messages(store: Storage, rel: str, msgs: np.ndarray) -> dict:
     return {"file": rel, "rows": int(msgs.shape[0]), "xxh64": digest}
 
 
+def _write_sorted_messages(store: Storage, rel: str, msgs: np.ndarray) -> dict:
+    """:func:`write_messages` of messages already sorted, best per parent (the GPU's)."""
+    digest = extsort.write_run(store, rel, msgs)
+    return {"file": rel, "rows": int(msgs.shape[0]), "xxh64": digest}
+
+
 def read_messages(store: Storage, runs: list[dict], first: int, last: int) -> np.ndarray:
     """The messages for keys ``first..last`` from every run, sorted."""
     top = (last << 8) | 0xFF   # inclusive; top + 1 may be 2**64, which read_range_window allows
@@ -84,10 +91,15 @@ def annotate_task(root: str, board_spec: tuple, ply: int, info_json: dict, runs:
     info = ShardInfo.from_json(info_json)
     keys = read_shard(store, info)
     msgs = read_messages(store, runs, info.first, info.last) if runs else np.empty(0, np.uint64)
-    out = np.empty(keys.shape[0], np.uint8)
-    sent = np.empty(keys.shape[0] * board.width if send_rel else 0, np.uint64)
-    stats = np.zeros(6, np.int64)
-    bad, n_sent = for_board(board).resolve(keys, msgs, ply, *_tables(board), out, sent, stats)
+    if device.on_gpu():   # messages sent come back sorted, best per parent
+        bad, out, stats, sent = device.resolve(keys, msgs, ply, _tables(board), bool(send_rel),
+                                               board.width)
+        n_sent = -1
+    else:
+        out = np.empty(keys.shape[0], np.uint8)
+        sent = np.empty(keys.shape[0] * board.width if send_rel else 0, np.uint64)
+        stats = np.zeros(6, np.int64)
+        bad, n_sent = for_board(board).resolve(keys, msgs, ply, *_tables(board), out, sent, stats)
     del msgs
     if bad >= 0:
         raise CorruptDataError(
@@ -95,7 +107,10 @@ def annotate_task(root: str, board_spec: tuple, ply: int, info_json: dict, runs:
             f"its children in generation {ply + 1}; the forward pass output is inconsistent")
     shard = write_outcomes(store, rel, out, info)   # the keys stay in the forward shard
     del keys, out
-    run = write_messages(store, send_rel, sent[:n_sent]) if send_rel else None
+    if send_rel and n_sent < 0:
+        run = _write_sorted_messages(store, send_rel, sent)
+    else:
+        run = write_messages(store, send_rel, sent[:n_sent]) if send_rel else None
     return shard.to_json(), stats, run
 
 
@@ -104,6 +119,9 @@ def emit_task(root: str, board_spec: tuple, ply: int, info_json: dict, send_rel:
     board = Board(*board_spec)
     store = open_storage(root)
     keys, outs = read_shard(store, ShardInfo.from_json(info_json), with_outcome=True)
+    if device.on_gpu():
+        return _write_sorted_messages(store, send_rel,
+                                      device.emit(keys, outs, ply, _tables(board), board.width))
     sent = np.empty(keys.shape[0] * board.width, np.uint64)
     n = for_board(board).emit_parents(keys, outs, ply, *_tables(board), sent)
     return write_messages(store, send_rel, sent[:n])

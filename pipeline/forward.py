@@ -22,6 +22,7 @@ from c4table.wording import count
 from c4table.game.board import Board
 from c4table.pipeline import extsort, resources, shuffle
 from c4table.pipeline.kernelset import for_board
+from c4table.pipeline.gpu import device
 from c4table.pipeline.partition import forward_ranges
 from c4table.builddir.shards import ShardInfo, read_shard, verify_shards, write_shard
 from c4table.io.storage import open_storage
@@ -50,6 +51,15 @@ def _expand(store, board: Board, ply: int, held: list, run_rel: str | None):
     """:func:`expand_task` on the keys ``held.pop()`` (so that they are freed before the
     children are sorted: the caller keeps no reference)."""
     keys = held.pop()
+    if device.on_gpu():   # the same stats and sorted children, from the GPU's kernels
+        kern = for_board(board)
+        stats, children = device.expand(keys, ply, kern.board_tables(board), bool(run_rel),
+                                        board.width)
+        if not run_rel:
+            return stats, 0, None, None
+        del keys
+        digest = extsort.write_run(store, run_rel, children)
+        return stats, int(children.shape[0]), extsort.sample(children), digest
     stats = np.zeros(4, np.int64)
     buf = np.empty(keys.shape[0] * board.width if run_rel else 0, np.uint64)
     kern = for_board(board)   # the 2D kernels, or those of a 3D board

@@ -401,10 +401,12 @@ def test_tromp_8ply_selection_count(tmp_path):
 def test_serve_answers_a_connect3_table_like_lookup(built_k):
     pytest.importorskip("starlette")
     from starlette.testclient import TestClient
+    from c4table.analysis.pons import add_scores
     from c4table.serve.app import create_app
     from c4table.open import open_table
     path = built_k("4x4", 3) / "connect3_4x4.dat"
     with TestClient(create_app([str(path)], cache_size=0)) as client, open_table(path) as t:
         for moves in ("", "23", "2132", "12121"):
             got = client.get("/api/4x4k3", params={"moves": moves}).json()
-            assert got == {"board": "4x4k3", **t.probe(moves).to_json()}, moves
+            want = add_scores({"board": "4x4k3", **t.probe(moves).to_json()}, t.board.cells)
+            assert got == want, moves   # lookup --json's object, Pons' scores added

@@ -68,7 +68,54 @@ def connect_option(f):
                         help="K in a row wins (default 4); the table is connectK_WxH.dat")(f)
 
 
+_DEVICE = "c4table.device"
+
+
+def _remember_device(ctx, param, value):
+    if value is not None:
+        ctx.meta.setdefault(_DEVICE, {})[param.name] = value
+
+
+def device_options(f):
+    """``--device cpu|gpu`` and ``--gpu-memory``, remembered in the context (:func:`_open`)."""
+    f = click.option("--gpu-memory", "gpu_memory", default=None, expose_value=False,
+                     callback=_remember_device, metavar="SIZE",
+                     help="with --device gpu: GPU memory the tasks may use (default: 90% of "
+                          "the card), shared by the workers; shards are sized to half of it")(f)
+    return click.option("--device", "device", type=click.Choice(["cpu", "gpu"]), default=None,
+                        expose_value=False, callback=_remember_device,
+                        help="where the tasks' kernels and sorts run (default cpu); gpu: one "
+                             "CUDA GPU, shared by --workers processes, default 1 (docs/gpu.md)")(f)
+
+
+def _gpu_memory(host_memory: str, workers, scheduler):
+    """The memory budget, workers and scheduler of a ``--device gpu`` run (fails with exit
+    status 2 where the GPU path cannot run), or None on the CPU."""
+    ctx = click.get_current_context(silent=True)
+    opts = ctx.meta.get(_DEVICE, {}) if ctx is not None else {}
+    if opts.get("device", "cpu") != "gpu":
+        return None
+    from c4table.pipeline.gpu import device
+    from c4table.units import parse_size
+    why = device.unavailable()
+    if why:
+        _fail(why, 2)
+    if scheduler is not None:
+        _fail("--device gpu runs on this machine's GPU (no --scheduler); docs/gpu.md says how "
+              "several GPUs would share a build", 2)
+    card = device.card_memory()
+    try:
+        gpu = parse_size(opts["gpu_memory"]) if opts.get("gpu_memory") else \
+            (int(card * 0.9) if card else None)
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint="--gpu-memory") from None
+    device.select("gpu")
+    host = parse_size(host_memory)
+    return min(host, gpu // 2) if gpu else host
+
+
 def _build_options(f):
+    f = device_options(f)
     f = click.option("--out", "out", type=click.Path(file_okay=False), default=None,
                      help="build directory, or a pyarrow.fs URI every worker can reach such as "
                           "s3://bucket/prefix (default: tables/WxH)")(f)
@@ -104,6 +151,9 @@ def _open(board, out, memory, workers, scheduler, quiet, restart, root=None):
         parse_size(memory)
     except ValueError as e:
         raise click.BadParameter(str(e), param_hint="--memory") from None
+    on_gpu = _gpu_memory(memory, workers, scheduler)
+    if on_gpu is not None:   # --workers N: N processes share the card, default one
+        memory, workers = on_gpu, workers or 1
     if out and is_url(out):
         try:
             open_storage(out)
@@ -329,14 +379,20 @@ def merge(board, out, memory, workers, scheduler, quiet, restart, root, compress
 @click.option("--recalibrate", is_flag=True, help="measure this machine's costs again")
 @click.option("--fast-costs", is_flag=True,
               help="plan with the fast development machine's costs even if this one is calibrated")
+@device_options
 def plan(board, workers, memory_per_worker, from_dir, as_json, root, probe_plies,
          price_per_1k_requests, price_per_gb_month, shuffle_max_reads, calibrate, recalibrate,
          fast_costs):
     """Estimate a build of BOARD: entries per generation, final size, peak disk, shuffle volume
-    and wall time on WORKERS workers, from published counts and measured per-entry costs."""
+    and wall time on WORKERS workers, from published counts and measured per-entry costs.
+    With --device gpu: the build on one GPU node, from stated device rates (docs/gpu.md)."""
     from c4table.units import format_seconds, format_size, parse_size
     from c4table.pipeline.plan import make_plan
     from c4table.wording import count
+    opts = click.get_current_context().meta.get(_DEVICE, {})
+    if opts.get("device") == "gpu":
+        _echo_gpu_plan(board, opts.get("gpu_memory") or "80GiB", as_json)
+        return
     try:
         mem = parse_size(memory_per_worker)
     except ValueError as e:
@@ -383,6 +439,34 @@ def plan(board, workers, memory_per_worker, from_dir, as_json, root, probe_plies
     _echo_io(io, cost, price_per_1k_requests, price_per_gb_month)
     for n in p.notes:
         click.echo(f"note: {n}")
+
+
+def _echo_gpu_plan(board, gpu_memory: str, as_json: bool) -> None:
+    """``plan --device gpu``: :func:`c4table.pipeline.gpuplan.make_gpu_plan`, printed."""
+    from c4table.units import format_seconds, format_size, parse_size
+    from c4table.pipeline.gpuplan import make_gpu_plan
+    try:
+        p = make_gpu_plan(board, parse_size(gpu_memory))
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint="--gpu-memory") from None
+    if as_json:
+        click.echo(json.dumps(p.to_json()))
+        return
+    d = p.disk_bytes
+    click.echo(f"plan for {board} on one GPU ({format_size(p.gpu_memory)}), host "
+               f"{format_size(p.host_memory)}: {p.entries:,} entries, largest generation "
+               f"{p.peak_entries:,}")
+    click.echo(f"keys sorted      {p.keys_sorted:,} on the GPU")
+    click.echo(f"PCIe             {format_size(p.pcie_bytes)} both ways")
+    click.echo(f"disk             {format_size(d['written'])} written, {format_size(d['read'])} "
+               f"read, {format_size(d['peak_stored'])} at the peak")
+    for name, s in p.seconds.items():
+        click.echo(f"{name + ' alone':<17}{format_seconds(s)}")
+    click.echo(f"GPU-hours        {p.seconds['gpu'] / 3600:.2f}")
+    click.echo(f"wall time        {format_seconds(p.wall_seconds)} overlapped (bound: {p.bound}), "
+               f"{format_seconds(p.serial_seconds)} serial")
+    for note in p.notes:
+        click.echo(f"note: {note}")
 
 
 def _plan_costs(calibrate: bool, again: bool, fast: bool, quiet: bool):
