@@ -404,9 +404,13 @@ def test_serve_answers_a_connect3_table_like_lookup(built_k):
     from c4table.analysis.pons import add_scores
     from c4table.serve.app import create_app
     from c4table.open import open_table
+    from c4table.table.probe import with_winning_cells
     path = built_k("4x4", 3) / "connect3_4x4.dat"
     with TestClient(create_app([str(path)], cache_size=0)) as client, open_table(path) as t:
         for moves in ("", "23", "2132", "12121"):
             got = client.get("/api/4x4k3", params={"moves": moves}).json()
-            want = add_scores({"board": "4x4k3", **t.probe(moves).to_json()}, t.board.cells)
-            assert got == want, moves   # lookup --json's object, Pons' scores added
+            probe = t.probe(moves)
+            want = with_winning_cells(add_scores({"board": "4x4k3", **probe.to_json()},
+                                                 t.board.cells), t, probe)
+            assert got == want, moves   # lookup --json's object, Pons' scores (and a won
+            #                             game's winning_cells) added
