@@ -37,8 +37,7 @@ import numpy as np
 from numba import njit
 
 from c4table.errors import C4Error, TableError
-from c4table.table.fastprobe import NO_KEY, OVER, SLOW
-from c4table.game.lines import _has_line
+from c4table.table.fastprobe import NO_KEY, OVER, SLOW, replay
 from c4table.analysis.pons import label_arrays
 from c4table.analysis.decode import cells_of_codes
 from c4table.open import open_table
@@ -124,74 +123,6 @@ def search_packed(data, entries, entry_size, key_bytes, keys, out, block):
         search_sorted(data, entries, entry_size, key_bytes, sk[:m], res[:m])
         for j in range(m):
             out[lo + np.int64(p[j] & mask)] = res[j]
-
-
-@njit(cache=True)
-def replay_rows(cols, offsets, w, h, stride, k, cells, empty_code, child_code, powers, keys, plies, status):
-    """:func:`c4table.table.fastprobe.replay` (same outputs), tuned for long inputs: no allocation per
-    row, and three line tests per row instead of one per move. Lines only ever appear, so the
-    game ended before the last move exactly when the board without the last chip has a line:
-    if it has none, the game is over iff the last mover's board has one."""
-    heights = np.empty(w, np.int64)
-    codes = np.empty(w, np.int64)
-    nokey = np.uint64(0xFFFFFFFFFFFFFFFF)
-    v0 = np.uint64(0)
-    for c in range(w):
-        v0 += np.uint64(empty_code) * powers[c]
-    for i in range(offsets.shape[0] - 1):
-        for c in range(w):
-            heights[c] = 0
-            codes[c] = empty_code
-        v1 = v0
-        v2 = v0
-        bb0 = np.uint64(0)
-        bb1 = np.uint64(0)
-        over = False
-        ply = 0
-        st = 0
-        bit = np.uint64(0)
-        for j in range(offsets[i], offsets[i + 1]):
-            c = cols[j]
-            if c < 0 or c >= w or heights[c] >= h:
-                st = 1
-                break
-            p = ply & 1
-            nc = child_code[codes[c], p]
-            if nc < 0:
-                st = 1
-                break
-            delta = np.uint64(nc - codes[c])
-            v1 += delta * powers[c]
-            v2 += delta * powers[w - 1 - c]
-            codes[c] = nc
-            bit = np.uint64(1) << np.uint64(c * stride + heights[c])
-            heights[c] += 1
-            ply += 1
-            if p == 0:
-                bb0 |= bit
-            else:
-                bb1 |= bit
-        if st == 0 and ply >= 2 * k - 1:
-            last, other = (bb0, bb1) if ply & 1 else (bb1, bb0)
-            if _has_line(last ^ bit, stride, k) or _has_line(other, stride, k):
-                st = 1               # a move after the end of the game: Table.probe says which
-            else:
-                over = _has_line(last, stride, k)
-        terminal = over or ply == cells
-        status[i] = st if st != 0 or not terminal else 2
-        plies[i] = ply
-        base = i * (w + 1)
-        keys[base] = v1 if v1 < v2 else v2
-        mover = ply & 1
-        for c in range(w):
-            nc = child_code[codes[c], mover] if not terminal and heights[c] < h else -1
-            if nc < 0:
-                keys[base + 1 + c] = nokey
-            else:
-                delta = np.uint64(nc - codes[c])
-                c1 = v1 + delta * powers[c]
-                c2 = v2 + delta * powers[w - 1 - c]
-                keys[base + 1 + c] = c1 if c1 < c2 else c2
 
 
 @njit(cache=True)
@@ -293,7 +224,7 @@ class Labeller:
         status = np.full(n, SLOW, np.int64)
         if self.fast and n:
             keys = np.empty(n * (w + 1), np.uint64)
-            replay_rows(cols, offsets, *self.args, keys, plies, status)
+            replay(cols, offsets, *self.args, keys, plies, status)
             found = self.lookup(keys).reshape(n, w + 1)
         slow = np.flatnonzero((status == SLOW) | (found[:, 0] < 0))
         errors: list = [None] * n if slow.size else None
