@@ -40,7 +40,7 @@ from pathlib import Path
 from c4table.c4z.blocks import _compress_block, default_part_entries, tune_malloc
 from c4table.c4z.format import (CHECKPOINT_SECONDS, FORMAT_VERSION,
                                 IDX_RECORD, MAGIC, PROGRESS_EVERY, default_c4z_name)
-from c4table.c4z.writer import _checkpoint, _say, c4z_header, finish_part, publish_part
+from c4table.c4z.writer import _checkpoint, _say, c4z_header, finish_part, publish_part, reopen_part
 from c4table.errors import CorruptDataError, MissingTableError, TableError
 from c4table.game.board import Board
 from c4table.progress import Meter
@@ -256,12 +256,7 @@ def compress_stream(src, out=None, *, board: str | Board | None = None,
                                        f"differ from those the checkpoint was made from; remove "
                                        f"{part.name}* to start again")
             prev_last_key = int(state["last_key"])
-            fpart = open(part, "r+b")
-            fpart.truncate(part_bytes)
-            fpart.seek(part_bytes)
-            fidx = open(idxf, "r+b")
-            fidx.truncate(done * IDX_RECORD.size)
-            fidx.seek(done * IDX_RECORD.size)
+            fpart, fidx = reopen_part(part, idxf, done, part_bytes)
         else:
             fpart = open(part, "wb")
             fpart.write(MAGIC)

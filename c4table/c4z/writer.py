@@ -112,12 +112,7 @@ def compress_table(src: str | os.PathLike, out: str | os.PathLike | None = None,
                                 f"re-hashing the first {format_size(done * chunk)} of the input")
             for _ in range(done):
                 h.update(fin.read(chunk))
-            fpart = open(part, "r+b")
-            fpart.truncate(part_bytes)
-            fpart.seek(part_bytes)
-            fidx = open(idxf, "r+b")
-            fidx.truncate(done * IDX_RECORD.size)
-            fidx.seek(done * IDX_RECORD.size)
+            fpart, fidx = reopen_part(part, idxf, done, part_bytes)
         else:
             fpart = open(part, "wb")
             fpart.write(MAGIC)
@@ -208,6 +203,18 @@ def c4z_header(b: Board, *, entries: int, raw_bytes: int, digests: dict, file: s
             if key_dict else None,
             "sym_dict": {"length": len(sym_dict), "xxh64": xxhash.xxh64_intdigest(sym_dict)}
             if sym_dict else None, **extra}
+
+
+def reopen_part(part: Path, idxf: Path, done: int, part_bytes: int):
+    """``OUT.part`` and ``OUT.part.idx`` of a resumed run, cut back to the checkpoint (``done``
+    blocks, ``part_bytes`` bytes) and open for appending after it."""
+    fpart = open(part, "r+b")
+    fpart.truncate(part_bytes)
+    fpart.seek(part_bytes)
+    fidx = open(idxf, "r+b")
+    fidx.truncate(done * IDX_RECORD.size)
+    fidx.seek(done * IDX_RECORD.size)
+    return fpart, fidx
 
 
 def finish_part(fpart, fidx, idxf: Path, part_bytes: int, nblocks: int, first_offset: int,
