@@ -67,6 +67,10 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
     Setting("C4TABLE_SHUFFLE_MAX_READS", 1_000_000, "Ranged reads a backward step may make before "
             "its messages go through the two-level shuffle (a positive number).", positive_count,
             BuildError),
+    Setting("C4TABLE_TABLE_MD5", False, "Switch: a build also records its table's md5 (a second "
+            "pass over the table in key order, one core, beside the sha256: on a large table "
+            "it is the merge's longest serial part). `c4table verify` prints the md5 anyway.",
+            switch),
     Setting("C4TABLE_SKIP_DISK_CHECK", False, "Switch: skip the free-disk checks of a local build "
             "(tests and file systems whose free space is not what statvfs says).", switch),
     Setting("C4TABLE_TRACEBACK", False, "Switch: let an internal error show its Python traceback "

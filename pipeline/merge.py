@@ -15,7 +15,8 @@ writes them around the page cache (``O_DIRECT``: the whole blocks from two reuse
 buffers, the partial blocks it shares with its neighbours through the page cache;
 :class:`~c4table.io.storage.PositionalWriter`), since new page-cache pages are what
 writing a table cost on a virtual machine that hands freed memory back to its host. The
-driver hashes each range once it and those before it are written (read back the same way,
+driver hashes each range (sha256; md5 too with ``C4TABLE_TABLE_MD5``: :func:`table_md5`) once
+it and those before it are written (read back the same way,
 :func:`~c4table.io.storage.read_span`), then fsyncs the file, records its size and
 hashes in the manifest, and only then renames it into place (see :func:`run` for what a
 resumed merge does). Where the file system refuses ``O_DIRECT`` the same code goes through the
@@ -29,6 +30,7 @@ import time
 
 import numpy as np
 
+import c4table.config as config
 from c4table.wording import count
 from c4table.game.board import Board
 from c4table.errors import BuildError
@@ -170,9 +172,9 @@ def choose_ranges(store: Storage, shards: list[ShardInfo], n_ranges: int,
     return bounds
 
 
-def hash_stored(store: Storage, rel: str, chunk: int = 1 << 24) -> dict:
-    """sha256, md5 and size of a file of ``store``, streamed."""
-    h = Hashes()
+def hash_stored(store: Storage, rel: str, chunk: int = 1 << 24, md5: bool = True) -> dict:
+    """sha256, md5 (unless not ``md5``) and size of a file of ``store``, streamed."""
+    h = Hashes(md5)
     with store.open_input_stream(rel) as f:
         while b := f.read(chunk):
             h.update(b)
@@ -180,9 +182,9 @@ def hash_stored(store: Storage, rel: str, chunk: int = 1 << 24) -> dict:
 
 
 def hash_ranges(store: Storage, rel: str, entry_size: int, n_ranges: int, total: int,
-                written, direct: bool = False) -> dict:
-    """sha256, md5 and size of the local file ``rel`` of ``total`` entries that ``n_ranges``
-    range tasks are filling: ``written`` yields, in range order, ``(offset, count)``: the
+                written, direct: bool = False, md5: bool = True) -> dict:
+    """sha256, md5 (unless not ``md5``) and size of the local file ``rel`` of ``total`` entries
+    that ``n_ranges`` range tasks are filling: ``written`` yields, in range order, ``(offset, count)``: the
     entries each range wrote and the entry it wrote them from (e.g. :meth:`Executor.imap` of
     the range tasks, while later ranges still run). Each range's bytes are hashed as soon as it
     and every range before it are written, so the hashing overlaps the merging of later
@@ -199,7 +201,7 @@ def hash_ranges(store: Storage, rel: str, entry_size: int, n_ranges: int, total:
     >>> hash_ranges(open_storage(d), "t", 2, 2, 3, iter([(0, 1), (1, 2)]))["bytes"]
     6
     """
-    h = Hashes()
+    h = Hashes(md5)
     done = ranges = at = 0   # bytes hashed, ranges finished, entries they cover
     for r, (offset, c) in enumerate(written):
         ranges += 1
@@ -231,6 +233,14 @@ def hash_ranges(store: Storage, rel: str, entry_size: int, n_ranges: int, total:
     return h.result()
 
 
+def table_md5() -> bool:
+    """Whether the merge also computes the table's md5 (``C4TABLE_TABLE_MD5``, off by default):
+    the digests are serial passes over the table in key order, each ``bytes x ns per byte`` of
+    one core whatever the workers (md5 about 1.6 ns per byte, sha256 0.7 with SHA
+    instructions): with many workers the md5 would be the merge's longest part."""
+    return config.get("C4TABLE_TABLE_MD5")
+
+
 def table_location(build):
     """The table's path (local builds) or URI."""
     name = build.table_name
@@ -259,7 +269,7 @@ def run(build):
     rec = m.table
     if rec is not None and store.local and store.exists(tmp_name) and store.size(tmp_name) == rec["bytes"]:
         prog.note(f"found the finished table under {tmp_name}; verifying it (sha256)")
-        if hash_stored(store, tmp_name)["sha256"] == rec["sha256"]:
+        if hash_stored(store, tmp_name, md5=False)["sha256"] == rec["sha256"]:
             store.rename(tmp_name, name)
             build.verified.add("table")
             prog.note(f"{name}: sha256 {rec['sha256']}")
@@ -273,6 +283,7 @@ def run(build):
     if missing:
         raise BuildError(f"{build.root}: the backward pass is not finished (plies {missing[:5]}... missing)")
     t0 = time.perf_counter()
+    md5 = table_md5()
     shards = [s for p in plies for s in m.shards("backward", p) if s.rows]
     total = sum(s.rows for s in shards)
     resources.check_free(store, resources.merge_need(build, plies), f"the table {name}")
@@ -302,7 +313,7 @@ def run(build):
                      for r in range(n_r)]
             # each range is hashed once it and those before it are written
             hashes = hash_ranges(store, target, E, n_r, total, build.executor.imap(range_task, tasks),
-                                 direct)
+                                 direct, md5)
             prog.note(f"sorted and hashed {total:,} entries ({total * E:,} bytes) in "
                       f"{count(len(tasks), 'range')} in {time.perf_counter() - t0:.2f}s")
             fsync_path(store.root / target)
@@ -314,7 +325,7 @@ def run(build):
                 raise BuildError(f"the merge wrote {sum(counts):,} entries, the generations hold {total:,}")
             prog.note(f"sorted {total:,} entries ({total * E:,} bytes) in {count(len(tasks), 'range')} "
                       f"in {time.perf_counter() - t0:.2f}s; appending and hashing")
-            hashes = append_parts(store, target, [t[4] for t in tasks])
+            hashes = append_parts(store, target, [t[4] for t in tasks], md5=md5)
         if hashes["bytes"] != total * E:
             raise BuildError(f"{store.display(target)}: {hashes['bytes']:,} bytes written, "
                              f"expected {total * E:,}")
@@ -329,10 +340,12 @@ def run(build):
     return final
 
 
-def append_parts(store: Storage, out: str, parts: list[str], chunk: int = 1 << 24) -> dict:
+def append_parts(store: Storage, out: str, parts: list[str], chunk: int = 1 << 24,
+                 md5: bool = True) -> dict:
     """Write the concatenation of ``parts`` to ``out`` (replacing it), deleting each part once
-    appended; fsync locally. Returns its sha256, md5 and size, computed on the way."""
-    h = Hashes()
+    appended; fsync locally. Returns its sha256, md5 (unless not ``md5``) and size, computed on
+    the way."""
+    h = Hashes(md5)
     with store.open_output(out) as dst:
         for p in parts:
             with store.open_input_stream(p) as src:

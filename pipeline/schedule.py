@@ -3,8 +3,7 @@
 A build runs generation by generation, and every generation is a barrier: the forward pass
 has one list of range tasks per generation (each merges its slice of the runs into a shard and
 expands it), the backward pass one annotate task per forward shard, the merge one list of
-range tasks whose bytes the driver hashes (sha256 and md5, on two threads) in key order as
-they come in. :func:`simulate` counts the tasks each list holds as the build cuts them (the
+range tasks whose bytes the driver hashes (sha256) in key order as they come in. :func:`simulate` counts the tasks each list holds as the build cuts them (the
 same :mod:`c4table.pipeline.partition` functions) and times each list on ``workers`` workers:
 
 * a task costs its entries times the stage's CPU per entry, corrected for the size of the
@@ -15,8 +14,9 @@ same :mod:`c4table.pipeline.partition` functions) and times each list on ``worke
 * each generation and stage adds the driver's serial step (:attr:`MachineCosts.step_s`:
   manifest, disk checks, splitters) and its work per task (:attr:`MachineCosts.driver_task_s`:
   sending it, taking its result and counts), during which the workers wait;
-* the merge's driver hashes the ranges one after the other (at the slower of the two digests'
-  rates): the hash of the last ranges is a serial tail;
+* the merge's driver hashes the ranges one after the other (sha256, and with
+  ``C4TABLE_TABLE_MD5`` md5 on a second thread: at the slower digest's rate): the hash of the
+  last ranges is a serial tail;
 * the whole stage takes at least its CPU (tasks and driver) over ``cores``, and the merge at
   least the table's bytes over the disk's rate where one was measured (the passes' scratch
   files go through the page cache).
@@ -32,6 +32,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, field
 
+import c4table.config as config
 from c4table.pipeline.partition import MIN_PARALLEL_ROWS, forward_ranges, merge_shares, merge_split
 
 STRAGGLER = 1.15   # the largest task of a forward or backward list over the mean (assumed; the
@@ -187,10 +188,14 @@ def forward_shards(entries: list[int], width: int, workers: int, task_memory: in
 
 def simulate(entries: list[int], width: int, cells: int, workers: int, task_memory: int,
              costs: MachineCosts, entry_size: int, cores: int | None = None,
-             local: bool = True, disk_bytes: dict | None = None) -> Schedule:
+             local: bool = True, disk_bytes: dict | None = None,
+             md5: bool | None = None) -> Schedule:
     """The :class:`Schedule` of a build with ``entries[g]`` entries in generation ``g`` on
     ``workers`` workers of ``task_memory`` bytes each, on ``cores`` cores (default: one per
-    worker), at ``costs``; ``disk_bytes`` (stage -> bytes written) adds the disk bound."""
+    worker), at ``costs``; ``disk_bytes`` (stage -> bytes written) adds the disk bound; ``md5``
+    (default: ``C4TABLE_TABLE_MD5``, as the build) whether the merge also computes the md5."""
+    if md5 is None:
+        md5 = config.get("C4TABLE_TABLE_MD5")
     cores = cores or workers
     sched = Schedule(workers, cores, startup_s=costs.startup_s)
     shards = forward_shards(entries, width, workers, task_memory)
@@ -214,7 +219,7 @@ def simulate(entries: list[int], width: int, cells: int, workers: int, task_memo
         keys = entries[g] / T
         c = keys * costs.per_entry("backward", keys * SORTED_PER_ENTRY) + costs.task_s
         _stage(bwd, T, c, workers, cores, costs.step_s + T * costs.driver_task_s, STRAGGLER)
-    _merge(mrg, sum(entries), workers, cores, task_memory, costs, entry_size, local)
+    _merge(mrg, sum(entries), workers, cores, task_memory, costs, entry_size, local, md5)
     for name, st in (("forward", fwd), ("backward", bwd), ("merge", mrg)):
         # the passes' scratch files go through the page cache; the table is written around it
         # and synced: its bytes wait on the disk
@@ -228,14 +233,17 @@ def simulate(entries: list[int], width: int, cells: int, workers: int, task_memo
 
 
 def _merge(acc: dict, total: int, workers: int, cores: int, task_memory: int,
-           costs: MachineCosts, entry_size: int, local: bool) -> None:
+           costs: MachineCosts, entry_size: int, local: bool, md5: bool = False) -> None:
     """The merge: range tasks in waves, the driver hashing each range in key order once it
-    and those before it are in; the hash of what is left after the last range is the tail."""
+    and those before it are in (sha256; with ``md5`` md5 too, on a second thread); the hash of
+    what is left after the last range is the tail."""
     if not total:
         return
-    sha, md5 = costs.hash_ns_per_byte
-    hash_wall = max(sha, md5) * 1e-9 * entry_size      # per entry
-    hash_cpu = (sha + md5) * 1e-9 * entry_size
+    sha, md5_ns = costs.hash_ns_per_byte
+    if not md5:
+        md5_ns = 0.0
+    hash_wall = max(sha, md5_ns) * 1e-9 * entry_size      # per entry
+    hash_cpu = (sha + md5_ns) * 1e-9 * entry_size
     n, _ = merge_split(total, task_memory, workers, local)
     if n > MERGE_LIST_MAX:   # equal ranges in whole waves, hashed in order
         c = total / n * costs.merge_s + costs.task_s

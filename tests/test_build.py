@@ -130,6 +130,8 @@ def test_hash_ranges_hashes_each_range_once_written(tmp_path, direct):
     got = hash_ranges(open_storage(tmp_path), "t.dat", E, n, total, tasks(), direct)
     assert got == {"sha256": hashlib.sha256(data).hexdigest(), "md5": hashlib.md5(data).hexdigest(),
                    "bytes": len(data)}
+    got = hash_ranges(open_storage(tmp_path), "t.dat", E, n, total, tasks(), direct, md5=False)
+    assert got == {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)}
     path.write_bytes(bytes(len(data)))
     with pytest.raises(BuildError, match="range 3 starts at entry 1,004 where the ranges before it end at 1,005"):
         hash_ranges(open_storage(tmp_path), "t.dat", E, n, total, tasks(wrong=2))
@@ -137,3 +139,17 @@ def test_hash_ranges_hashes_each_range_once_written(tmp_path, direct):
         hash_ranges(open_storage(tmp_path), "t.dat", E, n, total, tasks(last_wrong=True))
     with pytest.raises(BuildError, match="finished 2 of 5 ranges"):
         hash_ranges(open_storage(tmp_path), "t.dat", E, n, total, iter(list(zip(below, counts))[:2]))
+
+
+def test_md5_recorded_when_asked(built, tmp_path, monkeypatch):
+    """The manifest holds the table's sha256; its md5 (a second serial pass) only with
+    C4TABLE_TABLE_MD5, and then that of the bytes on disk; verify prints it either way."""
+    path = built("4x4") / "connect4_4x4.dat"
+    data = path.read_bytes()
+    assert "md5" not in manifest(built("4x4"))["table"]
+    assert verify_table(path, quiet=True).md5 == hashlib.md5(data).hexdigest()
+    monkeypatch.setenv("C4TABLE_TABLE_MD5", "1")
+    again = build_table("4x4", tmp_path, workers=2, quiet=True)
+    rec = manifest(tmp_path)["table"]
+    assert again.read_bytes() == data
+    assert rec["md5"] == hashlib.md5(data).hexdigest() and rec["sha256"] == sha256(path)

@@ -169,8 +169,9 @@ def test_tables_byte_identical_through_every_path(tmp_path, small_buffers, monke
     """A 2 MiB budget cuts the merge into many ranges (boundaries in mid-block, some ranges
     barely a few blocks), the small buffers make every range flush many times; the table must
     be the known one whichever way its bytes went, and the manifest's hashes those of the file
-    (sha256 and md5 of the bytes on disk)."""
+    (sha256 and md5 of the bytes on disk: the md5 is asked for, C4TABLE_TABLE_MD5)."""
     use_mode(monkeypatch, mode)
+    monkeypatch.setenv("C4TABLE_TABLE_MD5", "1")
     path = build_table(board, tmp_path, memory="2MiB", workers=2, quiet=True)
     m = json.loads((tmp_path / "manifest.json").read_text())
     data = path.read_bytes()

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import hashlib
 import json
 import re
 import sys
@@ -30,6 +31,14 @@ def c4table_version() -> str:
     """The version in pyproject.toml (the tree whose build is recorded)."""
     m = re.search(r'^version\s*=\s*"([^"]+)"', (ROOT / "pyproject.toml").read_text(), re.M)
     return m.group(1) if m else "unknown"
+
+
+def _md5(path: Path) -> str:
+    h = hashlib.md5()
+    with open(path, "rb") as f:
+        while b := f.read(1 << 24):
+            h.update(b)
+    return h.hexdigest()
 
 
 def record(build_dir: Path, note: str | None, known: dict, force: bool) -> str:
@@ -47,8 +56,9 @@ def record(build_dir: Path, note: str | None, known: dict, force: bool) -> str:
     if same and old.get("provenance") == "published":
         entry = dict(old)                    # the published figures stay as they are
     else:
+        md5 = table.get("md5") or _md5(build_dir / table["file"])   # builds record it on request
         entry = {**built, **({"note": note} if note else {}),
-                 **{k: table[k] for k in ("entries", "bytes", "sha256", "md5")}}
+                 **{k: table[k] for k in ("entries", "bytes", "sha256")}, "md5": md5}
         if same:                             # keep what an earlier record said beyond the figures
             entry = {**{k: v for k, v in old.items() if k not in entry}, **entry}
     entry["plies_provenance"] = built

@@ -17,19 +17,32 @@ def sha256_of(path) -> str:
 
 class Hashes:
     """sha256 and md5 of a stream of chunks, the two digests computed on two cores (hashlib
-    releases the GIL on large buffers), so hashing a table costs the slower of the two."""
+    releases the GIL on large buffers), so hashing a table costs the slower of the two; with
+    ``md5=False`` the sha256 alone (a build's merge, unless asked: ``C4TABLE_TABLE_MD5``).
 
-    def __init__(self):
-        self.sha, self.md5, self.size = hashlib.sha256(), hashlib.md5(), 0
-        self._pool = ThreadPoolExecutor(1)
+    >>> h = Hashes(md5=False); h.update(b"abc"); sorted(h.result())
+    ['bytes', 'sha256']
+    """
+
+    def __init__(self, md5: bool = True):
+        self.sha, self.size = hashlib.sha256(), 0
+        self.md5 = hashlib.md5() if md5 else None
+        self._pool = ThreadPoolExecutor(1) if md5 else None
 
     def update(self, b) -> None:
-        done = self._pool.submit(self.md5.update, b)
-        self.sha.update(b)
-        done.result()
+        if self._pool is None:
+            self.sha.update(b)
+        else:
+            done = self._pool.submit(self.md5.update, b)
+            self.sha.update(b)
+            done.result()
         self.size += len(b)
 
     def result(self) -> dict:
-        """``{"sha256", "md5", "bytes"}``; the object is finished after this."""
-        self._pool.shutdown()
-        return {"sha256": self.sha.hexdigest(), "md5": self.md5.hexdigest(), "bytes": self.size}
+        """``{"sha256", "md5", "bytes"}`` (no ``"md5"`` without it); the object is finished
+        after this."""
+        out = {"sha256": self.sha.hexdigest(), "bytes": self.size}
+        if self._pool is not None:
+            self._pool.shutdown()
+            out["md5"] = self.md5.hexdigest()
+        return out
