@@ -20,26 +20,28 @@ def costs(**kw) -> MachineCosts:
 
 
 def test_forward_shards_follow_the_builds_range_counts():
-    e = [1, 100_000, 200_000]
-    # generation 1: 100,000 run keys from one task (no repeats between runs) -> 2 ranges on 2
-    # workers; generation 2: 200,000 entries x 1.2 (two tasks' runs repeat some keys)
-    assert forward_shards(e, 5, 2, BIG) == [1, forward_ranges(100_000, BIG, 5, 2),
-                                            forward_ranges(240_000, BIG, 5, 2)] == [1, 2, 2]
+    e = [1, 1_000_000, 2_000_000]
+    # generation 1: 1,000,000 run keys from one task (no repeats between runs) -> 2 ranges on 2
+    # workers; generation 2: 2,000,000 entries x 1.2 (two tasks' runs repeat some keys)
+    assert forward_shards(e, 5, 2, BIG) == [1, forward_ranges(1_000_000, BIG, 5, 2),
+                                            forward_ranges(2_400_000, BIG, 5, 2)] == [1, 2, 2]
     assert forward_shards([1, 10, 1000], 5, 16, BIG) == [1, 1, 1]   # below MIN_PARALLEL_ROWS
+    # a small generation is cut into tasks of MIN_TASK_KEYS keys at the least, not one a worker
+    assert forward_shards([1, 300_000, 3_000_000], 5, 16, BIG) == [1, 2, 16]
 
 
 def test_two_workers_by_hand():
-    s = simulate([1, 100_000, 200_000], 5, 2, 2, BIG, costs(), entry_size=5)
-    # forward: step 0 writes generation 1 (2 tasks of 50,000 entries at 1 us), step 1 writes
-    # generation 2 (2 x 100,000); each list waits for its largest task (STRAGGLER x the mean);
+    s = simulate([1, 1_000_000, 2_000_000], 5, 2, 2, BIG, costs(), entry_size=5)
+    # forward: step 0 writes generation 1 (2 tasks of 500,000 entries at 1 us), step 1 writes
+    # generation 2 (2 x 1,000,000); each list waits for its largest task (STRAGGLER x the mean);
     # the last generation's step has no tasks. Every step costs the driver 0.1 s.
-    fwd = STRAGGLER * 0.05 + STRAGGLER * 0.1 + 3 * 0.1
-    # backward: generation 2 (2 x 100,000 at 2 us), 1 (2 x 50,000), 0 (one entry)
-    bwd = STRAGGLER * 0.2 + STRAGGLER * 0.1 + 2e-6 + 3 * 0.1
+    fwd = STRAGGLER * 0.5 + STRAGGLER * 1.0 + 3 * 0.1
+    # backward: generation 2 (2 x 1,000,000 at 2 us), 1 (2 x 500,000), 0 (one entry)
+    bwd = STRAGGLER * 2.0 + STRAGGLER * 1.0 + 2e-6 + 3 * 0.1
     assert s.stages["forward"]["wall_s"] == pytest.approx(fwd)
     assert s.stages["backward"]["wall_s"] == pytest.approx(bwd)
     assert s.stages["merge"]["wall_s"] == pytest.approx(0.1)   # no merge cost, no hashing
-    assert s.cpu_s == pytest.approx(300_000 * 1e-6 + 300_001 * 2e-6)
+    assert s.cpu_s == pytest.approx(3_000_000 * 1e-6 + 3_000_001 * 2e-6)
     assert s.wall_s == pytest.approx(fwd + bwd + 0.1)
 
 

@@ -3,8 +3,8 @@
 
     python tools/bench_ab.py --old /path/to/old/venv/bin/python 5x4 4x6 5x5 [--repeat 3]
 
-Runs ``python -m c4table.cli.main build BOARD --workers N --quiet`` with the old interpreter and with
-this one (``--new``, default: the running interpreter), alternately, ``--repeat`` times each,
+Runs ``c4table build BOARD --workers N --quiet`` (the console script beside each python) with
+the old installation and with this one (``--new``, default: the running interpreter), alternately, ``--repeat`` times each,
 in fresh temporary directories. Reports per run the wall time and the CPU time of the whole
 process tree (user + sys of the build and its worker processes, from ``getrusage`` of the
 waited child), the 1-minute load, the best of each, the ratio old / new and entries per
@@ -31,7 +31,8 @@ def run_build(python: str, board: str, workers: int, memory: str | None) -> tupl
     """One build: (wall s, CPU s of the process tree, sha256 of the table, entries)."""
     out = Path(tempfile.mkdtemp(prefix="c4-ab-"))
     try:
-        cmd = [python, "-m", "c4table.cli.main", "build", board, "--out", str(out), "--quiet",
+        # the installation's console script (the CLI's module moved between versions)
+        cmd = [str(Path(python).parent / "c4table"), "build", board, "--out", str(out), "--quiet",
                "--workers", str(workers), *(["--memory", memory] if memory else [])]
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t = time.perf_counter()
