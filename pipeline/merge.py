@@ -3,7 +3,7 @@
 Generations are disjoint (a position's ply is its chip count), so the table is their union
 sorted by key. The smallest keys of the backward shards' row groups (parquet footer
 statistics: no data read) cut the key space into ranges of about equal entry counts (locally,
-a single wave of them gets a second, smaller one: :func:`~c4table.pipeline.partition.merge_shares`). One task
+a single wave of them is cut into waves of growing size: :func:`~c4table.pipeline.partition.merge_shares`). One task
 per range reads, from every generation, only the row groups overlapping its range, packs its
 entries as ``key << 8 | outcome`` words (each generation's slice already sorted), orders them
 piece by cache-sized piece (:func:`~c4table.pipeline.extsort.sorted_chunks`) and converts them to big-endian ``K + 1``-byte
@@ -294,7 +294,8 @@ def run(build):
             build.verified.add("backward")
         store.delete_tree(PARTS)
         # Ranges: see partition.merge_ranges (one word per entry and bounded buffers per task).
-        # Locally a single wave gets a second, smaller one, merged while the first is hashed.
+        # Locally a single wave is cut into waves of growing size, merged while the first are
+        # hashed.
         shares = merge_shares(total, build.task_memory, build.executor.workers, store.local)
         bounds = choose_ranges(store, shards, len(shares), shares)
         E = board.entry_size
