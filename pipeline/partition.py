@@ -24,11 +24,11 @@ import math
 
 KEY_BYTES_IN_RAM = 8
 MIN_PARALLEL_ROWS = 1 << 16   # below this many keys a stage runs as one task
-MIN_TASK_KEYS = 1 << 17       # a generation is cut into at most one task per this many keys
+MIN_TASK_KEYS = 1 << 16       # a generation is cut into at most one task per this many keys
                               # (down to one per worker): each task costs 5-30 ms of CPU beyond
-                              # its keys, so a small generation cut for 16 workers paid more in
-                              # tasks than it gained (the schedule model: 5x5 on 16 workers
-                              # 531 -> 369 tasks, 4.2 -> 3.8 s)
+                              # its keys (64 Ki keys are 15-20 ms of work), so a small generation
+                              # cut for 16 workers paid more in tasks than it gained (the
+                              # schedule model: 5x5 on 16 workers 531 -> 421 tasks, 4.2 -> 3.9 s)
 
 
 def shard_rows_for(task_memory: int, width: int) -> int:
@@ -44,7 +44,7 @@ def forward_ranges(run_keys: int, task_memory: int, width: int, workers: int) ->
     slices plus the merged copy (~2 words per key) and at most a shard's rows; at least one
     per worker once there is enough to split (:data:`MIN_TASK_KEYS` keys a task at the least).
 
-    >>> forward_ranges(1_000_000, 1 << 30, 7, 16), forward_ranges(10_000_000, 1 << 30, 7, 16)
+    >>> forward_ranges(500_000, 1 << 30, 7, 16), forward_ranges(10_000_000, 1 << 30, 7, 16)
     (7, 16)
     """
     if run_keys == 0:

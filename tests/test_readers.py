@@ -220,6 +220,7 @@ def test_every_single_bit_flip_is_detected_or_harmless(tmp_path):
     assert REFUSED not in clean.values()
 
     files = [d / "manifest.json"] + sorted((d / "work").rglob("*.parquet"))
+    bits = 8 * sum(f.stat().st_size for f in files)
     tally = {"flips": 0, "detected": 0, "harmless": 0}
     end_to_end = 0
     for f in files:
@@ -255,7 +256,7 @@ def test_every_single_bit_flip_is_detected_or_harmless(tmp_path):
             os.pwrite(fd, orig[i >> 3: (i >> 3) + 1], i >> 3)
         os.close(fd)
         assert f.read_bytes() == orig
-    assert tally["flips"] == tally["detected"] + tally["harmless"] > 100_000
+    assert bits == tally["flips"] == tally["detected"] + tally["harmless"] > 50_000
     assert end_to_end >= 10
     print(f"\nbit flips of a {BOARD} build ({len(files)} files): {tally}, "
           f"{end_to_end} also run through every reader end to end")

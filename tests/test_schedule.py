@@ -27,7 +27,7 @@ def test_forward_shards_follow_the_builds_range_counts():
                                             forward_ranges(2_400_000, BIG, 5, 2)] == [1, 2, 2]
     assert forward_shards([1, 10, 1000], 5, 16, BIG) == [1, 1, 1]   # below MIN_PARALLEL_ROWS
     # a small generation is cut into tasks of MIN_TASK_KEYS keys at the least, not one a worker
-    assert forward_shards([1, 300_000, 3_000_000], 5, 16, BIG) == [1, 2, 16]
+    assert forward_shards([1, 150_000, 3_000_000], 5, 16, BIG) == [1, 2, 16]
 
 
 def test_two_workers_by_hand():
