@@ -15,7 +15,7 @@ writes them around the page cache (``O_DIRECT``: the whole blocks from two reuse
 buffers, the partial blocks it shares with its neighbours through the page cache;
 :class:`~c4table.io.storage.PositionalWriter`), since new page-cache pages are what
 writing a table cost on a virtual machine that hands freed memory back to its host. The
-driver hashes each range (sha256; md5 too with ``C4TABLE_TABLE_MD5``: :func:`table_md5`) once
+driver hashes each range (sha256; md5 too with ``C4TABLE_TABLE_MD5``: :func:`~c4table.io.hashes.table_md5`) once
 it and those before it are written (read back the same way,
 :func:`~c4table.io.storage.read_span`), then fsyncs the file, records its size and
 hashes in the manifest, and only then renames it into place (see :func:`run` for what a
@@ -30,11 +30,10 @@ import time
 
 import numpy as np
 
-import c4table.config as config
 from c4table.wording import count
 from c4table.game.board import Board
 from c4table.errors import BuildError
-from c4table.io.hashes import Hashes
+from c4table.io.hashes import Hashes, table_md5
 from c4table.pipeline import resources
 from c4table.pipeline.extsort import sorted_chunks
 from c4table.pipeline.kernels import pack_entries, strictly_increasing_keys, words_to_entries
@@ -231,14 +230,6 @@ def hash_ranges(store: Storage, rel: str, entry_size: int, n_ranges: int, total:
         while n := f.readinto(buf):   # bytes past the counted entries: the size check fails
             h.update(buf[:n])
     return h.result()
-
-
-def table_md5() -> bool:
-    """Whether the merge also computes the table's md5 (``C4TABLE_TABLE_MD5``, off by default):
-    the digests are serial passes over the table in key order, each ``bytes x ns per byte`` of
-    one core whatever the workers (md5 about 1.6 ns per byte, sha256 0.7 with SHA
-    instructions): with many workers the md5 would be the merge's longest part."""
-    return config.get("C4TABLE_TABLE_MD5")
 
 
 def table_location(build):

@@ -32,7 +32,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, field
 
-import c4table.config as config
+from c4table.io.hashes import table_md5
 from c4table.pipeline.partition import MIN_PARALLEL_ROWS, forward_ranges, merge_shares, merge_split
 
 STRAGGLER = 1.15   # the largest task of a forward or backward list over the mean (assumed; the
@@ -195,7 +195,7 @@ def simulate(entries: list[int], width: int, cells: int, workers: int, task_memo
     worker), at ``costs``; ``disk_bytes`` (stage -> bytes written) adds the disk bound; ``md5``
     (default: ``C4TABLE_TABLE_MD5``, as the build) whether the merge also computes the md5."""
     if md5 is None:
-        md5 = config.get("C4TABLE_TABLE_MD5")
+        md5 = table_md5()
     cores = cores or workers
     sched = Schedule(workers, cores, startup_s=costs.startup_s)
     shards = forward_shards(entries, width, workers, task_memory)

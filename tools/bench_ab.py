@@ -27,6 +27,18 @@ import time
 from pathlib import Path
 
 
+def timed_run(cmd: list[str], cwd: Path) -> tuple[float, float]:
+    """Run ``cmd`` in ``cwd`` (its output dropped); return (wall s, CPU s of its process tree:
+    user + sys of it and the children it waited for, from ``getrusage``). Also used by
+    ``tools/scale_run.py``."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t = time.perf_counter()
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, cwd=cwd)
+    wall = time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
 def run_build(python: str, board: str, workers: int, memory: str | None) -> tuple[float, float, str, int]:
     """One build: (wall s, CPU s of the process tree, sha256 of the table, entries)."""
     out = Path(tempfile.mkdtemp(prefix="c4-ab-"))
@@ -34,13 +46,8 @@ def run_build(python: str, board: str, workers: int, memory: str | None) -> tupl
         # the installation's console script (the CLI's module moved between versions)
         cmd = [str(Path(python).parent / "c4table"), "build", board, "--out", str(out), "--quiet",
                "--workers", str(workers), *(["--memory", memory] if memory else [])]
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        t = time.perf_counter()
         # cwd: not a source tree, whose c4table/ would shadow the installation under test
-        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, cwd=out)
-        wall = time.perf_counter() - t
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        wall, cpu = timed_run(cmd, out)
         table = next(out.glob("*.dat"))
         h = hashlib.sha256()
         with open(table, "rb") as f:

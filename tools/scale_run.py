@@ -19,16 +19,16 @@ A benchmark, not a test.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
-import resource
 import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_ab import timed_run  # noqa: E402
 
 
 def build(python: str, board: str, workers: int, memory: str, tmp: str | None) -> dict:
@@ -37,12 +37,7 @@ def build(python: str, board: str, workers: int, memory: str, tmp: str | None) -
         cmd = [python, "-m", "c4table.cli.main", "build", board, "--out", str(out), "--quiet",
                "--workers", str(workers), "--memory", memory]
         load0 = os.getloadavg()[0]
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        t = time.perf_counter()
-        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, cwd=out)
-        wall = time.perf_counter() - t
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        wall, cpu = timed_run(cmd, out)
         m = json.loads((out / "manifest.json").read_text())
         return {"board": board, "workers": workers, "memory": memory, "wall_s": wall, "cpu_s": cpu,
                 "entries": m["table"]["entries"], "sha256": m["table"]["sha256"],

@@ -4,6 +4,17 @@ from __future__ import annotations
 import hashlib
 from concurrent.futures import ThreadPoolExecutor
 
+import c4table.config as config
+
+
+def table_md5() -> bool:
+    """Whether a build's merge also computes the table's md5 (``C4TABLE_TABLE_MD5``, off by
+    default); the schedule model and the calibration ask the same. Each digest is a serial
+    pass over the table in key order on one core whatever the workers (md5 about 1.6 ns per
+    byte, sha256 0.7 with SHA instructions): with many workers the md5 would be the merge's
+    longest part."""
+    return config.get("C4TABLE_TABLE_MD5")
+
 
 def sha256_of(path) -> str:
     """sha256 of a local file, read in 4 MiB blocks (tools and benchmarks; tables are verified

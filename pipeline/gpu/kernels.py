@@ -17,9 +17,7 @@ import numpy as np
 from numba import njit
 
 from c4table.game.lines import _divmod_base, _is_terminal
-from c4table.pipeline.kernels import A_WINS, B_WINS, DRAW, _outcome, _score
-
-NO_KEY = np.uint64(0xFFFFFFFFFFFFFFFF)
+from c4table.pipeline.kernels import A_WINS, B_WINS, DRAW, NO_KEY, _outcome, _score
 
 
 @njit(cache=True, inline="always")
