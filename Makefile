@@ -37,7 +37,7 @@ $(VENV)/bin/python:
 
 $(STAMP): pyproject.toml | $(VENV)/bin/python
 	$(VENV)/bin/pip install --quiet -e .
-	$(VENV)/bin/python tools/pin_package_path.py
+	$(VENV)/bin/python tools/diag/pin_package_path.py
 	touch $(STAMP)
 
 $(TESTSTAMP): $(STAMP)

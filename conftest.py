@@ -32,7 +32,7 @@ def doctest_dir(tmp_path_factory):
     """A directory holding what the docstring examples name: ``tables/4x4`` and ``tables/5x4``
     (built once per session, a few seconds), the ``.c4z`` of the 5x4 table, and ``board.txt``
     (a drawing)."""
-    from c4table.pipeline.build import build_table
+    from c4table.pipeline.stages.build import build_table
     d = tmp_path_factory.mktemp("doctest")
     from c4table.c4z.writer import compress_table
     for board in ("4x4", "5x4"):

@@ -13,7 +13,7 @@ bytes), :mod:`c4table.game.rules` (positions and moves), :mod:`c4table.table` (l
 :mod:`c4table.game.drawing` (board drawings), :mod:`c4table.analysis.play`, :mod:`c4table.analysis.stats` (per-ply
 counts, plots), :mod:`c4table.analysis.export` (parquet datasets), :mod:`c4table.cli.main` and
 :mod:`c4table.cli.use` (the command line). Building lives in the ``c4table.pipeline`` package (the ``pipeline/`` folder)
-(:func:`c4table.pipeline.build.build_table`).
+(:func:`c4table.pipeline.stages.build.build_table`).
 """
 import os
 
@@ -65,12 +65,12 @@ def build_table(board: "str | Board", out: "str | os.PathLike", memory: "str | i
     build; ``keep_work``: keep ``out/work`` (the shards) after the merge; ``root``: a move
     string or drawing, to build the rooted table of every position reachable from it
     (:mod:`c4table.game.root`); ``"5x4k3"`` names a board with another connect length. See
-    :func:`c4table.pipeline.build.build_table`.
+    :func:`c4table.pipeline.stages.build.build_table`.
 
     >>> import c4table
     >>> c4table.build_table("4x4", "tables/4x4").name         # already built: returns at once
     'connect4_4x4.dat'
     """
-    from c4table.pipeline.build import build_table as _build
+    from c4table.pipeline.stages.build import build_table as _build
     return _build(board, out, memory=memory, workers=workers, scheduler=scheduler, quiet=quiet,
                   restart=restart, keep_work=keep_work, root=root)

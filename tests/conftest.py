@@ -66,7 +66,7 @@ def run_cli(*args, stdin=None):
 @pytest.fixture(scope="session")
 def built(tmp_path_factory):
     """``built("5x4")`` -> build directory of that board, built once per session."""
-    from c4table.pipeline.build import build_table
+    from c4table.pipeline.stages.build import build_table
     cache: dict[str, Path] = {}
 
     def get(board: str) -> Path:
@@ -126,7 +126,7 @@ def interrupt_backward(b, stop) -> None:
     """Run the backward pass of the open build ``b`` and interrupt it (``KeyboardInterrupt``,
     as Ctrl-C would) at the first batch of annotation tasks for which ``stop()`` is true; the
     build is then closed, as a killed command leaves it. Tests resume it with a new build."""
-    from c4table.pipeline import backward
+    from c4table.pipeline.stages import backward
     real_map = b.executor.map
 
     def map_until(fn, tasks):

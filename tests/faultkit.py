@@ -1,5 +1,5 @@
 """Killing builds at random points and checking that reruns resume: what the fault tests
-(``tests/test_faults.py``) and ``tools/fault_soak.py`` share."""
+(``tests/test_faults.py``) and ``tools/diag/fault_soak.py`` share."""
 from __future__ import annotations
 
 import json

@@ -14,7 +14,7 @@ import pytest
 from c4table.game.board import Board
 from c4table.errors import BoardError
 from c4table.game.grid3d import symmetries
-from c4table.pipeline.build import build_table
+from c4table.pipeline.stages.build import build_table
 from c4table.game.rules import Position
 from c4table.open import open_table
 from conftest import published_tables, random_positions, run_cli
@@ -56,7 +56,7 @@ def test_per_ply_counts_equal_oracle(built3d, x, y, h, k):
             assert mine[field] == theirs[field], (mine["ply"], field)
     from c4table.analysis.stats import ply_stats
     assert ply_stats(d) == ply_stats(d / f"connect{k}_{x}x{y}x{h}.dat", scan=True)
-    from c4table.pipeline.plan3d import make_plan3d   # small boards: the plan counts them all
+    from c4table.pipeline.planning.plan3d import make_plan3d   # small boards: the plan counts them all
     plan = make_plan3d(Board.grid3d(x, y, h, k), 1, 2**30)
     assert [(p.positions, p.entries) for p in plan.plies] == \
         [(r["positions"], r["entries"]) for r in ref]
@@ -65,7 +65,7 @@ def test_per_ply_counts_equal_oracle(built3d, x, y, h, k):
 def test_plan_of_4x4x4_says_what_it_needs():
     """The plan's first plies of 4x4x4 (K = 4) are the oracle's (independent enumeration and
     keys); the keys' 80 bits are said not to fit."""
-    from c4table.pipeline.plan3d import make_plan3d
+    from c4table.pipeline.planning.plan3d import make_plan3d
     from oracle import A as CHIP_A, B as CHIP_B, play, position_key3d
     p = make_plan3d(Board.parse("4x4x4"), 64, 16 * 2**30, limit=400).to_json()
     layer = {tuple(() for _ in range(16))}
@@ -170,7 +170,7 @@ def test_compressed_3d_table_and_what_3d_boards_refuse(built3d, tmp_path):
     from c4table.bdd import count_positions
     from c4table.c4z.writer import compress_table
     from c4table.errors import C4Error
-    from c4table.pipeline.build import open_build
+    from c4table.pipeline.stages.build import open_build
     from c4table.serve.app import load_tables
     path = built3d(2, 2, 4, 3)
     z = compress_table(path, tmp_path / "t.c4z", quiet=True)

@@ -11,7 +11,7 @@ from c4table.game.board import Board
 from c4table.analysis.verify import verify_table
 from conftest import published_tables, published_totals
 from oracle import oracle_bytes, oracle_ply_counts
-from c4table.pipeline.build import build_table, open_build
+from c4table.pipeline.stages.build import build_table, open_build
 
 def sha256(path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
@@ -82,7 +82,7 @@ def test_one_worker_equals_two(built, tmp_path):
 
 
 def test_resume_after_forward_only(built, tmp_path):
-    from c4table.pipeline import forward
+    from c4table.pipeline.stages import forward
     b = open_build("5x4", tmp_path, workers=1, quiet=True)
     forward.run(b, max_ply=9)
     b.close()
@@ -109,7 +109,7 @@ def test_hash_ranges_hashes_each_range_once_written(tmp_path, direct):
     Read around the page cache (``direct``), the bytes the tasks left dirty in it are those
     hashed too (the kernel writes them back before such a read)."""
     from c4table.errors import BuildError
-    from c4table.pipeline.merge import hash_ranges
+    from c4table.pipeline.stages.merge import hash_ranges
     from c4table.io.storage import open_storage
     rng = np.random.default_rng(7)
     E, counts = 5, [3, 1000, 1, 2000, 7]   # ranges far smaller than a read buffer

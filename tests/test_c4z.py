@@ -353,7 +353,7 @@ def test_s3_c4z(t44, tmp_path, monkeypatch):
 
 
 def test_plan_estimates_the_c4z_size():
-    from c4table.pipeline.plan import C4Z_MEASURED, c4z_bytes_per_entry, make_plan
+    from c4table.pipeline.planning.plan import C4Z_MEASURED, c4z_bytes_per_entry, make_plan
     p = make_plan("7x6", workers=64, memory_per_worker=16 * 2**30)
     bpe, measured = c4z_bytes_per_entry(p.board, p.entries)
     assert not measured and p.c4z_bytes == int(p.entries * bpe) and 0 < p.c4z_bytes < p.final_bytes
@@ -367,11 +367,11 @@ def test_plan_estimates_the_c4z_size():
 
 
 def test_the_c4z_size_model_predicts_each_measured_board_from_the_others(monkeypatch):
-    """Leave one board out of the two-stream model (pipeline/c4zsize.py) and predict it: the
+    """Leave one board out of the two-stream model (pipeline/planning/c4zsize.py) and predict it: the
     model must reproduce what was measured, not only fit it. Measured when written: totals
     within 7%, symbols within 11%, keys (which scatter most) within 25%."""
     from c4table.game.board import Board
-    from c4table.pipeline import c4zsize
+    from c4table.pipeline.planning import c4zsize
     streams = dict(c4zsize.C4Z_STREAMS)
     for name, (entries, keys, syms) in streams.items():
         others = {k: v for k, v in streams.items() if k != name}

@@ -250,7 +250,7 @@ def test_progress_counts_against_the_known_size(packed, tmp_path, monkeypatch):
 
 def test_plan_counts_the_entries_of_cadots_file(built):
     """7x6: his file's size over 7; 5x4: the table built here."""
-    from c4table.pipeline.plan import make_plan
+    from c4table.pipeline.planning.plan import make_plan
     from c4table.table.known import known_tables
     assert make_plan("7x6", 64, 16 << 30).entries == 15_861_962_650_191 // 7 == \
         known_tables()["7x6"]["entries"]

@@ -1,4 +1,4 @@
-"""Calibration (pipeline/calibrate.py): the process-tree CPU it reads from /proc, a real
+"""Calibration (pipeline/planning/calibrate.py): the process-tree CPU it reads from /proc, a real
 short calibration run, its cache per machine and version, and the plan command using it."""
 import json
 import subprocess
@@ -9,8 +9,8 @@ import pytest
 from click.testing import CliRunner
 
 from c4table.cli.main import cli
-from c4table.pipeline import calibrate as cal
-from c4table.pipeline.schedule import FAST_MACHINE, MachineCosts
+from c4table.pipeline.planning import calibrate as cal
+from c4table.pipeline.planning.schedule import FAST_MACHINE, MachineCosts
 
 
 @pytest.fixture

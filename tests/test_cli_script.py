@@ -341,7 +341,7 @@ def test_build_table_signature_quiet_by_default_and_no_lock_left(tmp_path, capfd
 
 
 def test_the_lock_still_keeps_a_second_build_out(tmp_path):
-    from c4table.pipeline import resources
+    from c4table.pipeline.runtime import resources
     resources.lock_build_dir(tmp_path)
     try:
         assert (tmp_path / ".lock").exists()

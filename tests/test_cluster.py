@@ -46,8 +46,8 @@ def table_bytes(cl: Cluster, prefix: str, board: str) -> bytes:
 
 
 def test_builds_on_a_real_cluster_survive_a_killed_worker_beside_a_concurrent_build(cluster):
-    from c4table.pipeline.build import build_table
-    from c4table.pipeline.counters import STATS
+    from c4table.pipeline.stages.build import build_table
+    from c4table.pipeline.runtime.counters import STATS
     uri_a, uri_b = f"s3://{BUCKET}/a46", f"s3://{BUCKET}/b54"
     # the second build: another process, another prefix, the same scheduler and workers
     second = subprocess.Popen([sys.executable, "-m", "c4table.cli.main", "build", "5x4", "--out", uri_b,
@@ -99,11 +99,11 @@ def test_builds_on_a_real_cluster_survive_a_killed_worker_beside_a_concurrent_bu
 def test_counts_on_the_cluster_equal_a_local_run(cluster, tmp_path, monkeypatch):
     """The counters are one code path: a 5x4 build on S3 through the cluster and one on a
     local disk through 4 local processes (the same task sizes, and every shuffle past 2 ranged
-    reads made two-level: pipeline/shuffle.py) count the same tasks, objects, bytes written
+    reads made two-level: pipeline/sort/shuffle.py) count the same tasks, objects, bytes written
     and ranged reads per stage; and the S3 table is byte-identical. (Fence GETs are made once
     per worker process and run, so they depend on which worker ran which task.)"""
-    from c4table.pipeline.build import build_table
-    from c4table.pipeline.counters import STATS
+    from c4table.pipeline.stages.build import build_table
+    from c4table.pipeline.runtime.counters import STATS
     monkeypatch.setenv("C4TABLE_SHUFFLE_MAX_READS", "2")
     uri = f"s3://{BUCKET}/c54"
     build_table("5x4", uri, scheduler=cluster.client, quiet=True, memory="128MiB")
@@ -117,7 +117,7 @@ def test_counts_on_the_cluster_equal_a_local_run(cluster, tmp_path, monkeypatch)
         for k in ("bytes_written", "bytes_read", "peak_stored_bytes"):   # manifest text aside
             assert abs(remote[stage][k] - local[stage][k]) <= 1e-4 * local[stage][k], (stage, k)
         assert remote[stage]["ranged_reads"] > 0 and remote[stage]["peak_task_memory"] > 0
-    # The merge differs by design (pipeline/merge.py): locally, each range task counts the
+    # The merge differs by design (pipeline/stages/merge.py): locally, each range task counts the
     # entries below its range (its offset) and writes the table in place; on S3 they write
     # parts, which the driver appends as the table (one more object, the table's bytes written
     # twice).

@@ -3,7 +3,7 @@
 * the brute-force oracle (tests/oracle.py, no code shared with c4table) entry by entry on the
   boards of up to 16 cells for K = 3 and 5;
 * Sidney Cadot's column counts (the table in his ``number_of_possible_columns.h``) and the
-  sha256 of tables his own generator wrote (``tools/cadot_compare.py``; tests/data);
+  sha256 of tables his own generator wrote (``tools/compare/cadot_compare.py``; tests/data);
 * BDD mode (its own rules and encoding) per ply on 5x4, 4x5, 5x5 (K = 3) and 5x4 (K = 5);
 * the TLA+ model of the small engine's write-up (4x4, K = 3), enumerated here state by state;
 * the published K = 4 game values of small boards (John Tromp, Christophe Steininger);
@@ -23,7 +23,7 @@ from click.testing import CliRunner
 
 from c4table.game.board import Board
 from c4table.errors import BoardError
-from c4table.pipeline.build import build_table
+from c4table.pipeline.stages.build import build_table
 from conftest import run_cli
 from oracle import oracle_bytes, oracle_ply_counts
 
@@ -381,8 +381,8 @@ def test_export_quiet_positions_selects_what_the_rule_says(built_k, tmp_path):
 def test_tromp_8ply_selection_count(tmp_path):
     """The forward pass to ply 8 of 7x6 (seconds) and the selection export applies."""
     from c4table.analysis.decode import decode_keys
-    from c4table.pipeline import forward
-    from c4table.pipeline.build import open_build
+    from c4table.pipeline.stages import forward
+    from c4table.pipeline.stages.build import open_build
     from c4table.builddir.shards import read_shard
     from c4table.analysis.quiet import quiet_mask
     ref = DATA["tromp_8ply"]

@@ -10,7 +10,7 @@ import pytest
 
 distributed = pytest.importorskip("dask.distributed")
 
-from c4table.pipeline.build import build_table  # noqa: E402
+from c4table.pipeline.stages.build import build_table  # noqa: E402
 
 
 def sha(path):

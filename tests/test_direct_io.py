@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from c4table.io import files as storage
-from c4table.pipeline.build import build_table
+from c4table.pipeline.stages.build import build_table
 from c4table.io.files import PositionalWriter, read_span
 from c4table.table.known import known_tables
 

@@ -12,9 +12,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from c4table.errors import CorruptDataError
-from c4table.pipeline import extsort
-from c4table.pipeline.extsort import sorted_chunks
-from c4table.pipeline.merge import entries_to_bytes
+from c4table.pipeline.sort import extsort
+from c4table.pipeline.sort.extsort import sorted_chunks
+from c4table.pipeline.stages.merge import entries_to_bytes
 from c4table.builddir.shards import (ROW_GROUP, ShardInfo, open_row_groups, read_row_groups, read_shard,
                                      verify_shard_task, write_outcomes, write_shard)
 from c4table.io.storage import open_storage
@@ -217,7 +217,7 @@ def test_dedup_sorted_and_keep_best_against_numpy():
     ``keep_best`` keeps the last (largest) message of each key's run (``np.unique`` of the
     keys with ``return_index`` on the reversed array), on empty, single, all-equal, distinct
     and repeated inputs."""
-    from c4table.pipeline.kernels import dedup_sorted, keep_best
+    from c4table.pipeline.kernels.cpu import dedup_sorted, keep_best
     rng = np.random.default_rng(11)
     cases = [np.empty(0, np.uint64), np.array([7], np.uint64), np.full(5, 3, np.uint64),
              np.arange(10, dtype=np.uint64), np.sort(rng.integers(0, 50, 1000, dtype=np.uint64)),

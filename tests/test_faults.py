@@ -57,8 +57,8 @@ def reference(built):
 @pytest.fixture(scope="module")
 def partial(tmp_path_factory):
     """A build directory whose forward pass is finished and backward pass is half done."""
-    from c4table.pipeline import forward
-    from c4table.pipeline.build import open_build
+    from c4table.pipeline.stages import forward
+    from c4table.pipeline.stages.build import open_build
     d = tmp_path_factory.mktemp("partial")
     b = open_build(BOARD, d, workers=1, quiet=True)
     try:
@@ -359,8 +359,8 @@ def test_worker_process_killed_is_one_line_and_resumable(reference, tmp_path):
 
 
 def test_free_disk_check_refuses_with_needed_and_free(reference, tmp_path, monkeypatch):
-    from c4table.pipeline import resources
-    from c4table.pipeline.build import build_table
+    from c4table.pipeline.runtime import resources
+    from c4table.pipeline.stages.build import build_table
     free = {"bytes": 1 << 40}
 
     def fake_free(path):
@@ -389,8 +389,9 @@ def test_forward_disk_estimate_covers_each_step_without_counting_runs_twice(tmp_
     g+1's shards and the runs of g+2 its merge tasks spill, measured on disk at the next check,
     before anything is deleted), and no longer counts the runs of g+1 that the previous step
     already wrote, nor prices runs at the 8-bytes-a-key bound once their real size is known."""
-    from c4table.pipeline import forward, resources
-    from c4table.pipeline.build import build_table
+    from c4table.pipeline.stages import forward
+    from c4table.pipeline.runtime import resources
+    from c4table.pipeline.stages.build import build_table
     from c4table.io.storage import open_storage
     store = open_storage(str(tmp_path))
     seen = []   # (ply announced by the check, need, need without the measured runs)

@@ -131,13 +131,13 @@ def test_import_from_the_directory_above_the_clone(tmp_path):
     root = Path(__file__).resolve().parent.parent
     site = tmp_path / "site"
     site.mkdir()
-    subprocess.run([sys.executable, str(root / "tools" / "pin_package_path.py"), str(site)],
+    subprocess.run([sys.executable, str(root / "tools" / "diag" / "pin_package_path.py"), str(site)],
                    check=True, capture_output=True, timeout=60)
     p = _import_from_above_the_clone(tmp_path, site)
     assert p.returncode == 0, p.stderr
     assert p.stdout.strip() == "open_table"
     # the build, which the editable install's hook maps from pipeline/, is still found
-    code = f"import site; site.addsitedir({str(site)!r}); import c4table.pipeline.build"
+    code = f"import site; site.addsitedir({str(site)!r}); import c4table.pipeline.stages.build"
     p = subprocess.run([sys.executable, "-c", code], cwd=tmp_path / "above", capture_output=True,
                        text=True, timeout=120)
     assert p.returncode == 0, p.stderr

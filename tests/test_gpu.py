@@ -87,7 +87,7 @@ def test_started_on_cpu_resumes_on_gpu(tmp_path):
 
 
 def test_no_gpu_no_simulator_is_one_line_exit_2(tmp_path):
-    from c4table.pipeline.gpu.device import unavailable
+    from c4table.pipeline.kernels.gpu.device import unavailable
     if unavailable() is None:
         pytest.skip("a GPU is here")
     r = cli("build", "4x4", "--out", str(tmp_path / "b"), "--device", "gpu")
@@ -97,8 +97,8 @@ def test_no_gpu_no_simulator_is_one_line_exit_2(tmp_path):
 
 
 def test_gpu_plan_of_7x6_names_its_assumptions_and_bound():
-    from c4table.pipeline.gpuplan import GPU_RATES, make_gpu_plan
-    from c4table.pipeline.plan import make_plan
+    from c4table.pipeline.planning.gpuplan import GPU_RATES, make_gpu_plan
+    from c4table.pipeline.planning.plan import make_plan
     p = make_gpu_plan("7x6")
     cpu = make_plan("7x6", 1, 40 * 2**30)
     assert (p.entries, p.peak_entries) == (cpu.entries, cpu.peak_entries)
@@ -111,9 +111,9 @@ def test_gpu_plan_of_7x6_names_its_assumptions_and_bound():
 
 
 def test_gpu_run_script_end_to_end_on_the_simulator(tmp_path):
-    """tools/gpu_run.py (run as a program, as on the lent machine) on 4x4: both builds, the
+    """tools/bench/gpu_run.py (run as a program, as on the lent machine) on 4x4: both builds, the
     known sha256 checked, one table printed."""
-    r = subprocess.run([sys.executable, str(ROOT / "tools" / "gpu_run.py"), "--boards", "4x4",
+    r = subprocess.run([sys.executable, str(ROOT / "tools" / "bench" / "gpu_run.py"), "--boards", "4x4",
                         "--workers", "2", "--gpu-workers", "1,2", "--memory", "1GiB",
                         "--work", str(tmp_path), "--json"],
                        cwd=ROOT, env=SIM, capture_output=True, text=True, timeout=300)

@@ -17,7 +17,7 @@ import pytest
 from c4table.analysis.export import export_positions
 from c4table.analysis.label import label_file
 from c4table.open import open_table
-from c4table.pipeline.build import build_table
+from c4table.pipeline.stages.build import build_table
 from conftest import run_cli
 from oracle import A, B, play, winners
 from test_rooted import random_live_moves

@@ -46,7 +46,7 @@ def test_stats_png_without_matplotlib_is_one_line(built, tmp_path, monkeypatch, 
 
 
 def test_dask_scheduler_without_dask_names_the_extra(monkeypatch):
-    from c4table.pipeline.execution import make_executor
+    from c4table.pipeline.runtime.execution import make_executor
     monkeypatch.setitem(sys.modules, "dask.distributed", None)
     with pytest.raises(MissingExtraError, match=r"c4table\[dask\]"):
         make_executor(workers=1, scheduler="local")

@@ -4,9 +4,9 @@ import json
 
 from c4table.game.board import Board
 from conftest import bock_table2
-from c4table.pipeline.build import open_build
-from c4table.pipeline import forward
-from c4table.pipeline.plan import make_plan
+from c4table.pipeline.stages.build import open_build
+from c4table.pipeline.stages import forward
+from c4table.pipeline.planning.plan import make_plan
 
 
 def table2() -> dict[int, dict]:

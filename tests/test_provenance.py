@@ -2,7 +2,7 @@
 whether its figures are published (with the source) or were recorded from a c4table build
 (with version and date); the published ones equal the copies of the published figures in
 tests/data/published_tables.tsv; built tables have the sizes Cadot's scripts publish; and
-tools/record_known.py never calls a build's figure published."""
+tools/diag/record_known.py never calls a build's figure published."""
 import json
 import re
 import sys
@@ -12,7 +12,7 @@ import pytest
 from c4table.table.known import known_tables, provenance
 from conftest import ROOT, published_tables
 
-sys.path.insert(0, str(ROOT / "tools"))
+sys.path.insert(0, str(ROOT / "tools" / "diag"))
 import record_known  # noqa: E402
 
 DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")

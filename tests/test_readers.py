@@ -210,7 +210,7 @@ def test_every_single_bit_flip_is_detected_or_harmless(tmp_path):
     for a forward shard, which only verify reads) must refuse it, or else every reader's output
     must be byte-identical to the clean run. A sample of flips also runs every reader end to
     end, to show they do go through those entry points."""
-    from c4table.pipeline.build import build_table
+    from c4table.pipeline.stages.build import build_table
     d = tmp_path / "b"
     build_table(BOARD, d, quiet=True, workers=1)
     scratch = tmp_path / "o"

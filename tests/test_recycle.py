@@ -94,7 +94,7 @@ def test_small_files_and_recycling_off_are_plain_deletes(tmp_path, monkeypatch):
 
 
 def test_free_disk_check_counts_the_bin_and_empties_it_when_short(tmp_path, small_files, monkeypatch):
-    from c4table.pipeline import resources
+    from c4table.pipeline.runtime import resources
     st = Storage(tmp_path)
     st.write_atomic("w/a/f", b"z" * 4096, durable=False)
     st.recycle_tree("w/a")
@@ -124,7 +124,7 @@ def test_builds_that_recycle_write_the_recorded_tables(tmp_path, small_files, mo
     """Every spent run and message file is recycled (any size) and a small memory budget makes
     many of them: the tables are the recorded ones, writes really went over spent files (in
     the worker processes too), and nothing of the bin is left."""
-    from c4table.pipeline.build import build_table
+    from c4table.pipeline.stages.build import build_table
     log = tmp_path / "claims"
     real = Storage._claim_recycled
 
@@ -149,8 +149,8 @@ def test_builds_that_recycle_write_the_recorded_tables(tmp_path, small_files, mo
 
 
 def test_resume_after_forward_only_with_recycling(tmp_path, small_files):
-    from c4table.pipeline import forward
-    from c4table.pipeline.build import build_table, open_build
+    from c4table.pipeline.stages import forward
+    from c4table.pipeline.stages.build import build_table, open_build
     b = open_build("5x4", tmp_path, workers=2, quiet=True, memory="2MiB")
     forward.run(b, max_ply=11)
     b.close()

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from c4table.analysis.rl import ConnectFourEnv, PerfectAgent
-from c4table.pipeline.build import build_table
+from c4table.pipeline.stages.build import build_table
 from conftest import run_cli
 from test_rooted import random_live_moves
 

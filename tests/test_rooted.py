@@ -10,7 +10,7 @@ import pytest
 
 from c4table.game.board import Board
 from c4table.errors import IllegalPositionError
-from c4table.pipeline.build import build_table
+from c4table.pipeline.stages.build import build_table
 from c4table.game.root import NotReachableError, Root
 from c4table.open import open_table
 from c4table.analysis.verify import verify_table
@@ -212,7 +212,7 @@ def test_plan_root_counts_the_forward_run_exactly(tmp_path):
     assert code == 0, err
     p = json.loads(out)
     assert p["entries"] == m["table"]["entries"] == path.stat().st_size // 7
-    from c4table.pipeline.plan import plan_rooted
+    from c4table.pipeline.planning.plan import plan_rooted
     plies = plan_rooted(Board(7, 6), moves, 2, 2**30, probe_plies=3).plies
     assert [x.entries for x in plies[30:34]] == [r["entries"] for r in m["plies"][30:34]]
     assert all(x.source.startswith("estimated") for x in plies[34:])
@@ -222,8 +222,8 @@ def test_plan_root_counts_the_forward_run_exactly(tmp_path):
 def test_rooted_build_resumes_and_ignores_budget_and_workers(tmp_path):
     """A rooted build stopped after part of its forward pass resumes to the same bytes, and
     a small memory budget (many shards and ranges) with 2 workers changes nothing."""
-    from c4table.pipeline import forward
-    from c4table.pipeline.build import open_build, run_build
+    from c4table.pipeline.stages import forward
+    from c4table.pipeline.stages.build import open_build, run_build
     ref = build_table("5x4", tmp_path / "ref", quiet=True, workers=1, root="3")
     b = open_build("5x4", tmp_path / "part", quiet=True, workers=1, root="3")
     with b:

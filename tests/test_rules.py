@@ -1,6 +1,6 @@
 """The one place where the two statements of the game rules are checked against each other:
 the plain per-position rules (c4table.game.rules, c4table.game.board) and the numba kernels the build and
-the readers use on whole arrays (c4table.pipeline.kernels, through c4table.analysis.export), on every
+the readers use on whole arrays (c4table.pipeline.kernels.cpu, through c4table.analysis.export), on every
 reachable position of small boards; and both against the independent oracle's keys and
 terminal test (tests/oracle.py).
 
@@ -17,7 +17,7 @@ import oracle
 from c4table.game.board import Board
 from c4table.analysis.decode import decode_entries
 from c4table.analysis.export import move_orders
-from c4table.pipeline import kernels
+from c4table.pipeline.kernels import cpu as kernels
 from c4table.game.rules import Position
 
 BOARDS = [Board(4, 3), Board(3, 4), Board(5, 2), Board(2, 5), Board(3, 3, k=3), Board(3, 3, k=2)]

@@ -1,4 +1,4 @@
-"""The run format (:mod:`c4table.pipeline.runcodec`): delta + bit-packed blocks round-trip any
+"""The run format (:mod:`c4table.pipeline.sort.runcodec`): delta + bit-packed blocks round-trip any
 sorted uint64 values exactly, a range read decodes only its blocks and returns exactly
 numpy's selection, damage is reported, and runs of raw uint64 written by older versions
 still read."""
@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from c4table.errors import CorruptDataError
-from c4table.pipeline import extsort, runcodec
+from c4table.pipeline.sort import extsort
+from c4table.pipeline.sort import runcodec
 from c4table.io.counting import IOCounts, counting
 from c4table.io.storage import Storage
 

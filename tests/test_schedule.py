@@ -1,11 +1,11 @@
-"""The schedule model (pipeline/schedule.py) against hand-worked schedules: task counts as
+"""The schedule model (pipeline/planning/schedule.py) against hand-worked schedules: task counts as
 the build cuts them, waves, stragglers, the driver's steps and the merge's hash tail."""
 import math
 
 import pytest
 
-from c4table.pipeline.partition import forward_ranges
-from c4table.pipeline.schedule import (STRAGGLER, FAST_MACHINE, MachineCosts, forward_shards,
+from c4table.pipeline.sort.partition import forward_ranges
+from c4table.pipeline.planning.schedule import (STRAGGLER, FAST_MACHINE, MachineCosts, forward_shards,
                                        simulate, sort_ns)
 
 BIG = 1 << 40   # task memory: no task is cut for memory
@@ -95,7 +95,7 @@ def test_costs_round_trip_through_json():
 
 @pytest.mark.parametrize("hash_ns", [(0.1, 0.2), (5.0, 9.0)])   # the hash keeps up, or not
 def test_huge_merges_in_closed_form_agree_with_the_list(monkeypatch, hash_ns):
-    import c4table.pipeline.schedule as sch
+    import c4table.pipeline.planning.schedule as sch
     c = costs(forward_s=0.0, backward_s=0.0, merge_s=2e-7, hash_ns_per_byte=hash_ns, step_s=0.0,
               task_s=0.01)
     e = [0] * 5 + [3_000_000_000]

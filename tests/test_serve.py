@@ -302,7 +302,7 @@ def test_serve_command_runs_uvicorn_with_workers(t54, t44):
 
 
 def test_load_tool_runs_briefly_without_errors(t54):
-    tool = Path(__file__).resolve().parents[1] / "tools" / "load_serve.py"
+    tool = Path(__file__).resolve().parents[1] / "tools" / "bench" / "load_serve.py"
     p = subprocess.run([sys.executable, str(tool), "--table", str(t54), "--clients", "2", "--seconds", "1",
                         "--pool", "200", "--batch", "50", "--batch-repeats", "1"],
                        capture_output=True, text=True, timeout=180)
@@ -314,7 +314,7 @@ def test_load_tool_runs_briefly_without_errors(t54):
 def test_a_rooted_table_is_served_from_its_root(tmp_path, t44):
     """/api/boards names the root (the page starts there); positions of the subtree answer as
     in the full table, the empty board is outside it: 404 with a JSON error."""
-    from c4table.pipeline.build import build_table
+    from c4table.pipeline.stages.build import build_table
     rooted = build_table("4x4", tmp_path / "r", root="2132", workers=1)
     with TestClient(create_app([rooted]), raise_server_exceptions=False) as c, \
             TestClient(create_app([t44]), raise_server_exceptions=False) as full:

@@ -1,11 +1,11 @@
 """The shuffle's requests: fences read once per process (cached by run record), and the
-two-level shuffle (:mod:`c4table.pipeline.shuffle`) that keeps a shuffle's ranged reads under
+two-level shuffle (:mod:`c4table.pipeline.sort.shuffle`) that keeps a shuffle's ranged reads under
 a bound, with tables byte-identical to the known ones."""
 from __future__ import annotations
 
 import numpy as np
 
-from c4table.pipeline import extsort
+from c4table.pipeline.sort import extsort
 from c4table.io.counting import IOCounts, counting
 from c4table.io.storage import Storage
 
@@ -61,7 +61,7 @@ def known_sha256(board: str) -> str:
 def build_stats(board: str, out, max_reads: int, monkeypatch) -> dict:
     """Build ``board`` on 2 local processes with 2 MiB per task (many small tasks: shuffles
     of up to ~25 x 25 on 5x4) and the shuffle threshold ``max_reads``; return its stats.json."""
-    from c4table.pipeline.build import build_table
+    from c4table.pipeline.stages.build import build_table
     from c4table.io.hashes import sha256_of
     monkeypatch.setenv("C4TABLE_SHUFFLE_MAX_READS", str(max_reads))
     path = build_table(board, out, memory="4MiB", workers=2)
@@ -75,7 +75,7 @@ def test_two_level_shuffle_is_byte_identical_and_reads_within_its_bound(board, t
     pre-merged: the table is the known one, and every shuffle's counted run-slice reads are
     within the bound of its layout (direct: tasks x runs; two-level: runs x G + tasks x
     ceil(runs / G)), under half of tasks x runs for the largest."""
-    from c4table.pipeline.shuffle import group_size, read_bound
+    from c4table.pipeline.sort.shuffle import group_size, read_bound
     stats = build_stats(board, tmp_path / "b", 30, monkeypatch)
     shuffles = stats["shuffles"]
     assert stats["shuffle_max_reads"] == 30
@@ -107,8 +107,10 @@ def test_two_level_shuffle_costs_at_most_twice_the_bytes(tmp_path, monkeypatch):
 def test_premerged_messages_are_reused_after_an_interruption(tmp_path):
     """The backward pass stopped after a pre-merge was recorded, resumed by a new build: the
     recorded pieces are verified and read, not merged again, and the table is the known one."""
-    from c4table.pipeline import backward, forward, shuffle
-    from c4table.pipeline.build import open_build, run_build
+    from c4table.pipeline.stages import backward
+    from c4table.pipeline.stages import forward
+    from c4table.pipeline.sort import shuffle
+    from c4table.pipeline.stages.build import open_build, run_build
     from c4table.io.hashes import sha256_of
     out = tmp_path / "b"
     b = open_build("5x4", out, memory="4MiB", workers=1, quiet=True)

@@ -75,7 +75,7 @@ def test_storage_round_trip_on_s3_and_local(s3, tmp_path):
 def test_runs_read_by_range_through_fences(s3):
     """A run's slice is found from its fences and read with one ranged GET; a slice equals
     numpy's own selection for ranges across, inside and outside the run."""
-    from c4table.pipeline import extsort
+    from c4table.pipeline.sort import extsort
     from c4table.io.storage import Storage
     st = Storage(f"s3://{BUCKET}/runs")
     rng = np.random.default_rng(7)
@@ -91,7 +91,7 @@ def test_runs_read_by_range_through_fences(s3):
 def test_s3_build_is_byte_identical_to_local(s3, built):
     """4x5 on S3 with two spawned worker processes, stage by stage through the CLI (each
     stage resumes from the manifest on S3), then the whole build again (nothing to do)."""
-    from c4table.pipeline.build import build_table
+    from c4table.pipeline.stages.build import build_table
     uri = f"s3://{BUCKET}/b45"
     for stage in ("forward", "backward", "merge"):
         code, out, err = run_cli(stage, "4x5", "--out", uri, "-q", "--workers", "2")
@@ -113,7 +113,7 @@ def test_s3_build_is_byte_identical_to_local(s3, built):
 def test_s3_build_on_a_dask_cluster(s3, built):
     """A dask LocalCluster's workers (started with this environment) build 5x4 on S3."""
     pytest.importorskip("dask.distributed")
-    from c4table.pipeline.build import build_table
+    from c4table.pipeline.stages.build import build_table
     uri = f"s3://{BUCKET}/b54"
     build_table("5x4", uri, quiet=True, workers=2, scheduler="local")
     assert s3_bytes(s3, "b54/connect4_5x4.dat") == (built("5x4") / "connect4_5x4.dat").read_bytes()
@@ -160,7 +160,7 @@ def test_unusable_storage_uri_is_one_line(s3):
 def test_rooted_build_on_s3_equals_local(s3, tmp_path):
     """A rooted build (c4table.game.root) on the object store: same bytes as the local one, under
     the rooted name, and verify finds its root in the manifest there."""
-    from c4table.pipeline.build import build_table
+    from c4table.pipeline.stages.build import build_table
     from c4table.analysis.verify import verify_table
     ref = build_table("4x4", tmp_path, quiet=True, workers=1, root="23")
     uri = build_table("4x4", f"s3://{BUCKET}/rooted", quiet=True, workers=1, root="23")
@@ -202,7 +202,7 @@ def test_a_saved_manifest_records_only_fsynced_shards(tmp_path, monkeypatch):
     the background included: one per step here) records only shards fsync'ed before it."""
     from c4table.builddir import manifest
     from c4table.io import storage
-    from c4table.pipeline.build import build_table
+    from c4table.pipeline.stages.build import build_table
     from conftest import published_tables
     synced, saves = set(), []
     real_fsync, real_write = storage.fsync_path, storage.Storage.write_atomic
@@ -232,7 +232,7 @@ def test_a_failed_background_save_fails_the_build(tmp_path, monkeypatch):
     import errno
     from c4table.builddir import manifest
     from c4table.io import storage
-    from c4table.pipeline.build import build_table
+    from c4table.pipeline.stages.build import build_table
     from conftest import published_tables
     real_write, n = storage.Storage.write_atomic, []
 

@@ -22,7 +22,7 @@ def c4z44(built, tmp_path_factory):
 @pytest.fixture(scope="module")
 def rooted_dir(tmp_path_factory):
     """The 4x4 table rooted at 23 (the build returns the table file's path)."""
-    from c4table.pipeline.build import build_table
+    from c4table.pipeline.stages.build import build_table
     return build_table("4x4", tmp_path_factory.mktemp("rooted44"), quiet=True, workers=1, root="23")
 
 

@@ -2,7 +2,7 @@
 vectorised decoding of table entries it needs (keys to column codes, cells, plies, lines,
 terminal flags and one move string per position), which :mod:`c4table.analysis.stats` reuses. The
 rules in that decoding are the build's own: the numba kernels of
-:mod:`c4table.pipeline.kernels` and the column and un-move tables of :mod:`c4table.game.board`.
+:mod:`c4table.pipeline.kernels.cpu` and the column and un-move tables of :mod:`c4table.game.board`.
 
 Columns of the parquet file, in this order (documented in the file's metadata too):
 

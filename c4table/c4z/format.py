@@ -30,7 +30,7 @@ ply); see :mod:`c4table.c4z.codec`. The frames' zstd blocks end where the parts 
 (:func:`zstd_frame`), so a single probe of a key in part 0 decodes both frames only up to
 the end of part 0 (9/16 of the work) and scans the keys from the part's start (numba).
 Files of format versions 1 and 2 are refused with one line saying to compress the table
-again (measurements: ``tools/bench_lookup.py``, README).
+again (measurements: ``tools/bench/bench_lookup.py``, README).
 
 **Integrity.** The trailer checks the header (xxh64), the header checks the index (xxh64),
 the index checks every compressed block (xxh64) and zstd checks every decoded payload; a

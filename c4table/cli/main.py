@@ -22,9 +22,9 @@ import sys
 # own thread pool from it.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 # And one malloc arena for all threads, before pyarrow's import starts a second one
-# (pipeline/allocator.py: the build's workers then reuse the memory Arrow's threads free).
+# (pipeline/runtime/allocator.py: the build's workers then reuse the memory Arrow's threads free).
 import c4table.config as config
-from c4table.pipeline.allocator import one_arena  # noqa: E402
+from c4table.pipeline.runtime.allocator import one_arena  # noqa: E402
 
 one_arena()
 
@@ -95,7 +95,7 @@ def _gpu_memory(host_memory: str, workers, scheduler):
     opts = ctx.meta.get(_DEVICE, {}) if ctx is not None else {}
     if opts.get("device", "cpu") != "gpu":
         return None
-    from c4table.pipeline.gpu import device
+    from c4table.pipeline.kernels.gpu import device
     from c4table.units import parse_size
     why = device.unavailable()
     if why:
@@ -141,7 +141,7 @@ def _open(board, out, memory, workers, scheduler, quiet, restart, root=None):
     was = gc.isenabled()
     gc.disable()   # importing the pipeline (numba) makes full collections that find nothing
     try:           # (the executor freezes these objects before the first task)
-        from c4table.pipeline.build import open_build
+        from c4table.pipeline.stages.build import open_build
         from c4table.io.storage import is_url, open_storage
     finally:
         if was:
@@ -243,7 +243,7 @@ def build(board, out, memory, workers, scheduler, quiet, restart, root, clean, c
     BOARD XxYxH is a 3D board: an X by Y grid of columns of height H (connectK_XxYxH.dat).
     Rerunning on a partial build resumes it."""
     b = _open(board, out, memory, workers, scheduler, quiet, restart, root)
-    from c4table.pipeline.build import run_build
+    from c4table.pipeline.stages.build import run_build
     if compress_only and compressed_build_done(b.store, b.table_name):
         b.close()
         path = b.store.root / b.table_name
@@ -262,7 +262,7 @@ def build(board, out, memory, workers, scheduler, quiet, restart, root, clean, c
 
 def _echo_counts(b, quiet: bool) -> None:
     """The requests, bytes, tasks and task memory of this run's stages (DIR/stats.json)."""
-    from c4table.pipeline.counters import format_stats
+    from c4table.pipeline.runtime.counters import format_stats
     stages = {k: v for k, v in b.executor_counts.items() if v["tasks"]}
     if quiet or not stages:
         return
@@ -315,7 +315,7 @@ def _compressed(path, compress: bool, compress_only: bool, quiet: bool):
               help="stop after this generation (default: the full board)")
 def forward(board, out, memory, workers, scheduler, quiet, restart, root, max_ply):
     """Forward pass only: every generation's sorted, deduplicated keys, and per-ply counts."""
-    from c4table.pipeline import forward as fwd
+    from c4table.pipeline.stages import forward as fwd
     with _open(board, out, memory, workers, scheduler, quiet, restart, root) as b:
         b.run_stage("forward", fwd.run, b, max_ply)
     plies = b.manifest.data["plies"]
@@ -330,7 +330,7 @@ def forward(board, out, memory, workers, scheduler, quiet, restart, root, max_pl
 @_build_options
 def backward(board, out, memory, workers, scheduler, quiet, restart, root):
     """Backward pass only (after forward): outcome and distance of every position."""
-    from c4table.pipeline import backward as bwd
+    from c4table.pipeline.stages import backward as bwd
     with _open(board, out, memory, workers, scheduler, quiet, restart, root) as b:
         b.run_stage("backward", bwd.run, b)
     t = {k: sum(p[k] for p in b.manifest.data["plies"]) for k in ("a_wins", "draws", "b_wins")}
@@ -344,7 +344,7 @@ def backward(board, out, memory, workers, scheduler, quiet, restart, root):
 @compress_options
 def merge(board, out, memory, workers, scheduler, quiet, restart, root, compress, compress_only):
     """Final merge only (after backward): write DIR/connectK_WxH.dat."""
-    from c4table.pipeline import merge as mrg
+    from c4table.pipeline.stages import merge as mrg
     with _open(board, out, memory, workers, scheduler, quiet, restart, root) as b:
         done = compress_only and compressed_build_done(b.store, b.table_name)
         path = b.store.root / b.table_name if done else b.run_stage("merge", mrg.run, b)
@@ -387,7 +387,7 @@ def plan(board, workers, memory_per_worker, from_dir, as_json, root, probe_plies
     and wall time on WORKERS workers, from published counts and measured per-entry costs.
     With --device gpu: the build on one GPU node, from stated device rates (docs/gpu.md)."""
     from c4table.units import format_seconds, format_size, parse_size
-    from c4table.pipeline.plan import make_plan
+    from c4table.pipeline.planning.plan import make_plan
     from c4table.wording import count
     opts = click.get_current_context().meta.get(_DEVICE, {})
     if opts.get("device") == "gpu":
@@ -398,10 +398,10 @@ def plan(board, workers, memory_per_worker, from_dir, as_json, root, probe_plies
     except ValueError as e:
         raise click.BadParameter(str(e), param_hint="--memory-per-worker") from None
     if root is not None:
-        from c4table.pipeline.plan import plan_rooted
+        from c4table.pipeline.planning.plan import plan_rooted
         p = plan_rooted(board, root, workers, mem, from_dir, probe_plies)
     elif board.grid is not None:   # a 3D board: nothing published
-        from c4table.pipeline.plan3d import make_plan3d
+        from c4table.pipeline.planning.plan3d import make_plan3d
         p = make_plan3d(board, workers, mem, from_dir)
     else:
         p = make_plan(board, workers, mem, from_dir, shuffle_max_reads)
@@ -442,9 +442,9 @@ def plan(board, workers, memory_per_worker, from_dir, as_json, root, probe_plies
 
 
 def _echo_gpu_plan(board, gpu_memory: str, as_json: bool) -> None:
-    """``plan --device gpu``: :func:`c4table.pipeline.gpuplan.make_gpu_plan`, printed."""
+    """``plan --device gpu``: :func:`c4table.pipeline.planning.gpuplan.make_gpu_plan`, printed."""
     from c4table.units import format_seconds, format_size, parse_size
-    from c4table.pipeline.gpuplan import make_gpu_plan
+    from c4table.pipeline.planning.gpuplan import make_gpu_plan
     try:
         p = make_gpu_plan(board, parse_size(gpu_memory))
     except ValueError as e:
@@ -472,8 +472,8 @@ def _echo_gpu_plan(board, gpu_memory: str, as_json: bool) -> None:
 def _plan_costs(calibrate: bool, again: bool, fast: bool, quiet: bool):
     """The machine costs a plan uses: this machine's cached calibration (measured now with
     ``calibrate`` if none is cached, or anew with ``again``), else the fast machine's."""
-    from c4table.pipeline import calibrate as cal
-    from c4table.pipeline.schedule import FAST_MACHINE
+    from c4table.pipeline.planning import calibrate as cal
+    from c4table.pipeline.planning.schedule import FAST_MACHINE
     if fast:
         return FAST_MACHINE
     costs = None if again else cal.cached()
@@ -487,7 +487,7 @@ def _plan_costs(calibrate: bool, again: bool, fast: bool, quiet: bool):
 
 def _costs_note(p) -> str:
     """Whose costs the plan's CPU and wall time rest on, and what bounds the wall time."""
-    from c4table.pipeline.calibrate import stale
+    from c4table.pipeline.planning.calibrate import stale
     c = p.costs
     s = p.schedule()
     what, share = s.bound()
@@ -509,8 +509,8 @@ def _c4z_extrapolated(p) -> str:
 
 def _echo_io(io, cost, per_req, per_gb) -> None:
     """The plan's predicted storage figures per stage (the counters of DIR/stats.json)."""
-    from c4table.pipeline.counters import format_stats
-    from c4table.pipeline.iomodel import STAGES
+    from c4table.pipeline.runtime.counters import format_stats
+    from c4table.pipeline.planning.iomodel import STAGES
     stages = {s: {**io.stages[s], "list_requests": 0} for s in STAGES}
     click.echo("storage and tasks (predicted; a build measures the same in DIR/stats.json):")
     for line in format_stats(stages):
@@ -651,7 +651,7 @@ def main(argv: list[str] | None = None) -> None:
         _fail("out of memory; finished steps are kept: lower --memory or --workers and rerun to "
               "resume", 1)
     except OSError as e:
-        from c4table.pipeline.resources import is_disk_full
+        from c4table.pipeline.runtime.resources import is_disk_full
         if is_disk_full(e):
             _fail(f"disk full ({e.filename or 'build directory'}); finished steps are kept, free "
                   "space and rerun to resume", 1)

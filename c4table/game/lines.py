@@ -1,7 +1,7 @@
 """The rules of :mod:`c4table.game.rules` as numba kernels over whole arrays of keys: what the
 readers ask of a chunk of table entries (:func:`classify`, :func:`bitboards_of`,
 :func:`has_lines`, for export and stats) and the decoding the build's kernels
-(:mod:`c4table.pipeline.kernels`) share. ``tests/test_rules.py`` checks them against the plain
+(:mod:`c4table.pipeline.kernels.cpu`) share. ``tests/test_rules.py`` checks them against the plain
 rules on every position of small boards. Bit tricks used here:
 
 * **Key -> column codes**: a key is a ``w``-digit base-``B`` number, column 0 the least

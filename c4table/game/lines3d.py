@@ -1,7 +1,7 @@
 """The readers' kernels of 3D gravity boards (``XxYxH``, :mod:`c4table.game.grid3d`): the
 kernels of :mod:`c4table.game.lines` with lines given as bit masks (13 directions) and keys
 canonical under the grid's symmetries instead of the mirror; the build's 3D kernels
-(:mod:`c4table.pipeline.kernels3d`) share them.
+(:mod:`c4table.pipeline.kernels.cpu3d`) share them.
 
 * **Lines**: ``_has_line(bb, masks)`` tests every ``k``-cell line mask (``bb & m == m``); the
   bitboard layout is the 2D one (column ``i`` at bits ``i*(H+1)...``), so column codes turn

@@ -2,7 +2,7 @@
 row: :func:`line_through`, :func:`line_owners`), taking a chip back (:meth:`Position.unmoves`),
 keys, parsing move strings. This is the one plain, per-position statement of the rules
 (FORMAT.md "Board"); the build and the readers apply the same rules to whole arrays with the
-numba kernels of :mod:`c4table.pipeline.kernels`, over the column tables of
+numba kernels of :mod:`c4table.pipeline.kernels.cpu`, over the column tables of
 :mod:`c4table.game.board`. ``tests/test_rules.py`` checks the two against each other on every
 position of small boards.
 

@@ -20,7 +20,7 @@ local disk, a shared POSIX file system or an object store. What differs:
   ``O_DIRECT`` where the file system allows it (:class:`PositionalWriter`, :func:`read_span`;
   ``C4TABLE_DIRECT_IO=off`` turns it off), through the page cache otherwise.
 * **What only a local directory has**: a lock file, free-disk checks and ENOSPC handling
-  (:mod:`c4table.pipeline.resources` skips them for URIs).
+  (:mod:`c4table.pipeline.runtime.resources` skips them for URIs).
 
 Credentials and endpoints come from the environment, as for any ``pyarrow.fs`` user
 (``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``, ``AWS_DEFAULT_REGION``, ``AWS_ENDPOINT_URL``

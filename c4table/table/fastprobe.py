@@ -4,7 +4,7 @@ numba kernels over whole arrays of move strings (the probe server's batches and 
 :meth:`Table.probe` replays a move string chip by chip in Python and binary-searches the file
 once per position and child (about 100 us a position). Here one kernel replays every move
 string on bitboards (legality, k in a row) and derives each position's canonical key and its
-children's keys by the digit arithmetic of :mod:`c4table.pipeline.kernels`; a second kernel
+children's keys by the digit arithmetic of :mod:`c4table.pipeline.kernels.cpu`; a second kernel
 binary-searches all keys in the memory-mapped file. Anything this path does not handle alone
 (a drawing, a character that is not a column digit, an illegal move, a key absent from the
 table, a table that is not a plain memory-mapped file) is answered by :meth:`Table.probe`

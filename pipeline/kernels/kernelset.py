@@ -1,0 +1,47 @@
+"""Which kernels a board's build calls (:func:`for_board`: the 2D ones of
+:mod:`c4table.pipeline.kernels.cpu` or the 3D ones of :mod:`c4table.pipeline.kernels.cpu3d`), and
+loading them into the driver before the workers fork (:func:`warm`)."""
+from __future__ import annotations
+
+import numpy as np
+
+from c4table.game.board import Board
+from c4table.pipeline.kernels import cpu as kernels
+from c4table.pipeline.kernels import cpu3d as kernels3d
+from c4table.pipeline.kernels.cpu import (dedup_sorted, keep_best, merge_two, pack_entries,
+                                      strictly_increasing_keys, take_below, words_to_entries)
+
+
+def for_board(board: Board):
+    """The kernel module of ``board``: this one for a 3D board, else
+    :mod:`c4table.pipeline.kernels.cpu`. Both offer ``board_tables``, ``unmove_tables``,
+    ``expand``, ``resolve`` and ``emit_parents`` with the same calling convention
+    (``kernel(data..., *board_tables(board), [*unmove_tables(board)], out...)``).
+
+    >>> for_board(Board(5, 4)).__name__, for_board(Board.grid3d(2, 2, 2)).__name__
+    ('c4table.pipeline.kernels.cpu', 'c4table.pipeline.kernels.cpu3d')
+    """
+    return kernels3d if board.grid is not None else kernels
+
+
+def warm(board: Board) -> None:
+    """Load the compiled kernels a build of ``board`` calls (from numba's on-disk cache) into
+    this process, each called once on empty arrays of the types the stages pass. The build's
+    driver does it before its first task: worker processes forked afterwards inherit them
+    instead of each loading them again in its first tasks (numba's first use in a process,
+    about 0.2 s, and a few ms per kernel, several times that under the tasks' tracemalloc).
+
+    >>> warm(Board(4, 4))
+    """
+    kern = for_board(board)
+    tabs, untabs = kern.board_tables(board), kern.unmove_tables(board)
+    u64, u8 = np.empty(0, np.uint64), np.empty(0, np.uint8)
+    kern.expand(u64, 0, *tabs, u64, np.zeros(4, np.int64))
+    kern.resolve(u64, u64, 0, *tabs, *untabs, u8, u64, np.zeros(6, np.int64))
+    dedup_sorted(u64)
+    merge_two(u64, u64, u64, True)
+    take_below(u64, np.zeros(0, np.int64), np.zeros(0, np.int64), np.uint64(0), u64)
+    keep_best(u64)
+    pack_entries(u64, u8, u64)
+    strictly_increasing_keys(u64)
+    words_to_entries(u64, board.entry_size, u8)

@@ -1,0 +1,341 @@
+"""What a build will ask of its storage, stage by stage: the figures the build's own counters
+measure (:mod:`c4table.pipeline.runtime.counters`, ``DIR/stats.json``), predicted from a plan's
+entries per generation, the workers and the memory of one worker.
+
+The tasks are counted with the very functions the pipeline cuts its work with
+(:mod:`c4table.pipeline.sort.partition`); each task's requests follow the code: an expand task
+reads its shard (one GET) and writes a run and its fences; a range task reads, from each
+run one window (one ranged read, up to about one fence spacing wider than its slice) and,
+once per worker process, its fences (one GET; the run's size comes with its record); a
+backward task does the same with the message runs of the generation above and writes a
+shard, a run and its fences; a shuffle past the threshold is two-level (a pre-merge of
+groups of runs into pieces, then the range tasks read the pieces, see
+:mod:`c4table.pipeline.sort.shuffle`); a merge range task
+opens every backward shard (one HEAD and a footer read) and reads its row groups. The fitted
+constants of :data:`IO_MODEL` come from local 4-worker builds of 5x4 and 4x6 (128 MiB);
+``tools/diag/plan_vs_measured.py`` compares the predictions with measured runs of other boards.
+
+>>> from c4table.pipeline.planning.plan import make_plan
+>>> for gib in (4, 16):   # shuffles past 1 M ranged reads are two-level (pipeline/sort/shuffle.py)
+...     io = predict_io(make_plan("7x6", workers=64, memory_per_worker=gib * 2**30))
+...     print(gib, io.largest_shuffle_reads <= 10_000_000)
+4 True
+16 True
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from c4table.pipeline.sort.extsort import FENCE
+from c4table.pipeline.sort.partition import forward_ranges, merge_split, premerge_keys, shard_rows_for
+from c4table.builddir.shards import BACKWARD_ROW_GROUP, ROW_GROUP
+from c4table.pipeline.sort.shuffle import group_size, max_reads_default
+from c4table.pipeline.kernels.cpu import key_bits
+from c4table.pipeline.stages.merge import READ_GROUPS, WRITE_CHUNK
+
+IO_MODEL = {
+    # distinct children a task spills per next-generation entry: 1 with one task, towards
+    # 1 + (dup - 1) with many (each task dedups only its own children); fitted, 5x4 and 4x6
+    "child_dup": 1.40,
+    # messages a task keeps per entry of its generation: base with one task, + extra with many
+    "msg_base": 1.15, "msg_extra": 0.45,
+    # parquet bytes per key = zeta * (log2(key space / entries) + 1) / 8 (delta encoding): 0.48
+    # with zstd, fitted; forward shards are no longer compressed, which doubled their size on
+    # 5x6's ply 22 (0.61 -> 1.25 bytes per key), hence 0.98
+    "zeta_forward": 0.98,
+    # backward shards hold outcomes only (their keys are the forward shard's): zstd level 1,
+    # measured 0.23 bytes per entry on local 5x5 and 4x6 builds, 0.25 on 5x4
+    "outcome_bytes": 0.25,
+    # runs, message runs and pieces are bit-packed (pipeline/sort/runcodec.py): a value takes the
+    # bits of its difference from the one before, about log2(key space / values in the run)
+    # + run_extra_bits (the widest of each miniblock of 64), plus one width byte per 64 values;
+    # fitted to local 4-worker builds of 5x5 and 6x4 (256 MiB): bytes written 0.99-1.09x
+    "run_extra_bits": 2.0,
+    # the largest forward shard (a range of the splitters) over the mean: 1.30-1.37 in local
+    # 4-worker builds of 5x4 and 4x6 at 32 and 64 MiB per task (splitters weighted by run size)
+    "shard_skew": 1.35,
+    # the share of its group's values the largest pre-merge task takes (a group's runs cover
+    # few of its chunks): fitted to local 4-worker builds of 4x6 at 32 and 64 MiB per task
+    "premerge_share": 0.75,
+    # merge: ranged reads per (range task, backward shard) pair: footer and row groups, of the
+    # outcomes' file and of the keys' (forward) file
+    "merge_reads_per_pair": 4.0,
+    # size/existence queries besides one per run slice: per generation (forward), per task
+    # (backward: checks of the runs it reads and writes)
+    "heads_per_forward_generation": 2.4, "heads_per_backward_task": 3.0,
+    # forward shuffles: share of (task, run) pairs whose window is not empty (a run holds the
+    # children of one key range of the generation before, which miss some ranges); fitted to
+    # a local 5x4 build (4 workers x 1 MiB, two-level past 100 reads): 2,210 of 2,757
+    "forward_slice_hit": 0.8,
+}
+
+STAGES = ("forward", "backward", "merge")
+FIELDS = ("bytes_written", "objects_written", "bytes_read", "get_requests", "ranged_reads",
+          "head_requests", "peak_stored_bytes", "tasks", "peak_task_memory")
+
+
+@dataclass
+class IOPlan:
+    stages: dict = field(default_factory=lambda: {s: {f: 0 for f in FIELDS} for s in STAGES})
+    shuffles: list = field(default_factory=list)   # (stage, ply, tasks, runs, ranged reads, group)
+    max_reads: int = 0    # the threshold of a two-level shuffle (pipeline/sort/shuffle.py)
+
+    @property
+    def largest_shuffle_reads(self) -> int:
+        return max((s[4] for s in self.shuffles), default=0)
+
+    def requests(self, stage: str) -> int:
+        c = self.stages[stage]
+        return c["objects_written"] + c["get_requests"] + c["ranged_reads"] + c["head_requests"]
+
+    def cost(self, per_1k_requests: float, per_gb_month: float, months: float = 1.0) -> float:
+        """Object-store cost: every request at ``per_1k_requests`` per thousand, and the peak
+        stored bytes held for ``months`` at ``per_gb_month`` per GB (10**9 bytes)."""
+        reqs = sum(self.requests(s) for s in STAGES)
+        peak = max(self.stages[s]["peak_stored_bytes"] for s in STAGES)
+        return reqs / 1000 * per_1k_requests + peak / 1e9 * per_gb_month * months
+
+    def to_json(self) -> dict:
+        return {"stages": self.stages, "largest_shuffle_ranged_reads": self.largest_shuffle_reads,
+                "shuffle_max_reads": self.max_reads,
+                "shuffles": [dict(zip(("stage", "ply", "tasks", "runs", "ranged_reads", "group"), s))
+                             for s in self.shuffles]}
+
+
+def run_value_bytes(space_bits: float, values: float) -> float:
+    """Stored bytes per value of a bit-packed run of ``values`` sorted values spread over a
+    key space of ``2**space_bits`` (:mod:`c4table.pipeline.sort.runcodec`; at most 8, raw).
+
+    >>> round(run_value_bytes(40, 2**30), 2)   # gaps of about 2**10: 12 bits and a width byte
+    1.52
+    """
+    if values <= 1:
+        return 8.0
+    bits = max(0.0, space_bits - math.log2(values)) + IO_MODEL["run_extra_bits"]
+    return min(8.0, bits / 8 + 1 / 64)
+
+
+def _index_bytes(values: float) -> float:
+    """Bytes of a run's index (``.fences``): a fence and a block offset per block of
+    :data:`FENCE` values."""
+    return 16 * values / FENCE
+
+
+def _shard_bytes(entries: int, rows: int, key_bits: int, zeta: float) -> float:
+    if rows <= 0 or entries <= 0:
+        return 0.0
+    return rows * zeta * (math.log2(max(2.0, 2.0 ** key_bits / entries)) + 1) / 8
+
+
+def _merged(window_values: float, values: float, parts: int) -> float:
+    """Bytes a task holds while it merges sorted slices (:func:`extsort.merge_window` on
+    :func:`extsort.read_range_window`): the windows it read and one merged copy (the first
+    level of a pairwise merge of up to three runs, later levels replacing the one before; for
+    more runs the pieces gathered into the output; one part is not copied)."""
+    return 8 * (window_values + (values if parts > 1 else 0))
+
+
+def _keys_read(rows: float) -> float:
+    """Bytes of the keys :func:`read_shard` returns: a view of Arrow's column (not counted) for
+    one row group, a numpy copy when several row groups are concatenated."""
+    return 8 * rows if rows > ROW_GROUP else 0.0
+
+
+def _window(run_bytes: float, ranges: int) -> float:
+    """Bytes a range task reads from one run cut into ``ranges`` ranges: its slice, widened to
+    the fences around it (about one fence spacing in all, none beyond the run's ends)."""
+    if not run_bytes:
+        return 0.0
+    return min(run_bytes, run_bytes / ranges + 8 * FENCE * (ranges - 1) / ranges)
+
+
+def _shuffle(st: dict, tasks: int, runs: int, run_bytes: float, merged_bytes: float,
+             W: int, max_reads: int, hit: float = 1.0, task_memory: int = 1 << 62,
+             vb: float = 8.0) -> tuple[int, float, int | None, float, int]:
+    """Add the requests and bytes of one shuffle's reads to the stage counts ``st``: ``tasks``
+    range tasks over ``runs`` runs of ``run_bytes`` in all, read directly or, past
+    ``max_reads``, through a pre-merge (:mod:`c4table.pipeline.sort.shuffle`) whose pieces hold
+    ``merged_bytes`` (both counted at 8 bytes a value, as a task holds them decoded; stored, a
+    value takes ``vb`` bytes, and each run or piece has its index). Fences are read once per worker process and run (cached), sizes come
+    with the run records (no HEAD). Returns (ranged reads, bytes the pieces add to the store (stored),
+    group size or None, values in a range task's windows, runs or pieces it reads); a pre-merge
+    task's memory goes to ``st["peak_task_memory"]``. ``hit``: the share of (task, run) pairs
+    whose window is not empty."""
+    g = group_size(tasks, runs, max_reads)
+    run_b = run_bytes / runs
+    if g is None:
+        pairs = tasks * runs
+        st["ranged_reads"] += pairs * hit
+        st["get_requests"] += min(tasks, W) * runs
+        st["bytes_read"] += (pairs * _window(run_b, tasks) * vb / 8
+                             + min(tasks, W) * _index_bytes(run_bytes / 8))
+        return pairs * hit, 0.0, None, runs * _window(run_b, tasks) / 8, runs
+    P = min(g, tasks)
+    groups = -(-runs // g)
+    pieces = groups * P
+    l1 = runs * P
+    st["tasks"] += pieces
+    st["ranged_reads"] += l1 * hit
+    st["get_requests"] += min(P, W) * runs
+    st["bytes_read"] += l1 * _window(run_b, P) * vb / 8 + min(P, W) * _index_bytes(run_bytes / 8)
+    # a pre-merge task: the windows of its group's runs over its chunk, and their merge. A
+    # group's runs cover few chunks (a run holds the children, or parents, of one key range),
+    # so the largest task takes most of its group's values, up to what a piece may hold
+    gv = IO_MODEL["premerge_share"] * run_bytes / 8 / groups
+    v = min(gv, premerge_keys(task_memory))
+    st["peak_task_memory"] = max(st["peak_task_memory"],
+                                 _merged(min(gv, v + min(g, runs) * FENCE), v, min(g, runs)))
+    st["objects_written"] += 2 * pieces
+    st["bytes_written"] += merged_bytes * vb / 8 + _index_bytes(merged_bytes / 8)
+    per_chunk = tasks / P
+    l2 = tasks * groups
+    piece_b = merged_bytes / pieces
+    st["ranged_reads"] += l2 * hit
+    st["get_requests"] += pieces * min(W, per_chunk)
+    st["bytes_read"] += (l2 * _window(piece_b, per_chunk) * vb / 8
+                         + min(W, per_chunk) * _index_bytes(merged_bytes / 8))
+    return ((l1 + l2) * hit, merged_bytes * vb / 8, g, groups * _window(piece_b, per_chunk) / 8,
+            groups)
+
+
+def predict_io(plan, workers: int | None = None, task_memory: int | None = None,
+               remote: bool = True, max_reads: int | None = None) -> IOPlan:
+    """Predicted counts of a build of ``plan`` (a :class:`c4table.pipeline.planning.plan.Plan`) on an
+    object store (``remote``; a local directory makes fewer HEAD requests), whose shuffles
+    are made two-level past ``max_reads`` ranged reads (default: the plan's, or the build's
+    default, :func:`c4table.pipeline.sort.shuffle.max_reads_default`)."""
+    board = plan.board
+    W = workers or plan.workers
+    m = task_memory or plan.memory_per_worker
+    w, kb, M = board.width, key_bits(board), IO_MODEL
+    e = [p.entries for p in plan.plies]
+    last = len(e) - 1
+    first = next((g for g, x in enumerate(e) if x), 0)
+    if max_reads is None:
+        max_reads = getattr(plan, "shuffle_max_reads", None) or max_reads_default()
+    io = IOPlan(max_reads=max_reads)
+    f, b, mg = io.stages["forward"], io.stages["backward"], io.stages["merge"]
+    rows = shard_rows_for(m, w)
+    # ---------------------------------------------------------------- forward
+    shards = [0] * (last + 1)           # nonempty forward shards per generation
+    shards[first] = 1
+    fbytes = [0.0] * (last + 1)
+    fbytes[first] = 16.0
+    stored = 0.0
+    for g in range(first, last + 1):
+        T = shards[g]
+        if g == first:   # expand tasks read the first generation; the range tasks that write
+            f["tasks"] += T   # each later one expand it from memory (forward.merge_task)
+            f["get_requests"] += T
+            f["bytes_read"] += fbytes[g]
+        f["objects_written"] += 1       # the manifest
+        # about one existence check per shard, a few per generation remotely
+        f["head_requests"] += T + (M["heads_per_forward_generation"] if remote else 0)
+        if g == last or e[g + 1] == 0:
+            continue
+        dup = 1 + (M["child_dup"] - 1) * (1 - 1 / T)
+        k = e[g + 1] * dup
+        runs = T
+        f["objects_written"] += 2 * runs
+        vb = run_value_bytes(kb, k / runs)   # a run: the children of one task
+        f["bytes_written"] += k * vb + _index_bytes(k)
+        R = max(1, min(forward_ranges(int(k), m, w, W), e[g + 1]))
+        shards[g + 1] = R
+        fbytes[g + 1] = _shard_bytes(e[g + 1], e[g + 1], kb, M["zeta_forward"])
+        f["tasks"] += R
+        # a pre-merge group of G runs drops the repeats between its runs
+        groups = -(-runs // (group_size(R, runs, max_reads) or runs))
+        merged = 8 * e[g + 1] * (1 + (M["child_dup"] - 1) * (1 - 1 / groups))
+        reads, extra, grp, window, parts = _shuffle(f, R, runs, 8 * k, min(merged, 8 * k), W,
+                                                    max_reads, M["forward_slice_hit"], m, vb)
+        # a range task (forward.merge_task): its windows and their merge
+        values = M["shard_skew"] * (min(merged, 8 * k) if grp else 8 * k) / 8 / R
+        f["peak_task_memory"] = max(f["peak_task_memory"], _merged(window, values, parts))
+        f["objects_written"] += R
+        f["bytes_written"] += fbytes[g + 1]
+        io.shuffles.append(("forward", g + 1, R, runs, reads, grp))
+        stored_now = stored + fbytes[g + 1] + k * vb + _index_bytes(k) + extra
+        if g + 1 < last and e[g + 2]:   # the range tasks also spill generation g + 1's runs
+            k2 = e[g + 2] * (1 + (M["child_dup"] - 1) * (1 - 1 / R))
+            stored_now += k2 * run_value_bytes(kb, k2 / R) + _index_bytes(k2)
+        f["peak_stored_bytes"] = max(f["peak_stored_bytes"], int(stored_now + fbytes[first]))
+        stored += fbytes[g + 1]
+        # an expand task: its shard's keys and a buffer of w children per key
+        r = M["shard_skew"] * e[g] / T
+        f["peak_task_memory"] = max(f["peak_task_memory"], _keys_read(r) + 8 * w * r)
+    stored += fbytes[first]
+    # ---------------------------------------------------------------- backward
+    incoming = 0.0   # message bytes to generation g (8 a message: as tasks hold them)
+    incoming_stored, in_vb = 0.0, 8.0   # the same messages as stored (bit-packed, indexes)
+    in_runs = 0
+    for g in range(last, first - 1, -1):
+        T = shards[g]
+        if T == 0:
+            b["objects_written"] += 1
+            continue
+        b["tasks"] += T
+        b["head_requests"] += M["heads_per_backward_task"] * T
+        b["get_requests"] += T
+        b["bytes_read"] += fbytes[g]
+        bb = M["outcome_bytes"] * e[g]
+        b["bytes_written"] += bb
+        b["objects_written"] += T + 1
+        extra = 0.0
+        r, msgs, msg_mem = M["shard_skew"] * e[g] / T, M["shard_skew"] * incoming / 8 / T, 0.0
+        if in_runs:
+            reads, extra, grp, window, parts = _shuffle(b, T, in_runs, incoming, incoming, W,
+                                                        max_reads, task_memory=m, vb=in_vb)
+            io.shuffles.append(("backward", g, T, in_runs, reads, grp))
+            msg_mem = _merged(window, msgs, parts)
+        out, out_vb, out_stored = 0.0, 8.0, 0.0
+        if g > first:
+            out = 8 * e[g] * (M["msg_base"] + M["msg_extra"] * (1 - 1 / T))
+            # a message is parent_key << 8 | score: its key space is 8 bits wider
+            out_vb = run_value_bytes(kb + 8, out / 8 / T)
+            out_stored = out / 8 * out_vb + _index_bytes(out / 8)
+            b["bytes_written"] += out_stored
+            b["objects_written"] += 2 * T
+        stored += bb
+        b["peak_stored_bytes"] = max(b["peak_stored_bytes"],
+                                     int(stored + incoming_stored + extra + out_stored))
+        # an annotate task: its keys and the messages' windows and merge; then its keys, the
+        # merged messages, an outcome byte and a buffer of w messages to send per key
+        hold = _keys_read(r) + max(msg_mem, 8 * msgs + r + (8 * w * r if g > first else 0))
+        b["peak_task_memory"] = max(b["peak_task_memory"], hold)
+        incoming, incoming_stored, in_vb = out, out_stored, out_vb
+        in_runs = T if g > first else 0
+    # ---------------------------------------------------------------- merge
+    E = sum(e)
+    table = E * board.entry_size
+    R, largest = merge_split(E, m, W, local=not remote)
+    nb = sum(shards)
+    mg["tasks"] = R
+    # a range task opens the shards of each generation that overlap its range
+    pairs = sum(min(R * t, t + R - 1) for t in shards if t)
+    # opening a shard: an existence check, and on an object store a HEAD for its size
+    mg["head_requests"] = 2 * (pairs + nb) * (2 if remote else 1)   # two files per shard
+    mg["ranged_reads"] = pairs * M["merge_reads_per_pair"] + nb
+    # a backward shard is read with its forward shard (the keys)
+    bshards = sum(fbytes) + M["outcome_bytes"] * E
+    per_key = [_shard_bytes(e[g], 1, kb, M["zeta_forward"]) + M["outcome_bytes"] for g in range(len(e))]
+    # plus, per pair, about one row group that straddles the range's ends
+    group = sum(min(BACKWARD_ROW_GROUP, e[g] / t) * per_key[g]
+                * min(R * t, t + R - 1) for g, t in enumerate(shards) if t) / max(1, R)
+    mg["bytes_read"] = bshards + group + table
+    mg["get_requests"] = R
+    # locally the tasks write the table in place; remotely they write parts, appended
+    mg["bytes_written"] = 2 * table if remote else table
+    mg["objects_written"] = R + 2
+    mg["peak_stored_bytes"] = int(stored + table)
+    # a range task: one word per entry, the keys and outcomes of READ_GROUPS row groups
+    # (concatenated: 9 bytes a row), and one chunk of entries converted to bytes
+    n = E * largest
+    mg["peak_task_memory"] = (8 * n + 9 * min(n, READ_GROUPS * BACKWARD_ROW_GROUP)
+                              + board.entry_size * min(n, WRITE_CHUNK))
+    io.shuffles.append(("merge", None, R, nb, pairs, None))
+    for s in io.stages.values():
+        for k2 in s:
+            s[k2] = int(round(s[k2]))
+    io.shuffles = [(*x[:4], int(round(x[4])), x[5]) for x in io.shuffles]
+    return io

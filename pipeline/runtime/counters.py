@@ -1,0 +1,219 @@
+"""I/O and memory counters of a build: what each stage wrote, read and held, as measured.
+
+:class:`~c4table.io.storage.Storage` counts every request it makes into the *active*
+:class:`IOCounts` of the calling thread (:func:`active`): bytes and objects written, whole-object
+GETs, ranged reads (a ``pread`` locally, a ranged GET on an object store), metadata requests
+(HEAD/stat, LIST) and deletes, with the bytes each moved. :func:`run_counted` runs one task
+under a fresh :class:`IOCounts` and also measures the task's peak memory (the peak of the
+bytes its numpy arrays and Python objects held, through ``tracemalloc``), so a task's counts travel back with its result from any
+worker process. The execution layer (:mod:`c4table.pipeline.runtime.execution`) adds them up per stage;
+the build writes them to ``DIR/stats.json`` (:func:`save_stats`) and the CLI prints them.
+
+Peak stored bytes is a ledger kept by the driver: bytes written minus bytes deleted by this
+run, sampled after every list of tasks and every delete (tasks only add files; the driver
+deletes them), so its maximum is the peak the object store held for this run.
+
+>>> c = IOCounts()
+>>> with counting(c):
+...     active().add_write(100)
+>>> c.bytes_written, c.objects_written
+(100, 1)
+"""
+from __future__ import annotations
+
+import json
+import os
+import tracemalloc
+from dataclasses import asdict, fields
+
+from c4table.pipeline.runtime import allocator
+
+from c4table.builddir.manifest import checksum
+from c4table.errors import BuildError, CorruptDataError
+from c4table.io.counting import IOCounts, active, counting, driver_counts  # noqa: F401
+from c4table.units import format_size
+
+STATS = "stats.json"
+STATS_FORMAT = "c4table-stats/1"
+
+
+
+def _status_kib(field: str) -> int:
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith(field):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def _reset_peak() -> bool:
+    """Reset this process's resident-set high-water mark (Linux); False if not possible."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
+_warm_pid = 0   # the process that has run a counted task before (a forked worker is not warm)
+
+
+def _tracked() -> int:
+    """Bytes traced now by tracemalloc (numpy reports its array buffers to it), its peak
+    reset. Tracing starts (one frame) at a process's first task and is never stopped:
+    ``tracemalloc.stop()`` while another thread allocates crashes CPython 3.11 (seen: Arrow's
+    I/O threads), so it stays on in a process that has run a counted task."""
+    if not tracemalloc.is_tracing():
+        tracemalloc.start(1)
+    tracemalloc.reset_peak()
+    return tracemalloc.get_traced_memory()[0]
+
+
+def run_counted(fn, *args):
+    """Run ``fn(*args)`` under fresh counts; return ``(result, counts)``. The counts include
+    the task's peak memory: the peak of the bytes held by numpy arrays and Python objects
+    during the task (``tracemalloc``) above what the process held when it started, so what
+    the task's own arrays need, at their allocated size. Arrow's buffers (parquet decoding and
+    encoding) and what the allocator keeps are not counted: the process's resident set is not
+    a per-task figure (the first task of each kind in a process warms allocator and Arrow
+    pools by tens of MiB, whatever its size). A process's first task also loads the compiled
+    kernels and libraries: it is not traced (that would double its time) and its rise of the
+    resident set is kept apart, as ``first_task_memory``.
+
+    >>> import numpy as np
+    >>> _, c = run_counted(lambda: np.ones(1 << 20).sum())
+    >>> _, c = run_counted(lambda: np.ones(1 << 20).sum())
+    >>> 8 << 20 <= c.peak_task_memory < 9 << 20
+    True
+    """
+    return _run(fn, args, traced=True)
+
+
+def run_counted_here(fn, *args, memory: bool = True):
+    """:func:`run_counted` for a task run in the driver's own process (one worker, no pool):
+    never traced, since tracemalloc once started stays on (see :func:`_tracked`) and would slow
+    everything else that process does (the CLI, a test session). With ``memory`` the task
+    memory is then the rise of the resident set, as for a first task (a build with one worker
+    has no other measure); without it (a stage of a single task in a build that has worker
+    processes) no task memory is reported, since a resident-set rise there is the driver's
+    pools warming, not the task.
+
+    >>> r, c = run_counted_here(len, "abc")
+    >>> r, c.tasks, c.ranged_reads
+    (3, 1, 0)
+    """
+    return _run(fn, args, traced=False, memory=memory)
+
+
+def _run(fn, args, traced: bool, memory: bool = True):
+    global _warm_pid
+    allocator.tune()   # large arrays reuse the memory of the task before (once per process)
+    warm = _warm_pid == os.getpid()
+    c = IOCounts(tasks=1)
+    if traced and warm:
+        before = _tracked()
+        with counting(c):
+            result = fn(*args)
+        c.peak_task_memory = c.task_memory_sum = max(0, tracemalloc.get_traced_memory()[1] - before)
+    else:   # not traced: loading the kernels under tracemalloc would double its time
+        can = _reset_peak()
+        before = _status_kib("VmRSS:")
+        with counting(c):
+            result = fn(*args)
+        if can and memory:
+            rise = max(0, _status_kib("VmHWM:") - before) * 1024
+            if warm:
+                c.peak_task_memory = c.task_memory_sum = rise
+            else:
+                c.first_task_memory = rise
+        _warm_pid = os.getpid()
+    return result, c
+
+
+class StageCounts:
+    """Counts per stage of one build run, and the stored-bytes ledger (see module docstring)."""
+
+    def __init__(self):
+        self.stages: dict[str, IOCounts] = {}
+        self.stored = 0
+        self.peak_stored: dict[str, int] = {}
+        self._mark = IOCounts(**asdict(driver_counts()))
+        self.stage = "setup"
+
+    def _take_driver(self) -> None:
+        """Move what the driver did since the last call into the current stage."""
+        now = IOCounts(**asdict(driver_counts()))
+        delta = IOCounts()
+        for f in fields(IOCounts):
+            setattr(delta, f.name, getattr(now, f.name) - getattr(self._mark, f.name))
+        delta.peak_task_memory = 0
+        self._mark = now
+        self.add(delta)
+
+    def add(self, c: IOCounts) -> None:
+        self.stages.setdefault(self.stage, IOCounts()).merge(c)
+        self.stored += c.bytes_written - c.bytes_deleted
+        self.peak_stored[self.stage] = max(self.peak_stored.get(self.stage, 0), self.stored)
+
+    def sample(self) -> None:
+        self._take_driver()
+
+    def set_stage(self, stage: str) -> None:
+        self._take_driver()
+        self.stage = stage
+
+    def to_json(self) -> dict:
+        self._take_driver()
+        out = {}
+        for name, c in self.stages.items():
+            out[name] = {**c.to_json(), "peak_stored_bytes": self.peak_stored.get(name, 0)}
+        return out
+
+
+def save_stats(store, board: str, workers: int, executor: str, stages: dict, extra: dict | None = None) -> None:
+    """Write ``DIR/stats.json`` (the counts of the last run, per stage), checksummed like the
+    manifest so that :func:`load_stats` can refuse a damaged one."""
+    data = {"format": STATS_FORMAT, "board": board, "workers": workers, "executor": executor,
+            "stages": stages, **(extra or {})}
+    data["xxh64"] = checksum(data)
+    store.write_atomic(STATS, (json.dumps(data, indent=1) + "\n").encode(), durable=False)
+
+
+def load_stats(store) -> dict:
+    """The checked ``stats.json`` of a build directory (a :class:`Storage`)."""
+    where = store.display(STATS)
+    try:
+        data = json.loads(store.read_bytes(STATS).decode())
+    except FileNotFoundError:
+        raise BuildError(f"{where}: no stats (build it with this version of c4table)") from None
+    except (ValueError, UnicodeDecodeError) as e:
+        raise CorruptDataError(f"{where}: not valid JSON ({e})") from None
+    if not isinstance(data, dict) or data.get("format") != STATS_FORMAT:
+        raise CorruptDataError(f"{where}: not a c4table stats file")
+    if data.get("xxh64") != checksum(data) or not isinstance(data.get("stages"), dict):
+        raise CorruptDataError(f"{where}: checksum does not match (damaged or edited by hand)")
+    return data
+
+
+STAGE_ORDER = ("setup", "forward", "backward", "merge")
+
+
+def format_stats(stages: dict) -> list[str]:
+    """Lines of a table of the per-stage counts (as :meth:`StageCounts.to_json` gives them)."""
+    rows = [("stage", "written", "objects", "read", "GETs", "ranged", "HEAD/LIST", "peak stored",
+             "tasks", "task mem")]
+    names = [s for s in STAGE_ORDER if s in stages] + [s for s in stages if s not in STAGE_ORDER]
+    for name in names:
+        c = stages[name]
+        rows.append((name, format_size(c["bytes_written"]), f"{c['objects_written']:,}",
+                     format_size(c["bytes_read"]), f"{c['get_requests']:,}", f"{c['ranged_reads']:,}",
+                     f"{c['head_requests'] + c['list_requests']:,}",
+                     format_size(c["peak_stored_bytes"]), f"{c['tasks']:,}",
+                     format_size(c["peak_task_memory"])))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return ["  ".join(v.rjust(w) if i else v.ljust(w) for i, (v, w) in enumerate(zip(r, widths)))
+            for r in rows]

@@ -1,0 +1,279 @@
+"""Backward pass: the outcome byte of every position, generation by generation, from the last
+generation down to 0, as a key-range shuffle of *messages*.
+
+A generation's positions learn their outcome from their children, and the children live all
+over the next generation's key space. Rather than letting every task read the whole next
+generation, each annotated position *sends* one message per parent, the word
+``parent_key << 8 | score`` (:func:`c4table.pipeline.kernels.cpu.resolve`), where the score ranks the
+child's outcome for the parent's mover. So one step, for generation g:
+
+1. one task per forward shard of g (a key range) reads its keys and, from every message run
+   that generation g+1's tasks wrote, only the slice inside its key range
+   (:func:`c4table.pipeline.sort.extsort.read_range_window`); it merges the sorted slices, and each key's best
+   message decides it (terminal positions are decided on the board);
+2. the same task writes its backward shard (the outcomes of its forward shard's keys, in the
+   same order: :func:`c4table.builddir.shards.write_outcomes`) and sorts the messages it sends
+   to generation g-1, keeps the best per parent key, and spills them as one sorted run under
+   ``work/messages/ply_{g-1}/``.
+
+No task holds more than its shard, its messages in and its messages out (what
+:attr:`c4table.pipeline.stages.build.Build.shard_rows` sizes), and tasks share no memory-mapped state: they
+run wherever the build's storage (local, shared or an object store) can be reached.
+
+A rooted build (:mod:`c4table.game.root`) stops sending at the root's generation; the generations
+below it are empty and recorded as such.
+
+Resume: a step records its backward shards and its message runs (xxh64) in the manifest. The
+next step verifies the runs it reads; missing or damaged runs are sent again from the finished
+backward shards (:func:`emit_task`). Runs are deleted once the generation they inform is done.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from c4table.wording import count
+from c4table.game.board import Board
+from c4table.errors import BuildError, CorruptDataError
+from c4table.pipeline.sort import extsort
+from c4table.pipeline.runtime import resources
+from c4table.pipeline.sort import shuffle
+from c4table.pipeline.kernels.cpu import keep_best
+from c4table.pipeline.kernels.kernelset import for_board
+from c4table.pipeline.kernels.gpu import device
+from c4table.builddir.shards import ShardInfo, read_shard, stored_xxh64, verify_shards, write_outcomes
+from c4table.io.storage import Storage, open_storage
+
+def gen_dir(ply: int) -> str:
+    return f"work/backward/ply_{ply:02d}"
+
+
+def messages_dir(ply: int) -> str:
+    """Runs of messages *to* generation ``ply`` (written while annotating ``ply + 1``)."""
+    return f"work/messages/ply_{ply:02d}"
+
+
+def _tables(board: Board) -> tuple:
+    kern = for_board(board)   # the 2D kernels, or those of a 3D board
+    return (*kern.board_tables(board), *kern.unmove_tables(board))
+
+
+# ------------------------------------------------------------------ message runs
+def write_messages(store: Storage, rel: str, msgs: np.ndarray) -> dict:
+    """Sort ``msgs``, keep each parent's best, and spill them as a run (:func:`extsort.write_run`)
+    at ``rel``. Returns the run's record: file, rows, xxh64."""
+    msgs.sort()
+    msgs = msgs[: keep_best(msgs)]
+    digest = extsort.write_run(store, rel, msgs)
+    return {"file": rel, "rows": int(msgs.shape[0]), "xxh64": digest}
+
+
+def _write_sorted_messages(store: Storage, rel: str, msgs: np.ndarray) -> dict:
+    """:func:`write_messages` of messages already sorted, best per parent (the GPU's)."""
+    digest = extsort.write_run(store, rel, msgs)
+    return {"file": rel, "rows": int(msgs.shape[0]), "xxh64": digest}
+
+
+def read_messages(store: Storage, runs: list[dict], first: int, last: int) -> np.ndarray:
+    """The messages for keys ``first..last`` from every run, sorted."""
+    top = (last << 8) | 0xFF   # inclusive; top + 1 may be 2**64, which read_range_window allows
+    window = extsort.read_range_window(store, runs, first << 8, top + 1)   # records: fences cached
+    return extsort.merge_window(*window, unique=False)   # each run is sorted: merge them
+
+
+# ------------------------------------------------------------------ tasks
+def annotate_task(root: str, board_spec: tuple, ply: int, info_json: dict, runs: list[dict],
+                  rel: str, send_rel: str | None):
+    """Annotate one forward shard of generation ``ply`` from the messages in ``runs``; write its
+    backward shard at ``rel`` and, unless ``send_rel`` is None (ply 0), its messages to ply - 1.
+    Returns (shard info json, stats int64[6], run record or None)."""
+    board = Board(*board_spec)
+    store = open_storage(root)
+    info = ShardInfo.from_json(info_json)
+    keys = read_shard(store, info)
+    msgs = read_messages(store, runs, info.first, info.last) if runs else np.empty(0, np.uint64)
+    if device.on_gpu():   # messages sent come back sorted, best per parent
+        bad, out, stats, sent = device.resolve(keys, msgs, ply, _tables(board), bool(send_rel),
+                                               board.width)
+        n_sent = -1
+    else:
+        out = np.empty(keys.shape[0], np.uint8)
+        sent = np.empty(keys.shape[0] * board.width if send_rel else 0, np.uint64)
+        stats = np.zeros(6, np.int64)
+        bad, n_sent = for_board(board).resolve(keys, msgs, ply, *_tables(board), out, sent, stats)
+    del msgs
+    if bad >= 0:
+        raise CorruptDataError(
+            f"{store.display(info.file)}: position key {int(keys[bad])} (ply {ply}) has none of "
+            f"its children in generation {ply + 1}; the forward pass output is inconsistent")
+    shard = write_outcomes(store, rel, out, info)   # the keys stay in the forward shard
+    del keys, out
+    if send_rel and n_sent < 0:
+        run = _write_sorted_messages(store, send_rel, sent)
+    else:
+        run = write_messages(store, send_rel, sent[:n_sent]) if send_rel else None
+    return shard.to_json(), stats, run
+
+
+def emit_task(root: str, board_spec: tuple, ply: int, info_json: dict, send_rel: str) -> dict:
+    """Send again the messages of a finished backward shard of generation ``ply``."""
+    board = Board(*board_spec)
+    store = open_storage(root)
+    keys, outs = read_shard(store, ShardInfo.from_json(info_json), with_outcome=True)
+    if device.on_gpu():
+        return _write_sorted_messages(store, send_rel,
+                                      device.emit(keys, outs, ply, _tables(board), board.width))
+    sent = np.empty(keys.shape[0] * board.width, np.uint64)
+    n = for_board(board).emit_parents(keys, outs, ply, *_tables(board), sent)
+    return write_messages(store, send_rel, sent[:n])
+
+
+def verify_run_task(root: str, run: dict) -> bool:
+    """True if a message run and its fences are present and the run matches its xxh64."""
+    store = open_storage(root)
+    return (store.exists(run["file"]) and store.exists(run["file"] + ".fences")
+            and stored_xxh64(store, run["file"]) == run["xxh64"])
+
+
+def incoming_runs(build, ply: int) -> list[dict]:
+    """The verified message runs to generation ``ply`` (sent by step ``ply + 1``), sending
+    them again from ply + 1's backward shards if any is missing or damaged."""
+    m = build.manifest
+    step = m.data["steps"]["backward"].get(str(ply + 1))
+    if step is None:
+        raise BuildError(f"generation {ply + 1} has not been annotated yet")
+    runs = step.get("messages")
+    tag = f"messages {ply}"
+    if runs is not None and tag in build.verified:
+        return runs
+    if runs is not None and all(build.executor.map(verify_run_task, [(build.store.uri, r) for r in runs])):
+        build.verified.add(tag)
+        return runs
+    build.note("backward", f"messages to generation {ply} are missing or damaged; sending them "
+                           f"again from generation {ply + 1}'s backward shards")
+    build.store.delete_tree(messages_dir(ply))
+    step.pop("premerged", None)   # pieces of the messages being replaced
+    shards = [s for s in m.shards("backward", ply + 1) if s.rows]
+    if "backward" not in build.verified:
+        verify_shards(build.executor, build.store, shards)
+    tasks = [(build.store.uri, build.board.spec, ply + 1, s.to_json(),
+              f"{messages_dir(ply)}/run-{i:05d}.u64") for i, s in enumerate(shards)]
+    runs = build.executor.map(emit_task, tasks)
+    step["messages"] = runs
+    m.save()
+    build.verified.add(tag)
+    return runs
+
+
+def premerged_runs(build, ply: int, runs: list[dict], shards: list[ShardInfo]):
+    """The message runs each annotate task of generation ``ply`` reads: ``runs``, or past the
+    build's threshold the pieces of their pre-merge (:func:`c4table.pipeline.sort.shuffle.two_level`,
+    under ``messages_dir(ply)/pre``). The pieces are recorded in the manifest beside the runs
+    they merge (``"premerged"`` in the step of ``ply + 1``), so a rerun verifies (xxh64) and
+    reuses them rather than merging again. Returns (runs per task, group size or None)."""
+    m = build.manifest
+    ranges = [(s.first << 8, ((s.last << 8) | 0xFF) + 1) for s in shards]
+    step = m.data["steps"]["backward"][str(ply + 1)]
+    rec, pieces = step.get("premerged"), None
+    if rec is not None and rec.get("ranges") == [list(r) for r in ranges]:
+        if all(build.executor.map(verify_run_task, [(build.store.uri, p) for p in rec["pieces"]])):
+            pieces = rec["pieces"]
+            build.note("backward", f"reusing the {count(len(pieces), 'pre-merged message run')} "
+                                   f"to generation {ply} (verified, xxh64)")
+    if pieces is None:
+        step.pop("premerged", None)
+        build.store.delete_tree(f"{messages_dir(ply)}/pre")   # an unfinished attempt's pieces
+    per_task, made, group = shuffle.two_level(build, runs, ranges, f"{messages_dir(ply)}/pre",
+                                              unique=False, pieces=pieces)
+    if made is not None and pieces is None:
+        step["premerged"] = {"ranges": [list(r) for r in ranges], "pieces": made}
+        m.save()
+    return per_task, group
+
+
+# ------------------------------------------------------------------ driver
+def run(build) -> None:
+    """Run (or resume) the backward pass over every generation the forward pass produced.
+
+    On resume the finished generations' backward shards are verified (xxh64), not recomputed,
+    and the messages the next generation needs are verified or sent again
+    (:func:`incoming_runs`)."""
+    board: Board = build.board
+    m = build.manifest
+    last = board.cells
+    if build.complete():
+        return
+    if m.shards("forward", last) is None or "entries" not in m.ply_record(last):
+        raise BuildError(f"{build.root}: the forward pass is not finished (run forward first)")
+    total = sum(m.data["plies"][p]["entries"] for p in range(last + 1))
+    prog = build.progress("backward", total=total)
+    todo = [p for p in range(last, -1, -1) if m.shards("backward", p) is None]
+    done = [p for p in range(last, -1, -1) if m.shards("backward", p) is not None]
+    if todo and "backward" not in build.verified:
+        # Verify up front what this process did not write: the finished backward generations,
+        # and the forward shards still to be read unless this process's forward pass made or
+        # verified them. (Every read checks again; this makes a damaged file fail first.)
+        check, parts = [], []
+        if "forward" not in build.verified:
+            check += [s for p in todo for s in m.shards("forward", p)]
+            parts.append(f"forward generations {todo[-1]}-{todo[0]}")
+        if done:
+            check += [s for p in done for s in m.shards("backward", p)]
+            parts.append(f"backward generations {done[-1]}-{done[0]}")
+        if check:
+            n = verify_shards(build.executor, build.store, check)
+            prog.note(f"{'resuming at ply %d: ' % todo[0] if done else ''}verified "
+                      f"{count(n, 'finished shard')} of {' and '.join(parts)} (xxh64)")
+    if todo:
+        build.verified.add("backward")
+    for ply in range(last, -1, -1):
+        if m.shards("backward", ply) is not None:
+            prog.done += m.data["plies"][ply]["entries"]
+            continue
+        if ply < build.first_ply:   # below a rooted build's root: nothing to annotate
+            m.finish_step("backward", ply, [])
+            m.set_backward_counts(ply, np.zeros(6, np.int64))
+            if ply == 0:
+                m.save()
+            continue
+        t0 = time.perf_counter()
+        what = f"backward generation {ply}"
+        resources.check_free(build.store, resources.backward_need(build, ply), what)
+        for stale in (gen_dir(ply), *([messages_dir(ply - 1)] if ply else [])):
+            build.store.delete_tree(stale)   # an unfinished attempt's output
+        finished = f"backward generations {ply + 1}-{last}" if ply < last else "the forward pass"
+        with resources.disk_full_guard(build.store, what, finished):
+            runs = incoming_runs(build, ply) if ply < last else []
+            shards = [s for s in m.shards("forward", ply) if s.rows]
+            n = sum(s.rows for s in shards)
+            reads0 = build.slice_reads()
+            per_task, group = premerged_runs(build, ply, runs, shards) if runs else \
+                ([runs] * len(shards), None)
+            tasks = [(build.store.uri, board.spec, ply, s.to_json(), per_task[i],
+                      f"{gen_dir(ply)}/part-{i:05d}.parquet",
+                      f"{messages_dir(ply - 1)}/run-{i:05d}.u64" if ply > build.first_ply else None)
+                     for i, s in enumerate(shards)]
+            results = build.executor.map(annotate_task, tasks)
+            if runs:
+                build.log_shuffle("backward", ply, len(shards), len(runs), group,
+                                  build.slice_reads() - reads0)
+            stats = np.zeros(6, np.int64)
+            infos, sent = [], []
+            for info, st, run_rec in results:
+                infos.append(ShardInfo.from_json(info))
+                stats += st
+                if run_rec is not None:
+                    sent.append(run_rec)
+            m.finish_step("backward", ply, infos,
+                          **({"messages": sent} if ply > build.first_ply else {}))
+            m.set_backward_counts(ply, stats)
+            m.checkpoint(n)
+            build.verified.add(f"messages {ply - 1}")
+        build.store.recycle_tree(messages_dir(ply))   # spent: later writes go over its files
+        rec = m.data["plies"][ply]
+        prog.step(f"ply {ply}", n, entries=n, a_wins=rec["a_wins"], draws=rec["draws"],
+                  b_wins=rec["b_wins"], sent=sum(r["rows"] for r in sent),
+                  time=f"{time.perf_counter() - t0:.2f}s")
+    m.flush()   # the steps checkpoint() left unsaved
+    build.store.empty_recycle_bin()   # the scratch files are done; the merge needs the disk

@@ -1,0 +1,326 @@
+"""A build: one board, one build directory, a memory budget and an executor; runs the stages.
+
+>>> from c4table.pipeline.stages.build import build_table
+>>> path = build_table("4x4", "tables/4x4", quiet=True)   # finished already: nothing to redo
+>>> path.name
+'connect4_4x4.dat'
+
+Stages (each resumable, each recorded in ``DIR/manifest.json``):
+``forward`` -> ``backward`` -> ``merge`` (see :mod:`c4table.pipeline.stages.forward`, :mod:`c4table.pipeline.stages.backward`,
+:mod:`c4table.pipeline.stages.merge`). ``DIR/work/`` holds the generations' shards and scratch files;
+``DIR/connect4_WxH.dat`` is the table. A rooted build (``origin``, a :class:`c4table.game.root.Root`)
+starts at the root's generation and writes ``DIR/connect4_WxH_root-MOVES.dat``. ``DIR`` is a
+local directory or a ``pyarrow.fs`` URI (:mod:`c4table.io.storage`).
+
+Opening a local build takes the directory's lock (:func:`c4table.pipeline.runtime.resources.lock_build_dir`),
+which :meth:`Build.close` (or leaving ``with open_build(...) as b:``) gives back; an object
+store has no lock, so one build per prefix is the user's to ensure. Opening removes the
+scratch files an interrupted run left (temporary files, forward runs, merge parts: nothing a
+finished step refers to). Files no finished step records are never read: a step clears its
+output directory before it starts, and what the manifest records is verified by checksum
+before it is relied on, never recomputed.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from c4table.wording import count
+from c4table.game.board import Board
+from c4table.errors import BoardError, BudgetError, BuildError, C4Error, CorruptDataError
+from c4table.game.root import Root
+from c4table.units import format_size, parse_size
+from c4table.pipeline.runtime import allocator
+from c4table.pipeline.stages import backward
+from c4table.pipeline.runtime import counters
+from c4table.pipeline.stages import forward
+from c4table.pipeline.stages import merge
+from c4table.pipeline.runtime import resources
+from c4table.pipeline.sort import runcodec
+from c4table.pipeline.sort import shuffle
+from c4table.pipeline.runtime.execution import Executor, default_workers, make_executor
+from c4table.pipeline.kernels.cpu import key_bits
+from c4table.pipeline.kernels.kernelset import warm
+from c4table.builddir.manifest import Manifest
+from c4table.pipeline.sort.partition import MIN_PARALLEL_ROWS, shard_rows_for
+from c4table.progress import Progress
+from c4table.io.storage import Storage, open_storage
+from c4table.io.recycle import settle_deletes
+
+DEFAULT_MEMORY = "4GiB"
+MIN_TASK_MEMORY = 1 << 20
+
+
+@dataclass
+class Build:
+    """State shared by the stages of one build."""
+
+    board: Board
+    root: Path | str    # a local directory, or the URI of a remote one (see ``store``)
+    memory: int
+    executor: Executor
+    quiet: bool = False
+    origin: Root | None = None   # the root position of a rooted build (None: the empty board)
+    manifest: Manifest = field(init=False)
+    store: Storage = field(init=False)                  # where the files live
+    verified: set = field(init=False, default_factory=set)  # what this process has checked
+    _counts: object = field(init=False, default=None)        # the executor's StageCounts
+    # a shuffle past this many ranged reads (tasks x runs) is made two-level (pipeline/sort/shuffle.py)
+    shuffle_max_reads: int = field(default_factory=lambda: shuffle.max_reads_default())
+    shuffles: list = field(init=False, default_factory=list)  # this run's shuffles, measured
+    stage_seconds: dict = field(init=False, default_factory=dict)  # wall time of this run's stages
+
+    def __post_init__(self) -> None:
+        self.board.check_buildable()   # a 3D board too large for 64-bit bitboards
+        if key_bits(self.board) > 56:
+            raise BuildError(f"board {self.board}: keys need {key_bits(self.board)} bits; the "
+                             "pipeline packs key and outcome in 64 bits, so at most 56")
+        if self.task_memory < MIN_TASK_MEMORY:
+            least = MIN_TASK_MEMORY * self.executor.workers
+            raise BudgetError(f"memory budget {format_size(self.memory)} ({self.memory:,} bytes) is "
+                             f"too small to make progress with {count(self.executor.workers, 'worker')}: "
+                             f"each needs at least {format_size(MIN_TASK_MEMORY)}, so give "
+                             f"--memory {format_size(least).replace(' ', '')} or more, or fewer --workers")
+        self.executor.prepare(lambda: warm(self.board))   # before the workers fork
+        self.executor.prepare(runcodec.warm)   # the runs' codec, likewise
+        self.store = open_storage(self.root)
+        if self.store.local:
+            self.root = self.store.root
+            self.root.mkdir(parents=True, exist_ok=True)
+            resources.lock_build_dir(self.root)
+        else:
+            self.root = self.store.uri
+        try:
+            self.manifest = Manifest.open_or_create(self.store, self.board, self.origin)
+            self.origin = self.manifest.origin()   # a resumed rooted build keeps its root
+            n = resources.remove_scratch(self.store)
+        except BaseException:
+            self._unlock()
+            raise
+        if n:
+            self.note("build", f"removed {count(n, 'scratch file')} left by an interrupted run")
+
+    def close(self) -> None:
+        """Shut the executor down and give the directory lock back (idempotent)."""
+        if self.executor is None:
+            return
+        try:
+            try:
+                self.manifest.flush()   # finished steps a failed stage left unsaved
+            except Exception:           # e.g. the disk is full: the stage's error says so
+                pass
+            self.executor.close()
+            try:
+                self.store.empty_recycle_bin()   # spent scratch files kept for reuse
+            except OSError:
+                pass
+            settle_deletes()   # the spent directories delete_tree set aside
+        finally:
+            self.executor = None
+            self._unlock()
+
+    def run_stage(self, stage: str, fn, *args):
+        """Run ``fn(*args)`` (a stage's driver) with its requests, bytes and tasks counted
+        under ``stage``; then record the counts of this run in ``DIR/stats.json``."""
+        self._counts = self.executor.counts
+        self._counts.set_stage(stage)
+        t0 = time.perf_counter()
+        try:
+            return fn(*args)
+        finally:
+            self.stage_seconds[stage] = time.perf_counter() - t0
+            self.save_stats()
+
+    @property
+    def executor_counts(self) -> dict:
+        """This run's counts per stage (kept after the executor is closed)."""
+        return self._counts.to_json() if self._counts is not None else {}
+
+    def save_stats(self) -> None:
+        """Write the counts of this run's stages to ``DIR/stats.json``, keeping the stages an
+        earlier run recorded and this one did not run (a build run stage by stage)."""
+        mine = {k: v for k, v in self.executor_counts.items()
+                if k != "setup" and v["tasks"]}
+        if not mine:
+            return
+        try:
+            old = counters.load_stats(self.store)["stages"] if self.store.exists(counters.STATS) else {}
+        except C4Error:
+            old = {}
+        old.update(mine)
+        counters.save_stats(self.store, self.board.name, self.executor.workers, self.executor.name,
+                            old, {"memory": self.memory, "task_memory": self.task_memory,
+                             "storage": "local" if self.store.local else "remote",
+                             "shuffle_max_reads": self.shuffle_max_reads,
+                             "shuffles": self.shuffles})
+
+    def slice_reads(self) -> int:
+        """Run-slice reads counted so far in the current stage (see :meth:`log_shuffle`)."""
+        c = self.executor.counts
+        c.sample()
+        st = c.stages.get(c.stage)
+        return st.slice_reads if st is not None else 0
+
+    def log_shuffle(self, stage: str, ply: int, tasks: int, runs: int, group: int | None,
+                    reads: int) -> None:
+        """Record one shuffle of this run (written to ``stats.json``): its tasks, the runs they
+        read, the pre-merge group size (None: read directly) and the run-slice reads counted."""
+        self.shuffles.append({"stage": stage, "ply": ply, "tasks": tasks, "runs": runs,
+                              "group": group, "slice_reads": reads,
+                              "bound": shuffle.read_bound(tasks, runs, group)})
+
+    def _unlock(self) -> None:
+        if self.store.local:
+            resources.unlock_build_dir(self.root)
+
+    def __enter__(self) -> "Build":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def note(self, stage: str, text: str) -> None:
+        self.progress(stage).note(text)
+
+    @property
+    def first_ply(self) -> int:
+        """The first generation: the root's ply (0 for a full build)."""
+        return self.origin.ply if self.origin is not None else 0
+
+    @property
+    def table_name(self) -> str:
+        """The table's file name: ``connect4_WxH.dat``, or ``connect4_WxH_root-MOVES.dat``."""
+        return self.origin.table_filename if self.origin is not None else self.board.table_filename
+
+    @property
+    def resuming(self) -> bool:
+        """True if the manifest records any finished step (this run continues a build)."""
+        st = self.manifest.data["steps"]
+        return bool(st["forward"]) or bool(st["backward"])
+
+    def complete(self) -> bool:
+        """True if the manifest records the table and the file matches its size and sha256
+        (hashed once per process). A recorded table whose file is missing is not complete (the
+        merge finishes it); one whose file differs is an error naming the file."""
+        rec = self.manifest.table
+        name = self.table_name
+        final = self.store.display(name)
+        if rec is None or not self.store.exists(name):
+            return False
+        if "table" in self.verified:
+            return True
+        size = self.store.size(name)
+        if size != rec["bytes"]:
+            why = f"size {size:,} is not a multiple of the {self.board.entry_size}-byte entry" \
+                if size % self.board.entry_size else f"size {size:,}"
+            raise CorruptDataError(f"{final}: {why}, the manifest records {rec['bytes']:,} bytes; "
+                                   "delete it and rerun to rewrite it from the finished generations")
+        self.note("merge", f"verifying the finished table {name} (sha256)")
+        digest = merge.hash_stored(self.store, name)["sha256"]
+        if digest != rec["sha256"]:
+            raise CorruptDataError(f"{final}: sha256 {digest} does not match the manifest's "
+                                   f"{rec['sha256']}; delete it and rerun to rewrite it from the "
+                                   "finished generations")
+        self.verified.add("table")
+        return True
+
+    @property
+    def task_memory(self) -> int:
+        """Bytes one task may hold: the budget shared by the workers."""
+        return self.memory // self.executor.workers
+
+    @property
+    def shard_rows(self) -> int:
+        """Largest generation shard (:func:`shard_rows_for` the task memory)."""
+        return shard_rows_for(self.task_memory, self.board.width)
+
+    @property
+    def min_parallel_rows(self) -> int:
+        """Below this many keys a stage runs as one task (splitting would cost more)."""
+        return MIN_PARALLEL_ROWS
+
+    def progress(self, stage: str, total: int | None = None) -> Progress:
+        return Progress(stage, quiet=self.quiet, total=total)
+
+
+def open_build(board: str | Board, out: str | Path, memory: str | int = DEFAULT_MEMORY,
+               workers: int | None = None, scheduler: str | None = None, quiet: bool = False,
+               restart: bool = False, root: str | Root | None = None) -> Build:
+    """Prepare a build of ``board`` in directory ``out`` (resuming what is there); ``root``
+    (a move string, drawing or :class:`~c4table.game.root.Root`) makes it a rooted build. Without
+    ``root``, a directory holding a rooted build resumes that build."""
+    board = Board.parse(board)
+    if root is not None and board.grid is not None:
+        raise BoardError(f"board {board}: rooted builds (--root) are for 2D boards")
+    if root is not None and not isinstance(root, Root):
+        root = Root.parse(board, root)
+    try:
+        store = open_storage(out)
+    except ValueError as e:
+        raise BuildError(str(e)) from None
+    if not store.local:
+        return _open_locked(board, store, memory, workers, scheduler, quiet, restart, root)
+    origin, root = root, store.root
+    if root.exists() and not root.is_dir():
+        raise BuildError(f"{root}: exists and is not a directory (give another --out)")
+    root.mkdir(parents=True, exist_ok=True)
+    resources.lock_build_dir(root)
+    try:
+        return _open_locked(board, store, memory, workers, scheduler, quiet, restart, origin)
+    finally:
+        resources.unlock_build_dir(root)   # the Build holds its own count until closed
+
+
+def _open_locked(board: Board, store, memory, workers, scheduler, quiet, restart,
+                 origin: Root | None = None) -> Build:
+    if restart:
+        store.delete_tree("work")
+        names = {board.table_filename} | ({origin.table_filename} if origin is not None else set())
+        try:
+            old = Manifest.load(store).table if store.exists("manifest.json") else None
+        except C4Error:
+            old = None
+        if old and isinstance(old.get("file"), str) and "/" not in old["file"]:
+            names.add(old["file"])
+        for name in ("manifest.json", *(n + x for n in sorted(names) for x in ("", ".tmp"))):
+            store.delete(name)
+    allocator.tune()   # before the workers fork: they inherit it (pipeline/runtime/allocator.py)
+    # The AWS SDK behind pyarrow's S3 is not fork-safe: remote builds start workers fresh.
+    executor = make_executor(workers or default_workers(), scheduler,
+                             start_method="fork" if store.local else "spawn")
+    try:
+        b = Build(board, store.root if store.local else store.uri, parse_size(memory), executor, quiet,
+                  origin)
+    except BaseException:
+        executor.close()
+        raise
+    return b
+
+
+def build_table(board: str | Board, out: str | Path, memory: str | int = DEFAULT_MEMORY,
+                workers: int | None = None, scheduler: str | None = None, quiet: bool = True,
+                restart: bool = False, keep_work: bool = True,
+                root: str | Root | None = None) -> Path | str:
+    """Build (or finish building) the table of ``board`` in ``out`` (a directory or a
+    ``pyarrow.fs`` URI such as ``s3://bucket/prefix``); return the table's path (or URI).
+    ``root`` (a move string or drawing) builds the rooted table of every position reachable
+    from it (:mod:`c4table.game.root`). Quiet unless ``quiet=False`` (the command line shows
+    progress)."""
+    return run_build(open_build(board, out, memory, workers, scheduler, quiet, restart, root),
+                     keep_work)
+
+
+def run_build(b: Build, keep_work: bool = True) -> Path:
+    """Run forward, backward and merge on an opened build (each resumes where it stopped), then
+    close it; ``keep_work=False`` deletes ``DIR/work`` once the table is written."""
+    try:
+        b.run_stage("forward", forward.run, b)
+        b.run_stage("backward", backward.run, b)
+        path = b.run_stage("merge", merge.run, b)
+    finally:
+        b.close()
+    if not keep_work:
+        b.store.delete_tree("work")
+        settle_deletes()
+    return path

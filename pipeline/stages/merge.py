@@ -1,0 +1,359 @@
+"""Final merge: every annotated generation into the single sorted table file.
+
+Generations are disjoint (a position's ply is its chip count), so the table is their union
+sorted by key. The smallest keys of the backward shards' row groups (parquet footer
+statistics: no data read) cut the key space into ranges of about equal entry counts (locally,
+a single wave of them is cut into waves of growing size: :func:`~c4table.pipeline.sort.partition.merge_shares`). One task
+per range reads, from every generation, only the row groups overlapping its range, packs its
+entries as ``key << 8 | outcome`` words (each generation's slice already sorted), orders them
+piece by cache-sized piece (:func:`~c4table.pipeline.sort.extsort.sorted_chunks`) and converts them to big-endian ``K + 1``-byte
+entries. In a local build directory each task writes its entries straight into the table's
+temporary file at their final place: its offset is the count of entries below its range's
+first key, which it finds as it reads (shards wholly below from their records, row groups
+from their footers' statistics, and the row group straddling the boundary, read anyway), and
+writes them around the page cache (``O_DIRECT``: the whole blocks from two reused aligned
+buffers, the partial blocks it shares with its neighbours through the page cache;
+:class:`~c4table.io.storage.PositionalWriter`), since new page-cache pages are what
+writing a table cost on a virtual machine that hands freed memory back to its host. The
+driver hashes each range (sha256; md5 too with ``C4TABLE_TABLE_MD5``: :func:`~c4table.io.hashes.table_md5`) once
+it and those before it are written (read back the same way,
+:func:`~c4table.io.storage.read_span`), then fsyncs the file, records its size and
+hashes in the manifest, and only then renames it into place (see :func:`run` for what a
+resumed merge does). Where the file system refuses ``O_DIRECT`` the same code goes through the
+page cache, and the driver starts each range's writeback as it comes in. On an object store (no positional writes) each task writes a part file and the driver
+appends the parts in key order while hashing, deleting each part once appended.
+"""
+from __future__ import annotations
+
+import os
+import time
+
+import numpy as np
+
+from c4table.wording import count
+from c4table.game.board import Board
+from c4table.errors import BuildError
+from c4table.io.hashes import Hashes, table_md5
+from c4table.pipeline.runtime import resources
+from c4table.pipeline.sort.extsort import sorted_chunks
+from c4table.pipeline.kernels.cpu import pack_entries, strictly_increasing_keys, words_to_entries
+from c4table.pipeline.sort.partition import merge_shares
+from c4table.builddir.shards import ShardInfo, open_row_groups, read_row_groups, verify_shards
+from c4table.io.storage import Storage, open_storage
+from c4table.io.files import background, direct_io_takes, fsync_path, start_writeback
+
+READ_GROUPS = 8          # row groups decoded at a time by a range task (~1 M entries)
+WRITE_CHUNK = 1 << 22    # entries converted to bytes at a time
+SORT_PIECE = 1 << 16     # words sorted at a time: fewer pieces than extsort.SORT_CHUNK, since a
+                         # traced task (counters.run_counted) pays ~1 us per Python allocation
+PARTS = "work/merge"
+
+
+def entries_to_bytes(packed: np.ndarray, entry_size: int) -> np.ndarray:
+    """Big-endian ``entry_size``-byte rows of ``key << 8 | outcome`` words: the low bytes of
+    each big-endian 8-byte word (:func:`~c4table.pipeline.kernels.cpu.words_to_entries`).
+
+    >>> entries_to_bytes(np.array([0x0102_03FF], np.uint64), 5).tolist()
+    [[0, 1, 2, 3, 255]]
+    """
+    out = np.empty((packed.shape[0], entry_size), np.uint8)
+    words_to_entries(packed, entry_size, out.reshape(-1))
+    return out
+
+
+def range_task(root: str, shards: list[dict], lo: int, hi: int, rel: str, entry_size: int,
+               below: int | None = None, direct: bool = False):
+    """Write the entries with ``lo <= key < hi`` of the given backward shards (every
+    generation's shards that overlap the range) as the part file ``rel`` and return how many;
+    or, with ``below`` (the entries of the shards lying wholly under ``lo``, which their records
+    give), into the existing file ``rel`` at their place: the task finds its offset itself,
+    ``below`` plus the entries under ``lo`` in its own shards, which it counts as it reads them
+    (whole row groups from their footers' key statistics, and the row group straddling ``lo``,
+    which it reads anyway), and returns ``(offset, how many)``. So no round of counting tasks
+    runs before the range tasks.
+
+    ``direct``: write around the page cache where the file system allows it
+    (:meth:`~c4table.io.storage.Storage.writer_at`; a part file is written as before).
+
+    Memory: one uint64 word per entry (sized from the row groups' counts, filled row group by
+    row group), then converted straight into the writer's two reused buffers (or, for a part,
+    chunks) and written. Each generation's slice is already sorted
+    (and generations are disjoint), so the words are not sorted as a whole: they are cut into
+    key ranges of about :data:`SORT_PIECE` words that fit the CPU cache
+    (:func:`~c4table.pipeline.sort.extsort.sorted_chunks`),
+    and each range's slices are gathered and sorted there."""
+    store = open_storage(root)
+    under = below or 0   # entries with a key below lo
+    picks = []
+    for d in shards:
+        info = ShardInfo.from_json(d)
+        shard, groups = open_row_groups(store, info)
+        under += sum(g.rows for g in groups if g.last < lo)
+        picks.append((shard, [g for g in groups if g.last >= lo and g.first < hi]))
+    packed = np.empty(sum(g.rows for _, groups in picks for g in groups), np.uint64)
+    pos = 0
+    starts = []
+    for shard, groups in picks:
+        starts.append(pos)
+        for i in range(0, len(groups), READ_GROUPS):
+            keys, outs = read_row_groups(shard, [g.index for g in groups[i: i + READ_GROUPS]])
+            a = int(np.searchsorted(keys, np.uint64(lo), "left"))
+            b = int(np.searchsorted(keys, np.uint64(hi), "left"))
+            pack_entries(keys[a:b], outs[a:b], packed[pos: pos + b - a])
+            pos += b - a
+            under += a   # keys of these row groups below lo (the one straddling lo has them)
+            del keys, outs
+    packed = packed[:pos]
+    ends = np.array([*starts[1:], pos], np.int64)
+    starts = np.array(starts, np.int64)
+
+    def ordered():   # the words in key order, piece by piece, checked
+        prev = -1
+        for words in sorted_chunks(packed, starts, ends, SORT_PIECE):
+            if not strictly_increasing_keys(words) or (words.shape[0] and int(words[0]) >> 8 <= prev):
+                raise BuildError(f"duplicate keys across generations in range [{lo}, {hi})")
+            if words.shape[0]:
+                prev = int(words[-1]) >> 8
+                yield words
+
+    if below is None:   # a part file (object store): fresh chunks, an upload may hold them
+        def chunks():
+            out = np.empty(WRITE_CHUNK * entry_size, np.uint8)
+            n_out = 0
+            for words in ordered():
+                s = 0
+                while s < words.shape[0]:
+                    take = min(words.shape[0] - s, WRITE_CHUNK - n_out)
+                    words_to_entries(words[s: s + take], entry_size,
+                                     out[n_out * entry_size: (n_out + take) * entry_size])
+                    n_out += take
+                    s += take
+                    if n_out == WRITE_CHUNK:
+                        yield out.data
+                        out = np.empty(WRITE_CHUNK * entry_size, np.uint8)
+                        n_out = 0
+            if n_out:
+                yield out[: n_out * entry_size].data
+
+        store.write_atomic_chunks(rel, chunks(), durable=False)   # a part is scratch
+        return pos
+    # in place: converted straight into the writer's reused buffers, written around the page
+    # cache where the file system allows it (direct)
+    with store.writer_at(rel, under * entry_size, direct) as w:
+        for words in ordered():
+            s = 0
+            while s < words.shape[0]:
+                space = np.frombuffer(w.space(entry_size), np.uint8)
+                take = min(words.shape[0] - s, space.shape[0] // entry_size)
+                words_to_entries(words[s: s + take], entry_size, space[: take * entry_size])
+                w.commit(take * entry_size)
+                s += take
+                del space
+    return under, pos
+
+
+def choose_ranges(store: Storage, shards: list[ShardInfo], n_ranges: int,
+                  shares: list[float] | None = None) -> list[int]:
+    """``n_ranges + 1`` (or fewer) increasing key boundaries with about equal entries between
+    them (or, with ``shares``, about those shares of the entries, in order: ``n_ranges`` is then
+    their count), from the row groups' smallest keys; the first is 0, the last 2**64 - 1."""
+    starts = sorted((g.first, g.rows) for s in shards for g in open_row_groups(store, s)[1])
+    total = sum(n for _, n in starts)
+    if shares is None:
+        shares = [1 / max(1, n_ranges)] * max(1, n_ranges)
+    cuts = (np.cumsum(shares)[:-1] * total).tolist()   # entries below boundary 1, 2, ...
+    bounds, acc = [0], 0
+    for key, n in starts:
+        if len(bounds) <= len(cuts) and acc >= cuts[len(bounds) - 1] and key > bounds[-1]:
+            bounds.append(key)
+        acc += n
+    bounds.append(int(np.iinfo(np.uint64).max))
+    return bounds
+
+
+def hash_stored(store: Storage, rel: str, chunk: int = 1 << 24, md5: bool = True) -> dict:
+    """sha256, md5 (unless not ``md5``) and size of a file of ``store``, streamed."""
+    h = Hashes(md5)
+    with store.open_input_stream(rel) as f:
+        while b := f.read(chunk):
+            h.update(b)
+    return h.result()
+
+
+def hash_ranges(store: Storage, rel: str, entry_size: int, n_ranges: int, total: int,
+                written, direct: bool = False, md5: bool = True) -> dict:
+    """sha256, md5 (unless not ``md5``) and size of the local file ``rel`` of ``total`` entries
+    that ``n_ranges`` range tasks are filling: ``written`` yields, in range order, ``(offset, count)``: the
+    entries each range wrote and the entry it wrote them from (e.g. :meth:`Executor.imap` of
+    the range tasks, while later ranges still run). Each range's bytes are hashed as soon as it
+    and every range before it are written, so the hashing overlaps the merging of later
+    ranges; with ``direct`` they are read around the page cache (the tasks wrote them so:
+    :meth:`~c4table.io.storage.Storage.read_chunks`), otherwise the kernel is asked to
+    start writing each range to disk as soon as it is in
+    (:func:`~c4table.io.storage.start_writeback`, in a background thread), so that the
+    caller's fsync of the table waits for little. Raises :class:`BuildError` if a range does not
+    start where the one before it ended, or the ranges do not add up to ``total`` (the file is
+    then not trusted).
+
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp()); _ = (d / "t").write_bytes(b"abcdef")
+    >>> hash_ranges(open_storage(d), "t", 2, 2, 3, iter([(0, 1), (1, 2)]))["bytes"]
+    6
+    """
+    h = Hashes(md5)
+    done = ranges = at = 0   # bytes hashed, ranges finished, entries they cover
+    for r, (offset, c) in enumerate(written):
+        ranges += 1
+        if r >= n_ranges or offset != at:
+            where = f"starts at entry {offset:,} where the ranges before it end at {at:,}" \
+                if r < n_ranges else "is one range too many"
+            raise BuildError(f"merge range {r} {where} (the table file is not trusted)")
+        if c and store.local and not direct:
+            background("writeback").submit(start_writeback, store.root / rel, offset * entry_size,
+                                           c * entry_size)
+        at += c
+        end = at * entry_size
+        if done < end:
+            # Opened afresh once the range is written, and never read ahead of it (through
+            # the page cache): on a file system shared between hosts (NFS) a reader sees
+            # another host's writes only from an open made after they were closed.
+            for view in store.read_chunks(rel, done, end, direct):
+                h.update(view)
+                done += len(view)
+    if ranges != n_ranges:
+        raise BuildError(f"the merge finished {ranges} of {n_ranges} ranges")
+    if at != total:
+        raise BuildError(f"the merge ranges wrote {at:,} entries where {total:,} were counted "
+                         "(the table file is not trusted)")
+    buf = memoryview(bytearray(1 << 16))
+    with store.open_input_stream(rel, read_ahead=False, offset=done) as f:
+        while n := f.readinto(buf):   # bytes past the counted entries: the size check fails
+            h.update(buf[:n])
+    return h.result()
+
+
+def table_location(build):
+    """The table's path (local builds) or URI."""
+    name = build.table_name
+    return build.store.root / name if build.store.local else build.store.display(name)
+
+
+def run(build):
+    """Write (or find already written) ``DIR/connect4_WxH.dat`` (a rooted build:
+    ``DIR/connect4_WxH_root-MOVES.dat``); return its path (or URI).
+
+    Locally, the manifest records the table's size and hashes *before* the temporary file is
+    renamed into place, so after a crash either the recorded table is there (and is verified
+    by sha256, :meth:`Build.complete`), or it is still under ``.tmp`` (verified, then renamed),
+    or nothing is recorded and the merge runs again (a file without a record is not trusted).
+    On an object store the table is uploaded under its name (it appears only when complete)
+    and then recorded; a table without a record is merged again."""
+    board: Board = build.board
+    m = build.manifest
+    store = build.store
+    name = build.table_name
+    tmp_name = name + ".tmp"
+    final = table_location(build)
+    if build.complete():
+        return final
+    prog = build.progress("merge")
+    rec = m.table
+    if rec is not None and store.local and store.exists(tmp_name) and store.size(tmp_name) == rec["bytes"]:
+        prog.note(f"found the finished table under {tmp_name}; verifying it (sha256)")
+        if hash_stored(store, tmp_name, md5=False)["sha256"] == rec["sha256"]:
+            store.rename(tmp_name, name)
+            build.verified.add("table")
+            prog.note(f"{name}: sha256 {rec['sha256']}")
+            return final
+        prog.note(f"{tmp_name} does not match the manifest; merging again")
+    if rec is None and store.exists(name):
+        prog.note(f"{name} has no record in the manifest (interrupted merge?); not trusted, "
+                  "merging again")
+    plies = list(range(board.cells + 1))
+    missing = [p for p in plies if m.shards("backward", p) is None]
+    if missing:
+        raise BuildError(f"{build.root}: the backward pass is not finished (plies {missing[:5]}... missing)")
+    t0 = time.perf_counter()
+    md5 = table_md5()
+    shards = [s for p in plies for s in m.shards("backward", p) if s.rows]
+    total = sum(s.rows for s in shards)
+    resources.check_free(store, resources.merge_need(build, plies), f"the table {name}")
+    with resources.disk_full_guard(store, f"the table {name}", "every generation"):
+        if "backward" not in build.verified:
+            n = verify_shards(build.executor, store, shards)
+            prog.note(f"verified {n} backward shard(s) (xxh64)")
+            build.verified.add("backward")
+        store.delete_tree(PARTS)
+        # Ranges: see partition.merge_ranges (one word per entry and bounded buffers per task).
+        # Locally a single wave is cut into waves of growing size, merged while the first are
+        # hashed.
+        shares = merge_shares(total, build.task_memory, build.executor.workers, store.local)
+        bounds = choose_ranges(store, shards, len(shares), shares)
+        E = board.entry_size
+        target = tmp_name if store.local else name
+        n_r = len(bounds) - 1
+        mine = [[s.to_json() for s in shards if s.last >= bounds[r] and s.first < bounds[r + 1]]
+                for r in range(n_r)]
+        if store.local:   # each range writes its entries at their place in the table
+            with open(store.root / target, "wb") as f:   # the table's size, filled by the tasks
+                f.truncate(total * E)
+            # each range task finds its offset itself: the entries of the shards wholly below
+            # its range (here, from their records) and those below it in its own shards
+            direct = direct_io_takes(store.root / target)   # around the page cache if it can
+            tasks = [(store.uri, mine[r], bounds[r], bounds[r + 1], target, E,
+                      sum(s.rows for s in shards if s.last < bounds[r]), direct)
+                     for r in range(n_r)]
+            # each range is hashed once it and those before it are written
+            hashes = hash_ranges(store, target, E, n_r, total, build.executor.imap(range_task, tasks),
+                                 direct, md5)
+            prog.note(f"sorted and hashed {total:,} entries ({total * E:,} bytes) in "
+                      f"{count(len(tasks), 'range')} in {time.perf_counter() - t0:.2f}s")
+            fsync_path(store.root / target)
+        else:
+            tasks = [(store.uri, mine[r], bounds[r], bounds[r + 1], f"{PARTS}/part-{r:05d}.bin", E)
+                     for r in range(n_r)]
+            counts = build.executor.map(range_task, tasks)
+            if sum(counts) != total:
+                raise BuildError(f"the merge wrote {sum(counts):,} entries, the generations hold {total:,}")
+            prog.note(f"sorted {total:,} entries ({total * E:,} bytes) in {count(len(tasks), 'range')} "
+                      f"in {time.perf_counter() - t0:.2f}s; appending and hashing")
+            hashes = append_parts(store, target, [t[4] for t in tasks], md5=md5)
+        if hashes["bytes"] != total * E:
+            raise BuildError(f"{store.display(target)}: {hashes['bytes']:,} bytes written, "
+                             f"expected {total * E:,}")
+        store.delete_tree(PARTS)
+        m.data["table"] = {"file": name, "entries": total, "bytes": total * E, **hashes}
+        m.data["totals"] = _totals(m.data["plies"])
+        m.save()
+    if store.local:
+        store.rename(tmp_name, name)
+    build.verified.add("table")
+    prog.note(f"{name}: sha256 {hashes['sha256']}  ({time.perf_counter() - t0:.2f}s)")
+    return final
+
+
+def append_parts(store: Storage, out: str, parts: list[str], chunk: int = 1 << 24,
+                 md5: bool = True) -> dict:
+    """Write the concatenation of ``parts`` to ``out`` (replacing it), deleting each part once
+    appended; fsync locally. Returns its sha256, md5 (unless not ``md5``) and size, computed on
+    the way."""
+    h = Hashes(md5)
+    with store.open_output(out) as dst:
+        for p in parts:
+            with store.open_input_stream(p) as src:
+                while True:
+                    b = src.read(chunk)
+                    if not b:
+                        break
+                    h.update(b)
+                    dst.write(b)
+            store.delete(p)
+        if store.local:
+            dst.flush()
+            os.fsync(dst.fileno())
+    return h.result()
+
+
+def _totals(plies: list[dict]) -> dict:
+    keys = ["entries", "positions", "terminal", "a_wins", "draws", "b_wins"]
+    return {k: sum(p.get(k, 0) for p in plies) for k in keys}

@@ -1,0 +1,65 @@
+"""Single-probe latency of several .c4z files of one table, side by side in one process: the
+same random keys, each probed in every file in a random order of the files (the file probed
+later for a key runs with warmer code paths, so a fixed order favours the last file), no
+decoded block or stream of an earlier probe kept (``clear_cache()`` before each probe).
+Reports p25 / p50 / p90 / mean in thread CPU microseconds, what a loaded machine distorts
+least, with the load average.
+
+    python tools/bench/bench_probe_ab.py TABLE.dat A.c4z B.c4z [...] [--probes 3000] [--seed 1]
+
+Make the files to compare with ``compress_table`` (e.g. ``part_entries=65536`` for one part
+per block, the layout of format 2). The answers are checked against the .dat.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_lookup import sample_keys  # noqa: E402
+
+from c4table.open import open_table  # noqa: E402
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("dat", type=Path)
+    ap.add_argument("c4z", nargs="+", type=Path)
+    ap.add_argument("--probes", type=int, default=3000)
+    ap.add_argument("--seed", type=int, default=1)
+    a = ap.parse_args(argv)
+    rng = np.random.default_rng(a.seed)
+    keys = sample_keys(a.dat, a.probes, rng)
+    with open_table(a.dat) as t:
+        want = t.probe_keys(keys)
+    tabs = [(z, open_table(z)) for z in a.c4z]
+    times: dict = {z: [] for z in a.c4z}
+    print(f"load average at start: {os.getloadavg()}")
+    for _, t in tabs:
+        t.outcome_byte(int(keys[0]))   # numba kernels and the index loaded
+    order = list(tabs)
+    for k, w in zip(keys, want):
+        rng.shuffle(order)
+        for z, t in order:
+            t.c4z.clear_cache()
+            c0 = time.thread_time_ns()
+            got = t.outcome_byte(int(k))
+            times[z].append(time.thread_time_ns() - c0)
+            if got != w:
+                raise SystemExit(f"{z}: key {int(k)} answers {got}, the .dat {w}")
+    for z, t in tabs:
+        t.close()
+        v = np.array(times[z]) / 1e3
+        p25, p50, p90 = np.percentile(v, [25, 50, 90])
+        print(f"{z.name}: p25 {p25:.0f}  p50 {p50:.0f}  p90 {p90:.0f}  mean {v.mean():.0f} us "
+              f"(thread CPU, {len(v)} probes)")
+    print(f"load average at end: {os.getloadavg()}")
+
+
+if __name__ == "__main__":
+    main()
