@@ -345,7 +345,7 @@ def test_the_lock_still_keeps_a_second_build_out(tmp_path):
     resources.lock_build_dir(tmp_path)
     try:
         assert (tmp_path / ".lock").exists()
-        code = ("import sys; from c4table.pipeline import resources\n"
+        code = ("import sys; from c4table.pipeline.runtime import resources\n"
                 f"resources.lock_build_dir({str(tmp_path)!r})")
         p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
         assert p.returncode == 1 and "another c4table process" in p.stderr
