@@ -11,8 +11,8 @@ Modules: :mod:`c4table.game.board` (geometry, column codes), :mod:`c4table.game.
 bytes), :mod:`c4table.game.rules` (positions and moves), :mod:`c4table.table` (lookup),
 :mod:`c4table.analysis.verify` (hashes and checks), :mod:`c4table.errors` (exceptions),
 :mod:`c4table.game.drawing` (board drawings), :mod:`c4table.analysis.play`, :mod:`c4table.analysis.stats` (per-ply
-counts, plots), :mod:`c4table.analysis.export` (parquet datasets), :mod:`c4table.cli.main` and
-:mod:`c4table.cli.use` (the command line). Building lives in the ``c4table.pipeline`` package (the ``pipeline/`` folder)
+counts, plots), :mod:`c4table.analysis.export` (parquet datasets) and
+:mod:`c4table.cli` (the command line). Building lives in the ``c4table.pipeline`` package (the ``pipeline/`` folder)
 (:func:`c4table.pipeline.stages.build.build_table`).
 """
 import os

@@ -31,9 +31,9 @@ DATA = json.loads((Path(__file__).parent / "data" / "connectk_sources.json").rea
 
 # ----------------------------------------------------------------- boards of up to 16 cells
 # Oracle time on the development machine (pure Python, ~100 us per position) decides the tier:
-# FAST runs always, SLOW is marked slow (a few seconds each), FULL only with C4TABLE_FULL=1
-# FAST runs always; SLOW and FULL (10-25 s each on a loaded machine) are marked slow and run in CI too
-# 13x1 .. 16x1, millions of positions) are compared with BDD mode instead (BDD_ONLY).
+# FAST runs always; SLOW (a few seconds each) and FULL (10-25 s each on a loaded machine) are
+# marked slow and run in CI too. Boards the oracle cannot enumerate in time (8x2, and 13x1 ..
+# 16x1, millions of positions) are compared with BDD mode instead (BDD_ONLY).
 ALL_SMALL = {k: sorted((w, h) for w in range(1, 17) for h in range(1, 17)
                        if w * h <= 16 and max(w, h) >= k) for k in (3, 5)}
 SLOW = {(4, 4, 3), (6, 2, 3), (10, 1, 3), (1, 16, 3), (1, 16, 5), (3, 5, 5), (2, 8, 5),
@@ -361,7 +361,7 @@ def _plain_quiet(cells: np.ndarray, w: int, h: int, k: int) -> bool:
 
 def test_export_quiet_positions_selects_what_the_rule_says(built_k, tmp_path):
     import pyarrow.parquet as pq
-    from c4table.cli.use import export
+    from c4table.cli.export import export
     table = built_k("5x4", 3) / "connect3_5x4.dat"
     out_all, out_q = tmp_path / "all.parquet", tmp_path / "quiet.parquet"
     for out, extra in ((out_all, []), (out_q, ["--quiet-positions"])):

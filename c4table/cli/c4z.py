@@ -2,7 +2,7 @@
 :mod:`c4table.c4z`), and the ``--compress`` / ``--compress-only`` step of ``build`` and
 ``merge``.
 
-Registered on the ``c4table`` group by :func:`c4table.cli.main._register_optional`; errors follow
+Registered on the ``c4table`` group by :func:`c4table.cli.main._register_commands`; errors follow
 :mod:`c4table.cli.main` (one line on stderr, exit status 2 for bad input, 1 for bad data).
 
 >>> from click.testing import CliRunner
@@ -67,8 +67,8 @@ def compress(table_path, out, board, level, block_entries, archive, threads, qui
         size = path.stat().st_size
         click.echo(f"{path}  {size:,} bytes ({100 * size / raw:.2f}% of {raw:,})")
         return
-    from c4table.cli.use import table_in_dir
-    src = Path(table_in_dir(table_path))   # DIR: the table of a build directory
+    from c4table.cli.options import table_or_build_dir
+    src = Path(table_or_build_dir(table_path))   # DIR: the table of a build directory
     if not src.is_file():
         from c4table.errors import MissingTableError
         raise MissingTableError(f"{src}: no such table file")

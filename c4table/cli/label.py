@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import click
 
-from c4table.cli.use import TABLE_BOARD_OPTION, TABLE_OPTION, parquet_out, table_path_or_default
+from c4table.cli.options import TABLE_BOARD_OPTION, TABLE_OPTION, parquet_out, table_path_or_default
 
 
 @click.command()

@@ -1,7 +1,7 @@
 """The ``c4table serve`` command: options, checks that end in one line, and the start of the
 server of :mod:`c4table.serve.app` (which needs the ``serve`` extra: Starlette and uvicorn).
 
-Registered on the ``c4table`` group by :func:`c4table.cli.main._register_optional`; errors follow
+Registered on the ``c4table`` group by :func:`c4table.cli.main._register_commands`; errors follow
 :mod:`c4table.cli.main` (one line on stderr, exit status 2 for bad input, 1 otherwise).
 
 >>> from click.testing import CliRunner
@@ -51,8 +51,8 @@ def serve(tables, host, port, workers, cors, cache, access_log):
     except ImportError as e:
         raise click.ClickException(f"c4table serve needs the serve extra ({e.name} is missing): "
                                    "pip install 'c4table[serve]'") from None
-    from c4table.cli.use import table_in_dir
-    tables = [table_in_dir(t) for t in tables]
+    from c4table.cli.options import table_or_build_dir
+    tables = [table_or_build_dir(t) for t in tables]
     try:
         loaded = srv.load_tables(tables)
     except srv.ServeError as e:

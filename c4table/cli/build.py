@@ -1,0 +1,217 @@
+"""The build commands: ``build`` (forward, backward and merge), and each stage alone:
+``forward``, ``backward``, ``merge``; how they open the build directory and what they print."""
+from __future__ import annotations
+
+import click
+
+from c4table.cli.c4z import compress_build, compress_options, compressed_build_done
+from c4table.cli.fail import fail as _fail
+from c4table.cli.options import DEFAULT_BOARD, DEVICE, board_arg, connect_option, device_options
+from c4table.cli.process import done_with_interpreter
+
+
+def _gpu_memory(host_memory: str, workers, scheduler):
+    """The memory budget, workers and scheduler of a ``--device gpu`` run (fails with exit
+    status 2 where the GPU path cannot run), or None on the CPU."""
+    ctx = click.get_current_context(silent=True)
+    opts = ctx.meta.get(DEVICE, {}) if ctx is not None else {}
+    if opts.get("device", "cpu") != "gpu":
+        return None
+    from c4table.pipeline.kernels.gpu import device
+    from c4table.units import parse_size
+    why = device.unavailable()
+    if why:
+        _fail(why, 2)
+    if scheduler is not None:
+        _fail("--device gpu runs on this machine's GPU (no --scheduler); docs/gpu.md says how "
+              "several GPUs would share a build", 2)
+    card = device.card_memory()
+    try:
+        gpu = parse_size(opts["gpu_memory"]) if opts.get("gpu_memory") else \
+            (int(card * 0.9) if card else None)
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint="--gpu-memory") from None
+    device.select("gpu")
+    host = parse_size(host_memory)
+    return min(host, gpu // 2) if gpu else host
+
+
+def _build_options(f):
+    f = device_options(f)
+    f = click.option("--out", "out", type=click.Path(file_okay=False), default=None,
+                     help="build directory, or a pyarrow.fs URI every worker can reach such as "
+                          "s3://bucket/prefix (default: tables/WxH)")(f)
+    f = click.option("--memory", default="4GiB", show_default=True,
+                     help="memory budget shared by the workers (e.g. 512MiB, 8GiB)")(f)
+    f = click.option("--workers", type=click.IntRange(1, 4096), default=None,
+                     help="worker processes (default: all cores)")(f)
+    f = click.option("--scheduler", default=None,
+                     help="dask scheduler: 'local' for a LocalCluster, or an address tcp://host:8786 "
+                          "(default: local processes, no dask)")(f)
+    f = click.option("-q", "--quiet", is_flag=True, help="no progress lines")(f)
+    f = click.option("--restart", is_flag=True, help="discard a partial build in --out and start over")(f)
+    f = connect_option(f)
+    f = click.option("--root", "root", default=None, metavar="MOVES|FILE|-",
+                     help="build the rooted table of every position reachable from this one: a "
+                          "move string, or a drawing in FILE or on stdin (-); writes "
+                          "connect4_WxH_root-MOVES.dat (default --out tables/WxH_root-MOVES)")(f)
+    return f
+
+
+def _open(board, out, memory, workers, scheduler, quiet, restart, root=None):
+    import gc
+    was = gc.isenabled()
+    gc.disable()   # importing the pipeline (numba) makes full collections that find nothing
+    try:           # (the executor freezes these objects before the first task)
+        from c4table.pipeline.stages.build import open_build
+        from c4table.io.storage import is_url, open_storage
+    finally:
+        if was:
+            gc.enable()
+    from c4table.units import parse_size
+    try:
+        parse_size(memory)
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint="--memory") from None
+    on_gpu = _gpu_memory(memory, workers, scheduler)
+    if on_gpu is not None:   # --workers N: N processes share the card, default one
+        memory, workers = on_gpu, workers or 1
+    if out and is_url(out):
+        try:
+            open_storage(out)
+        except ValueError as e:
+            raise click.BadParameter(str(e), param_hint="--out") from None
+    origin = None
+    if root is not None:
+        from c4table.game.root import root_argument
+        origin = root_argument(board, root)
+    default = origin.default_dir if origin is not None else f"tables/{board.name}"
+    return open_build(board, out or default, memory, workers, scheduler, quiet, restart, origin)
+
+
+@click.command()
+@click.argument("board", type=board_arg, default=DEFAULT_BOARD, required=False)
+@_build_options
+@click.option("--clean", is_flag=True, help="delete the intermediate shards (DIR/work) after the merge")
+@compress_options
+@click.option("-v", "--verbose", is_flag=True,
+              help="also the storage requests, bytes and tasks of each stage (always shown for "
+                   "an object store such as s3://)")
+def build(board, out, memory, workers, scheduler, quiet, restart, root, clean, compress, compress_only,
+          verbose):
+    """Build the complete table of BOARD (default 5x4): forward, backward and merge.
+
+    Writes DIR/connect4_WxH.dat (connectK_WxH.dat with --connect K) and DIR/manifest.json.
+    BOARD XxYxH is a 3D board: an X by Y grid of columns of height H (connectK_XxYxH.dat).
+    Rerunning on a partial build resumes it."""
+    b = _open(board, out, memory, workers, scheduler, quiet, restart, root)
+    from c4table.pipeline.stages.build import run_build
+    if compress_only and compressed_build_done(b.store, b.table_name):
+        b.close()
+        path = b.store.root / b.table_name
+    else:
+        path = run_build(b, keep_work=not clean)
+    click.echo(f"{_compressed(path, compress, compress_only, quiet)}  "
+               f"{b.manifest.table['entries']:,} entries  sha256 {b.manifest.table['sha256']}")
+    if verbose or not b.store.local:
+        _echo_counts(b, quiet)
+    else:
+        _echo_stages(b, quiet)
+    if not quiet and not clean and b.store.local:
+        _echo_work(b.store.root / "work")
+    done_with_interpreter()
+
+
+def _echo_counts(b, quiet: bool) -> None:
+    """The requests, bytes, tasks and task memory of this run's stages (DIR/stats.json)."""
+    from c4table.pipeline.runtime.counters import format_stats
+    stages = {k: v for k, v in b.executor_counts.items() if v["tasks"]}
+    if quiet or not stages:
+        return
+    click.echo(f"storage and tasks of this run (also in {b.store.display('stats.json')}):")
+    for line in format_stats(stages):
+        click.echo("  " + line)
+
+
+def _echo_stages(b, quiet: bool) -> None:
+    """One short line per stage this run ran: entries, wall time, rate (the storage figures:
+    ``-v``, or DIR/stats.json)."""
+    from c4table.units import format_seconds
+    ran = {k for k, v in b.executor_counts.items() if v["tasks"]}
+    entries = b.manifest.table["entries"]
+    if quiet:
+        return
+    for stage, seconds in b.stage_seconds.items():
+        if stage in ran:
+            rate = f"{entries / seconds / 1e6:,.1f} M entries/s" if seconds > 0 else "-"
+            click.echo(f"  {stage:<9} {entries:,} entries in {format_seconds(seconds)} ({rate})")
+
+
+def _echo_work(work) -> None:
+    """How much the build directory's intermediate files hold, and how to remove them."""
+    from c4table.units import format_size
+    if not work.is_dir():
+        return
+    size = sum(f.stat().st_size for f in work.rglob("*") if f.is_file())
+    click.echo(f"{work} holds {format_size(size)} of intermediate files (for resuming and "
+               "export --source shards); rerun with --clean to remove them")
+
+
+def _compressed(path, compress: bool, compress_only: bool, quiet: bool):
+    """The table ``path``, or its .c4z when asked for (written here)."""
+    if not (compress or compress_only):
+        return path
+    from pathlib import Path
+    from c4table.c4z.format import default_c4z_name
+    path = Path(path)
+    z = default_c4z_name(path)
+    if compress_only and not path.exists() and z.exists():
+        return z
+    return compress_build(path, compress_only, quiet)
+
+
+@click.command()
+@click.argument("board", type=board_arg, default=DEFAULT_BOARD, required=False)
+@_build_options
+@click.option("--max-ply", type=click.IntRange(0, 64), default=None,
+              help="stop after this generation (default: the full board)")
+def forward(board, out, memory, workers, scheduler, quiet, restart, root, max_ply):
+    """Forward pass only: every generation's sorted, deduplicated keys, and per-ply counts."""
+    from c4table.pipeline.stages import forward as fwd
+    with _open(board, out, memory, workers, scheduler, quiet, restart, root) as b:
+        b.run_stage("forward", fwd.run, b, max_ply)
+    plies = b.manifest.data["plies"]
+    last = min(max_ply if max_ply is not None else board.cells, board.cells)
+    total = sum(p["positions"] for p in plies[: last + 1])
+    click.echo(f"{b.root}: forward pass to ply {last}: {total:,} positions "
+               f"({sum(p['entries'] for p in plies[: last + 1]):,} entries)")
+
+
+@click.command()
+@click.argument("board", type=board_arg, default=DEFAULT_BOARD, required=False)
+@_build_options
+def backward(board, out, memory, workers, scheduler, quiet, restart, root):
+    """Backward pass only (after forward): outcome and distance of every position."""
+    from c4table.pipeline.stages import backward as bwd
+    with _open(board, out, memory, workers, scheduler, quiet, restart, root) as b:
+        b.run_stage("backward", bwd.run, b)
+    t = {k: sum(p[k] for p in b.manifest.data["plies"]) for k in ("a_wins", "draws", "b_wins")}
+    click.echo(f"{b.root}: backward pass done: A wins {t['a_wins']:,}, draws {t['draws']:,}, "
+               f"B wins {t['b_wins']:,} positions")
+
+
+@click.command()
+@click.argument("board", type=board_arg, default=DEFAULT_BOARD, required=False)
+@_build_options
+@compress_options
+def merge(board, out, memory, workers, scheduler, quiet, restart, root, compress, compress_only):
+    """Final merge only (after backward): write DIR/connectK_WxH.dat."""
+    from c4table.pipeline.stages import merge as mrg
+    with _open(board, out, memory, workers, scheduler, quiet, restart, root) as b:
+        done = compress_only and compressed_build_done(b.store, b.table_name)
+        path = b.store.root / b.table_name if done else b.run_stage("merge", mrg.run, b)
+    click.echo(f"{_compressed(path, compress, compress_only, quiet)}  "
+               f"{b.manifest.table['entries']:,} entries  sha256 {b.manifest.table['sha256']}")
+
+
+COMMANDS = [build, forward, backward, merge]
