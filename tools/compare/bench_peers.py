@@ -402,8 +402,11 @@ def run_jh85(exe: Path, board: str, tmp: Path, threads: int, timeout: float | No
     if r.measured.rc != 0:
         r.problems.append(f"c4 solve exited {r.measured.rc} (see {d / 'solve.txt'})")
         return r
+    t0 = time.perf_counter()
     tally = subprocess.run([str(exe), "reachtally", "--board", board, "--threads", str(threads)],
                            cwd=d, capture_output=True, text=True, check=True).stdout
+    print(f"  {board}: jh85's reachtally (the check, not timed) took {time.perf_counter() - t0:.1f} s",
+          flush=True)
     (d / "reachtally.txt").write_text(tally)
     r.problems = compare_exact(ours, parse_jh85_reachtally(tally), "jh85")
     bad, surplus = check_pseudo(ours, finished, w * h, parse_jh85_solve((d / "solve.txt").read_text()))
