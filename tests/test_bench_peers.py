@@ -115,8 +115,13 @@ def test_report_and_command_line():
     md = bp.format_table([line], markdown=True).splitlines()
     assert md[0].startswith("| board | solver |") and md[1].startswith("| --- | --- | ---: |")
     stopped = bp.row(bp.Result("6x5", "Böck (BDD)", bp.Measured(600, 590, 0, 0, 0, None),
-                               "timed out", positions=1), ours_cpu=1.0)
+                               bp.unfinished(None), positions=1), ours_cpu=1.0)
     assert stopped[2:5] == ["> 600.0 s", "> 590.0 s", ""]
+    assert stopped[-1] == "stopped at --peer-timeout"
+    killed = bp.row(bp.Result("5x6", "jh85 (ZDD)", bp.Measured(224, 78, 2**34, 0, 0, -9),
+                              bp.unfinished(-9), positions=1), ours_cpu=1.0)
+    assert killed[2:6] == ["> 224.0 s", "> 78.0 s", "", ""] and killed[6] == "16,384 MiB"
+    assert killed[-1].startswith("killed") and bp.unfinished(3) == "failed (exit status 3)"
     tool = ROOT / "tools" / "compare" / "bench_peers.py"
     p = subprocess.run([sys.executable, str(tool), "--help"], capture_output=True, text=True)
     assert p.returncode == 0 and "--bock-src" in p.stdout and "--markdown" in p.stdout

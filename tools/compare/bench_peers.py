@@ -36,10 +36,12 @@ image), won / drawn / lost from the first player's (A's) view.
   so each of the table's unfinished positions' classes is at most his count
   (:func:`check_pseudo`); the surplus is the stackings no game reaches.
 
-A disagreement anywhere fails the run (exit status 1). Timed per solver: wall, CPU
+A disagreement anywhere fails the run (exit status 1); a peer's run that does not finish
+(stopped at ``--peer-timeout``, killed, failed) has no counts to compare and is reported as
+such, its figures as lower bounds. Timed per solver: wall, CPU
 (user + sys of the whole process tree, ``getrusage(RUSAGE_CHILDREN)`` before and after), the
 peak memory of the process tree (the sum of its processes' PSS, sampled every 0.2 s) and the
-disk its directory holds (peak sampled every second, and what stays at the end). Other work on
+disk its directory holds (peak sampled every 2 s, and what stays at the end). Other work on
 the machine skews wall times: prefer CPU, and ratios from one run.
 
     python tools/compare/bench_peers.py --bock-src BOCK --jh85-src SMALLGAMES --boards 5x5,6x4
@@ -94,7 +96,7 @@ class PseudoPly:
 
 @dataclass
 class Measured:
-    """What one timed run cost. Memory and disk in bytes; ``rc`` None when it timed out."""
+    """What one timed run cost. Memory and disk in bytes; ``rc`` None when it was stopped."""
     wall: float
     cpu: float
     peak_mem: int
@@ -232,21 +234,21 @@ def check_pseudo(ours: dict[int, Wdl], finished: dict[int, int], cells: int,
 # ---------------------------------------------------------------- measuring a run
 
 def _descendants(root: int) -> list[int]:
-    """``root`` and every process below it, from /proc."""
-    kids: dict[int, list[int]] = {}
-    for d in os.listdir("/proc"):
-        if d.isdigit():
-            try:
-                with open(f"/proc/{d}/stat") as f:
-                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            kids.setdefault(ppid, []).append(int(d))
+    """``root`` and every process below it (``/proc/PID/task/TID/children``)."""
     out, todo = [], [root]
     while todo:
         p = todo.pop()
         out.append(p)
-        todo.extend(kids.get(p, ()))
+        try:
+            tasks = os.listdir(f"/proc/{p}/task")
+        except OSError:
+            continue
+        for t in tasks:
+            try:
+                with open(f"/proc/{p}/task/{t}/children") as f:
+                    todo.extend(int(c) for c in f.read().split())
+            except OSError:
+                pass
     return out
 
 
@@ -279,7 +281,7 @@ def disk_bytes(path: Path) -> int:
 
 
 class _Sampler(threading.Thread):
-    """Samples the process tree's memory (0.2 s) and a directory's disk use (1 s)."""
+    """Samples the process tree's memory (every 0.2 s) and a directory's disk use (every 2 s)."""
 
     def __init__(self, pid: int, watch: Path):
         super().__init__(daemon=True)
@@ -291,7 +293,7 @@ class _Sampler(threading.Thread):
         n = 0
         while not self.stop.is_set():
             self.peak_mem = max(self.peak_mem, sum(_pss(p) for p in _descendants(self.pid)))
-            if n % 5 == 0:
+            if n % 10 == 0:
                 self.disk_peak = max(self.disk_peak, disk_bytes(self.watch))
             n += 1
             self.stop.wait(0.2)
@@ -369,6 +371,15 @@ def jh85_supports(w: int, h: int) -> bool:
     return 4 <= w <= 7 and 4 <= h <= 6
 
 
+def unfinished(rc: int | None) -> str:
+    """What the table says of a peer's run that did not finish: no count to compare."""
+    if rc is None:
+        return "stopped at --peer-timeout"
+    if rc == -signal.SIGKILL:
+        return "killed (SIGKILL: out of memory?)"
+    return f"failed (exit status {rc})"
+
+
 def run_bock(exe: Path, board: str, tmp: Path, log2: int, timeout: float | None,
              ours: dict[int, Wdl]) -> Result:
     w, h = board.split("x")
@@ -376,11 +387,8 @@ def run_bock(exe: Path, board: str, tmp: Path, log2: int, timeout: float | None,
     d.mkdir()
     r = Result(board, "Böck (BDD)")
     r.measured = measure([str(exe), str(log2), w, h], d, d / "stdout.txt", d, timeout)
-    if r.measured.rc is None:
-        r.check = "timed out"
-        return r
     if r.measured.rc != 0:
-        r.problems.append(f"solve.out exited {r.measured.rc} (see {d / 'stdout.txt'})")
+        r.check = unfinished(r.measured.rc)
         return r
     csv = (d / f"results_solve_w{w}_h{h}_ls{log2}.csv").read_text()
     r.problems = compare_exact(ours, bock_to_a_view(parse_bock_csv(csv)), "Böck")
@@ -396,11 +404,8 @@ def run_jh85(exe: Path, board: str, tmp: Path, threads: int, timeout: float | No
     r = Result(board, "jh85 (ZDD)")
     r.measured = measure([str(exe), "solve", "--board", board, "--threads", str(threads)],
                          d, d / "solve.txt", d, timeout)
-    if r.measured.rc is None:
-        r.check = "timed out"
-        return r
     if r.measured.rc != 0:
-        r.problems.append(f"c4 solve exited {r.measured.rc} (see {d / 'solve.txt'})")
+        r.check = unfinished(r.measured.rc)
         return r
     t0 = time.perf_counter()
     tally = subprocess.run([str(exe), "reachtally", "--board", board, "--threads", str(threads)],
@@ -443,7 +448,7 @@ def row(r: Result, ours_cpu: float) -> list[str]:
     m = r.measured
     if m is None:
         return [r.board, r.solver, "", "", "", "", "", "", r.check]
-    stopped = m.rc is None
+    stopped = m.rc != 0   # stopped, killed or failed: its figures are lower bounds
     cpu = f"> {m.cpu:,.1f} s" if stopped else f"{m.cpu:,.1f} s"
     return [r.board, r.solver, f"{'> ' if stopped else ''}{m.wall:,.1f} s", cpu,
             "" if stopped else f"{m.cpu / ours_cpu:.2f}x",
@@ -468,11 +473,11 @@ def growth(results: list[Result], boards: list[str]) -> list[str]:
     out = []
     for solver in dict.fromkeys(r.solver for r in results):
         mine = {r.board: r.measured for r in results if r.solver == solver and r.measured}
-        base = next((mine[b] for b in boards if b in mine and mine[b].rc is not None), None)
+        base = next((mine[b] for b in boards if b in mine and mine[b].rc == 0), None)
         if base is None:
             continue
         steps = [f"{b} {m.cpu / base.cpu:.1f}x" for b in boards
-                 if (m := mine.get(b)) is not None and m.rc is not None]
+                 if (m := mine.get(b)) is not None and m.rc == 0]
         out.append(f"{solver}: CPU " + ", ".join(steps))
     return out
 
