@@ -577,7 +577,7 @@ def main(argv: list[str] | None = None) -> int:
             rows += [row(r, res[0].measured.cpu) for r in res]
         print()
         print(format_table(rows, args.markdown))
-        for line in growth(results, boards):
+        for line in growth(results, boards) if len(boards) > 1 else ():
             print(line)
         return 1 if any(r.problems for r in results) else 0
     finally:
