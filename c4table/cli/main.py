@@ -155,10 +155,11 @@ def main(argv: list[str] | None = None) -> None:
         _fail("out of memory; finished steps are kept: lower --memory or --workers and rerun to "
               "resume", 1)
     except OSError as e:
-        from c4table.pipeline.runtime.resources import is_disk_full
-        if is_disk_full(e):
-            _fail(f"disk full ({e.filename or 'build directory'}); finished steps are kept, free "
-                  "space and rerun to resume", 1)
+        from c4table.pipeline.runtime.resources import refused_remedy, write_refused
+        reason = write_refused(e)
+        if reason is not None:   # a full disk, a quota, the file size limit (ulimit -f)
+            _fail(f"{reason} ({e.filename or 'build directory'}); finished steps are kept, "
+                  f"{refused_remedy(reason)} and rerun to resume", 1)
         _fail(_one_line(f"{e.strerror or e} ({e.filename})" if e.filename else str(e)), 1)
     except Exception as e:  # noqa: BLE001 - the promise is one line, never a traceback
         if config.get("C4TABLE_TRACEBACK"):
