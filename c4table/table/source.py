@@ -24,6 +24,7 @@ from c4table.errors import (IllegalPositionError, PositionNotFoundError, TableEr
 from c4table.game.rules import Position
 from c4table.table.probe import MoveProbe, Probe
 from c4table.builddir.reader import BuildDir
+from c4table.table.check import known_of_size
 from c4table.game.drawing import parse_drawing
 from c4table.game.drawing import render
 
@@ -40,10 +41,15 @@ def board_of_table(path: Path, board: str | Board | None = None) -> Board:
 
 
 def board_from(name: str, build=None, board: str | Board | None = None,
-               where: str | None = None) -> Board:
+               where: str | None = None, size: int | None = None) -> Board:
     """The board of the table file ``name``: ``board`` if given, else the board of ``build``
     (the :class:`~c4table.builddir.BuildDir` beside the file, if any) when it describes that
-    file, else the file name (``connect{K}_WxH.dat``). ``where`` names the file in the error."""
+    file, else the file name (``connect{K}_WxH.dat``), else its ``size`` in bytes when that is
+    the size of exactly one known table (a renamed copy). ``where`` names the file in the error.
+
+    >>> board_from("renamed.dat", size=322164)
+    Board(width=4, height=4, k=4)
+    """
     named = Board.of_table_name(name)
     if board is not None:
         if isinstance(board, str) and named is not None:
@@ -53,6 +59,9 @@ def board_from(name: str, build=None, board: str | Board | None = None,
         return build.board
     if named is not None:
         return named
+    sized = known_of_size(size) if size is not None else []
+    if len(sized) == 1:
+        return Board.parse(sized[0])
     raise TableError(f"{where or name}: cannot tell the board of this table; name it "
                      "connect4_WxH.dat (connectK_WxH.dat for K in a row) or give the board "
                      "(--board WxH)")
