@@ -373,6 +373,32 @@ def test_every_subcommand_help_shows_an_example():
         assert example.startswith("c4table " + " ".join(path)), (path, example)
 
 
+def test_top_level_help_has_examples_and_sets_the_stages_apart():
+    """``c4table --help``: every command once, in sections; the stages a build runs (forward,
+    backward, merge) in a section of their own after the others, build not among them; and
+    examples, each a command of this CLI."""
+    from c4table.cli.main import cli
+    import click
+    rc, out, err = c4("--help")
+    assert rc == 0 and "Examples:" in out, out
+    body, examples = out.split("Examples:")
+    titles = [ln for ln in body.splitlines() if ln.endswith(":") and not ln.startswith(" ")]
+    assert titles[0] == "Options:" and titles[-1].startswith("Stages of a build"), titles
+    sections = {t: [] for t in titles}
+    current = None
+    for ln in body.splitlines():
+        if ln in sections:
+            current = ln
+        elif current and ln.startswith("  ") and ln.strip():
+            sections[current].append(ln.split()[0])
+    assert sections[titles[-1]] == ["forward", "backward", "merge"]
+    listed = [n for t in titles[1:] for n in sections[t]]
+    assert sorted(listed) == sorted(cli.list_commands(click.Context(cli)))   # each once
+    assert "build" in sections[titles[1]]
+    commands = [ln.strip() for ln in examples.splitlines() if ln.strip().startswith("c4table ")]
+    assert len(commands) >= 4 and all(c.split()[1] in listed for c in commands)
+
+
 def test_a_build_ends_its_process_with_all_its_output_and_files(tmp_path):
     """Issue 16 (fourth session): ``c4table build`` run as a command ends its process with
     ``os._exit`` once done, skipping the interpreter's finalization. Its stdout, a pipe here
