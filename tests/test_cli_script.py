@@ -166,10 +166,10 @@ def test_eta_appears_once_it_means_something(monkeypatch):
     clock[0] += 0.5
     p.step("ply 0", 1)                 # 0.1 % done: no ETA
     clock[0] += 19.5
-    p.step("ply 1", 499)               # half done after 20 s: 20 s to go
-    lines = out.getvalue().splitlines()
+    p.step("ply 1", 499)               # half done, 499 in the 19.5 s since the first step:
+    lines = out.getvalue().splitlines()   # 500 to go take 19.5 s
     assert "ETA" not in lines[0]
-    assert lines[1].endswith("ETA 20.0s")
+    assert lines[1].endswith("ETA 19.5s")
 
 
 # ------------------------------------------------------------------ 9: one way of saying it

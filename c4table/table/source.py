@@ -8,7 +8,8 @@ raw access of :class:`Table` (``key_at``, ``outcome_byte``, ``probe_keys``, ``it
 
 The board of a table file is taken from, in order: the ``board`` argument, the ``manifest.json``
 beside the file, the file name ``connect{K}_WxH.dat`` (Cadot's ``connect${CONNECT_Q}_WxH.dat``:
-``connect3_5x4.dat`` is 5x4 with three in a row to win; or ``connect{K}_WxH_root-MOVES.dat``). A
+``connect3_5x4.dat`` is 5x4 with three in a row to win; or ``connect{K}_WxH_root-MOVES.dat``),
+the file's size when it is that of exactly one known table (a renamed copy). A
 ``board`` given as ``"WxH"`` takes the connect length from the file name, ``"WxHkK"`` names it.
 """
 from __future__ import annotations
