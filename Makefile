@@ -5,7 +5,7 @@
 #   make forward BOARD=5x4    the forward pass alone
 #   make backward BOARD=5x4   the backward pass alone (after forward)
 #   make merge BOARD=5x4      the final merge alone (after backward)
-#   make test                 the test suite (what CI runs; about 10 minutes on 2 cores)
+#   make test                 the test suite (what CI runs; about 15 minutes on 2 cores)
 #   make check                a quick subset (about a minute): the docs' examples, fast unit tests
 # Everything runs from a local virtualenv (.venv), created on first use: building needs the
 # package alone (pip install -e .); the tests add the test and bench extras.

@@ -75,8 +75,6 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
             "(tests and file systems whose free space is not what statvfs says).", switch),
     Setting("C4TABLE_TRACEBACK", False, "Switch: let an internal error show its Python traceback "
             "instead of the one-line message.", switch),
-    Setting("C4TABLE_SERVE_CONFIG", None, "Set by `c4table serve` for its worker processes (JSON: "
-            "tables, cors, cache); not meant to be set by hand.", str),
 )}
 
 

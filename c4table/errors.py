@@ -6,7 +6,7 @@ message; the CLI prints that line and exits with status 2 (bad input) or 1 (a ch
 ...     Board.parse("7by6")
 ... except BoardError as e:
 ...     print(e)
-bad board '7by6': expected WIDTHxHEIGHT such as 7x6
+bad board '7by6': expected WIDTHxHEIGHT such as 7x6, 5x4k3 (K in a row) or 2x2x4 (3D)
 """
 
 

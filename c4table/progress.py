@@ -5,14 +5,22 @@ readable (no carriage-return animation); ``quiet`` turns it off.
 The ETA of the forward pass uses the published per-board totals (Böck's Table 1, shipped as
 ``c4table/data/bock_table1.tsv``) when the board is listed there. An ETA extrapolates the rate
 so far, which means nothing at the start (a ply 0 of one position after the pool's start-up
-gave "5015h10m"): it is shown only once :data:`ETA_MIN_FRACTION` of the work is done and
-:data:`ETA_MIN_SECONDS` have passed, so a build of a few seconds shows none.
+gave "5015h10m"; after the kernels' first compilation, "3m24s" for a build that ended half a
+second later). So the rate of a :class:`Progress` is measured from its first step on (the
+first step's time is start-up: the kernels compiled or loaded, the worker pool started), and
+the ETA is shown only once :data:`ETA_MIN_FRACTION` of the work is done and
+:data:`ETA_MIN_SECONDS` have passed since that first step: a build of a few seconds shows none.
 
 >>> import io
 >>> out = io.StringIO()
->>> Progress("forward", total=1_000_000, stream=out).step("ply 0", 1)
+>>> p = Progress("forward", total=1_000_000, stream=out)
+>>> p.step("ply 0", 1, now=p.start + 20.0)                 # 20 s of start-up
+>>> p.step("ply 1", 99_999, now=p.start + 20.5)            # 10% done, but in 0.5 s of work
 >>> "ETA" in out.getvalue()
 False
+>>> p.step("ply 2", 100_000, now=p.start + 30.0)           # 20% done, 10 s after the first step
+>>> out.getvalue().splitlines()[-1].endswith("ETA 40.0s")
+True
 """
 from __future__ import annotations
 
@@ -52,26 +60,37 @@ class Progress:
         self.done = 0
         self.start = time.perf_counter()
         self.stream = stream or sys.stderr
+        self._first: tuple[float, int] | None = None   # (time, work done) at the first step
 
-    def step(self, label: str, units: int, **fields) -> None:
+    def step(self, label: str, units: int, now: float | None = None, **fields) -> None:
         """Record ``units`` more work done and print one line."""
         self.done += units
+        now = time.perf_counter() if now is None else now
+        if self._first is None:
+            self._first = (now, self.done)
         if self.quiet:
             return
-        elapsed = time.perf_counter() - self.start
+        elapsed = now - self.start
         rate = self.done / elapsed if elapsed > 0 else 0.0
         parts = [f"[{self.stage}] {label}"]
         parts += [f"{k} {format_count(v) if isinstance(v, int) else v}" for k, v in fields.items()]
         parts.append(f"{rate / 1e6:.2f} M/s")
         parts.append(f"elapsed {format_seconds(elapsed)}")
-        if self.eta_known(elapsed):
-            parts.append(f"ETA {format_seconds((self.total - self.done) / rate)}")
+        eta = self.eta(now)
+        if eta is not None:
+            parts.append(f"ETA {format_seconds(eta)}")
         print("  ".join(parts), file=self.stream, flush=True)
 
-    def eta_known(self, elapsed: float) -> bool:
-        """Whether an ETA means something yet (see the module docstring)."""
-        return bool(self.total) and 0 < self.done <= self.total \
-            and self.done >= ETA_MIN_FRACTION * self.total and elapsed >= ETA_MIN_SECONDS
+    def eta(self, now: float) -> float | None:
+        """Seconds left at the rate since the first step, or None while that means nothing
+        yet (see the module docstring)."""
+        if not self.total or self._first is None or not 0 < self.done <= self.total:
+            return None
+        t0, done0 = self._first
+        work, seconds = self.done - done0, now - t0
+        if work < ETA_MIN_FRACTION * self.total or seconds < ETA_MIN_SECONDS or work <= 0:
+            return None
+        return (self.total - self.done) * seconds / work
 
     def note(self, text: str) -> None:
         if not self.quiet:

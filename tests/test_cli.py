@@ -73,12 +73,48 @@ def test_lookup_missing_table(tmp_path):
 
 
 def test_lookup_unknown_board_name(tmp_path, t54):
+    """A table not named connect4_WxH.dat: a known table's size tells its board (as verify
+    does); a file of no known size needs --board."""
     other = tmp_path / "mytable.dat"
     shutil.copy(t54, other)
-    code, _, err = run("lookup", "--table", str(other), "1")
-    assert code == 1 and "--board" in err
+    code, out, err = run("lookup", "--table", str(other), "3344")
+    assert code == 0 and "board 5x4" in out and "A wins" in out, err
+    code, out, _ = run("verify", "-q", str(other))
+    assert code == 0 and "board    5x4" in out
+    odd = tmp_path / "odd.dat"
+    odd.write_bytes(t54.read_bytes()[: 1000 * 4])
+    code, _, err = run("lookup", "--table", str(odd), "1")
+    assert code == 1 and "--board" in err and "cannot tell the board" in err
     code, out, _ = run("lookup", "--table", str(other), "--board", "5x4", "3344")
     assert code == 0 and "A wins" in out
+
+
+def test_lookup_stdin_empty_line_is_the_empty_board(t54):
+    """An empty (or blank) stdin line is the empty board, as "" is on the command line and as
+    the --json output writes it (docs/cli.md)."""
+    code, out, err = run("lookup", "--table", str(t54), "-", stdin="33\n\n  \n")
+    heads = [line for line in out.splitlines() if "board 5x4" in line]
+    assert code == 0 and len(heads) == 3, (out, err)
+    assert heads[1].startswith("(empty)  board 5x4, ply 0") and heads[2].startswith("(empty)")
+    _, empty, _ = run("lookup", "--table", str(t54), "")
+    assert out.split("(empty)")[1] == empty.split("(empty)")[1]
+    code, out, _ = run("lookup", "--json", "--table", str(t54), "", "3344")
+    code2, again, _ = run("lookup", "--json", "--table", str(t54), "-",
+                          stdin="".join(json.loads(x)["position"] + "\n" for x in out.splitlines()))
+    assert code == code2 == 0 and again == out          # the output's positions read back
+
+
+def test_label_missing_input_is_bad_input(tmp_path, t54):
+    for src in [tmp_path / "nosuch.txt", tmp_path / "nosuch.parquet", tmp_path]:
+        code, _, err = run("label", "--table", str(t54), str(src), "--out", str(tmp_path / "o.parquet"))
+        assert code == 2 and err.count("\n") == 1 and str(src) in err and "Traceback" not in err, err
+    assert not (tmp_path / "o.parquet").exists()
+
+
+def test_bad_board_names_every_form_accepted(tmp_path):
+    code, _, err = run("build", "9x9x9x9", "--out", str(tmp_path))
+    assert code == 2 and err.count("\n") == 1
+    assert "7x6" in err and "5x4k3" in err and "3D" in err and "2x2x4" in err
 
 
 def test_verify_ok_and_given_hash(t54):

@@ -166,10 +166,10 @@ def test_eta_appears_once_it_means_something(monkeypatch):
     clock[0] += 0.5
     p.step("ply 0", 1)                 # 0.1 % done: no ETA
     clock[0] += 19.5
-    p.step("ply 1", 499)               # half done after 20 s: 20 s to go
-    lines = out.getvalue().splitlines()
+    p.step("ply 1", 499)               # half done, 499 in the 19.5 s since the first step:
+    lines = out.getvalue().splitlines()   # 500 to go take 19.5 s
     assert "ETA" not in lines[0]
-    assert lines[1].endswith("ETA 20.0s")
+    assert lines[1].endswith("ETA 19.5s")
 
 
 # ------------------------------------------------------------------ 9: one way of saying it
@@ -371,6 +371,32 @@ def test_every_subcommand_help_shows_an_example():
         assert rc == 0 and "Examples:" in out, path
         example = out.split("Examples:")[1].splitlines()[1].strip()
         assert example.startswith("c4table " + " ".join(path)), (path, example)
+
+
+def test_top_level_help_has_examples_and_sets_the_stages_apart():
+    """``c4table --help``: every command once, in sections; the stages a build runs (forward,
+    backward, merge) in a section of their own after the others, build not among them; and
+    examples, each a command of this CLI."""
+    from c4table.cli.main import cli
+    import click
+    rc, out, err = c4("--help")
+    assert rc == 0 and "Examples:" in out, out
+    body, examples = out.split("Examples:")
+    titles = [ln for ln in body.splitlines() if ln.endswith(":") and not ln.startswith(" ")]
+    assert titles[0] == "Options:" and titles[-1].startswith("Stages of a build"), titles
+    sections = {t: [] for t in titles}
+    current = None
+    for ln in body.splitlines():
+        if ln in sections:
+            current = ln
+        elif current and ln.startswith("  ") and ln.strip():
+            sections[current].append(ln.split()[0])
+    assert sections[titles[-1]] == ["forward", "backward", "merge"]
+    listed = [n for t in titles[1:] for n in sections[t]]
+    assert sorted(listed) == sorted(cli.list_commands(click.Context(cli)))   # each once
+    assert "build" in sections[titles[1]]
+    commands = [ln.strip() for ln in examples.splitlines() if ln.strip().startswith("c4table ")]
+    assert len(commands) >= 4 and all(c.split()[1] in listed for c in commands)
 
 
 def test_a_build_ends_its_process_with_all_its_output_and_files(tmp_path):

@@ -218,3 +218,40 @@ def test_python_examples(page, docs_dir, monkeypatch):
         runner.run(test, out=failures.append, clear_globs=False)
         globs.update(test.globs)   # names carry over to the next block
     assert not runner.failures, "".join(failures)
+
+
+def test_readme_examples_use_tables_its_steps_build():
+    """A reader who follows the README top to bottom has each table a console example uses:
+    5x4 from ``make table`` (the first block), any other from an earlier ``make table BOARD=``
+    or ``c4table build B --out tables/B``."""
+    text = README.read_text(encoding="utf-8")
+    made = {"5x4"}
+    for block in re.finditer(r"```(\w*)\n(.*?)```", text, re.S):
+        kind, body = block.groups()
+        if kind == "console":
+            for cmd in (ln[2:] for ln in body.splitlines() if ln.startswith("$ ")):
+                for board in re.findall(r"tables/([0-9xk]+)/", cmd):
+                    assert board in made, f"README uses tables/{board} before a step builds it: {cmd}"
+        made |= set(re.findall(r"make table BOARD=([0-9xk]+)", body))
+        made |= set(re.findall(r"c4table build ([0-9xk]+) [^\n#]*--out tables/\1\b", body))
+
+
+def test_readme_7x6_figures_are_what_plan_prints():
+    """The README's 7x6 storage and core-hours are those ``c4table plan 7x6`` prints (its
+    core-hours within the README's range)."""
+    text = " ".join(README.read_text(encoding="utf-8").split())
+    m = re.search(r"`c4table plan 7x6` says what 7x6 would take: ([\d.]+ TiB) peak storage and "
+                  r"about (\d+)-(\d+) core-hours", text)
+    assert m, "README's sentence on plan 7x6 changed: update this test with it"
+    bindir = Path(sys.executable).parent
+    p = subprocess.run([str(bindir / "c4table"), "plan", "7x6"], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert re.search(rf"^peak disk\s+{re.escape(m.group(1))}$", p.stdout, re.M), p.stdout
+    h, mins = re.search(r"^compute\s+(\d+)h(\d+)m of one core", p.stdout, re.M).groups()
+    assert int(m.group(2)) <= int(h) + int(mins) / 60 <= int(m.group(3)), (h, mins)
+
+
+def test_makefile_and_readme_agree_on_the_test_time():
+    readme = re.search(r"make test\s+# the test suite \(about (\d+) minutes", README.read_text()).group(1)
+    make = re.search(r"make test\s+the test suite \(.*?about (\d+) minutes", (ROOT / "Makefile").read_text())
+    assert make and make.group(1) == readme

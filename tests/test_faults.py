@@ -341,6 +341,28 @@ def test_enospc_in_a_worker_process_keeps_finished_steps(reference, tmp_path, st
     assert soak.sha256_file(out / TABLE) == reference[0]
 
 
+def test_file_size_limit_is_reported_like_a_full_disk(built, tmp_path):
+    """A build under ``ulimit -f`` smaller than its table (EFBIG, errno 27) says where, what is
+    kept and "rerun to resume", as a full disk does; the rerun without the limit finishes."""
+    import resource
+    out = tmp_path / "b"
+    limit = 200 << 10                  # the 4x4 table has 322,164 bytes, its shards less
+
+    def small_files():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
+    p = subprocess.run([sys.executable, "-m", "c4table.cli.main", "build", "4x4", "--out", str(out), "-q",
+                        "--workers", "1"], capture_output=True, text=True, timeout=300, cwd=ROOT,
+                       preexec_fn=small_files)
+    assert p.returncode == 1 and one_line_error(p.stderr), p.stderr
+    assert "file size limit reached" in p.stderr and str(out) in p.stderr, p.stderr
+    assert "connect4_4x4.dat" in p.stderr and "ulimit -f" in p.stderr and "rerun" in p.stderr, p.stderr
+    assert "Errno" not in p.stderr
+    code, _, err = cli("build", "4x4", "--out", out, "--workers", 1)
+    assert code == 0, err
+    assert "[forward] ply" not in err       # the finished generations were kept, not redone
+    assert soak.sha256_file(out / "connect4_4x4.dat") == soak.sha256_file(built("4x4") / "connect4_4x4.dat")
+
+
 WORKER_DEATH_DRIVER = fault_driver("os.kill(os.getpid(), signal.SIGKILL)")   # the OOM killer
 
 

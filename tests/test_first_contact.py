@@ -115,6 +115,21 @@ def test_a_local_build_says_one_line_per_stage_and_what_work_holds(tmp_path):
     assert "holds" not in out and not (tmp_path / "b" / "work").exists()
 
 
+def test_first_build_says_the_kernels_compile_and_shows_no_early_eta(tmp_path):
+    """With numba's cache empty (a fresh install), the build says it is compiling before it
+    sits ~20 s on ply 0, and shows no ETA extrapolated from that wait; once compiled, it says
+    nothing of it."""
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "numba"))
+    for i, first in enumerate([True, False]):
+        p = subprocess.run([C4TABLE, "build", "4x4", "--out", f"b{i}", "--workers", "2"], cwd=tmp_path,
+                           env=env, capture_output=True, text=True, timeout=600)
+        assert p.returncode == 0, p.stderr
+        lines = p.stderr.splitlines()
+        assert ("compiling the kernels" in lines[0]) is first, lines[:3]
+        assert lines[1 if first else 0].startswith("[forward] ply 0/16"), lines[:3]
+        assert "ETA" not in p.stderr, p.stderr
+
+
 def _import_from_above_the_clone(tmp_path, extra_site=None):
     """``import c4table`` in a Python started beside a folder named c4table (the clone, as seen
     from the directory holding it), optionally after adding ``extra_site`` as a site dir."""

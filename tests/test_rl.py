@@ -113,3 +113,20 @@ def test_gymnasium_env_against_a_perfect_opponent(table):
         _, r, done, _, info2 = env.step(full[0])
         assert done and r == -1.0 and info2["illegal"]
     check_env(ConnectFourEnv(table), skip_render_check=True)
+
+
+def test_gymnasium_env_failed_reset_keeps_the_previous_state(table):
+    """A reset to a start that is no position of the table raises, and the env goes on from
+    where it was: step() and render() work as before."""
+    pytest.importorskip("gymnasium")
+    from c4table.errors import C4Error
+    env = ConnectFourEnv(table)
+    obs, info = env.reset()
+    before, picture = env.moves, env.render()
+    for bad in ["9", "1111111", "x"]:
+        with pytest.raises(C4Error):
+            env.reset(options={"start": bad})
+        assert env.moves == before and env.render() == picture
+    a = int(np.flatnonzero(info["action_mask"])[0])
+    obs2, reward, done, trunc, info2 = env.step(a)
+    assert info2["moves"].startswith(before + str(a + 1)) and not info2.get("illegal")

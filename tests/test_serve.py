@@ -325,3 +325,192 @@ def test_a_rooted_table_is_served_from_its_root(tmp_path, t44):
                 full.get(f"/api/4x4?moves={moves}").json()
         r = c.get("/api/4x4?moves=")
         assert r.status_code == 404 and "not reachable from the root" in r.json()["error"]
+
+
+# -------------------------------------------------- edges: disconnects, headers, schema, /solve
+def _metrics(client) -> dict[str, str]:
+    return {line.rsplit(" ", 1)[0]: line.rsplit(" ", 1)[1] for line in client.get("/metrics").text.splitlines()
+            if not line.startswith("#")}
+
+
+def test_client_gone_mid_batch_body_is_499_not_500(t54):
+    """A client that disconnects while its batch's body is arriving: the app raises nothing (no
+    traceback in the server's log), answers nothing, and /metrics counts a 499, not a 500."""
+    import asyncio
+    app = create_app([t54])
+    sent = []
+    events = iter([{"type": "http.request", "body": b'["33", "3', "more_body": True},
+                   {"type": "http.disconnect"}])
+
+    async def receive():
+        return next(events)
+
+    async def send(message):
+        sent.append(message)
+
+    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST",
+             "scheme": "http", "path": "/api/5x4/batch", "raw_path": b"/api/5x4/batch",
+             "query_string": b"", "root_path": "", "server": ("127.0.0.1", 8000),
+             "client": ("127.0.0.1", 5000),
+             "headers": [(b"content-type", b"application/json"), (b"content-length", b"100000")]}
+    asyncio.run(app(scope, receive, send))          # raises nothing
+    assert [m["status"] for m in sent if m["type"] == "http.response.start"] == [499]
+    with TestClient(app) as c:
+        m = _metrics(c)
+    assert m['c4table_requests_total{route="/api/{board}/batch",method="POST",status="499"}'] == "1"
+    assert not any('status="500"' in k for k in m)
+
+
+def test_headers_over_the_limit_are_431(client):
+    from c4table.serve.app import MAX_HEADER_BYTES
+    r = client.get("/api/5x4", params={"moves": "3344"}, headers={"x-big": "a" * (MAX_HEADER_BYTES + 1)})
+    assert r.status_code == 431 and f"at most {MAX_HEADER_BYTES:,}" in r.json()["error"]
+    ok = client.get("/api/5x4", params={"moves": "3344"}, headers={"x-big": "a" * (MAX_HEADER_BYTES // 2)})
+    assert ok.status_code == 200 and ok.json()["distance"] == 3
+
+
+def test_real_server_survives_a_disconnect_and_refuses_a_2mb_header(t54, tmp_path):
+    """A real uvicorn (one process, httptools as installed): a batch whose client goes away
+    half-way through the body leaves no traceback and no 500; a 2 MB header is a 431."""
+    import httpx
+    port = _free_port()
+    c4 = shutil.which("c4table", path=str(Path(sys.executable).parent)) or "c4table"
+    log = (tmp_path / "stderr").open("w+")
+    proc = subprocess.Popen([c4, "serve", "--table", str(t54), "--port", str(port)], stderr=log, text=True)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                httpx.get(f"{base}/healthz", timeout=2)
+                break
+            except httpx.TransportError:
+                assert proc.poll() is None and time.monotonic() < deadline, "server did not start"
+                time.sleep(0.3)
+        with socket.create_connection(("127.0.0.1", port)) as s:
+            s.sendall(b"POST /api/5x4/batch HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                      b"Content-Length: 100000\r\n\r\n" + b'["33", ' * 100)
+            time.sleep(0.5)
+        r = httpx.get(f"{base}/api/5x4?moves=3344", headers={"x-big": "a" * (2 << 20)}, timeout=30)
+        assert r.status_code == 431 and "request headers of" in r.json()["error"]
+        deadline = time.monotonic() + 30
+        while 'status="499"' not in (metrics := httpx.get(f"{base}/metrics").text):
+            assert time.monotonic() < deadline, metrics
+            time.sleep(0.2)
+        assert 'route="/api/{board}/batch",method="POST",status="499"} 1' in metrics
+        assert 'status="431"} 1' in metrics and 'status="500"' not in metrics
+        assert httpx.get(f"{base}/api/5x4?moves=3344").json()["distance"] == 3
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    log.seek(0)
+    err = log.read()
+    assert "Traceback" not in err and "ClientDisconnect" not in err, err
+
+
+def test_openapi_describes_move_strings_and_the_server_keeps_to_it(client):
+    """``moves``/``pos`` have a pattern and a maximum length; strings of that form are answered
+    200 (a game of the board) or 400 with the reason (no game of the board), strings not of that
+    form 400; never anything else."""
+    import re
+    spec = client.get("/openapi.json").json()
+    schemas = [p["schema"] for path in ("/api/{board}", "/api/{board}/mainline", "/solve")
+               for p in spec["paths"][path]["get"]["parameters"] if p["name"] in ("moves", "pos")]
+    assert len(schemas) == 3 and all(s == {"type": "string", "pattern": "^[1-5]*$", "maxLength": 20}
+                                     for s in schemas)
+    pattern, longest = schemas[0]["pattern"], schemas[0]["maxLength"]
+    rng = random.Random(7)
+    statuses = {200: 0, 400: 0}
+    for i in range(300):
+        s = "".join(rng.choice("12345") for _ in range(rng.randrange(0, longest + 1)))
+        if i % 3 == 0:   # legal games too, not just noise
+            s = random_move_strings(Board.parse("4x4" if i % 2 else "5x4"), 1, seed=i)[0]
+        assert re.fullmatch(pattern, s) and len(s) <= longest
+        for url, params in (("/api/5x4", {"moves": s}), ("/api/4x4", {"moves": s}),
+                            ("/api/5x4/mainline", {"moves": s}), ("/solve", {"pos": s, "board": "5x4"})):
+            r = client.get(url, params=params)
+            assert r.status_code in (200, 400), (url, s, r.status_code, r.text)
+            statuses[r.status_code] += 1
+            if r.status_code == 400:
+                msg = r.json()["error"]
+                assert msg and "\n" not in msg and "internal" not in msg
+    assert statuses[200] > 100 and statuses[400] > 100
+    for s in ["0", "a", "3 3", "-1", "3.", "٣"]:          # not of the form: 400 with the reason
+        r = client.get("/api/5x4", params={"moves": s})
+        assert r.status_code == 400 and "bad move" in r.json()["error"], (s, r.text)
+
+
+def test_solve_without_a_board(t54, t44):
+    """/solve without board=: 7x6 when served, else the only board, else 400 naming the boards."""
+    from c4table.open import open_table
+    with TestClient(create_app([t54])) as c:
+        assert c.get("/solve?pos=3344").json() == c.get("/solve?pos=3344&board=5x4").json() == \
+            {"pos": "3344", "score": [-1, 7, -1, -1, -1]}
+    with TestClient(create_app([t54, t44])) as c:
+        r = c.get("/solve?pos=3344")
+        assert r.status_code == 400
+        assert r.json()["error"].startswith("several boards are served (4x4, 5x4)") and "board" in r.json()["error"]
+    # 7x6 is chosen when served (a stand-in table keyed 7x6: only the choice is tested here)
+    with TestClient(create_app({"7x6": open_table(t44), "5x4": open_table(t54)})) as c:
+        assert c.get("/solve?pos=22").json() == c.get("/solve?pos=22&board=7x6").json()
+        assert c.get("/solve?pos=22").json() != c.get("/solve?pos=22&board=5x4").json()
+
+
+def test_the_examples_of_docs_serve_md_are_true(t54):
+    """Each ``$ curl -s 'http://127.0.0.1:8000/...'`` of docs/serve.md, with its 5x4 and 5x5
+    served, answers the line below it. (The 5x5 table is a stand-in keyed 5x5: no example asks it.)"""
+    import re
+    from c4table.open import open_table
+    text = (Path(__file__).resolve().parents[1] / "docs" / "serve.md").read_text()
+    examples = re.findall(r"^\$ curl -s 'http://127\.0\.0\.1:8000(\S+)'\n(.+)$", text, re.M)
+    assert len(examples) >= 4 and any(p == "/solve?pos=3344" for p, _ in examples)
+    t = open_table(t54)
+    with TestClient(create_app({"5x4": t, "5x5": t})) as c:
+        for path, expected in examples:
+            assert "5x5" not in path
+            assert c.get(path).json() == json.loads(expected), path
+
+
+def test_serve_opens_each_table_once_and_passes_its_settings(t54, t44, monkeypatch):
+    """``c4table serve`` opens each table once and serves those very objects; with --workers,
+    the settings reach the workers as the factory's arguments, not through the environment."""
+    import os
+    import functools
+    import uvicorn
+    import uvicorn.supervisors
+    import c4table.serve.tables as tables_mod
+    from click.testing import CliRunner
+    from c4table.cli.serve import serve
+    opened, served = [], {}
+    real_open = tables_mod.open_table
+    monkeypatch.setattr(tables_mod, "open_table", lambda p: opened.append(p) or real_open(p))
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kw: served.update(app=app, kw=kw))
+    env = dict(os.environ)
+    r = CliRunner().invoke(serve, ["--table", str(t54), "--table", str(t44), "--port", str(_free_port()),
+                                   "--cache", "7"])
+    assert r.exit_code == 0, r.output
+    assert len(opened) == 2
+    svc = served["app"].service
+    assert sorted(svc.tables) == ["4x4", "5x4"] and svc.cache.size == 7
+    assert sorted(str(t.path) for t in svc.tables.values()) == sorted([str(t44), str(t54)])
+    assert dict(os.environ) == env
+
+    class FakeMultiprocess:
+        def __init__(self, config, sockets, target=None):
+            served.update(config=config)
+            for s in sockets:
+                s.close()
+
+        def run(self):
+            pass
+    opened.clear()
+    monkeypatch.setattr(uvicorn.supervisors, "Multiprocess", FakeMultiprocess)
+    r = CliRunner().invoke(serve, ["--table", str(t54), "--port", str(_free_port()), "--workers", "3",
+                                   "--cors", "*"])
+    assert r.exit_code == 0, r.output
+    assert len(opened) == 1 and dict(os.environ) == env
+    factory = served["config"].app
+    assert isinstance(factory, functools.partial) and served["config"].workers == 3
+    assert factory.args == ([str(t54)], "*", 20_000)
+    app = factory()        # what each worker runs: its own tables, the same settings
+    assert sorted(app.service.tables) == ["5x4"]

@@ -172,7 +172,7 @@ def test_stats_equal_manifest_and_scan(d54, t54, manifest54):
     code, out, err = run("stats", str(d54))
     assert code == 0, err
     lines = out.splitlines()
-    assert lines[0].split("\t") == ["ply", "won", "drawn", "lost", "positions", "entries", "finished"]
+    assert lines[0].split("\t") == ["ply", "won_by_A", "drawn", "lost_by_A", "positions", "entries", "finished"]
     rows = [list(map(int, x.split("\t"))) for x in lines[1:]]
     for row, rec in zip(rows, manifest54["plies"], strict=True):
         assert row == [rec["ply"], rec["a_wins"], rec["draws"], rec["b_wins"], rec["positions"],
@@ -181,12 +181,27 @@ def test_stats_equal_manifest_and_scan(d54, t54, manifest54):
     assert ply_stats(t54, scan=True) == ply_stats(d54)
 
 
+def test_stats_won_column_counts_the_first_players_wins(d54, t54):
+    """``won_by_A`` / ``lost_by_A`` count positions A wins / loses, whoever is to move: at plies 1
+    and 2 (B and A to move), the outcomes lookup gives every position, mirror images counted."""
+    code, out, _ = run("stats", str(d54))
+    rows = {int(x.split("\t")[0]): x.split("\t") for x in out.splitlines()[1:]}
+    for ply in (1, 2):
+        games = [str(a) + (str(b) if ply == 2 else "") for a in range(1, 6) for b in range(1, 6)]
+        games = sorted(set(games))
+        code, out, _ = run("lookup", "--json", "--table", str(t54), *games)
+        outcomes = [json.loads(x)["outcome"] for x in out.splitlines()]
+        assert code == 0 and len(outcomes) == 5 ** ply
+        assert [int(v) for v in rows[ply][1:4]] == [outcomes.count("A"), outcomes.count("draw"),
+                                                    outcomes.count("B")], ply
+
+
 def test_stats_markdown_and_png(d54, tmp_path):
     pytest.importorskip("matplotlib")
     png = tmp_path / "wdl.png"
     code, out, err = run("stats", str(d54), "--format", "markdown", "--png", str(png))
     assert code == 0, err
-    assert out.splitlines()[0].startswith("| ply | won |") and out.splitlines()[-1].startswith("| total | ")
+    assert out.splitlines()[0].startswith("| ply | won_by_A | drawn | lost_by_A |") and out.splitlines()[-1].startswith("| total | ")
     data = png.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 5000
     import matplotlib.image

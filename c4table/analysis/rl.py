@@ -167,20 +167,23 @@ class ConnectFourEnv(_EnvBase):
             mask[pos.legal_moves()] = 1
         return {"action_mask": mask, "moves": self.moves, **extra}
 
-    def _result(self) -> float | None:
-        probe = self.table.probe(self.moves)
+    def _result(self, moves: str | None = None) -> float | None:
+        probe = self.table.probe(self.moves if moves is None else moves)
         if not probe.terminal:
             return None
         return 0.0 if probe.outcome == "draw" else (1.0 if probe.outcome == self.side else -1.0)
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
-        super().reset(seed=seed)
         start = (options or {}).get("start")
         if start is None:
             start = self.table.root.moves if getattr(self.table, "root", None) is not None else ""
-        self.moves = start
-        if self._result() is None and self.table.position(self.moves).to_move != self.side:
-            self.moves += str(self.opponent.act(self.moves) + 1)
+        # a start that is no position of the table raises here, the env left as it was
+        over = self._result(start) is not None
+        super().reset(seed=seed)
+        moves = start
+        if not over and self.table.position(moves).to_move != self.side:
+            moves += str(self.opponent.act(moves) + 1)
+        self.moves = moves
         return self._obs(), self._info()
 
     def step(self, action):

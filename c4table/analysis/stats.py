@@ -56,6 +56,8 @@ class PlyStats:
 
 
 COLUMNS = [f.name for f in fields(PlyStats)]
+#: The column headers ``stats`` prints: whose win ``won`` and ``lost`` count is in the name.
+HEADERS = [{"won": "won_by_A", "lost": "lost_by_A"}.get(c, c) for c in COLUMNS]
 
 
 def stats_from_manifest(data: dict) -> list[PlyStats]:
@@ -162,17 +164,18 @@ def totals(rows: Sequence[PlyStats]) -> PlyStats:
 
 def format_table(rows: Sequence[PlyStats], fmt: str = "tsv") -> str:
     """``"tsv"``: a header and one line per ply; ``"markdown"``: a table with thousands
-    separators and a total row.
+    separators and a total row. The headers (:data:`HEADERS`) say the counts are from A's
+    view: ``won_by_A`` (positions A wins with perfect play), ``drawn``, ``lost_by_A`` (B wins).
 
     >>> format_table([PlyStats(0, 1, 0, 0, 1, 1, 0)], "tsv").splitlines()[1].split()
     ['0', '1', '0', '0', '1', '1', '0']
     """
     if fmt == "tsv":
-        lines = ["\t".join(COLUMNS)]
+        lines = ["\t".join(HEADERS)]
         lines += ["\t".join(str(v) for v in asdict(r).values()) for r in rows]
         return "\n".join(lines)
     if fmt in ("markdown", "md"):
-        head = "| " + " | ".join(COLUMNS) + " |"
+        head = "| " + " | ".join(HEADERS) + " |"
         sep = "|" + "|".join("---:" for _ in COLUMNS) + "|"
         lines = [head, sep]
         for r in list(rows) + [totals(rows)]:

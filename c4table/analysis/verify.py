@@ -77,13 +77,8 @@ def verify_table(path: str | Path, board: str | Board | None = None, sha256: str
     if not store.exists(name):
         raise MissingTableError(f"{path}: no such table file")
     build, build_problem = _build_beside(store, name)
-    try:
-        b = board_from(name, build, board, where=str(path))
-    except TableError:   # a renamed file: a known table of its size says which board to try
-        sized = known_of_size(store.size(name))
-        if not sized:
-            raise
-        b = Board.parse(sized[0])
+    # a renamed file: a known table of its size says which board to try
+    b = board_from(name, build, board, where=str(path), size=store.size(name))
     return _verify_stream(path, b, store, name, None, build, build_problem, sha256, quiet,
                           stream, shards)
 

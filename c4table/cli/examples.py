@@ -46,9 +46,18 @@ EXAMPLES: dict[str, list[str]] = {
 }
 
 
+#: The examples of ``c4table --help`` itself: a first session.
+TOP_EXAMPLES = ["c4table build 5x4 --out tables/5x4", f"c4table lookup --table {T} 3344",
+                f"c4table best --table {T} \"\"", f"c4table verify {T}",
+                f"c4table serve --table {T}", "c4table plan 7x6"]
+
+
 def add_examples(group: click.Group, prefix: str = "") -> None:
     """Set the examples of :data:`EXAMPLES` as the epilog of every command of ``group``
-    (recursively for subgroups)."""
+    (recursively for subgroups), and :data:`TOP_EXAMPLES` as the top-level group's."""
+    if not prefix:
+        group.epilog = ("\b\nExamples:\n" + "\n".join(f"  {x}" for x in TOP_EXAMPLES)
+                        + "\n\nEach command's --help ends with its own examples; all are in docs/cli.md.")
     for name, cmd in group.commands.items():
         path = f"{prefix}{name}"
         lines = EXAMPLES.get(path)

@@ -9,7 +9,7 @@ from c4table.cli.options import TABLE_BOARD_OPTION, TABLE_OPTION, parquet_out, t
 @click.command()
 @TABLE_OPTION
 @TABLE_BOARD_OPTION
-@click.argument("source", metavar="IN")
+@click.argument("source", metavar="IN", type=click.Path(exists=True, dir_okay=False, allow_dash=True))
 @click.option("--out", "out", required=True, type=click.Path(dir_okay=False),
               callback=lambda ctx, param, value: parquet_out(value),
               help="parquet file to write (.parquet or .pq)")

@@ -30,7 +30,9 @@ class Query:
 
 def queries(positions: tuple[str, ...], drawing: str | None) -> list[Query]:
     """The queries to answer: a drawing, the positions, and stdin lines for ``-``. Empty
-    stdin is no query (no output, exit 0); no position and no drawing at all is a usage error."""
+    stdin is no query (no output, exit 0); an empty (or blank) line is the empty board, as
+    ``""`` is on the command line and as ``lookup --json`` writes its position, so its output's
+    positions read back line for line; no position and no drawing at all is a usage error."""
     if drawing is not None and "-" in positions and drawing == "-":
         raise click.UsageError("stdin cannot hold both a drawing (--drawing -) and positions (-)")
     if drawing is None and not positions:
@@ -167,7 +169,8 @@ def _best_line(probe, board_name: str) -> str:
 @click.argument("positions", nargs=-1)
 def lookup(table_path, board, draw, drawing, as_json, scores, positions):
     """Outcome and distance of POSITIONS (move strings of 1-based columns, "" for the empty
-    board, - to read one per line from stdin), and of each legal move.
+    board, - to read one per line from stdin, where an empty line is the empty board), and of
+    each legal move.
 
     Distances count plies: for a move, from the position before it (the move included)."""
     from c4table.open import open_table
@@ -190,7 +193,8 @@ def lookup(table_path, board, draw, drawing, as_json, scores, positions):
 @click.argument("positions", nargs=-1)
 def best(table_path, board, drawing, as_json, draw, positions):
     """Optimal move(s) of POSITIONS (move strings, "" for the empty board, - for one per line
-    on stdin): the fastest win, else a draw, else the slowest loss."""
+    on stdin, an empty line being the empty board): the fastest win, else a draw, else the
+    slowest loss."""
     from c4table.open import open_table
 
     def to_json(probe) -> dict:

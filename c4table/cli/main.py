@@ -66,6 +66,30 @@ class _Commands(click.Group):
             self._load_lazy()
         return super().get_command(ctx, name)
 
+    #: The sections of ``c4table --help``, in order: (title, commands). The stages a build runs
+    #: come last, apart: ``build`` runs them all and resumes, they are for running one alone.
+    SECTIONS = (
+        ("Build", ("build", "plan")),
+        ("Query", ("lookup", "best", "play", "serve")),
+        ("Check and count", ("verify", "stats", "bdd", "crosscheck")),
+        ("Data for other tools", ("export", "label", "compress", "decompress")),
+        ("Stages of a build (build runs all three; each alone is for a cluster or a test)",
+         ("forward", "backward", "merge")),
+    )
+
+    def format_commands(self, ctx, formatter) -> None:
+        """The commands in :data:`SECTIONS` (any other under "Other commands")."""
+        names = self.list_commands(ctx)
+        placed = {n for _, group in self.SECTIONS for n in group}
+        sections = [*self.SECTIONS, ("Other commands", tuple(n for n in names if n not in placed))]
+        width = formatter.width - 6 - max((len(n) for n in names), default=0)
+        for title, group in sections:
+            rows = [(n, self.get_command(ctx, n).get_short_help_str(width)) for n in group
+                    if n in names and not self.get_command(ctx, n).hidden]
+            if rows:
+                with formatter.section(title):
+                    formatter.write_dl(rows)
+
     def resolve_command(self, ctx, args):
         name, cmd, rest = super().resolve_command(ctx, args)
         global _running
@@ -155,10 +179,11 @@ def main(argv: list[str] | None = None) -> None:
         _fail("out of memory; finished steps are kept: lower --memory or --workers and rerun to "
               "resume", 1)
     except OSError as e:
-        from c4table.pipeline.runtime.resources import is_disk_full
-        if is_disk_full(e):
-            _fail(f"disk full ({e.filename or 'build directory'}); finished steps are kept, free "
-                  "space and rerun to resume", 1)
+        from c4table.pipeline.runtime.resources import refused_remedy, write_refused
+        reason = write_refused(e)
+        if reason is not None:   # a full disk, a quota, the file size limit (ulimit -f)
+            _fail(f"{reason} ({e.filename or 'build directory'}); finished steps are kept, "
+                  f"{refused_remedy(reason)} and rerun to resume", 1)
         _fail(_one_line(f"{e.strerror or e} ({e.filename})" if e.filename else str(e)), 1)
     except Exception as e:  # noqa: BLE001 - the promise is one line, never a traceback
         if config.get("C4TABLE_TRACEBACK"):

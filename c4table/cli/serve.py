@@ -58,11 +58,15 @@ def serve(tables, host, port, workers, cors, cache, access_log):
     except srv.ServeError as e:
         raise click.BadParameter(str(e), param_hint="--table") from None
     boards = ", ".join(f"{name} ({t.entries:,} entries)" for name, t in sorted(loaded.items()))
-    for t in loaded.values():
-        t.close()
-    _check_port(host, port)
+    try:
+        _check_port(host, port)
+    except click.ClickException:
+        for t in loaded.values():
+            t.close()
+        raise
     shown = f"[{host}]" if ":" in host else host
     click.echo(f"c4table: serving {boards} at http://{shown}:{port}/ ({workers} "
                f"process{'es' if workers > 1 else ''}; Ctrl-C stops)", err=True)
-    srv.run(list(tables), host=host, port=port, workers=workers, cors=cors, cache_size=cache,
+    # the tables opened above are the ones served (each --workers process opens its own)
+    srv.run(loaded, host=host, port=port, workers=workers, cors=cors, cache_size=cache,
             access_log=access_log)

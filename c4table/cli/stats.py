@@ -17,7 +17,8 @@ import click
 @click.option("--board", "board", default=None, help="board of the table if its name does not say")
 @click.option("-q", "--quiet", is_flag=True, help="no progress lines while scanning")
 def stats(path, fmt, png, scan, board, quiet):
-    """Per ply: won / drawn / lost from the first player's view, positions (mirror images
+    """Per ply: won_by_A / drawn / lost_by_A (positions the first player, A, wins, draws or
+    loses with perfect play, whoever is to move), positions (mirror images
     counted), table entries, and finished games (a line of k or a full board; BDD mode's
     won_games counts the lines only), as in Table 2 of Böck's paper. DIR is a build
     directory (its manifest.json) or FILE a table, which is scanned if no manifest describes

@@ -172,7 +172,8 @@ class Board:
             return spec
         m = _SPEC.match(str(spec))
         if not m:
-            raise BoardError(f"bad board {spec!r}: expected WIDTHxHEIGHT such as 7x6")
+            raise BoardError(f"bad board {spec!r}: expected WIDTHxHEIGHT such as 7x6, 5x4k3 (K in a "
+                             "row) or 2x2x4 (3D)")
         if m.group(4) is not None:
             named = int(m.group(4))
             if k not in (4, named):

@@ -15,7 +15,9 @@ Routes (see ``README.md``, section "Serving"):
 * ``GET /``: the web board (``c4table/serve/web/``), plain HTML, CSS and JavaScript.
 
 Errors are JSON ``{"error": "..."}``: 400 bad input, 404 a board that is not served or a
-position outside the table (a rooted table), 405 wrong method, 413 a body too large.
+position outside the table (a rooted table), 405 wrong method, 413 a body too large, 431
+request headers too large. A client that goes away before its batch's body has arrived gets
+nothing and counts as status 499 (nginx's "client closed request"), not as an error.
 
 >>> from starlette.testclient import TestClient
 >>> app = create_app(["tables/5x4/connect4_5x4.dat"])
@@ -24,10 +26,11 @@ position outside the table (a rooted table), 405 wrong method, 413 a body too la
 """
 from __future__ import annotations
 
+import functools
+import inspect
 import json
 import os
 import time
-from pathlib import Path
 from typing import Iterable
 from urllib.parse import parse_qsl
 
@@ -36,11 +39,10 @@ from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-import c4table.config as config
 from c4table.serve import page
 from c4table.serve.metrics import route_label
 from c4table.serve.openapi import JSON_TYPE, openapi
@@ -50,6 +52,12 @@ from c4table.table.source import Table
 
 #: Largest request body accepted (a full batch of 7x6 move strings is about 500 KB).
 MAX_BODY = 4 << 20
+#: Most bytes of request headers accepted (names and values together; nginx's default buffers
+#: hold 32 KiB): more is answered 431.
+MAX_HEADER_BYTES = 32 << 10
+#: The status a request counts under in ``/metrics`` when its client went away before the
+#: answer (nginx's "client closed request"); nothing is sent.
+CLIENT_CLOSED = 499
 
 
 def _json(text: str, status: int = 200) -> Response:
@@ -76,6 +84,12 @@ class _FrontDoor:
             return await self.app(scope, receive, send)
         t0 = time.perf_counter()
         path, method = scope.get("path", ""), scope.get("method", "")
+        size = sum(len(k) + len(v) for k, v in scope.get("headers", ()))
+        if size > MAX_HEADER_BYTES:
+            await _send_json(send, 431, {"error": f"request headers of {size:,} bytes: at most "
+                                                  f"{MAX_HEADER_BYTES:,}"})
+            self.metrics.observe(route_label(path), method, 431, time.perf_counter() - t0)
+            return
         if self.direct and method == "GET" and path.startswith("/api/") and path[5:] in self.service.tables:
             query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True))
             try:
@@ -100,6 +114,15 @@ class _FrontDoor:
             await self.app(scope, receive, send_wrapper)
         finally:
             self.metrics.observe(route_label(path), method, status[0], time.perf_counter() - t0)
+
+
+async def _send_json(send, status: int, obj) -> None:
+    """Answer an HTTP request from the raw ASGI ``send`` with the JSON of ``obj``."""
+    body = json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode()
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-length", str(len(body)).encode()),
+                            (b"content-type", JSON_TYPE.encode())]})
+    await send({"type": "http.response.body", "body": body})
 
 
 def _moves_param(request: Request) -> str:
@@ -130,7 +153,7 @@ def create_app(tables: Iterable[str | os.PathLike | Table] | dict[str, Table], c
     {'status': 'ok', 'boards': ['5x4']}
     """
     service = ProbeService(tables if isinstance(tables, dict) else load_tables(tables), cache_size)
-    spec = json.dumps(openapi(sorted(service.tables)))
+    spec = json.dumps(openapi({name: t.board for name, t in service.tables.items()}))
 
     def answer(fn, *args) -> Response:
         try:
@@ -160,6 +183,8 @@ def create_app(tables: Iterable[str | os.PathLike | Table] | dict[str, Table], c
             text = await run_in_threadpool(service.batch, board, items)
         except ApiError as e:
             return _error(e.status, e.message)
+        except ClientDisconnect:   # gone before its body arrived: no one to answer
+            return Response(status_code=CLIENT_CLOSED)
         return _json(text)
 
     async def solve(request: Request) -> Response:
@@ -208,26 +233,35 @@ def create_app(tables: Iterable[str | os.PathLike | Table] | dict[str, Table], c
 
 
 # ------------------------------------------------------------------------------ running
-ENV_CONFIG = "C4TABLE_SERVE_CONFIG"
+def worker_app(paths: list[str], cors: str | None, cache_size: int):
+    """The application of one ``--workers`` process: it opens the tables itself (a memory map
+    is not handed from process to process). uvicorn calls it (a factory) in each worker."""
+    return create_app(paths, cors, cache_size)
 
 
-def app_from_env():
-    """Application factory for uvicorn's worker processes: the configuration comes from the
-    environment variable ``C4TABLE_SERVE_CONFIG`` (JSON: tables, cors, cache)."""
-    cfg = json.loads(config.get(ENV_CONFIG))
-    return create_app(cfg["tables"], cfg.get("cors"), cfg.get("cache", DEFAULT_CACHE))
-
-
-def run(tables: list[str], host: str = "127.0.0.1", port: int = 8000, workers: int = 1,
+def run(tables: dict[str, Table] | list[str], host: str = "127.0.0.1", port: int = 8000, workers: int = 1,
         cors: str | None = None, cache_size: int = DEFAULT_CACHE, access_log: bool = False) -> None:
-    """Serve ``tables`` with uvicorn until interrupted (``workers`` processes share the port)."""
+    """Serve ``tables`` with uvicorn until interrupted. ``tables``: open tables keyed by board
+    (as :func:`~c4table.serve.tables.load_tables` gives them; served as they are), or paths.
+    With ``workers`` > 1, that many processes share the port and each opens the tables once
+    (from their paths); the settings reach them as arguments of :func:`worker_app`."""
     import uvicorn  # the [serve] extra
-    load_tables(tables)   # fail early, with one line, on a bad table set
-    cfg = {"tables": [str(Path(t).resolve()) for t in tables], "cors": cors, "cache": cache_size}
-    os.environ[ENV_CONFIG] = json.dumps(cfg)
     kw = dict(host=host, port=port, access_log=access_log, log_level="info" if access_log else "warning",
-              server_header=False)
-    if workers > 1:
-        uvicorn.run("c4table.serve.app:app_from_env", factory=True, workers=workers, **kw)
+              server_header=False, h11_max_incomplete_event_size=MAX_HEADER_BYTES + (16 << 10))
+    if workers <= 1:
+        app = create_app(tables, cors, cache_size)
+        uvicorn.run(app, **kw)
+        return
+    paths = [str(t.path) for t in tables.values()] if isinstance(tables, dict) else \
+        [os.fspath(t) for t in tables]
+    if isinstance(tables, dict):
+        for t in tables.values():   # the workers open their own
+            t.close()
+    factory = functools.partial(worker_app, paths, cors, cache_size)
+    config = uvicorn.Config(factory, factory=True, workers=workers, **kw)
+    from uvicorn.supervisors import Multiprocess
+    sock = config.bind_socket()
+    if "target" in inspect.signature(Multiprocess).parameters:   # uvicorn < 0.36
+        Multiprocess(config, target=uvicorn.Server(config).run, sockets=[sock]).run()
     else:
-        uvicorn.run(app_from_env(), **kw)
+        Multiprocess(config, sockets=[sock]).run()

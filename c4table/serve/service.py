@@ -180,10 +180,9 @@ class ProbeService:
     def solve(self, pos: str, board: str | None = None) -> str:
         """Pons' web API (connect4.gamesolver.org ``/solve?pos=``): ``{"pos": ..., "score": [W
         ints]}``, each column's score for the side to move if it plays there (:mod:`c4table.analysis.pons`),
-        100 where the column cannot be played (full, or the game is over). ``board`` defaults to
-        the one board served, else 7x6."""
-        if board is None:
-            board = next(iter(self.tables)) if len(self.tables) == 1 else "7x6"
+        100 where the column cannot be played (full, or the game is over). ``board``: see
+        :meth:`solve_board`."""
+        board = self.solve_board(board)
         t = self.table(board)
         key = (board, pos, "solve")
         hit = self._cached(key)
@@ -198,6 +197,20 @@ class ProbeService:
         body = json.dumps({"pos": pos, "score": web_scores(res, t.board.width, t.board.cells)})
         self.cache.put(key, body)
         return body
+
+    def solve_board(self, board: str | None) -> str:
+        """The board ``/solve`` answers from: ``board`` when given; else 7x6 (Pons' board) when
+        it is served, else the only board served; with several other boards, a 400 that names
+        them and the ``board=`` parameter."""
+        if board is not None:
+            return board
+        if "7x6" in self.tables:
+            return "7x6"
+        if len(self.tables) == 1:
+            return next(iter(self.tables))
+        served = sorted(self.tables)
+        raise ApiError(400, f"several boards are served ({', '.join(served)}) and 7x6 is not "
+                            f"among them: name one with the board parameter, e.g. &board={served[0]}")
 
     def boards(self) -> list[dict]:
         return [{"board": name, "width": t.board.width, "height": t.board.height, "k": t.board.k,

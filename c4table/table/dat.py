@@ -53,7 +53,8 @@ class DatTable(Table):
         #: the checked build directory of this table (:class:`~c4table.builddir.BuildDir`),
         #: when the manifest beside the file describes it; else ``None``
         self.build = build if build is not None and build.describes(self.path.name) else None
-        self.board = board_from(self.path.name, build, board, where=str(self.path))
+        self.board = board_from(self.path.name, build, board, where=str(self.path),
+                                size=self.path.stat().st_size)
         self.root = root_of(self.board, self.path.name, build.data if build is not None else None)
         self.entry_size = self.board.entry_size
         self.key_bytes = self.board.key_bytes

@@ -8,7 +8,8 @@ raw access of :class:`Table` (``key_at``, ``outcome_byte``, ``probe_keys``, ``it
 
 The board of a table file is taken from, in order: the ``board`` argument, the ``manifest.json``
 beside the file, the file name ``connect{K}_WxH.dat`` (Cadot's ``connect${CONNECT_Q}_WxH.dat``:
-``connect3_5x4.dat`` is 5x4 with three in a row to win; or ``connect{K}_WxH_root-MOVES.dat``). A
+``connect3_5x4.dat`` is 5x4 with three in a row to win; or ``connect{K}_WxH_root-MOVES.dat``),
+the file's size when it is that of exactly one known table (a renamed copy). A
 ``board`` given as ``"WxH"`` takes the connect length from the file name, ``"WxHkK"`` names it.
 """
 from __future__ import annotations
@@ -24,6 +25,7 @@ from c4table.errors import (IllegalPositionError, PositionNotFoundError, TableEr
 from c4table.game.rules import Position
 from c4table.table.probe import MoveProbe, Probe
 from c4table.builddir.reader import BuildDir
+from c4table.table.check import known_of_size
 from c4table.game.drawing import parse_drawing
 from c4table.game.drawing import render
 
@@ -40,10 +42,15 @@ def board_of_table(path: Path, board: str | Board | None = None) -> Board:
 
 
 def board_from(name: str, build=None, board: str | Board | None = None,
-               where: str | None = None) -> Board:
+               where: str | None = None, size: int | None = None) -> Board:
     """The board of the table file ``name``: ``board`` if given, else the board of ``build``
     (the :class:`~c4table.builddir.BuildDir` beside the file, if any) when it describes that
-    file, else the file name (``connect{K}_WxH.dat``). ``where`` names the file in the error."""
+    file, else the file name (``connect{K}_WxH.dat``), else its ``size`` in bytes when that is
+    the size of exactly one known table (a renamed copy). ``where`` names the file in the error.
+
+    >>> board_from("renamed.dat", size=322164)
+    Board(width=4, height=4, k=4)
+    """
     named = Board.of_table_name(name)
     if board is not None:
         if isinstance(board, str) and named is not None:
@@ -53,6 +60,9 @@ def board_from(name: str, build=None, board: str | Board | None = None,
         return build.board
     if named is not None:
         return named
+    sized = known_of_size(size) if size is not None else []
+    if len(sized) == 1:
+        return Board.parse(sized[0])
     raise TableError(f"{where or name}: cannot tell the board of this table; name it "
                      "connect4_WxH.dat (connectK_WxH.dat for K in a row) or give the board "
                      "(--board WxH)")

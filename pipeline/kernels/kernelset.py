@@ -24,6 +24,21 @@ def for_board(board: Board):
     return kernels3d if board.grid is not None else kernels
 
 
+def compiled(board: Board) -> bool | None:
+    """Whether numba's on-disk cache holds the build kernels of ``board`` for their current
+    source (False on the first run after install or after an edit: :func:`warm` compiles them
+    then, for about 20 s); None when numba's cache cannot be asked.
+
+    >>> compiled(Board(4, 4)) in (True, False, None)
+    True
+    """
+    kern = for_board(board)
+    try:
+        return all(bool(k._cache._cache_file._load_index()) for k in (kern.expand, kern.resolve))
+    except Exception:   # noqa: BLE001 - numba's private cache API: unknown, say nothing
+        return None
+
+
 def warm(board: Board) -> None:
     """Load the compiled kernels a build of ``board`` calls (from numba's on-disk cache) into
     this process, each called once on empty arrays of the types the stages pass. The build's

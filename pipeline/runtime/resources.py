@@ -35,10 +35,13 @@ RUN_BYTES_PER_KEY = 8         # bytes per run key at most (bit-packed, pipeline/
 LOCK_NAME = ".lock"
 WHOLE_SCRATCH = ("runs", "merge", "cache", "recycle")   # trees no finished step ever refers to
 _DISK_FULL = {errno.ENOSPC, errno.EDQUOT}
+_DISK_FULL_TEXT = ("No space left on device", "Disk quota exceeded")
+_TOO_LARGE_TEXT = "File too large"
 
 
 class DiskFullError(BuildError):
-    """Not enough disk for the next step (estimated), or a write failed with ENOSPC/EDQUOT."""
+    """Not enough disk for the next step (estimated), or a write refused: ENOSPC/EDQUOT (a full
+    disk, a quota) or EFBIG (the file size limit, ``ulimit -f``)."""
 
 
 # ------------------------------------------------------------------ free disk
@@ -139,35 +142,55 @@ def merge_need(build, plies: list[int]) -> int:
 def is_disk_full(exc: BaseException) -> bool:
     """True for ENOSPC/EDQUOT, also when a library (pyarrow) dropped the errno but kept the text,
     and when it is the cause of another exception (e.g. re-raised from a worker process)."""
+    return write_refused(exc) == "disk full"
+
+
+def write_refused(exc: BaseException) -> str | None:
+    """Why the system refused a write that ``exc`` reports (or caused, e.g. re-raised from a
+    worker process): ``"disk full"`` (ENOSPC, EDQUOT, a :class:`DiskFullError`), ``"file size
+    limit reached"`` (EFBIG: ``ulimit -f``), else None. Also when a library (pyarrow) dropped
+    the errno but kept the text.
+
+    >>> write_refused(OSError(errno.EFBIG, "File too large")), write_refused(OSError(errno.ENOSPC, "x"))
+    ('file size limit reached', 'disk full')
+    """
     seen = set()
     while exc is not None and id(exc) not in seen:
         seen.add(id(exc))
         if isinstance(exc, DiskFullError):
-            return True
-        if isinstance(exc, OSError) and (exc.errno in _DISK_FULL or
-                                         "No space left on device" in str(exc) or
-                                         "Disk quota exceeded" in str(exc)):
-            return True
+            return "disk full"
+        if isinstance(exc, OSError):
+            if exc.errno in _DISK_FULL or any(t in str(exc) for t in _DISK_FULL_TEXT):
+                return "disk full"
+            if exc.errno == errno.EFBIG or _TOO_LARGE_TEXT in str(exc):
+                return "file size limit reached"
         exc = exc.__cause__ or exc.__context__
-    return False
+    return None
+
+
+def refused_remedy(reason: str) -> str:
+    """What to do before rerunning, for a :func:`write_refused` reason."""
+    return "free space" if reason == "disk full" else "raise the file size limit (ulimit -f)"
 
 
 @contextmanager
 def disk_full_guard(root, what: str, finished: str = ""):
-    """Turn a full disk while doing ``what`` into one :class:`DiskFullError` line that names the
-    directory and says what is kept; ``finished`` describes the finished steps."""
+    """Turn a full disk (or the file size limit reached) while doing ``what`` into one
+    :class:`DiskFullError` line that names the directory and the file and says what is kept;
+    ``finished`` describes the finished steps."""
     try:
         yield
     except DiskFullError:
         raise
     except OSError as e:
-        if not is_disk_full(e):
+        reason = write_refused(e)
+        if reason is None:
             raise
         detail = e.strerror or str(e)
         where = f" ({e.filename})" if getattr(e, "filename", None) else ""
         kept = f"finished steps are kept ({finished})" if finished else "finished steps are kept"
-        raise DiskFullError(f"disk full in {root} while writing {what}: {detail}{where}; {kept}, "
-                            "free space and rerun the same command to resume") from None
+        raise DiskFullError(f"{reason} in {root} while writing {what}: {detail}{where}; {kept}, "
+                            f"{refused_remedy(reason)} and rerun the same command to resume") from None
 
 
 # --------------------------------------------------------------- lock, scratch

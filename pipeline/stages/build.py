@@ -41,7 +41,7 @@ from c4table.pipeline.sort import runcodec
 from c4table.pipeline.sort import shuffle
 from c4table.pipeline.runtime.execution import Executor, default_workers, make_executor
 from c4table.pipeline.kernels.cpu import key_bits
-from c4table.pipeline.kernels.kernelset import warm
+from c4table.pipeline.kernels.kernelset import compiled, warm
 from c4table.builddir.manifest import Manifest
 from c4table.pipeline.sort.partition import MIN_PARALLEL_ROWS, shard_rows_for
 from c4table.progress import Progress
@@ -82,7 +82,7 @@ class Build:
                              f"too small to make progress with {count(self.executor.workers, 'worker')}: "
                              f"each needs at least {format_size(MIN_TASK_MEMORY)}, so give "
                              f"--memory {format_size(least).replace(' ', '')} or more, or fewer --workers")
-        self.executor.prepare(lambda: warm(self.board))   # before the workers fork
+        self.executor.prepare(self._warm_kernels)   # before the workers fork
         self.executor.prepare(runcodec.warm)   # the runs' codec, likewise
         self.store = open_storage(self.root)
         if self.store.local:
@@ -100,6 +100,13 @@ class Build:
             raise
         if n:
             self.note("build", f"removed {count(n, 'scratch file')} left by an interrupted run")
+
+    def _warm_kernels(self) -> None:
+        """Load the kernels (:func:`warm`), saying so when they must be compiled first: the
+        first build after install sits on ply 0 for about 20 s."""
+        if compiled(self.board) is False:
+            self.note("build", "compiling the kernels (first run after install only, about 20 s)...")
+        warm(self.board)
 
     def close(self) -> None:
         """Shut the executor down and give the directory lock back (idempotent)."""
