@@ -1,7 +1,7 @@
 """Tests of BDD mode (c4table.bdd, c4table.cli.bdd) against independent evidence:
 
 * Table 1 of Böck's paper (``c4table/data/bock_table1.tsv``, read by conftest) for small boards;
-* the independent brute-force oracle (tests/oracle.py: every position of small boards, per
+* the independent brute-force oracle (c4table/testing/oracle.py: every position of small boards, per
   ply, with mirror images; terminal positions; won/drawn/lost by plain minimax);
 * the CLI's JSON shape, exit statuses and the crosscheck contract.
 """
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-import oracle
+from c4table.testing import oracle
 from c4table.bdd import count_positions, solve
 from c4table.game.board import Board
 from c4table.cli.bdd import bdd, crosscheck
@@ -27,7 +27,7 @@ from conftest import published_totals, run_cli
 def brute(w: int, h: int, k: int = 4) -> list[dict]:
     """Per ply: positions, terminal (the last mover has k in a row: Böck's meaning, without
     the full-board draws) and won/drawn/lost from the first player's view, from the
-    independent brute-force oracle (tests/oracle.py: every position, plain minimax)."""
+    independent brute-force oracle (c4table/testing/oracle.py: every position, plain minimax)."""
     return [{"ply": r["ply"], "positions": r["positions"], "terminal": r["line_terminal"],
              "won": r["a_wins"], "drawn": r["draws"], "lost": r["b_wins"]}
             for r in oracle.oracle_ply_counts(w, h, k)]

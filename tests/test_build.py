@@ -1,5 +1,5 @@
 """Built tables against independent evidence: the published 4x4 hash, Böck's position totals,
-an independent brute-force minimax (tests/oracle.py), and byte-identity across memory budgets,
+an independent brute-force minimax (c4table/testing/oracle.py), and byte-identity across memory budgets,
 worker counts and interrupted builds."""
 import hashlib
 import json
@@ -10,7 +10,7 @@ import pytest
 from c4table.game.board import Board
 from c4table.analysis.verify import verify_table
 from conftest import published_tables, published_totals
-from oracle import oracle_bytes, oracle_ply_counts
+from c4table.testing.oracle import oracle_bytes, oracle_ply_counts
 from c4table.pipeline.stages.build import build_table, open_build
 
 def sha256(path) -> str:

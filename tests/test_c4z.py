@@ -14,7 +14,7 @@ import pytest
 
 from httpkit import RangeHandler, serving
 from conftest import run_cli
-from oracle import oracle_key, oracle_ply_counts, oracle_table
+from c4table.testing.oracle import oracle_key, oracle_ply_counts, oracle_table
 
 from c4table import c4z
 from c4table.c4z.writer import compress_table, decompress_table

@@ -1,6 +1,6 @@
 """Connect-k (``--connect K``): tables for K in a row, against independent evidence.
 
-* the brute-force oracle (tests/oracle.py, no code shared with c4table) entry by entry on the
+* the brute-force oracle (c4table/testing/oracle.py, no code shared with c4table) entry by entry on the
   boards of up to 16 cells for K = 3 and 5;
 * Sidney Cadot's column counts (the table in his ``number_of_possible_columns.h``) and the
   sha256 of tables his own generator wrote (``tools/compare/cadot_compare.py``; tests/data);
@@ -25,7 +25,7 @@ from c4table.game.board import Board
 from c4table.errors import BoardError
 from c4table.pipeline.stages.build import build_table
 from conftest import run_cli
-from oracle import oracle_bytes, oracle_ply_counts
+from c4table.testing.oracle import oracle_bytes, oracle_ply_counts
 
 DATA = json.loads((Path(__file__).parent / "data" / "connectk_sources.json").read_text())
 

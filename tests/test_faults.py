@@ -27,7 +27,7 @@ BOARD = "5x4"
 TABLE = f"connect4_{BOARD}.dat"
 SEED = int(os.environ.get("C4_FAULT_SEED", random.randrange(1 << 30)))
 
-import faultkit as soak  # noqa: E402
+from c4table.testing import faults as soak  # noqa: E402
 
 
 def cli(*args, env=None, stdin=None):

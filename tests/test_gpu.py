@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-import faultkit as soak
+from c4table.testing import faults as soak
 from c4table.io.hashes import sha256_of
 
 pytest.importorskip("numba.cuda")

@@ -19,7 +19,7 @@ from c4table.analysis.label import label_file
 from c4table.open import open_table
 from c4table.pipeline.stages.build import build_table
 from conftest import run_cli
-from oracle import A, B, play, winners
+from c4table.testing.oracle import A, B, play, winners
 from test_rooted import random_live_moves
 
 ROOTS = [(3, 28), (2, 32)]        # (seed, ply) of random live 7x6 roots: 4,929 and 428 entries

@@ -1,17 +1,13 @@
-"""Self-checks of the independent oracle (tests/oracle.py) against published figures only."""
+"""Self-checks of the independent oracle (c4table/testing/oracle.py) against published figures only."""
 
 from __future__ import annotations
 
 import hashlib
-import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import oracle  # noqa: E402
-
-from conftest import cadot_column_table, published_tables, published_totals  # noqa: E402
+from c4table.testing import oracle
+from conftest import cadot_column_table, published_tables, published_totals
 
 
 def test_4x4_file_matches_published():

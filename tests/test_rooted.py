@@ -1,7 +1,7 @@
 """Rooted tables (``build --root MOVES``) against independent evidence: byte-identity with the
 full build from the empty board, every entry equal to the full table's for 5x5 and 6x4 roots,
 and on 7x6 every entry (roots at plies 32+) or sampled entries (roots at plies 26..30) equal
-to the independent minimax of tests/oracle.py; plus the readers and bad roots."""
+to the independent minimax of c4table/testing/oracle.py; plus the readers and bad roots."""
 import json
 import random
 
@@ -15,7 +15,7 @@ from c4table.game.root import NotReachableError, Root
 from c4table.open import open_table
 from c4table.analysis.verify import verify_table
 from conftest import run_cli
-from oracle import (A, B, key_bytes, oracle_position, play, position_key,
+from c4table.testing.oracle import (A, B, key_bytes, oracle_position, play, position_key,
                     position_of_key, subtree_table, winners)
 
 

@@ -2,7 +2,7 @@
 the plain per-position rules (c4table.game.rules, c4table.game.board) and the numba kernels the build and
 the readers use on whole arrays (c4table.pipeline.kernels.cpu, through c4table.analysis.export), on every
 reachable position of small boards; and both against the independent oracle's keys and
-terminal test (tests/oracle.py).
+terminal test (c4table/testing/oracle.py).
 
 For each position: the key, the column codes, the ply, the terminal and mirror-symmetry flags,
 the child keys (expand), the parent keys (the un-moves of the backward pass), and the move
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from numba import njit
 
-import oracle
+from c4table.testing import oracle
 from c4table.game.board import Board
 from c4table.analysis.decode import decode_entries
 from c4table.analysis.export import move_orders

@@ -33,7 +33,7 @@ from conftest import describe_table, random_positions, run_cli  # noqa: E402
 def random_move_strings(board: Board, n: int, seed: int) -> list[str]:
     """Legal move strings of random games cut at random lengths (finished games included)."""
     return [p.move_string() for p in random_positions(board, n, seed)]
-import oracle  # noqa: E402
+from c4table.testing import oracle  # noqa: E402
 
 
 @pytest.fixture(scope="module")
