@@ -2,11 +2,7 @@
 elapsed time and an ETA. One plain line per event, so logs of detached or cluster runs stay
 readable (no carriage-return animation); ``quiet`` turns it off.
 
-The ETA of the forward pass uses the published per-board totals (Böck's Table 1, shipped as
-``c4table/data/bock_table1.tsv``) when the board is listed there. An ETA extrapolates the rate
-so far, which means nothing at the start (a ply 0 of one position after the pool's start-up
-gave "5015h10m"): it is shown only once :data:`ETA_MIN_FRACTION` of the work is done and
-:data:`ETA_MIN_SECONDS` have passed, so a build of a few seconds shows none.
+Design notes: ``docs/modules.md`` (``c4table.progress``).
 
 >>> import io
 >>> out = io.StringIO()
@@ -69,7 +65,7 @@ class Progress:
         print("  ".join(parts), file=self.stream, flush=True)
 
     def eta_known(self, elapsed: float) -> bool:
-        """Whether an ETA means something yet (see the module docstring)."""
+        """Whether an ETA means something yet (see docs/modules.md)."""
         return bool(self.total) and 0 < self.done <= self.total \
             and self.done >= ETA_MIN_FRACTION * self.total and elapsed >= ETA_MIN_SECONDS
 
