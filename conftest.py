@@ -31,6 +31,19 @@ import pytest  # noqa: E402
 from _pytest.doctest import DoctestItem  # noqa: E402
 
 
+# Docstring examples that take seconds (build plans of large boards, plots, whole exports): the
+# slow tier, as the tests marked slow (make check leaves them out).
+SLOW_DOCTESTS = ("analysis.decode.decode_entries", "analysis.stats.plot_stats", "analysis.export",
+                 "planning.iomodel", "planning.plan", "planning.plan.small_plies",
+                 "planning.gpuplan.make_gpu_plan")
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if isinstance(item, DoctestItem) and item.name.endswith(SLOW_DOCTESTS):
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture(scope="session")
 def doctest_dir(tmp_path_factory):
     """A directory holding what the docstring examples name: ``tables/4x4`` and ``tables/5x4``

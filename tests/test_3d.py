@@ -37,6 +37,7 @@ def built3d(tmp_path_factory):
     return get
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("x,y,h,k", ORACLE_BOARDS, ids=lambda v: str(v))
 def test_every_entry_equals_oracle(built3d, x, y, h, k):
     path = built3d(x, y, h, k)
@@ -133,6 +134,7 @@ def test_boards_and_names():
         Board.parse("3x3x3k5")
 
 
+@pytest.mark.slow
 def test_cli_on_a_3d_board(tmp_path):
     out = tmp_path / "t"
     code, _, err = run_cli("build", "2x2x4", "--connect", "3", "--out", str(out), "--quiet")

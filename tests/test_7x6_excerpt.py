@@ -114,6 +114,7 @@ def test_verify_structure_ok_but_not_the_published_file(excerpt):
     assert "bytes" in problems[0] and "sha256" in problems[0]
 
 
+@pytest.mark.slow
 def test_stats_scan_and_export_on_excerpt(excerpt, tmp_path):
     path, entries = excerpt
     code, out, err = run("stats", str(path), "-q")

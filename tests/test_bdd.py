@@ -53,6 +53,7 @@ def test_plain_encoding_totals_match_table1(board):
     assert count_positions(board, "plain").total == table1()[board]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("board", ["3x3", "4x3", "3x4", "4x4", "5x3"])
 @pytest.mark.parametrize("encoding", ["compressed", "plain"])
 def test_solve_matches_brute_force(board, encoding):
@@ -68,6 +69,7 @@ def test_count_matches_brute_force_per_ply():
 @pytest.mark.parametrize("variant", [dict(flavour="bcdd"), dict(terminal="lines"),
                                      dict(partitioned=True), dict(threads=2),
                                      dict(encoding="plain", flavour="bcdd", terminal="lines")])
+@pytest.mark.slow
 def test_engine_variants_agree(variant):
     assert project(solve("4x4", **variant).plies) == project(brute(4, 4))
 
@@ -85,6 +87,7 @@ def test_encodings_agree_on_5x4():
     assert a.total == b.total == table1()["5x4"]
 
 
+@pytest.mark.slow
 def test_solution_is_consistent_with_counts():
     s = solve("4x5")
     c = count_positions("4x5")
@@ -210,6 +213,7 @@ def test_crosscheck_accepts_full_board_draws_counted_as_terminal(tmp_path):
     assert "full-board draws" in r.stdout
 
 
+@pytest.mark.slow
 def test_crosscheck_missing_manifest_exits_2_damaged_exits_1(tmp_path):
     assert CliRunner().invoke(crosscheck, [str(tmp_path / "nope")]).exit_code == 2
     m = tmp_path / "manifest.json"

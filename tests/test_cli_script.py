@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow   # every test here takes seconds (make check leaves them out)
+
 SCRIPT = Path(sys.executable).parent / "c4table"
 
 

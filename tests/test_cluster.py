@@ -26,6 +26,8 @@ pytest.importorskip("dask.distributed")
 pytest.importorskip("moto.server")
 from c4table.testing.cluster import BUCKET, Cluster  # noqa: E402
 
+pytestmark = pytest.mark.slow   # every test here takes seconds (make check leaves them out)
+
 
 def known_sha256(board: str) -> str:
     data = json.loads((ROOT / "c4table" / "data" / "known_tables.json").read_text())

@@ -10,6 +10,7 @@ from c4table.testing import oracle
 from conftest import cadot_column_table, published_tables, published_totals
 
 
+@pytest.mark.slow
 def test_4x4_file_matches_published():
     data = oracle.oracle_bytes(4, 4)
     assert oracle.key_bytes(4, 4) == 3
@@ -40,6 +41,7 @@ def test_column_counts_and_nesting():
         )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("w,h", [(3, 3), (4, 3), (3, 4), (4, 4)])
 def test_totals_with_mirror_images_match_bock(w, h):
     rows = oracle.oracle_ply_counts(w, h)

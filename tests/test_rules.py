@@ -40,6 +40,7 @@ def every_position(board: Board) -> list[list[Position]]:
         levels.append(nxt)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("board", BOARDS, ids=lambda b: b.name)
 def test_plain_rules_and_kernels_agree_on_every_position(board):
     tables = kernels.board_tables(board)
@@ -109,6 +110,7 @@ def test_kernel_key_decoding_equals_python_digits(board):
         assert s == (digits == digits[::-1]), (board, key)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("board", BOARDS, ids=lambda b: b.name)
 def test_kernels_on_whole_generations_agree_with_plain_rules(board):
     """The build calls the kernels on whole sorted generations, where each key's high columns
@@ -170,6 +172,7 @@ def _decode_all_near(keys, low, w, base, bits_a, bits_b, powers, stride, codes_o
 
 @pytest.mark.parametrize("board", [Board(3, 4), Board(5, 6), Board(7, 4), Board(6, 5), Board(7, 6),
                                    Board(5, 5, k=5)], ids=lambda b: b.name)
+@pytest.mark.slow
 def test_decode_near_equals_python_digits_for_every_split(board):
     """``_decode_near`` with every number of low digits, on sorted keys close together (runs
     that share their high digits), far apart and repeated: each key's codes equal Python's

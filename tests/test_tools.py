@@ -21,6 +21,7 @@ def test_there_are_tools():
     assert {p.parent.name for p in TOOLS} == {"bench", "compare", "diag"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("tool", TOOLS, ids=lambda p: str(p.relative_to(ROOT / "tools")))
 def test_help_works_and_writes_nothing(tool, tmp_path):
     run = subprocess.run([sys.executable, str(tool), "--help"], cwd=tmp_path, capture_output=True,
