@@ -5,8 +5,9 @@
 #   make forward BOARD=5x4    the forward pass alone
 #   make backward BOARD=5x4   the backward pass alone (after forward)
 #   make merge BOARD=5x4      the final merge alone (after backward)
-#   make test                 the test suite (what CI runs; about 15 minutes on 2 cores)
-#   make check                a quick subset (about a minute): the docs' examples, fast unit tests
+#   make test                 the whole suite, both tiers (what CI runs; about 15 minutes on 2 cores),
+#                             then its 25 slowest tests
+#   make check                the fast tier, pytest -m "not slow" (about 2 minutes on 2 cores)
 # Everything runs from a local virtualenv (.venv), created on first use: building needs the
 # package alone (pip install -e .); the tests add the test and bench extras.
 
@@ -20,10 +21,6 @@ C4      := $(VENV)/bin/c4table
 STAMP   := $(VENV)/.installed
 TESTSTAMP := $(VENV)/.installed-test
 ARGS    := $(BOARD) --out $(OUT) --memory $(MEMORY) $(if $(WORKERS),--workers $(WORKERS)) $(if $(ROOT),--root $(ROOT))
-# make check: the documentation's examples and unit tests that take seconds each.
-QUICK   := tests/test_docs.py tests/test_board.py tests/test_codec.py \
-           tests/test_runcodec.py tests/test_extsort.py tests/test_cli.py tests/test_plan.py \
-           tests/test_fastprobe.py
 
 .PHONY: install install-test table forward backward merge verify test check clean
 
@@ -60,10 +57,10 @@ verify: $(STAMP)
 	$(C4) verify $(OUT)/connect4_$(BOARD)$(if $(ROOT),_root-$(ROOT)).dat
 
 test: $(TESTSTAMP)
-	$(VENV)/bin/python -m pytest -q
+	$(VENV)/bin/python -m pytest -q --durations=25
 
 check: $(TESTSTAMP)
-	$(VENV)/bin/python -m pytest -q -p no:cacheprovider $(QUICK)
+	$(VENV)/bin/python -m pytest -q -p no:cacheprovider -m "not slow"
 
 clean:
 	rm -rf tables

@@ -3,8 +3,9 @@
 ``--doctest-modules`` collects the docstring examples of ``c4table/`` and ``pipeline/``. The
 ``pipeline/`` folder is the package ``c4table.pipeline`` (pyproject ``package-dir``), but pytest
 would import its files under the folder's own name as a second, top-level ``pipeline`` package
-and run every module twice. Here the name ``pipeline.X`` is pointed at the installed module
-``c4table.pipeline.X`` before collection, so each module exists once, under its real name.
+and run every module twice. Here each name ``pipeline.X`` (``pipeline.kernels.cpu`` too) is
+pointed at the installed module ``c4table.pipeline.X`` before collection, so each module
+exists once, under its real name.
 """
 import importlib
 import os
@@ -20,11 +21,27 @@ os.environ["C4TABLE_CACHE"] = tempfile.mkdtemp(prefix="c4table-test-cache-")
 import c4table.pipeline
 
 sys.modules["pipeline"] = c4table.pipeline
-for _m in pkgutil.iter_modules(c4table.pipeline.__path__):
-    sys.modules[f"pipeline.{_m.name}"] = importlib.import_module(f"c4table.pipeline.{_m.name}")
+for _m in pkgutil.walk_packages(c4table.pipeline.__path__, "c4table.pipeline."):
+    try:
+        sys.modules[_m.name.removeprefix("c4table.")] = importlib.import_module(_m.name)
+    except ImportError:   # an optional dependency (the GPU's) missing: its doctests skip it
+        pass
 
 import pytest  # noqa: E402
 from _pytest.doctest import DoctestItem  # noqa: E402
+
+
+# Docstring examples that take seconds (build plans of large boards, plots, whole exports): the
+# slow tier, as the tests marked slow (make check leaves them out).
+SLOW_DOCTESTS = ("analysis.decode.decode_entries", "analysis.stats.plot_stats", "analysis.export",
+                 "planning.iomodel", "planning.plan", "planning.plan.small_plies",
+                 "planning.gpuplan.make_gpu_plan")
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if isinstance(item, DoctestItem) and item.name.endswith(SLOW_DOCTESTS):
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(scope="session")

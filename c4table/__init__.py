@@ -1,19 +1,11 @@
 """c4table: complete Connect-4 lookup tables in Sidney Cadot's format.
 
-Small public API over the table format (see ``README.md``)::
+Small public API over the table format (``README.md``; the modules: ``docs/modules.md``)::
 
     >>> import c4table
     >>> t = c4table.open_table("tables/5x4/connect4_5x4.dat")
     >>> t.probe("3344").outcome
     'A'
-
-Modules: :mod:`c4table.game.board` (geometry, column codes), :mod:`c4table.game.codec` (keys, outcome
-bytes), :mod:`c4table.game.rules` (positions and moves), :mod:`c4table.table` (lookup),
-:mod:`c4table.analysis.verify` (hashes and checks), :mod:`c4table.errors` (exceptions),
-:mod:`c4table.game.drawing` (board drawings), :mod:`c4table.analysis.play`, :mod:`c4table.analysis.stats` (per-ply
-counts, plots), :mod:`c4table.analysis.export` (parquet datasets) and
-:mod:`c4table.cli` (the command line). Building lives in the ``c4table.pipeline`` package (the ``pipeline/`` folder)
-(:func:`c4table.pipeline.stages.build.build_table`).
 """
 import os
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from c4table.errors import BuildError, C4Error
@@ -90,3 +91,12 @@ def get(name: str, environ: Mapping[str, str] | None = None) -> Any:
         return s.parse(raw)
     except ValueError as e:
         raise s.error(f"{name}={raw!r}: {e}") from None
+
+
+def cache_dir() -> Path:
+    """Where remote tables' block indexes and the calibrated build costs are cached:
+    ``$C4TABLE_CACHE``, else ``$XDG_CACHE_HOME/c4table``, else ``~/.cache/c4table``."""
+    if get("C4TABLE_CACHE"):
+        return Path(get("C4TABLE_CACHE"))
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "c4table"

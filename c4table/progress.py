@@ -2,14 +2,7 @@
 elapsed time and an ETA. One plain line per event, so logs of detached or cluster runs stay
 readable (no carriage-return animation); ``quiet`` turns it off.
 
-The ETA of the forward pass uses the published per-board totals (Böck's Table 1, shipped as
-``c4table/data/bock_table1.tsv``) when the board is listed there. An ETA extrapolates the rate
-so far, which means nothing at the start (a ply 0 of one position after the pool's start-up
-gave "5015h10m"; after the kernels' first compilation, "3m24s" for a build that ended half a
-second later). So the rate of a :class:`Progress` is measured from its first step on (the
-first step's time is start-up: the kernels compiled or loaded, the worker pool started), and
-the ETA is shown only once :data:`ETA_MIN_FRACTION` of the work is done and
-:data:`ETA_MIN_SECONDS` have passed since that first step: a build of a few seconds shows none.
+Design notes: ``docs/modules.md`` (``c4table.progress``).
 
 >>> import io
 >>> out = io.StringIO()

@@ -1,8 +1,6 @@
 """How c4table words things for people: outcomes, counts with their units, and quoted input.
 
-Every command (``lookup``, ``best``, ``play``, ``stats``, ``plan``, the build's progress lines)
-says "1 ply", "2 plies", "1 worker", "A wins in 3 plies", "game over, B has won" through the
-functions here, so that the same fact reads the same everywhere.
+Design notes: ``docs/modules.md`` (``c4table.wording``).
 
 >>> count(1, "ply"), count(2, "ply"), count(1_000, "row")
 ('1 ply', '2 plies', '1,000 rows')

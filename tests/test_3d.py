@@ -1,5 +1,5 @@
 """3D gravity boards (``XxYxH``, docs/FORMAT.md section 8): every table entry against the
-brute-force oracle (``tests/oracle.py``, written again for 3D and sharing no code with
+brute-force oracle (``c4table/testing/oracle.py``, written again for 3D and sharing no code with
 c4table), per-ply counts, symmetry of built tables, and the ``Xx1xH`` / ``1xYxH`` boards, which
 are the 2D boards ``XxH`` / ``YxH`` and must give their tables byte for byte (the 4x4 one is
 Cadot's, sha256 ``b4a8e976...``), built by the 3D kernels."""
@@ -18,7 +18,7 @@ from c4table.pipeline.stages.build import build_table
 from c4table.game.rules import Position
 from c4table.open import open_table
 from conftest import published_tables, random_positions, run_cli
-from oracle import oracle_bytes3d, oracle_ply_counts3d
+from c4table.testing.oracle import oracle_bytes3d, oracle_ply_counts3d
 
 #: Boards of at most 16 cells (X, Y, H, K): square grids (8 symmetries) and oblong ones (4).
 ORACLE_BOARDS = [(2, 2, 4, 3), (2, 3, 2, 3), (3, 2, 2, 3), (3, 3, 1, 3), (2, 2, 3, 2),
@@ -37,6 +37,7 @@ def built3d(tmp_path_factory):
     return get
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("x,y,h,k", ORACLE_BOARDS, ids=lambda v: str(v))
 def test_every_entry_equals_oracle(built3d, x, y, h, k):
     path = built3d(x, y, h, k)
@@ -66,7 +67,7 @@ def test_plan_of_4x4x4_says_what_it_needs():
     """The plan's first plies of 4x4x4 (K = 4) are the oracle's (independent enumeration and
     keys); the keys' 80 bits are said not to fit."""
     from c4table.pipeline.planning.plan3d import make_plan3d
-    from oracle import A as CHIP_A, B as CHIP_B, play, position_key3d
+    from c4table.testing.oracle import A as CHIP_A, B as CHIP_B, play, position_key3d
     p = make_plan3d(Board.parse("4x4x4"), 64, 16 * 2**30, limit=400).to_json()
     layer = {tuple(() for _ in range(16))}
     for g in range(4):
@@ -133,6 +134,7 @@ def test_boards_and_names():
         Board.parse("3x3x3k5")
 
 
+@pytest.mark.slow
 def test_cli_on_a_3d_board(tmp_path):
     out = tmp_path / "t"
     code, _, err = run_cli("build", "2x2x4", "--connect", "3", "--out", str(out), "--quiet")

@@ -4,7 +4,7 @@
 The excerpt holds the empty board (key 0, with a placeholder outcome byte: the file must start
 there) and the complete subtree below a late position of a real-looking game (ply 30, 12 empty
 cells). Keys and outcome bytes of the subtree are computed by the independent oracle
-(tests/oracle.py, its memoised minimax of a subtree) under FORMAT.md's rules, and the column codes
+(c4table/testing/oracle.py, its memoised minimax of a subtree) under FORMAT.md's rules, and the column codes
 are checked against the 111-row table printed in Cadot's README, so the keys are exactly those
 of the published file.
 """
@@ -16,7 +16,7 @@ import json
 import pyarrow.parquet as pq
 import pytest
 
-import oracle
+from c4table.testing import oracle
 from c4table.game.board import Board, column_value
 from c4table.errors import TableError
 from c4table.builddir.manifest import Manifest
@@ -114,6 +114,7 @@ def test_verify_structure_ok_but_not_the_published_file(excerpt):
     assert "bytes" in problems[0] and "sha256" in problems[0]
 
 
+@pytest.mark.slow
 def test_stats_scan_and_export_on_excerpt(excerpt, tmp_path):
     path, entries = excerpt
     code, out, err = run("stats", str(path), "-q")

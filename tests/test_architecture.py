@@ -17,6 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 MODULES = sorted(list((ROOT / "c4table").rglob("*.py")) + list((ROOT / "pipeline").rglob("*.py")))
 
 
+@pytest.mark.slow
 def test_import_contracts_hold(tmp_path):
     """lint-imports on a plain (non-editable) install: ``c4table.pipeline`` lives in the
     ``pipeline/`` folder, which only an installed copy shows under its package name."""

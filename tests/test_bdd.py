@@ -1,7 +1,7 @@
 """Tests of BDD mode (c4table.bdd, c4table.cli.bdd) against independent evidence:
 
 * Table 1 of Böck's paper (``c4table/data/bock_table1.tsv``, read by conftest) for small boards;
-* the independent brute-force oracle (tests/oracle.py: every position of small boards, per
+* the independent brute-force oracle (c4table/testing/oracle.py: every position of small boards, per
   ply, with mirror images; terminal positions; won/drawn/lost by plain minimax);
 * the CLI's JSON shape, exit statuses and the crosscheck contract.
 """
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-import oracle
+from c4table.testing import oracle
 from c4table.bdd import count_positions, solve
 from c4table.game.board import Board
 from c4table.cli.bdd import bdd, crosscheck
@@ -27,7 +27,7 @@ from conftest import published_totals, run_cli
 def brute(w: int, h: int, k: int = 4) -> list[dict]:
     """Per ply: positions, terminal (the last mover has k in a row: Böck's meaning, without
     the full-board draws) and won/drawn/lost from the first player's view, from the
-    independent brute-force oracle (tests/oracle.py: every position, plain minimax)."""
+    independent brute-force oracle (c4table/testing/oracle.py: every position, plain minimax)."""
     return [{"ply": r["ply"], "positions": r["positions"], "terminal": r["line_terminal"],
              "won": r["a_wins"], "drawn": r["draws"], "lost": r["b_wins"]}
             for r in oracle.oracle_ply_counts(w, h, k)]
@@ -53,6 +53,7 @@ def test_plain_encoding_totals_match_table1(board):
     assert count_positions(board, "plain").total == table1()[board]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("board", ["3x3", "4x3", "3x4", "4x4", "5x3"])
 @pytest.mark.parametrize("encoding", ["compressed", "plain"])
 def test_solve_matches_brute_force(board, encoding):
@@ -68,6 +69,7 @@ def test_count_matches_brute_force_per_ply():
 @pytest.mark.parametrize("variant", [dict(flavour="bcdd"), dict(terminal="lines"),
                                      dict(partitioned=True), dict(threads=2),
                                      dict(encoding="plain", flavour="bcdd", terminal="lines")])
+@pytest.mark.slow
 def test_engine_variants_agree(variant):
     assert project(solve("4x4", **variant).plies) == project(brute(4, 4))
 
@@ -85,6 +87,7 @@ def test_encodings_agree_on_5x4():
     assert a.total == b.total == table1()["5x4"]
 
 
+@pytest.mark.slow
 def test_solution_is_consistent_with_counts():
     s = solve("4x5")
     c = count_positions("4x5")
@@ -210,6 +213,7 @@ def test_crosscheck_accepts_full_board_draws_counted_as_terminal(tmp_path):
     assert "full-board draws" in r.stdout
 
 
+@pytest.mark.slow
 def test_crosscheck_missing_manifest_exits_2_damaged_exits_1(tmp_path):
     assert CliRunner().invoke(crosscheck, [str(tmp_path / "nope")]).exit_code == 2
     m = tmp_path / "manifest.json"

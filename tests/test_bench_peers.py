@@ -1,5 +1,5 @@
-"""tools/compare/bench_peers.py without the peers: its parsers and per-ply cross-checks on the
-peers' real 4x4 output (tests/data/peers_4x4/, each file with its source in its first line)
+"""The peers' cross-check without the peers (c4table.analysis.peers, which
+tools/compare/bench_peers.py uses): its parsers and per-ply cross-checks on the peers' real 4x4 output (tests/data/peers_4x4/, each file with its source in its first line)
 against our 4x4 table, and on fake peer output written from our 5x4 table, with a count moved
 to see a disagreement caught. No peer checkout, no network."""
 from __future__ import annotations
@@ -11,8 +11,7 @@ import pytest
 
 from conftest import ROOT, TEST_DATA
 
-sys.path.insert(0, str(ROOT / "tools" / "compare"))
-import bench_peers as bp  # noqa: E402
+import c4table.analysis.peers as bp
 
 PEERS = TEST_DATA / "peers_4x4"
 
@@ -107,21 +106,8 @@ def test_malformed_peer_output_is_refused():
         bp.parse_jh85_solve("[ply  3] n=10   W/D/L(stm) = 1 / 2 / 3   0.0s\n")
 
 
-def test_report_and_command_line():
-    m = bp.Measured(wall=2.0, cpu=3.0, peak_mem=5 * 2**20, disk_peak=2**21, disk_final=2**20, rc=0)
-    r = bp.Result("4x4", "jh85 (ZDD)", m, "every ply equal", positions=161_029)
-    line = bp.row(r, ours_cpu=1.5)
-    assert line[3:6] == ["3.0 s", "2.00x", f"{3.0 / 161_029 * 1e9:,.0f} ns"]
-    md = bp.format_table([line], markdown=True).splitlines()
-    assert md[0].startswith("| board | solver |") and md[1].startswith("| --- | --- | ---: |")
-    stopped = bp.row(bp.Result("6x5", "Böck (BDD)", bp.Measured(600, 590, 0, 0, 0, None),
-                               bp.unfinished(None), positions=1), ours_cpu=1.0)
-    assert stopped[2:5] == ["> 600.0 s", "> 590.0 s", ""]
-    assert stopped[-1] == "stopped at --peer-timeout"
-    killed = bp.row(bp.Result("5x6", "jh85 (ZDD)", bp.Measured(224, 78, 2**34, 0, 0, -9),
-                              bp.unfinished(-9), positions=1), ours_cpu=1.0)
-    assert killed[2:6] == ["> 224.0 s", "> 78.0 s", "", ""] and killed[6] == "16,384 MiB"
-    assert killed[-1].startswith("killed") and bp.unfinished(3) == "failed (exit status 3)"
+def test_report_and_command_line(tmp_path):
+    """The tool run without peers: c4table alone on 4x4, its markdown table, and bad input."""
     tool = ROOT / "tools" / "compare" / "bench_peers.py"
     p = subprocess.run([sys.executable, str(tool), "--help"], capture_output=True, text=True)
     assert p.returncode == 0 and "--bock-src" in p.stdout and "--markdown" in p.stdout
@@ -130,3 +116,9 @@ def test_report_and_command_line():
     p = subprocess.run([sys.executable, str(tool), "--jh85-src", "/nonexistent/peer"],
                        capture_output=True, text=True)
     assert p.returncode == 2 and "no such checkout" in p.stderr
+    p = subprocess.run([sys.executable, str(tool), "--boards", "4x4", "--markdown"], cwd=tmp_path,
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    md = [ln for ln in p.stdout.splitlines() if ln.startswith("|")]
+    assert md[0].startswith("| board | solver |") and md[1].startswith("| --- | --- | ---: |")
+    assert md[2].startswith("| 4x4 | c4table |") and md[2].endswith("| (the reference) |")

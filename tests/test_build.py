@@ -1,5 +1,5 @@
 """Built tables against independent evidence: the published 4x4 hash, Böck's position totals,
-an independent brute-force minimax (tests/oracle.py), and byte-identity across memory budgets,
+an independent brute-force minimax (c4table/testing/oracle.py), and byte-identity across memory budgets,
 worker counts and interrupted builds."""
 import hashlib
 import json
@@ -10,7 +10,7 @@ import pytest
 from c4table.game.board import Board
 from c4table.analysis.verify import verify_table
 from conftest import published_tables, published_totals
-from oracle import oracle_bytes, oracle_ply_counts
+from c4table.testing.oracle import oracle_bytes, oracle_ply_counts
 from c4table.pipeline.stages.build import build_table, open_build
 
 def sha256(path) -> str:
@@ -29,6 +29,7 @@ def test_4x4_matches_published_sha256(built):
     assert sha256(path) == ref["sha256"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("spec", ["4x4", "5x4", "4x5"])
 def test_counts_match_published_totals(built, spec):
     board = Board.parse(spec)
@@ -49,12 +50,14 @@ def test_table_sorted_unique_and_hash_recorded(built, spec):
     assert rep.sha256 == manifest(built(spec))["table"]["sha256"] == sha256(path)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("w,h", [(3, 3), (4, 3), (3, 4), (4, 4), (2, 5), (5, 2), (1, 6)])
 def test_every_entry_equals_bruteforce_minimax(tmp_path, w, h):
     path = build_table(f"{w}x{h}", tmp_path, quiet=True, workers=1)
     assert path.read_bytes() == oracle_bytes(w, h)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("w,h", [(3, 4), (4, 4)])
 def test_per_ply_counts_equal_bruteforce(tmp_path, w, h):
     build_table(f"{w}x{h}", tmp_path, quiet=True, workers=1)
@@ -66,6 +69,7 @@ def test_per_ply_counts_equal_bruteforce(tmp_path, w, h):
     assert len(plies) == len(ref)
 
 
+@pytest.mark.slow
 def test_spilling_external_sort_gives_same_bytes(built, tmp_path):
     """A tiny memory budget forces many shards, runs and merge ranges: same bytes."""
     ref = built("5x4") / "connect4_5x4.dat"

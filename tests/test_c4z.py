@@ -14,7 +14,7 @@ import pytest
 
 from httpkit import RangeHandler, serving
 from conftest import run_cli
-from oracle import oracle_key, oracle_ply_counts, oracle_table
+from c4table.testing.oracle import oracle_key, oracle_ply_counts, oracle_table
 
 from c4table import c4z
 from c4table.c4z.writer import compress_table, decompress_table
@@ -64,6 +64,7 @@ def test_round_trip_reproduces_published_4x4_bytes(t44, tmp_path):
     assert not list(tmp_path.glob("*.part*"))
 
 
+@pytest.mark.slow
 def test_every_key_matches_the_oracle(t44):
     dat, z = t44
     ref = oracle_table(4, 4)
@@ -100,6 +101,7 @@ def test_wdl_many_agrees_with_oracle(t44):
             assert [t.wdl(m) for m in moves] == expect
 
 
+@pytest.mark.slow
 def test_readers_answer_the_same_on_c4z(t54, tmp_path):
     dat, z = t54
     for cmd in (["lookup", "--json", "--table", "{}", "3344", "", "11"],):
@@ -123,6 +125,7 @@ def test_readers_answer_the_same_on_c4z(t54, tmp_path):
     assert rc == 1 and "MISMATCH" in out
 
 
+@pytest.mark.slow
 def test_cli_compress_decompress_exact(t54, tmp_path):
     dat, _ = t54
     rc, out, err = run_cli("compress", str(dat), "-o", str(tmp_path / "t.c4z"), "--threads", "2")
@@ -145,6 +148,7 @@ def _layout(path):
 
 @pytest.mark.parametrize("where", ["block", "index", "header", "trailer", "truncate-tail",
                                    "truncate-block"])
+@pytest.mark.slow
 def test_damaged_c4z_is_refused_naming_the_part(t44, tmp_path, where):
     _, z = t44
     data, idx_off, idx_len, hdr_len = _layout(z)
@@ -215,6 +219,7 @@ def test_never_a_wrong_answer_under_random_damage(t44, tmp_path):
                 assert (got == want[lo: lo + f.block_entries]).all()
 
 
+@pytest.mark.slow
 def test_compress_resumes_after_interruption(t54, tmp_path, monkeypatch):
     dat, _ = t54
     whole = compress_table(dat, tmp_path / "whole.c4z", block_entries=SMALL_BLOCKS, quiet=True)
@@ -255,6 +260,7 @@ def test_decompress_resumes_from_a_partial_output(t54, tmp_path):
     assert sha(out) == sha(dat) and not part.exists()
 
 
+@pytest.mark.slow
 def test_build_compress_only(tmp_path):
     d = tmp_path / "b"
     rc, out, err = run_cli("build", "4x4", "--out", str(d), "-q", "--compress-only", "--clean")
@@ -277,6 +283,7 @@ def http_dir(tmp_path):
         yield root, url
 
 
+@pytest.mark.slow
 def test_http_one_read_per_block_and_index_cached(t44, http_dir, tmp_path, monkeypatch):
     _, z = t44
     root, url = http_dir
@@ -313,6 +320,7 @@ def test_http_one_read_per_block_and_index_cached(t44, http_dir, tmp_path, monke
     assert rc == 2 and "no such table file" in err
 
 
+@pytest.mark.slow
 def test_s3_c4z(t44, tmp_path, monkeypatch):
     moto_server = pytest.importorskip("moto.server")
     pafs = pytest.importorskip("pyarrow.fs")
@@ -352,6 +360,7 @@ def test_s3_c4z(t44, tmp_path, monkeypatch):
         srv.stop()
 
 
+@pytest.mark.slow
 def test_plan_estimates_the_c4z_size():
     from c4table.pipeline.planning.plan import C4Z_MEASURED, c4z_bytes_per_entry, make_plan
     p = make_plan("7x6", workers=64, memory_per_worker=16 * 2**30)
@@ -389,6 +398,7 @@ def test_the_c4z_size_model_predicts_each_measured_board_from_the_others(monkeyp
             assert abs(total / c4zsize.C4Z_MEASURED[name][1] - 1) < 0.03, name
 
 
+@pytest.mark.slow
 def test_compress_archive_profile_round_trips(t44, tmp_path):
     """compress --archive: 16,777,216-entry blocks of one part each; the file is read
     like any .c4z and decompresses to the same bytes."""
@@ -462,6 +472,7 @@ def test_blocks_in_parts_round_trip_and_probe(t44):
         assert len(c4z.split_block(block)[2]) == 3 and bytes(c4z.rows_of(k, o, f.entry_size)) == raw
 
 
+@pytest.mark.slow
 def test_older_format_versions_are_refused_in_one_line(t44, tmp_path):
     _, z = t44
     data, idx_off, idx_len, hdr_len = _layout(z)

@@ -23,6 +23,8 @@ from c4table.c4z.writer import decompress_table
 from c4table.errors import CorruptDataError
 from c4table.table.source import keys_of_rows
 
+pytestmark = pytest.mark.slow   # every test here takes seconds (make check leaves them out)
+
 
 def cadot_xz(raw: bytes, entry_size: int) -> bytes:
     """``raw`` packed as Cadot packs his tables: ``xz --delta=dist=E --lzma2=dict=64MiB,lc=4,

@@ -12,6 +12,8 @@ from c4table.cli.main import cli
 from c4table.pipeline.planning import calibrate as cal
 from c4table.pipeline.planning.schedule import FAST_MACHINE, MachineCosts
 
+pytestmark = pytest.mark.slow   # every test here takes seconds (make check leaves them out)
+
 
 @pytest.fixture
 def cache(tmp_path, monkeypatch):

@@ -9,6 +9,8 @@ from c4table.builddir.manifest import Manifest
 from c4table.open import open_table
 from conftest import run_cli
 
+pytestmark = pytest.mark.slow   # every test here takes seconds (make check leaves them out)
+
 
 run = run_cli
 

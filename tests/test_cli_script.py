@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow   # every test here takes seconds (make check leaves them out)
+
 SCRIPT = Path(sys.executable).parent / "c4table"
 
 
@@ -103,7 +105,7 @@ def test_bare_command_prints_help_and_exits_0():
 # ----------------------------------------------------------------------- 3: plan figures
 def _oracle_plies(w: int, h: int, plies: int, k: int = 4) -> list[tuple[int, int]]:
     """(positions, entries) of plies 0..plies-1 by the independent oracle's rules."""
-    import oracle
+    from c4table.testing import oracle
     layer = {tuple(() for _ in range(w))}
     out = []
     for ply in range(plies):

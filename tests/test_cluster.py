@@ -1,6 +1,6 @@
 """A real multi-process dask cluster on object storage: one ``dask scheduler`` process, 4
 separate ``dask worker`` processes (1 process, 1 thread, a memory limit each) and a moto S3
-server, all on loopback (``tests/clusterkit.py``, started once for the module).
+server, all on loopback (``c4table/testing/cluster.py``, started once for the module).
 
 4x6 and 5x4 are built onto ``s3://`` and compared with the sha256 of the tables known to this
 project (``c4table/data/known_tables.json``: 5x4 identical to the brute-force oracle, 4x6
@@ -24,7 +24,9 @@ from conftest import ROOT, published_tables
 
 pytest.importorskip("dask.distributed")
 pytest.importorskip("moto.server")
-from clusterkit import BUCKET, Cluster  # noqa: E402
+from c4table.testing.cluster import BUCKET, Cluster  # noqa: E402
+
+pytestmark = pytest.mark.slow   # every test here takes seconds (make check leaves them out)
 
 
 def known_sha256(board: str) -> str:

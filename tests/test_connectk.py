@@ -1,6 +1,6 @@
 """Connect-k (``--connect K``): tables for K in a row, against independent evidence.
 
-* the brute-force oracle (tests/oracle.py, no code shared with c4table) entry by entry on the
+* the brute-force oracle (c4table/testing/oracle.py, no code shared with c4table) entry by entry on the
   boards of up to 16 cells for K = 3 and 5;
 * Sidney Cadot's column counts (the table in his ``number_of_possible_columns.h``) and the
   sha256 of tables his own generator wrote (``tools/compare/cadot_compare.py``; tests/data);
@@ -25,14 +25,14 @@ from c4table.game.board import Board
 from c4table.errors import BoardError
 from c4table.pipeline.stages.build import build_table
 from conftest import run_cli
-from oracle import oracle_bytes, oracle_ply_counts
+from c4table.testing.oracle import oracle_bytes, oracle_ply_counts
 
 DATA = json.loads((Path(__file__).parent / "data" / "connectk_sources.json").read_text())
 
 # ----------------------------------------------------------------- boards of up to 16 cells
 # Oracle time on the development machine (pure Python, ~100 us per position) decides the tier:
-# FAST runs always; SLOW (a few seconds each) and FULL (10-25 s each on a loaded machine) are
-# marked slow and run in CI too. Boards the oracle cannot enumerate in time (8x2, and 13x1 ..
+# FAST runs in both tiers (make check too); SLOW (a few seconds each) and FULL (10-25 s each on
+# a loaded machine) are marked slow: make test and CI run them, make check does not. Boards the oracle cannot enumerate in time (8x2, and 13x1 ..
 # 16x1, millions of positions) are compared with BDD mode instead (BDD_ONLY).
 ALL_SMALL = {k: sorted((w, h) for w in range(1, 17) for h in range(1, 17)
                        if w * h <= 16 and max(w, h) >= k) for k in (3, 5)}
@@ -144,6 +144,7 @@ def test_bytes_equal_cadots_generator(built_k, spec, k):
 # ------------------------------------------------------------------------------ BDD mode
 @pytest.mark.parametrize("spec,k", [("5x4", 3), ("4x5", 3), ("5x4", 5),
                                     pytest.param("5x5", 3, marks=pytest.mark.slow)])
+@pytest.mark.slow
 def test_bdd_agrees_with_table(built_k, spec, k):
     """Positions, terminal and won/drawn/lost per ply; through the CLI with --connect."""
     from c4table.cli.bdd import crosscheck
@@ -238,6 +239,7 @@ def tla_value(graph: dict, start) -> tuple[str, int]:
     return ({1: "first", 0: "draw", -1: "second"}[sc], d)
 
 
+@pytest.mark.slow
 def test_tla_model_states_and_value(built_k):
     graph = tla_states()
     d = built_k("4x4", 3)
@@ -258,6 +260,7 @@ def test_tla_model_states_and_value(built_k):
     pytest.param(r, id=r["board"],
                  marks=[pytest.mark.slow] if r["board"] in ("6x4", "5x5", "4x6") else [])
     for r in DATA["known_values_k4"]["boards"] if r["board"] in ("4x4", "5x4", "4x5", "4x6", "6x4", "5x5")])
+@pytest.mark.slow
 def test_known_game_values(built, row):
     from c4table.open import open_table
     d = built(row["board"])
@@ -267,6 +270,7 @@ def test_known_game_values(built, row):
 
 
 # --------------------------------------------------------------------------- CLI, readers
+@pytest.mark.slow
 def test_cli_build_names_table_and_readers_take_k(tmp_path):
     from c4table.cli.main import cli
     r = CliRunner().invoke(cli, ["build", "--connect", "3", "4x3", "--out", str(tmp_path / "b"),
@@ -309,6 +313,7 @@ def test_board_names_round_trip():
         Board.parse("5x4k3", 5)
 
 
+@pytest.mark.slow
 def test_forward_and_plan_take_connect(tmp_path):
     from c4table.cli.main import cli
     d = tmp_path / "fwd"
@@ -359,6 +364,7 @@ def _plain_quiet(cells: np.ndarray, w: int, h: int, k: int) -> bool:
     return True
 
 
+@pytest.mark.slow
 def test_export_quiet_positions_selects_what_the_rule_says(built_k, tmp_path):
     import pyarrow.parquet as pq
     from c4table.cli.export import export

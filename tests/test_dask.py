@@ -12,6 +12,8 @@ distributed = pytest.importorskip("dask.distributed")
 
 from c4table.pipeline.stages.build import build_table  # noqa: E402
 
+pytestmark = pytest.mark.slow   # every test here takes seconds (make check leaves them out)
+
 
 def sha(path):
     return hashlib.sha256(path.read_bytes()).hexdigest()

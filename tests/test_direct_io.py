@@ -165,6 +165,7 @@ def table_sha(path) -> str:
 
 @pytest.mark.parametrize("board,mode", [("4x4", "direct"), ("4x4", "off"), ("5x4", "direct"),
                                         ("5x4", "refused-write"), ("4x5", "refused-open")])
+@pytest.mark.slow
 def test_tables_byte_identical_through_every_path(tmp_path, small_buffers, monkeypatch, board, mode):
     """A 2 MiB budget cuts the merge into many ranges (boundaries in mid-block, some ranges
     barely a few blocks), the small buffers make every range flush many times; the table must

@@ -185,6 +185,7 @@ def _checker_matches(expected: str, got: str) -> bool:
     return doctest.OutputChecker().check_output(norm(expected), norm(got), doctest.ELLIPSIS)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("page", PAGES_WITH_EXAMPLES, ids=_rel)
 def test_examples(page, docs_dir):
     bindir = str(Path(sys.executable).parent)
@@ -204,6 +205,7 @@ def test_examples(page, docs_dir):
     assert not failures, "\n\n".join(failures)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("page", PAGES_WITH_PYCON, ids=_rel)
 def test_python_examples(page, docs_dir, monkeypatch):
     """The ``pycon`` blocks of a page, as one doctest per block (names carry over)."""

@@ -47,6 +47,7 @@ def same(table, texts):
     fp.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("board", ["4x4", "5x4"])
 def test_probe_many_equals_probe(built, board):
     with open_table(built(board) / f"connect4_{board}.dat") as t:

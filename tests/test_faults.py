@@ -27,7 +27,7 @@ BOARD = "5x4"
 TABLE = f"connect4_{BOARD}.dat"
 SEED = int(os.environ.get("C4_FAULT_SEED", random.randrange(1 << 30)))
 
-import faultkit as soak  # noqa: E402
+from c4table.testing import faults as soak  # noqa: E402
 
 
 def cli(*args, env=None, stdin=None):
@@ -80,6 +80,7 @@ def copy_build(src: Path, dst: Path) -> Path:
 # ----------------------------------------------------------------- SIGKILL + resume
 @pytest.mark.parametrize("target,trial", [("forward", 0), ("forward", 1), ("backward", 0),
                                           ("backward", 1), ("merge", 0), ("time", 0)])
+@pytest.mark.slow
 def test_sigkill_process_group_then_resume_is_byte_identical(reference, tmp_path, target, trial):
     ref_sha, _ = reference
     rng = random.Random(f"{SEED}-{target}-{trial}")
@@ -99,6 +100,7 @@ def test_sigkill_process_group_then_resume_is_byte_identical(reference, tmp_path
     assert soak.sha256_file(out / TABLE) == ref_sha, f"seed {SEED}: {desc}"
 
 
+@pytest.mark.slow
 def test_repeated_kills_then_resume(reference, tmp_path):
     """Kills in a row at random times, each one hitting the resume of the previous one."""
     ref_sha, _ = reference
@@ -111,6 +113,7 @@ def test_repeated_kills_then_resume(reference, tmp_path):
     assert soak.sha256_file(out / TABLE) == ref_sha, f"seed {SEED}: {descs}"
 
 
+@pytest.mark.slow
 def test_resume_verifies_finished_shards_and_says_so(partial, reference, tmp_path):
     out = copy_build(partial, tmp_path / "b")
     code, err = resume(out)            # not quiet: progress lines on stderr
@@ -119,6 +122,7 @@ def test_resume_verifies_finished_shards_and_says_so(partial, reference, tmp_pat
     assert soak.sha256_file(out / TABLE) == reference[0]
 
 
+@pytest.mark.slow
 def test_restart_starts_over(reference, tmp_path):
     out = copy_build(reference[1], tmp_path / "b")
     (out / "work" / "forward" / "ply_07" / "part-00000.parquet").write_bytes(b"junk")
@@ -165,6 +169,7 @@ def test_verify_reports_damaged_shards_of_a_finished_build(reference, tmp_path):
     assert stdout.splitlines()[-1].startswith("MISMATCH")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("damage", ["truncate", "flip", "swap", "append"])
 def test_damaged_table_file(reference, tmp_path, damage):
     out = copy_build(reference[1], tmp_path / "b")
@@ -323,6 +328,7 @@ ENOSPC_DRIVER = fault_driver(
 
 @pytest.mark.parametrize("stage,ply,finished", [("forward", 13, "forward generations 0-12"),
                                                 ("backward", 15, "backward generations 16-20")])
+@pytest.mark.slow
 def test_enospc_in_a_worker_process_keeps_finished_steps(reference, tmp_path, stage, ply, finished):
     out = tmp_path / "b"
     p = subprocess.run([sys.executable, "-c", ENOSPC_DRIVER, f"work/{stage}/ply_{ply:02d}/",
@@ -366,6 +372,7 @@ def test_file_size_limit_is_reported_like_a_full_disk(built, tmp_path):
 WORKER_DEATH_DRIVER = fault_driver("os.kill(os.getpid(), signal.SIGKILL)")   # the OOM killer
 
 
+@pytest.mark.slow
 def test_worker_process_killed_is_one_line_and_resumable(reference, tmp_path):
     out = tmp_path / "b"
     # ply 14: two tasks on 2 workers, run by the pool (a stage of one task runs in the driver)
@@ -380,6 +387,7 @@ def test_worker_process_killed_is_one_line_and_resumable(reference, tmp_path):
     assert soak.sha256_file(out / TABLE) == reference[0]
 
 
+@pytest.mark.slow
 def test_free_disk_check_refuses_with_needed_and_free(reference, tmp_path, monkeypatch):
     from c4table.pipeline.runtime import resources
     from c4table.pipeline.stages.build import build_table
@@ -446,6 +454,7 @@ def _mount_tmpfs(path: Path, size: str) -> bool:
     return r.returncode == 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("skip_check", [True, False])
 def test_tiny_filesystem(reference, tmp_path, skip_check):
     """A real full disk: a 10 MiB tmpfs (needs root). With the free-disk check off the writes hit
@@ -484,6 +493,7 @@ def test_memory_budget_too_small(tmp_path):
     assert "too small" in err and "--memory" in err
 
 
+@pytest.mark.slow
 def test_second_build_in_same_directory_is_refused(reference, tmp_path):
     # a build finished in this (pytest) process has given its lock back
     code, _, err = cli("build", BOARD, "--out", reference[1], "-q", "--workers", 1)
@@ -521,6 +531,7 @@ def test_malformed_command_lines_one_line_exit_2(argv, tmp_path, capsys):
     assert one_line_error(err), (argv, err)
 
 
+@pytest.mark.slow
 def test_lookup_bad_input_end_to_end(reference):
     t = reference[1] / TABLE
     for bad in ["0", "66", "1 2", "12a", "111111", "\u0663"]:

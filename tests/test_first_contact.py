@@ -31,6 +31,7 @@ def two_tables(built, tmp_path_factory):
     return home
 
 
+@pytest.mark.slow
 def test_board_chooses_among_the_tables_found(two_tables):
     rc, out, err = c4table("lookup", "3344", cwd=two_tables)
     assert rc == 2
@@ -95,6 +96,7 @@ def test_ctrl_c_message_of_every_long_command():
         assert "rerun the same command" in main.ON_INTERRUPT[name]
 
 
+@pytest.mark.slow
 def test_a_local_build_says_one_line_per_stage_and_what_work_holds(tmp_path):
     rc, out, err = c4table("build", "4x4", "--out", "b", "--workers", "2", cwd=tmp_path)
     assert rc == 0, err
@@ -202,6 +204,7 @@ def test_a_won_game_names_its_winning_cells(built):
     assert "winning_cells" in app_js
 
 
+@pytest.mark.slow
 def test_serve_and_compress_take_a_build_directory(two_tables, tmp_path):
     import socket
     with socket.socket() as s:

@@ -50,6 +50,7 @@ def games(draw, board: Board, max_len: int | None = None):
     return pos.move_string()
 
 
+@pytest.mark.slow
 @FAST
 @given(st.one_of(st.text(max_size=20), board_specs))
 def test_board_parse_only_board_errors(spec):
@@ -61,6 +62,7 @@ def test_board_parse_only_board_errors(spec):
     assert 1 <= b.width and 1 <= b.height and b.width * (b.height + 1) <= 64
 
 
+@pytest.mark.slow
 @FAST
 @given(st.sampled_from(BOARDS), move_text)
 def test_from_moves_only_illegal_position_errors(board, text):
@@ -111,6 +113,7 @@ def _check_probe(p, board):
     assert (best.outcome, best.distance) == (p.outcome, p.distance)
 
 
+@pytest.mark.slow
 @settings(max_examples=2000, deadline=None, suppress_health_check=list(HealthCheck))
 @given(move_text)
 def test_probe_random_strings(table, text):
@@ -122,6 +125,7 @@ def test_probe_random_strings(table, text):
     _check_probe(p, table.board)
 
 
+@pytest.mark.slow
 @settings(max_examples=1000, deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.data())
 def test_probe_real_games(table, data):
@@ -220,6 +224,7 @@ def test_parse_drawing_random_text_only_documented_errors(text):
     assert Position.from_moves(pos.board, pos.move_string()).key() == pos.key()
 
 
+@pytest.mark.slow
 @needs_drawing
 @settings(max_examples=1500, deadline=None, suppress_health_check=list(HealthCheck))
 @given(grids())
@@ -366,6 +371,7 @@ def _check_promise(argv, code, out, err) -> None:
 COMMANDS_FUZZED = ["bdd", "crosscheck", "plan", "stats", "export", "verify", "play", "best"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", COMMANDS_FUZZED)
 def test_every_subcommand_keeps_the_error_promise(fuzz_files, capsys, command):
     spec = _spec(fuzz_files, command)

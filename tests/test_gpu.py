@@ -13,10 +13,11 @@ from pathlib import Path
 
 import pytest
 
-import faultkit as soak
+from c4table.testing import faults as soak
 from c4table.io.hashes import sha256_of
 
 pytest.importorskip("numba.cuda")
+pytestmark = pytest.mark.slow   # every test here builds through the command line (make check leaves them out)
 
 ROOT = Path(__file__).resolve().parents[1]
 KNOWN = json.loads((ROOT / "c4table" / "data" / "known_tables.json").read_text())

@@ -19,7 +19,7 @@ from c4table.analysis.label import label_file
 from c4table.open import open_table
 from c4table.pipeline.stages.build import build_table
 from conftest import run_cli
-from oracle import A, B, play, winners
+from c4table.testing.oracle import A, B, play, winners
 from test_rooted import random_live_moves
 
 ROOTS = [(3, 28), (2, 32)]        # (seed, ply) of random live 7x6 roots: 4,929 and 428 entries
@@ -84,6 +84,7 @@ def _pons_negamax(w: int, h: int):
     return score
 
 
+@pytest.mark.slow
 def test_scores_equal_a_plain_pons_negamax_on_4x4(built, tmp_path):
     path = built("4x4") / "connect4_4x4.dat"
     score = _pons_negamax(4, 4)
@@ -124,6 +125,7 @@ def test_scores_equal_a_plain_pons_negamax_on_4x4(built, tmp_path):
 
 
 # ------------------------------------------------------------------ lookup --json, serve
+@pytest.mark.slow
 def test_lookup_json_only_adds_score_keys(built):
     t = str(built("5x4") / "connect4_5x4.dat")
     rc, out, err = run_cli("lookup", "--table", t, "--json", "3344", "1212121", "", "9")
@@ -195,6 +197,7 @@ def _random_games(n, seed):
         yield [rng.randrange(7) for _ in range(42)]
 
 
+@pytest.mark.slow
 def test_planes_equal_pettingzoo_and_openspiel(rooted, tmp_path):
     pz = pytest.importorskip("pettingzoo.classic")
     pyspiel = pytest.importorskip("pyspiel")
@@ -243,6 +246,7 @@ def test_planes_equal_pettingzoo_and_openspiel(rooted, tmp_path):
 
 
 # ------------------------------------------------------------------ c4table label
+@pytest.mark.slow
 def test_label_command_text_parquet_c4z_and_bad_rows(built, tmp_path):
     d = built("5x4")
     t = str(d / "connect4_5x4.dat")
@@ -292,6 +296,7 @@ def test_label_on_a_rooted_table_reports_positions_outside_it(rooted, tmp_path):
 
 
 # ------------------------------------------------------------------ Hugging Face layout
+@pytest.mark.slow
 def test_hf_layout_loads_with_datasets(built, tmp_path):
     datasets = pytest.importorskip("datasets")
     t = str(built("5x4") / "connect4_5x4.dat")

@@ -1,19 +1,16 @@
-"""Self-checks of the independent oracle (tests/oracle.py) against published figures only."""
+"""Self-checks of the independent oracle (c4table/testing/oracle.py) against published figures only."""
 
 from __future__ import annotations
 
 import hashlib
-import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import oracle  # noqa: E402
-
-from conftest import cadot_column_table, published_tables, published_totals  # noqa: E402
+from c4table.testing import oracle
+from conftest import cadot_column_table, published_tables, published_totals
 
 
+@pytest.mark.slow
 def test_4x4_file_matches_published():
     data = oracle.oracle_bytes(4, 4)
     assert oracle.key_bytes(4, 4) == 3
@@ -44,6 +41,7 @@ def test_column_counts_and_nesting():
         )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("w,h", [(3, 3), (4, 3), (3, 4), (4, 4)])
 def test_totals_with_mirror_images_match_bock(w, h):
     rows = oracle.oracle_ply_counts(w, h)

@@ -2,6 +2,8 @@
 build plans from published and measured per-ply counts."""
 import json
 
+import pytest
+
 from c4table.game.board import Board
 from conftest import bock_table2
 from c4table.pipeline.stages.build import open_build
@@ -36,6 +38,7 @@ def test_plan_7x6_from_published_counts():
     assert p.wall_seconds > 0 and p.peak_disk > p.final_bytes
 
 
+@pytest.mark.slow
 def test_plan_uses_measured_forward_run(built):
     d = built("5x4")
     p = make_plan("5x4", workers=2, memory_per_worker=2**30, from_dir=d)

@@ -2,18 +2,15 @@
 whether its figures are published (with the source) or were recorded from a c4table build
 (with version and date); the published ones equal the copies of the published figures in
 tests/data/published_tables.tsv; built tables have the sizes Cadot's scripts publish; and
-tools/diag/record_known.py never calls a build's figure published."""
+c4table.table.known.record_build (tools/diag/record_known.py) never calls a build's figure published."""
 import json
 import re
-import sys
 
 import pytest
 
-from c4table.table.known import known_tables, provenance
-from conftest import ROOT, published_tables
-
-sys.path.insert(0, str(ROOT / "tools" / "diag"))
-import record_known  # noqa: E402
+from c4table.errors import TableError
+from c4table.table.known import c4table_version, dump_known, known_tables, provenance, record_build
+from conftest import published_tables
 
 DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
@@ -67,22 +64,22 @@ def test_provenance_label():
 def test_record_known_marks_builds_built(built):
     known = json.loads(json.dumps(known_tables()))            # a copy
     d = built("4x4")
-    record_known.record(d, None, known, force=False)
+    record_build(d, None, known, force=False)
     e = known["4x4"]                                         # published hash: stays published
     assert e["provenance"] == "published" and e["source"] == known_tables()["4x4"]["source"]
     assert e["plies_provenance"]["provenance"] == "built"
     del known["4x4"]                                         # unknown board: recorded as built
-    record_known.record(d, "test", known, force=False)
+    record_build(d, "test", known, force=False)
     e = known["4x4"]
     assert e["provenance"] == "built" and "source" not in e and e["note"] == "test"
-    assert e["c4table_version"] == record_known.c4table_version() and DATE.match(e["date"])
+    assert e["c4table_version"] == c4table_version() and DATE.match(e["date"])
     assert e["sha256"] == published_tables()["4x4"]["sha256"]
-    assert json.loads(record_known.dump(known)) == known
+    assert json.loads(dump_known(known)) == known
 
 
 def test_record_known_refuses_another_hash(built, tmp_path):
     known = json.loads(json.dumps(known_tables()))
     known["4x4"]["sha256"] = "0" * 64
-    with pytest.raises(SystemExit, match="differs"):
-        record_known.record(built("4x4"), None, known, force=False)
+    with pytest.raises(TableError, match="differs"):
+        record_build(built("4x4"), None, known, force=False)
 

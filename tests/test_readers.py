@@ -83,6 +83,7 @@ def test_export_refuses_a_damaged_backward_shard(d54, tmp_path):
 
 
 # ---------------------------------------------------------------- tables checked at open
+@pytest.mark.slow
 def test_table_truncated_on_an_entry_boundary_is_refused_at_open(d54, tmp_path):
     for with_manifest in (False, True):
         t = copy_table(d54, tmp_path / f"t{with_manifest}", manifest=with_manifest)
@@ -98,6 +99,7 @@ def test_table_truncated_on_an_entry_boundary_is_refused_at_open(d54, tmp_path):
             open_table(t)
 
 
+@pytest.mark.slow
 def test_table_renamed_to_another_board_is_refused_and_named(built, tmp_path):
     t45 = built("4x5") / "connect4_4x5.dat"
     d = tmp_path / "r"
@@ -203,6 +205,7 @@ def _classify(fn) -> str:
     return "passed"
 
 
+@pytest.mark.slow
 def test_every_single_bit_flip_is_detected_or_harmless(tmp_path):
     """Flip every bit of every shard and of the manifest of a small build, one at a time. For
     each flip, the reader entry points every command goes through (BuildDir.load for the

@@ -120,6 +120,7 @@ def test_free_disk_check_counts_the_bin_and_empties_it_when_short(tmp_path, smal
         resources.check_free(st, 5000, "a step")
 
 
+@pytest.mark.slow
 def test_builds_that_recycle_write_the_recorded_tables(tmp_path, small_files, monkeypatch):
     """Every spent run and message file is recycled (any size) and a small memory budget makes
     many of them: the tables are the recorded ones, writes really went over spent files (in
@@ -148,6 +149,7 @@ def test_builds_that_recycle_write_the_recorded_tables(tmp_path, small_files, mo
     assert len({c.split()[0] for c in claims}) >= 2          # the pool's workers claimed too
 
 
+@pytest.mark.slow
 def test_resume_after_forward_only_with_recycling(tmp_path, small_files):
     from c4table.pipeline.stages import forward
     from c4table.pipeline.stages.build import build_table, open_build
@@ -174,6 +176,7 @@ main(sys.argv[2:])
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("where", ["work/forward/ply_12/", "work/messages/ply_09/"])
 def test_a_bin_left_by_a_killed_build_is_removed_on_resume(tmp_path, where):
     """A build killed while its bin holds spent files (and a write may be going over one)

@@ -31,6 +31,7 @@ def _best(table, moves: str) -> int:
     return min(cols, key=lambda c: (abs(c - 4), c)) - 1
 
 
+@pytest.mark.slow
 def test_pettingzoo_game_agrees_with_best(table):
     pz = pytest.importorskip("pettingzoo.classic")
     agent = PerfectAgent(table)

@@ -1,7 +1,7 @@
 """Rooted tables (``build --root MOVES``) against independent evidence: byte-identity with the
 full build from the empty board, every entry equal to the full table's for 5x5 and 6x4 roots,
 and on 7x6 every entry (roots at plies 32+) or sampled entries (roots at plies 26..30) equal
-to the independent minimax of tests/oracle.py; plus the readers and bad roots."""
+to the independent minimax of c4table/testing/oracle.py; plus the readers and bad roots."""
 import json
 import random
 
@@ -15,7 +15,7 @@ from c4table.game.root import NotReachableError, Root
 from c4table.open import open_table
 from c4table.analysis.verify import verify_table
 from conftest import run_cli
-from oracle import (A, B, key_bytes, oracle_position, play, position_key,
+from c4table.testing.oracle import (A, B, key_bytes, oracle_position, play, position_key,
                     position_of_key, subtree_table, winners)
 
 
@@ -48,6 +48,7 @@ def as_dict(path, w: int, h: int) -> dict[int, int]:
 
 
 # ------------------------------------------------------------------ the empty root
+@pytest.mark.slow
 @pytest.mark.parametrize("spec", ["4x4", "5x4", "4x5"])
 def test_root_at_the_empty_board_is_byte_identical_to_the_full_build(built, tmp_path, spec):
     full = built(spec) / f"connect4_{spec}.dat"
@@ -142,6 +143,7 @@ def test_reader_learns_the_root_from_the_file_name(rooted_5x4, tmp_path):
             t.wdl("12")
 
 
+@pytest.mark.slow
 def test_cli_on_a_rooted_table(rooted_5x4):
     T = str(rooted_5x4)
     code, out, err = run_cli("lookup", "--table", T, "33445")
@@ -175,6 +177,7 @@ def test_bad_roots_are_one_line_exit_2(tmp_path, root, why):
     assert not (tmp_path / "b").exists()
 
 
+@pytest.mark.slow
 def test_root_from_a_drawing_and_resume_keeps_the_root(tmp_path):
     drawing = tmp_path / "root.txt"
     drawing.write_text(".....\n.....\n..B..\n.AAB.\n")
@@ -219,6 +222,7 @@ def test_plan_root_counts_the_forward_run_exactly(tmp_path):
     assert all(x.entries == 0 for x in plies[:30])
 
 
+@pytest.mark.slow
 def test_rooted_build_resumes_and_ignores_budget_and_workers(tmp_path):
     """A rooted build stopped after part of its forward pass resumes to the same bytes, and
     a small memory budget (many shards and ranges) with 2 workers changes nothing."""

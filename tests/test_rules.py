@@ -2,7 +2,7 @@
 the plain per-position rules (c4table.game.rules, c4table.game.board) and the numba kernels the build and
 the readers use on whole arrays (c4table.pipeline.kernels.cpu, through c4table.analysis.export), on every
 reachable position of small boards; and both against the independent oracle's keys and
-terminal test (tests/oracle.py).
+terminal test (c4table/testing/oracle.py).
 
 For each position: the key, the column codes, the ply, the terminal and mirror-symmetry flags,
 the child keys (expand), the parent keys (the un-moves of the backward pass), and the move
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from numba import njit
 
-import oracle
+from c4table.testing import oracle
 from c4table.game.board import Board
 from c4table.analysis.decode import decode_entries
 from c4table.analysis.export import move_orders
@@ -40,6 +40,7 @@ def every_position(board: Board) -> list[list[Position]]:
         levels.append(nxt)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("board", BOARDS, ids=lambda b: b.name)
 def test_plain_rules_and_kernels_agree_on_every_position(board):
     tables = kernels.board_tables(board)
@@ -109,6 +110,7 @@ def test_kernel_key_decoding_equals_python_digits(board):
         assert s == (digits == digits[::-1]), (board, key)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("board", BOARDS, ids=lambda b: b.name)
 def test_kernels_on_whole_generations_agree_with_plain_rules(board):
     """The build calls the kernels on whole sorted generations, where each key's high columns
@@ -170,6 +172,7 @@ def _decode_all_near(keys, low, w, base, bits_a, bits_b, powers, stride, codes_o
 
 @pytest.mark.parametrize("board", [Board(3, 4), Board(5, 6), Board(7, 4), Board(6, 5), Board(7, 6),
                                    Board(5, 5, k=5)], ids=lambda b: b.name)
+@pytest.mark.slow
 def test_decode_near_equals_python_digits_for_every_split(board):
     """``_decode_near`` with every number of low digits, on sorted keys close together (runs
     that share their high digits), far apart and repeated: each key's codes equal Python's

@@ -127,6 +127,7 @@ def test_raw_runs_of_older_versions_still_read(tmp_path):
     assert np.array_equal(extsort.merge_range(st, [rec], lo, hi), want)
 
 
+@pytest.mark.slow
 def test_threads_write_and_read_runs_at_once(tmp_path):
     """Tasks in threads of one process (a dask worker with several threads) each have their
     own scratch buffer: runs written and read at the same time stay exact."""

@@ -33,7 +33,7 @@ from conftest import describe_table, random_positions, run_cli  # noqa: E402
 def random_move_strings(board: Board, n: int, seed: int) -> list[str]:
     """Legal move strings of random games cut at random lengths (finished games included)."""
     return [p.move_string() for p in random_positions(board, n, seed)]
-import oracle  # noqa: E402
+from c4table.testing import oracle  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -56,6 +56,7 @@ def lookup_lines(table: Path, positions: list[str]) -> list[str]:
 
 
 # ------------------------------------------------------------------------------ answers
+@pytest.mark.slow
 def test_position_is_the_lookup_json_object(client, t54):
     positions = ["", "3344", "33"] + random_move_strings(Board.parse("5x4"), 150, seed=1)
     lines = lookup_lines(t54, positions)
@@ -80,6 +81,7 @@ def test_batch_is_lookup_json_of_stdin(client, t54):
     assert [o["position"] for o in errors] == ["9", "33333", "3a"]
 
 
+@pytest.mark.slow
 def test_4x4_answers_match_the_oracle(client):
     table = oracle.oracle_table(4, 4)
     kind = {oracle.DRAW: "draw", oracle.A_WINS: "A", oracle.B_WINS: "B"}
@@ -194,6 +196,7 @@ def malformed_requests(rng: random.Random) -> list[tuple[str, str, dict]]:
     return out
 
 
+@pytest.mark.slow
 def test_a_thousand_malformed_requests_are_4xx_json(client):
     reqs = malformed_requests(random.Random(6))
     assert len(reqs) >= 1000
@@ -262,6 +265,7 @@ def test_web_page_is_served_and_self_contained(client):
         assert "http://" not in text and "https://" not in text and "//cdn" not in text, f.name
 
 
+@pytest.mark.slow
 def test_two_tables_of_one_board_refused(t54):
     code, out, err = run_cli("serve", "--table", str(t54), "--table", str(t54))
     assert code == 2 and err.count("\n") == 1 and "two tables of board 5x4" in err
@@ -275,6 +279,7 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+@pytest.mark.slow
 def test_serve_command_runs_uvicorn_with_workers(t54, t44):
     import httpx
     port = _free_port()
@@ -301,6 +306,7 @@ def test_serve_command_runs_uvicorn_with_workers(t54, t44):
     assert "Traceback" not in proc.stderr.read()
 
 
+@pytest.mark.slow
 def test_load_tool_runs_briefly_without_errors(t54):
     tool = Path(__file__).resolve().parents[1] / "tools" / "bench" / "load_serve.py"
     p = subprocess.run([sys.executable, str(tool), "--table", str(t54), "--clients", "2", "--seconds", "1",

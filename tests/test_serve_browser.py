@@ -29,7 +29,8 @@ def find_chromium() -> str | None:
 
 
 CHROMIUM = find_chromium()
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no chromium binary (apt-get install chromium)")
+pytestmark = [pytest.mark.skipif(CHROMIUM is None, reason="no chromium binary (apt-get install chromium)"),
+              pytest.mark.slow]   # a browser: seconds (make check leaves it out)
 
 
 @pytest.fixture(scope="module")

@@ -51,6 +51,8 @@ import pytest  # noqa: E402
 
 from conftest import ROOT, interrupt_backward  # noqa: E402
 
+pytestmark = pytest.mark.slow   # every test here takes seconds (make check leaves them out)
+
 
 def known_sha256(board: str) -> str:
     """The sha256 of the known table (5x4: identical to the brute-force oracle; 4x6:

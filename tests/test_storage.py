@@ -88,6 +88,7 @@ def test_runs_read_by_range_through_fences(s3):
         assert np.array_equal(got, want), (lo, hi)
 
 
+@pytest.mark.slow
 def test_s3_build_is_byte_identical_to_local(s3, built):
     """4x5 on S3 with two spawned worker processes, stage by stage through the CLI (each
     stage resumes from the manifest on S3), then the whole build again (nothing to do)."""
@@ -110,6 +111,7 @@ def test_s3_build_is_byte_identical_to_local(s3, built):
     assert "known table 4x5" in out
 
 
+@pytest.mark.slow
 def test_s3_build_on_a_dask_cluster(s3, built):
     """A dask LocalCluster's workers (started with this environment) build 5x4 on S3."""
     pytest.importorskip("dask.distributed")
@@ -119,6 +121,7 @@ def test_s3_build_on_a_dask_cluster(s3, built):
     assert s3_bytes(s3, "b54/connect4_5x4.dat") == (built("5x4") / "connect4_5x4.dat").read_bytes()
 
 
+@pytest.mark.slow
 def test_damaged_shard_on_s3_is_reported(s3, built):
     """A shard altered on the object store is one line naming its URI, and exit 1."""
     uri = f"s3://{BUCKET}/bad"
@@ -135,6 +138,7 @@ def test_damaged_shard_on_s3_is_reported(s3, built):
     assert "s3://" in err and "ply_05/part-00000.parquet" in err
 
 
+@pytest.mark.slow
 def test_verify_reports_a_damaged_shard_of_a_build_on_s3(s3):
     uri = f"s3://{BUCKET}/v44"
     code, _, err = run_cli("build", "4x4", "--out", uri, "-q", "--workers", "1")
@@ -157,6 +161,7 @@ def test_unusable_storage_uri_is_one_line(s3):
     assert len(err.strip().splitlines()) == 1 and "nosuchscheme://x/y" in err
 
 
+@pytest.mark.slow
 def test_rooted_build_on_s3_equals_local(s3, tmp_path):
     """A rooted build (c4table.game.root) on the object store: same bytes as the local one, under
     the rooted name, and verify finds its root in the manifest there."""

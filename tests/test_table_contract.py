@@ -1,4 +1,4 @@
-"""The reader contract (``tests/tablecontract.py``) run on every table source: a memory-mapped
+"""The reader contract (``c4table.testing.contract``) run on every table source: a memory-mapped
 ``.dat``, a local ``.c4z``, a ``.c4z`` over HTTP (ranged GETs) and a rooted table."""
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from c4table.c4z.writer import compress_table
 from c4table.open import open_table
 from httpkit import serving
-from tablecontract import TableContract
+from c4table.testing.contract import TableContract
 
 
 @pytest.fixture(scope="module")

@@ -19,6 +19,8 @@ from c4table.table.probe import move_rank
 from c4table.open import open_table
 from conftest import random_positions, run_cli
 
+pytestmark = pytest.mark.slow   # every test here takes seconds (make check leaves them out)
+
 
 run = run_cli
 

@@ -1,24 +1,7 @@
 """Training sets from a table: the per-move labels of table entries (``export --per-move``,
 ``--planes``) and the Hugging Face layout (``export --hf DIR``).
 
-Per-move labels of an entry come from its column codes: each child's key is the digit
-arithmetic of :mod:`c4table.game.board` (one more chip in a column changes one base-``B`` digit
-of both readings), and all keys of a chunk are looked up at once
-(:meth:`c4table.analysis.label.Labeller.lookup`); :func:`c4table.analysis.label.entry_labels`
-does both. The label columns are those of :mod:`c4table.analysis.label`.
-
-The Hugging Face layout (``datasets.load_dataset(DIR)`` reads it as it is)::
-
-    DIR/README.md                                  dataset card: YAML configs / dataset_info
-    DIR/data/train-00000-of-000NN.parquet          train shards, --rows-per-shard rows each
-    DIR/data/test-00000-of-000MM.parquet           test shards
-
-The split of a row is a hash of its table key (splitmix64 of the key), so a position and its
-mirror image, which share the key, always land in the same split, and the split of a position
-does not depend on what else is exported. ``--sample N --seed S`` keeps the ``N`` rows whose
-seeded hash is smallest: a uniform sample without replacement, written in random order.
-``--decisive`` keeps the positions where the side to move can reach at least two of win, draw
-and loss.
+Design notes: ``docs/modules.md`` (``c4table.analysis.dataset``).
 """
 from __future__ import annotations
 
@@ -178,7 +161,7 @@ def export_hf(table, out_dir: str | os.PathLike, *, ply: int | None = None, test
               seed: int = 0, planes: str | None = None, nonterminal: bool = False,
               mirror: bool = False, chunk_entries: int = 1 << 18, quiet: bool = True,
               stream=None) -> HFReport:
-    """Write the Hugging Face layout (module docstring) of ``table``'s positions with the
+    """Write the Hugging Face layout (docs/modules.md) of ``table``'s positions with the
     per-move labels into ``out_dir`` (which must not hold a dataset already)."""
     import pyarrow as pa
     import pyarrow.compute as pc

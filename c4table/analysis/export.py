@@ -4,39 +4,7 @@ terminal flags and one move string per position), which :mod:`c4table.analysis.s
 rules in that decoding are the build's own: the numba kernels of
 :mod:`c4table.pipeline.kernels.cpu` and the column and un-move tables of :mod:`c4table.game.board`.
 
-Columns of the parquet file, in this order (documented in the file's metadata too):
-
-* one ``uint8`` column per cell, ``0`` empty, ``1`` A (first player), ``2`` B, named like the
-  UCI Connect-4 data set: column letter (``a`` = leftmost) then row number (``1`` = bottom),
-  column by column from the left, each bottom to top: ``a1, a2, ..., a{h}, b1, ...``;
-* ``ply`` (``uint8``, chips on the board; A is to move at even plies);
-* ``moves`` (string): one move order reaching the position, 1-based columns from the empty
-  board (found by un-playing the position, see below; boards wider than 9 columns write
-  columns 10, 11, ... as ``a``, ``b``, ...);
-* ``outcome`` (string ``"A"``, ``"B"`` or ``"draw"``), ``distance`` (``uint8``, plies to that
-  result under optimal play), ``terminal`` (bool: the game is over);
-* ``key`` (``uint64``, the table key; a position and its mirror image share it);
-* with ``mirror=True`` also ``mirrored`` (bool): the row is the mirror image of the table's
-  orientation (added for every position that is not its own mirror image, so the row count
-  equals the manifest's ``positions``).
-
-Rows come in key order within each ply. Without ``mirror`` the orientation is the one whose
-left-to-right reading is the key (the smaller reading).
-
-Move strings are rebuilt without any search tree: every position of a chunk is un-played at
-once with numpy. At each step the chip removed is a top chip of the player who moved last,
-from the tallest such column, preferring one whose next chip down is the other player's; a
-position with a line must first lose a chip that leaves no line. This greedy walk runs into a
-dead end for about 2 % of positions (5x4); those are walked again with random tie-breaking (up to
-20 times), and the few left go through the exact search of
-:func:`c4table.game.drawing.reconstruct_moves`.
-
-Entries of one ply come from the build directory's backward shards
-(``work/backward/ply_XX/*.parquet``) when the table sits in its build directory and the
-shards are still there, otherwise from one streaming scan of the table file. Shards and
-manifest are read through :mod:`c4table.builddir`, which checks each shard's xxh64 before use:
-a damaged one is an error naming it, never different output. Memory stays
-bounded: ``chunk_entries`` entries at a time, each written as a parquet row group.
+Design notes: ``docs/modules.md`` (``c4table.analysis.export``).
 
 >>> rep = export_positions("tables/5x4/connect4_5x4.dat", "ply8.parquet", ply=8)
 >>> rep.rows
@@ -167,7 +135,7 @@ def _unplay(board: Board, codes: np.ndarray, p: int, retries: int = 20) -> np.nd
 
 
 def move_orders(board: Board, codes: np.ndarray, ply: np.ndarray | None = None) -> list[str]:
-    """One move string per row of column codes (see the module docstring for the method).
+    """One move string per row of column codes (docs/modules.md says how).
 
     >>> from c4table.game.rules import Position
     >>> b = Board(5, 4)

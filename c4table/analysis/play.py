@@ -1,13 +1,7 @@
 """Playing against perfect play in the terminal: a line-based loop over any text streams (a
 terminal, tmux, or plain piped stdin), with the table answering every move instantly.
 
-After every move it says the outcome under perfect play from then on, with the distance in
-plies, and whether the move kept the best outcome; the board marks the last move's column
-(``^``) and puts a winning line in brackets. The computer plays an optimal move (fastest
-win, else a draw, else the slowest loss; among equals the one nearest the centre).
-
-Commands at the prompt: a column number; ``h`` (hint: every move ranked); ``u`` (undo your
-last move and the reply); ``q`` (quit). End of input quits too.
+Design notes: ``docs/modules.md`` (``c4table.analysis.play``).
 
 >>> import io
 >>> from c4table import open_table

@@ -1,30 +1,6 @@
 """Pascal Pons' scores: the position value machine-learning work on Connect-4 trains on.
 
-Pons' convention (his solver, ``Solver.cpp``, and his web API at connect4.gamesolver.org) scores
-a position for the side to move, larger the sooner it wins. In his negamax the side to move that
-can win with its next move scores ``(W*H + 1 - nbMoves) / 2``, where ``nbMoves`` is the number of
-chips already on the board (the ply); every other score is minus the best score of a child. Write
-``n`` for the number of chips on the board when the game ends under perfect play (``n = ply +
-distance`` in the table's terms). A win with the next move ends at ``n = ply + 1``, so Pons'
-score is ``floor((W*H + 2 - n) / 2)``; the negation of the child's score keeps that form, so for
-every position:
-
-* the side to move wins: ``+((W*H + 2 - n) // 2)``;
-* it loses: ``-((W*H + 2 - n) // 2)``;
-* a draw: ``0``.
-
-Winning scores are at least 1 (``n <= W*H``), losing ones at most -1. The winner's ``n`` always
-has the winner's parity, so the halving loses nothing: a larger score is exactly a faster win or a
-slower loss, and the table's preference (fastest win, else a draw, else the slowest loss) is the
-largest score.
-
-A *terminal* position (the previous player has just made a line) is scored as a loss for the
-side to move that ended at ``n = ply``: ``-((W*H + 2 - ply) // 2)``. A full board without a line
-scores 0. Pons' solver is never asked about finished games; this is c4table's definition.
-
-The score of a *move* is the side to move's score if it plays that column: the move's outcome
-with ``n = ply + distance`` (the move's distance counts the move itself), which is minus the
-child's own score.
+Design notes: ``docs/modules.md`` (``c4table.analysis.pons``).
 
 >>> pons_score(42, 0, "A", "A", 41)
 1

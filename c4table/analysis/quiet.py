@@ -1,15 +1,6 @@
 """Quiet positions: the selection of John Tromp's 8-ply Connect-4 data set, on any board and ply.
 
-A position is *quiet* when the game is not over (nobody has ``k`` in a row, the board is not
-full) and neither side can win with one move: no playable cell (the lowest empty cell of a
-column) completes a line of ``k`` for A, nor for B. The side to move therefore has no win to
-take and no threat to answer. Table entries are already one per mirror pair, so selecting
-entries selects one position of each mirror pair.
-
-On 7x6 at ply 8 this selects 67,557 positions, the size of Tromp's data set (the UCI
-"Connect-4" data set) used by the small engine's write-up (``docs/sources.md``).
-:func:`c4table.analysis.export.export_positions` applies it with ``quiet=True``
-(``c4table export --quiet-positions``).
+Design notes: ``docs/modules.md`` (``c4table.analysis.quiet``).
 
 >>> import numpy as np
 >>> from c4table.game.board import Board
@@ -45,7 +36,7 @@ def immediate_wins(board: Board, codes: np.ndarray) -> tuple[np.ndarray, np.ndar
 
 
 def quiet_mask(board: Board, codes: np.ndarray, ply: np.ndarray | None = None) -> np.ndarray:
-    """True for the quiet positions among ``codes`` (see the module docstring)."""
+    """True for the quiet positions among ``codes`` (see docs/modules.md)."""
     a, b = bitboards(board, codes)
     if ply is None:
         ply = plies_of_codes(board, codes)

@@ -1,19 +1,7 @@
 """Reinforcement-learning adapters (extra ``[rl]``): a perfect (or tempered) agent for the
 usual Connect-4 environments, and a Gymnasium environment with a perfect opponent.
 
-:class:`PerfectAgent` reads a position from whatever the environment hands its agents:
-
-* a PettingZoo ``connect_four_v3`` observation: the dict ``{"observation", "action_mask"}`` or
-  its ``observation`` array, shape (H, W, 2), row 0 the top row, plane 0 the side to move's
-  chips (whose side that is follows from the chip counts: equal counts, A to move);
-* an OpenSpiel ``connect_four`` state (its ``history()`` of 0-based columns);
-* a Kaggle ConnectX observation (dict or struct with ``board``: H*W ints row by row from the
-  top, 0 empty, 1 and 2 the players' marks; player 1 moves first);
-* a numpy board of shape (H, W), row 0 the top row, 0 empty, 1 A (first player), 2 B;
-* a move string (1-based columns) or a :class:`~c4table.game.rules.Position`.
-
-Columns are 0-based everywhere here (as in those libraries). Values are Pons' scores
-(:mod:`c4table.analysis.pons`) for the side to move.
+Design notes: ``docs/modules.md`` (``c4table.analysis.rl``).
 
 >>> agent = PerfectAgent("tables/5x4/connect4_5x4.dat")
 >>> agent.act("3344"), agent.action_values("3344").tolist()
@@ -61,7 +49,7 @@ class PerfectAgent:
 
     # ---------------------------------------------------------------- positions
     def position(self, x):
-        """The :class:`~c4table.game.rules.Position` of any input the module docstring lists."""
+        """The :class:`~c4table.game.rules.Position` of any input docs/modules.md lists."""
         if isinstance(x, Position):
             return x
         if isinstance(x, str):

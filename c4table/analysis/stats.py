@@ -3,10 +3,7 @@
 finished games (a line of k or a full board), and how many are won, drawn and lost from the first player's (A's) view;
 as TSV or markdown, and as a log-scale plot (matplotlib).
 
-A rooted table (:mod:`c4table.game.root`) has rows from its root's ply on. Figures come from the
-build's ``manifest.json`` (instant, read and checked by :mod:`c4table.builddir`) or, for a
-table file without one (such as a downloaded table), from one streaming scan of the file that
-decodes every key with numpy (``scan=True`` forces the scan, a cross-check of the manifest).
+Design notes: ``docs/modules.md`` (``c4table.analysis.stats``).
 
 >>> rows = ply_stats("tables/5x4")
 >>> format_table(rows, "tsv").splitlines()[1].split()

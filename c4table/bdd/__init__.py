@@ -3,16 +3,7 @@
 cross-check the explicit tables. It shares no code with the explicit pipeline: only the board
 parser (:class:`c4table.game.board.Board`) is common.
 
-Modules, one concept each:
-
-* :mod:`~c4table.bdd.engine` -- the oxidd manager, its node cap and garbage collection;
-* :mod:`~c4table.bdd.encoding` -- the two variable encodings, relations and line conditions;
-* :mod:`~c4table.bdd.count` -- the forward pass (positions and terminal positions per ply);
-* :mod:`~c4table.bdd.solve` -- the backward pass (won/drawn/lost per ply, first player's view);
-* :mod:`~c4table.bdd.results` -- the per-ply result records and their JSON form;
-* :mod:`~c4table.bdd.crosscheck` -- comparison with an explicit table's manifest.
-
-Example::
+Design notes: ``docs/modules.md`` (``c4table.bdd``).
 
     >>> from c4table.bdd import count_positions, solve
     >>> count_positions("4x4").total

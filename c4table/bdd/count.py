@@ -1,12 +1,6 @@
 """The forward pass: all positions of each ply as one BDD per ply (Böck, section 2.2).
 
-``states_0`` is the empty board; ``states_{i+1} = image(states_i ∧ ¬terminal)``: terminal
-positions (the last mover has k in a row) are counted in their ply and never expanded.
-
-:func:`forward` is the generator both passes share; :func:`count_positions` is the public
-counting entry point.
-
-Example::
+Design notes: ``docs/modules.md`` (``c4table.bdd.count``).
 
     >>> r = count_positions("4x4")
     >>> r.total, r.plies[7].positions, r.plies[7].terminal

@@ -1,17 +1,6 @@
 """Comparison of BDD figures with an explicit table's ``manifest.json``.
 
-The manifest's per-ply ``positions``, ``terminal``, ``a_wins``, ``draws`` and ``b_wins`` already
-count mirror images separately (one table entry stands for a position and its mirror image:
-``positions = 2 * entries - symmetric``), so they compare directly with the BDD's
-``positions``, ``terminal``, ``won``, ``drawn`` and ``lost`` (first player's view). When the
-manifest has no ``a_wins``/``draws``/``b_wins`` (only the forward pass has run), only positions
-and terminal are compared.
-
-``terminal`` in BDD mode means "the last mover has k in a row" (Böck's Table 2). A manifest
-that also counts the full-board draws of the last ply as terminal (every position of ply
-``w*h`` is then terminal) is accepted, with a note.
-
-Example::
+Design notes: ``docs/modules.md`` (``c4table.bdd.crosscheck``).
 
     >>> from c4table.bdd.results import BddSolution, PlyResult
     >>> sol = BddSolution("1x1", "compressed", [PlyResult(0, 1, 0, 3, 0, 1, 0),

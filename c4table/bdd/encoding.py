@@ -1,26 +1,6 @@
 """The two Boolean encodings of a Connect-4 position (Böck, section 3.1).
 
-A position is a set of Boolean variables; every encoding has two copies of them, side ``0``
-(``S``) and side ``1`` (``S'``), interleaved variable by variable so that ``x`` and ``x'`` are
-neighbours in the order (the relations stay a few hundred nodes). Following Böck, plies
-alternate between the sides -- ply ``i`` lives on side ``i % 2`` -- so images and pre-images
-never rename variables: the first player's moves go from side 0 to side 1, the second
-player's from side 1 to side 0.
-
-* ``"compressed"`` (Böck's, Figure 1b): ``w * (h + 1)`` variables per side, one per cell plus an
-  extra row, column-major and bottom-up. In a column with ``n`` chips the variable of row ``n``
-  is true (the "lowest free cell" marker), rows above it are false and rows below it hold the
-  chips: true for the first player (A), false for the second (B).
-* ``"plain"`` (Edelkamp and Kissmann's cell-wise encoding, Figure 1a): ``2 * w * h`` variables
-  per side, per cell ``a`` (A's chip here) then ``b`` (B's chip here), column-major and bottom-up;
-  per cell the order is ``a, a', b, b'``.
-
-No side-to-move variable is needed: the ply fixes who moves.
-
-Each :class:`Encoding` builds the initial state, the transition relation of each player, the
-``k``-in-a-row line conditions of each player and counts the states of a set.
-
-Example::
+Design notes: ``docs/modules.md`` (``c4table.bdd.encoding``).
 
     >>> from c4table.bdd.engine import Engine
     >>> enc = make_encoding("3x2", Engine(1 << 16), "compressed")

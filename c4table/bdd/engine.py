@@ -1,16 +1,6 @@
 """The BDD engine: creating an oxidd manager and keeping it alive under its hard node cap.
 
-oxidd (Rust, compiled wheel) is the only BDD package BDD mode uses. Its manager has a node
-capacity fixed at creation and does no garbage collection by itself, so this module owns:
-
-* :func:`make_manager` -- a manager of the chosen flavour (``"bdd"``: plain BDDs, ``"bcdd"``:
-  complement edges), node capacity and worker threads;
-* :class:`Engine` -- that manager plus the bookkeeping of one run: :meth:`Engine.collect`
-  (garbage-collect between plies, recording the peak number of live nodes) and
-  :meth:`Engine.retry` (run an operation again after a collection if it ran out of nodes);
-* :class:`BddCapacityError` -- the node capacity was too small even after collecting.
-
-Example::
+Design notes: ``docs/modules.md`` (``c4table.bdd.engine``).
 
     >>> eng = Engine(nodes=1 << 16)
     >>> eng.manager.add_named_vars(["x", "y"])

@@ -1,16 +1,6 @@
 """Result records of BDD mode: per-ply counts and win/draw/loss, as plain dataclasses.
 
-:class:`PlyResult` is one ply; :class:`BddCounts` (forward pass) and :class:`BddSolution`
-(forward and backward pass) hold the plies of one board plus run statistics. ``to_json()``
-gives exactly the object the CLI prints with ``--json``::
-
-    {"board": "5x4", "total": N, "plies": [{"ply": 0, "positions": 1, "won_games": 0,
-     "nodes": ..., "won": ..., "drawn": ..., "lost": ...}, ...]}
-
-``won``/``drawn``/``lost`` are from the FIRST player's view (Böck's Table 2): at odd plies the
-terminal positions count as won, at even plies as lost. All counts include mirror images.
-
-Example::
+Design notes: ``docs/modules.md`` (``c4table.bdd.results``).
 
     >>> r = BddCounts("1x1", "compressed", [PlyResult(0, 1, 0, 3), PlyResult(1, 1, 0, 3)])
     >>> r.total, r.to_json()["plies"][1]

@@ -1,18 +1,6 @@
 """The backward pass: win/draw/loss of every position, ply by ply (Böck, section 2.2).
 
-After the forward pass has kept each ply's non-terminal and terminal sets, the outcome is
-propagated from the last ply ``N = w*h`` to the root, from the view of the player to move:
-
-* ``win_N = ⊥``, ``draw_N = states_N ∧ ¬terminal``, ``lost_N = states_N ∧ terminal``;
-* ``win_i  = pre-image(lost_{i+1}) ∧ (states_i ∧ ¬terminal)``
-* ``draw_i = pre-image(draw_{i+1}) ∧ (states_i ∧ ¬terminal ∧ ¬win_i)``
-* ``lost_i = (states_i ∧ ¬terminal ∧ ¬win_i ∧ ¬draw_i) ∨ (states_i ∧ terminal)``.
-
-The counts are then turned to the FIRST player's view (Böck's Table 2): at even plies the
-first player is to move (won = win, lost = lost, terminal positions are lost); at odd plies the
-second player is (won = lost, lost = win, terminal positions are won).
-
-Example::
+Design notes: ``docs/modules.md`` (``c4table.bdd.solve``).
 
     >>> s = solve("4x4")
     >>> p = s.plies[0]

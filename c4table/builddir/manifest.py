@@ -1,33 +1,7 @@
 """The build manifest (``DIR/manifest.json``): which steps of a build are finished, with the
 shards and counts each produced, and, once merged, the final table's size and hashes.
 
-The manifest is the single source of truth for resuming: a step is finished exactly when it is
-recorded here, and the manifest is replaced atomically (:meth:`Manifest.save`, after the shards
-it records were made durable) after each step or batch of small steps (:meth:`Manifest.checkpoint`). Layout::
-
-    {"format": "c4table-manifest/1", "board": "5x4", "width": 5, "height": 4, "k": 4,
-     "key_bytes": 4, "entry_size": 5,
-     "plies": [{"ply": 0, "entries": 1, "symmetric": 1, "positions": 1,
-                "terminal_entries": 0, "terminal": 0,
-                "a_wins": 1, "draws": 0, "b_wins": 0,            # after the backward pass
-                "a_wins_entries": 1, "draws_entries": 0, "b_wins_entries": 0}, ...],
-     "steps": {"forward": {"0": {"shards": [...]}, ...}, "backward": {...}},
-     "table": {"file": "connect4_5x4.dat", "entries": ..., "bytes": ..., "sha256": ..., "md5": ...}}
-
-A rooted build (:mod:`c4table.game.root`) adds ``"root": {"moves": "4453", "ply": 4, "key": ...}``;
-its plies below the root's are recorded as empty generations (no shards, zero counts).
-
-Counts named ``*_entries`` are table entries (a position and its mirror image share one);
-``positions``, ``terminal``, ``a_wins``, ``draws`` and ``b_wins`` count mirror images
-separately, as Böck's paper does: ``positions = 2 * entries - symmetric``. A 3D board
-(:mod:`c4table.game.grid3d`) adds ``"grid": [X, Y]``; its counts count every image (up to 8 per
-entry) and its plies have no ``symmetric`` field.
-
-Integrity: :meth:`Manifest.save` adds ``"xxh64"``, the checksum of the rest of the manifest
-(canonical JSON), and :meth:`Manifest.load` refuses a manifest whose checksum or structure does
-not hold (damaged, or edited by hand) with one :class:`CorruptDataError` line naming the file.
-A backward step also records the message runs it sent to the generation below
-(``"messages"``: file, rows, xxh64), so a run is trusted only if it matches.
+Design notes: ``docs/modules.md`` (``c4table.builddir.manifest``).
 """
 from __future__ import annotations
 
@@ -222,9 +196,23 @@ class Manifest:
             return None
         return Root.from_json(self.board, rec)
 
+    def step(self, stage: str, ply: int) -> dict | None:
+        """The record of a finished step (``shards`` and what its stage added: ``run_keys``,
+        ``messages``, ``premerged``), or None if the step is not finished."""
+        return self.data["steps"][stage].get(str(ply))
+
+    def finished_plies(self, stage: str) -> list[int]:
+        """The plies whose ``stage`` step is finished, in increasing order."""
+        return sorted(int(p) for p in self.data["steps"][stage])
+
+    def resuming(self) -> bool:
+        """True if any step is recorded (a run continues a build)."""
+        st = self.data["steps"]
+        return bool(st["forward"]) or bool(st["backward"])
+
     def shards(self, stage: str, ply: int) -> list[ShardInfo] | None:
         """Shards of a finished step, or None if the step is not finished."""
-        step = self.data["steps"][stage].get(str(ply))
+        step = self.step(stage, ply)
         if step is None:
             return None
         return [ShardInfo.from_json(s) for s in step["shards"]]
@@ -238,7 +226,27 @@ class Manifest:
         for s in self.data["steps"][stage].pop(str(ply), {}).get("shards", []):
             self._unsynced.discard(s["file"])
 
+    @property
+    def plies(self) -> list[dict]:
+        """The per-ply count records, ply 0 first (fields in docs/modules.md)."""
+        return self.data["plies"]
+
+    def ply_counts(self, ply: int) -> dict:
+        """The counts recorded for ``ply`` (empty if none yet); read them, do not change them."""
+        plies = self.data["plies"]
+        return plies[ply] if ply < len(plies) else {}
+
+    def entries(self, ply: int) -> int:
+        """Table entries of generation ``ply`` (its forward step must be recorded)."""
+        return self.data["plies"][ply]["entries"]
+
+    def total(self, field: str, plies=None) -> int:
+        """The sum of a count over ``plies`` (default: every recorded ply)."""
+        recs = self.data["plies"] if plies is None else [self.data["plies"][p] for p in plies]
+        return sum(r[field] for r in recs)
+
     def ply_record(self, ply: int) -> dict:
+        """The record of ``ply`` to fill in, created (with the plies below it) if missing."""
         plies = self.data["plies"]
         while len(plies) <= ply:
             plies.append({"ply": len(plies)})
@@ -262,7 +270,13 @@ class Manifest:
 
     @property
     def table(self) -> dict | None:
+        """The finished table's record (file, entries, bytes, sha256, md5), or None."""
         return self.data.get("table")
+
+    def record_table(self, table: dict, totals: dict) -> None:
+        """Record the finished table (saved by the next :meth:`save`) and the board's totals."""
+        self.data["table"] = table
+        self.data["totals"] = totals
 
 
 def checksum(data: dict) -> str:

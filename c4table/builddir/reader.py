@@ -3,15 +3,7 @@ every command that is not the build itself (``export``, ``stats``, ``verify``, `
 and the table reader). The build writes them through :mod:`c4table.builddir.manifest`; this
 module reads them back through the same code and trusts nothing it has not checked:
 
-* a manifest is parsed by :meth:`Manifest.load <c4table.builddir.manifest.Manifest.load>`, which
-  refuses one that is not JSON, not an object (``[]``), not in the manifest format, has no
-  xxh64 checksum or fails it, or has a broken layout;
-* a shard is read by :func:`~c4table.builddir.shards.read_shard`, which checks its xxh64 (and
-  row count) against the manifest before any of its rows is used.
-
-Every refusal is a :class:`~c4table.errors.CorruptDataError` (or :class:`BuildError` for a
-directory with no manifest) whose one-line message names the file, so the CLI exits 1 and
-never prints output computed from damaged data.
+Design notes: ``docs/modules.md`` (``c4table.builddir.reader``).
 
 >>> bd = BuildDir.load("tables/5x4")
 >>> bd.board, bd.table["file"], len(bd.plies)
@@ -33,7 +25,7 @@ from c4table.io.storage import Storage, is_url, open_storage
 
 
 class BuildDir:
-    """A build directory whose manifest has been loaded and checked (see module docstring)."""
+    """A build directory whose manifest has been loaded and checked (see docs/modules.md)."""
 
     def __init__(self, manifest: Manifest, name: str = MANIFEST):
         self.manifest = manifest
@@ -85,7 +77,7 @@ class BuildDir:
     @property
     def plies(self) -> list[dict]:
         """Per-ply records (see :mod:`c4table.builddir.manifest`)."""
-        return self.data["plies"]
+        return self.manifest.plies
 
     @property
     def table(self) -> dict | None:
@@ -113,10 +105,11 @@ class BuildDir:
     def key_bounds(self) -> tuple[int, int] | None:
         """Smallest and largest key of the whole table as the backward shards record them, when
         every ply's backward step is recorded (else ``None``)."""
-        steps = self.data["steps"]["backward"]
-        if len(steps) != self.board.cells + 1:
+        m = self.manifest
+        plies = m.finished_plies("backward")
+        if len(plies) != self.board.cells + 1:
             return None
-        infos = [ShardInfo.from_json(s) for step in steps.values() for s in step["shards"]]
+        infos = [i for ply in plies for i in m.shards("backward", ply)]
         firsts = [i.first for i in infos if i.rows]
         lasts = [i.last for i in infos if i.rows]
         return (min(firsts), max(lasts)) if firsts else None
@@ -143,8 +136,8 @@ class BuildDir:
         if not has_work:
             return []
         if steps is None:
-            steps = [(stage, int(ply)) for stage in ("forward", "backward")
-                     for ply in sorted(self.data["steps"][stage], key=int)]
+            steps = [(stage, ply) for stage in ("forward", "backward")
+                     for ply in self.manifest.finished_plies(stage)]
         out = []
         for stage, ply in steps:
             for info in self.manifest.shards(stage, ply) or []:

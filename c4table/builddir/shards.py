@@ -1,19 +1,6 @@
 """Shard files: sorted key ranges of one generation, stored as parquet, written atomically.
 
-A *forward shard* holds one column ``key`` (int64; every key is < 2**63). A *backward shard*
-holds the outcome of each key of one forward shard, in the same order and cut into the same row
-groups: one column ``outcome`` (one byte per entry, ``fixed_size_binary(1)``), and its record
-names the forward shard that holds its keys (``keys``, ``keys_xxh64``): the keys are not stored
-twice (:func:`write_outcomes`). Older builds wrote backward shards with their own ``key``
-column (and the outcome as uint8) and compressed keys with zstd: they read the same. Keys use
-DELTA_BINARY_PACKED encoding, no dictionary, no compression (about 1.25 bytes per key on 5x6's
-generations, whose keys cluster); outcomes zstd level 1 (about 0.2 bytes per entry). Fields are
-written non-nullable (no definition levels); older shards with nullable fields read the same.
-
-A shard is encoded in memory, checksummed and written atomically through the build's
-:class:`~c4table.io.storage.Storage` (a local directory or an object store), so a file that
-exists under its final name is complete. Its xxh64 checksum goes into the manifest; :func:`read_shard` checks it on every read and
-:func:`verify_shards` checks finished shards up front when a build resumes.
+Design notes: ``docs/modules.md`` (``c4table.builddir.shards``).
 """
 from __future__ import annotations
 

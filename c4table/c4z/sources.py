@@ -7,9 +7,8 @@ import mmap
 import os
 import urllib.error
 import urllib.request
-from pathlib import Path
 
-import c4table.config as config
+from c4table.config import cache_dir  # noqa: F401  (the settings own it; kept importable here)
 from c4table.c4z.format import TAIL_BYTES
 from c4table.errors import CorruptDataError, MissingTableError, TableError
 from c4table.io.storage import is_url
@@ -155,11 +154,3 @@ def open_source(where):
         return ArrowSource(s)
     return LocalSource(s[len("file://"):] if s.startswith("file://") else s)
 
-
-def cache_dir() -> Path:
-    """Where remote tables' block indexes are cached: ``$C4TABLE_CACHE``, else
-    ``$XDG_CACHE_HOME/c4table``, else ``~/.cache/c4table``."""
-    if config.get("C4TABLE_CACHE"):
-        return Path(config.get("C4TABLE_CACHE"))
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "c4table"

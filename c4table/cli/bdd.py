@@ -1,13 +1,7 @@
 """Command-line front end of BDD mode: ``c4table bdd count|solve BOARD`` and
 ``c4table crosscheck DIR``.
 
-The lead registers the two click objects in the main CLI (``main.add_command(bdd)`` and
-``main.add_command(crosscheck)``). Human output is an aligned table per ply plus the total and
-the elapsed time; ``--json`` prints exactly
-``{"board": ..., "total": N, "plies": [{"ply": 0, "positions": 1, ...}, ...]}``. Progress goes
-to stderr. Exit status: 0 success, 1 a check failed or the BDD ran out of nodes, 2 bad input.
-
-Example::
+Design notes: ``docs/modules.md`` (``c4table.cli.bdd``).
 
     >>> from click.testing import CliRunner
     >>> r = CliRunner().invoke(bdd, ["count", "2x2", "--json", "--quiet"])

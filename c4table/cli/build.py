@@ -11,8 +11,8 @@ from c4table.cli.process import done_with_interpreter
 
 
 def _gpu_memory(host_memory: str, workers, scheduler):
-    """The memory budget, workers and scheduler of a ``--device gpu`` run (fails with exit
-    status 2 where the GPU path cannot run), or None on the CPU."""
+    """The memory budget of a ``--device gpu`` run (fails with exit status 2 where the GPU
+    path cannot run), or None on the CPU."""
     ctx = click.get_current_context(silent=True)
     opts = ctx.meta.get(DEVICE, {}) if ctx is not None else {}
     if opts.get("device", "cpu") != "gpu":
@@ -31,7 +31,6 @@ def _gpu_memory(host_memory: str, workers, scheduler):
             (int(card * 0.9) if card else None)
     except ValueError as e:
         raise click.BadParameter(str(e), param_hint="--gpu-memory") from None
-    device.select("gpu")
     host = parse_size(host_memory)
     return min(host, gpu // 2) if gpu else host
 
@@ -63,7 +62,7 @@ def _open(board, out, memory, workers, scheduler, quiet, restart, root=None):
     was = gc.isenabled()
     gc.disable()   # importing the pipeline (numba) makes full collections that find nothing
     try:           # (the executor freezes these objects before the first task)
-        from c4table.pipeline.stages.build import open_build
+        from c4table.pipeline.stages.build import BuildSettings, open_with
         from c4table.io.storage import is_url, open_storage
     finally:
         if was:
@@ -74,6 +73,7 @@ def _open(board, out, memory, workers, scheduler, quiet, restart, root=None):
     except ValueError as e:
         raise click.BadParameter(str(e), param_hint="--memory") from None
     on_gpu = _gpu_memory(memory, workers, scheduler)
+    device = "cpu" if on_gpu is None else "gpu"
     if on_gpu is not None:   # --workers N: N processes share the card, default one
         memory, workers = on_gpu, workers or 1
     if out and is_url(out):
@@ -86,7 +86,8 @@ def _open(board, out, memory, workers, scheduler, quiet, restart, root=None):
         from c4table.game.root import root_argument
         origin = root_argument(board, root)
     default = origin.default_dir if origin is not None else f"tables/{board.name}"
-    return open_build(board, out or default, memory, workers, scheduler, quiet, restart, origin)
+    return open_with(BuildSettings.parse(board, out or default, memory, workers, scheduler, quiet,
+                                         restart, origin, device))
 
 
 @click.command()
@@ -180,11 +181,10 @@ def forward(board, out, memory, workers, scheduler, quiet, restart, root, max_pl
     from c4table.pipeline.stages import forward as fwd
     with _open(board, out, memory, workers, scheduler, quiet, restart, root) as b:
         b.run_stage("forward", fwd.run, b, max_ply)
-    plies = b.manifest.data["plies"]
     last = min(max_ply if max_ply is not None else board.cells, board.cells)
-    total = sum(p["positions"] for p in plies[: last + 1])
-    click.echo(f"{b.root}: forward pass to ply {last}: {total:,} positions "
-               f"({sum(p['entries'] for p in plies[: last + 1]):,} entries)")
+    plies = range(last + 1)
+    click.echo(f"{b.root}: forward pass to ply {last}: {b.manifest.total('positions', plies):,} "
+               f"positions ({b.manifest.total('entries', plies):,} entries)")
 
 
 @click.command()
@@ -195,7 +195,7 @@ def backward(board, out, memory, workers, scheduler, quiet, restart, root):
     from c4table.pipeline.stages import backward as bwd
     with _open(board, out, memory, workers, scheduler, quiet, restart, root) as b:
         b.run_stage("backward", bwd.run, b)
-    t = {k: sum(p[k] for p in b.manifest.data["plies"]) for k in ("a_wins", "draws", "b_wins")}
+    t = {k: b.manifest.total(k) for k in ("a_wins", "draws", "b_wins")}
     click.echo(f"{b.root}: backward pass done: A wins {t['a_wins']:,}, draws {t['draws']:,}, "
                f"B wins {t['b_wins']:,} positions")
 

@@ -1,28 +1,6 @@
 """Board geometry: width, height, connect length, Cadot's column codes and the bitboard layout.
 
-A :class:`Board` owns every fact about a board size that does not depend on a position:
-
-* **Column codes** (docs/FORMAT.md, "Column codes"). A column is read bottom to top as a base-3
-  number (empty 0, A 1, B 2, bottom cell least significant): its *value*. A column is *valid*
-  when its chips are contiguous from the bottom and it holds no ``k`` equal chips in a row
-  except as its topmost ``k`` chips. The *code* of a column is its rank among the valid
-  columns sorted by value; ``B`` (the key base) is the number of valid columns. Taller boards
-  only append codes, so a column has the same code whatever the height. ``B`` is Cadot's
-  ``number_of_possible_columns(k, h)``: ``2**(h+1) - 1`` while ``h <= k``, and beyond it the
-  recurrence of his ``number_of_possible_columns.h`` (checked in ``tests/test_connectk.py``).
-* **Key width**: ``K`` bytes, the smallest ``K`` with ``256**K >= B**w``; an entry is ``K + 1``
-  bytes.
-* **Bitboard layout** (Pons' layout). Column ``c`` owns bits ``c*(h+1) .. c*(h+1)+h-1``, bottom
-  cell lowest; bit ``c*(h+1)+h`` is a permanently empty sentinel, so shifting a bitboard by
-  ``1`` (vertical), ``h+1`` (horizontal), ``h`` and ``h+2`` (the diagonals) never wraps a line
-  from one column into the next. That is why a board must satisfy ``w*(h+1) <= 64``.
-* **3D gravity boards** (``XxYxH``, our extension: docs/FORMAT.md section 8): an ``X`` by ``Y``
-  grid of columns of height ``H``. Such a board is a :class:`Board` with ``grid = (X, Y)`` and
-  ``width = X*Y`` columns (column ``i`` stands at ``x = i % X``, ``y = i // X``), so everything
-  that counts columns (codes, keys, moves, bitboard columns) is shared with the 2D boards; its
-  lines (13 directions) and its symmetries (8 or 4) are in :mod:`c4table.game.grid3d`.
-
-Example::
+Design notes: ``docs/modules.md`` (``c4table.game.board``).
 
     >>> b = Board.parse("7x6")
     >>> b.base, b.key_bytes, b.entry_size

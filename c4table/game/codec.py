@@ -1,10 +1,6 @@
 """Position keys and outcome bytes: the two fields of a table entry (docs/FORMAT.md).
 
-* **Key**: with column codes ``code[0..w-1]`` (left to right), ``v1 = sum(code[c] * B**c)`` and
-  ``v2 = sum(code[w-1-c] * B**c)``; the key is ``min(v1, v2)``, so a position and its mirror
-  image share one entry. It is stored big-endian in ``K`` bytes.
-* **Outcome byte**: top two bits ``0x00`` draw, ``0x40`` A (first player) wins, ``0x80`` B
-  wins; low six bits the number of plies to that result under optimal play.
+Design notes: ``docs/modules.md`` (``c4table.game.codec``).
 
 >>> from c4table.game.board import Board
 >>> b = Board.parse("7x6")

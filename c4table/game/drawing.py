@@ -1,22 +1,7 @@
 """Board drawings: parsing a picture of a position, checking that it can arise in play,
 reconstructing one move order that reaches it, and drawing a position (with marked best moves).
 
-A drawing is rows of cells, top row first: ``.`` empty, ``A`` / ``x`` / ``X`` the first player,
-``B`` / ``o`` / ``O`` the second. Spaces and ``|`` between cells are ignored, as are blank lines,
-``#`` comments and lines made only of column numbers, ``*`` and ``^`` (so the output of
-:func:`render` parses back). Every row has ``width`` cells and there are ``height`` rows.
-
-A drawing is accepted when some sequence of legal moves reaches it. :func:`parse_drawing` checks
-floating chips, chip counts (A moves first, so #A = #B or #B + 1) and lines (at most one player,
-the one who moved last), then searches for a move order (:func:`reconstruct_moves`) and returns
-the :class:`~c4table.game.rules.Position` reached by it, so a drawing has a move string too.
-
-How the move order is found: un-play the drawing. The chip to remove is always a top chip of the
-player who moved last; the first removal must leave a position without any line (every earlier
-position of a game is line-free, and removing chips never creates a line, so this one check
-covers them all). Columns whose next chip down belongs to the other player are tried first; a
-depth-first search with a memo of failed column-height tuples (at most ``(h+1)**w`` states)
-backtracks out of dead ends.
+Design notes: ``docs/modules.md`` (``c4table.game.drawing``).
 
 >>> from c4table.game.board import Board
 >>> p = parse_drawing('''
@@ -109,7 +94,7 @@ def parse_grid(text: str, board: Board | None = None) -> tuple[Board, list[list[
 def reconstruct_moves(board: Board, cols: Sequence[Sequence[int]]) -> list[int] | None:
     """One sequence of 0-based columns that reaches ``cols`` (bottom-first chips) from the empty
     board under the rules, or ``None`` if there is none. Assumes no floating chips and valid
-    chip counts (see the module docstring for the search).
+    chip counts (docs/modules.md says how it searches).
 
     >>> reconstruct_moves(Board(4, 4), [[1, 2], [1], [], []])
     [0, 0, 1]

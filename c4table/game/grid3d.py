@@ -2,21 +2,7 @@
 the symmetries of the grid of columns. Our extension of Cadot's format (docs/FORMAT.md,
 section 8).
 
-A 3D board (:meth:`c4table.game.board.Board.grid3d`) has ``n = X*Y`` columns of ``H`` cells; column
-``i`` stands at ``x = i % X``, ``y = i // X`` (the grid read row by row, ``y = 0`` first), and
-cell ``(i, z)`` (``z`` from the bottom) is bit ``i*(H+1) + z`` of a bitboard, as in 2D.
-
-* **Lines**: every straight line of ``k`` cells in one of the 13 directions of a cube
-  (:data:`DIRECTIONS`), as cell lists and as bit masks (:func:`line_masks`).
-* **Symmetries**: the maps of the grid of columns onto itself that keep it a grid: the 8 of the
-  square when ``X == Y``, else the 4 of the rectangle (:func:`symmetries`; identity first,
-  duplicates dropped, so an ``Xx1xH`` board has 2, like a 2D board). Each is a permutation
-  ``perm`` of column indices: the image of a position puts column ``i``'s chips in column
-  ``perm[i]``. Gravity is untouched, so an image is a position of the same game.
-* **Key**: with column codes ``c[i]``, each symmetry gives a reading ``sum(c[i] * B**perm[i])``
-  (the image's codes read as a base-``B`` number, column 0 least significant); the key is the
-  smallest reading, so all images of a position share one entry. For ``Y == 1`` this is
-  exactly Cadot's ``min(v1, v2)``.
+Design notes: ``docs/modules.md`` (``c4table.game.grid3d``).
 
 >>> from c4table.game.board import Board
 >>> b = Board.grid3d(3, 3, 3, k=3)

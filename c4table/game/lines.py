@@ -4,13 +4,7 @@ readers ask of a chunk of table entries (:func:`classify`, :func:`bitboards_of`,
 (:mod:`c4table.pipeline.kernels.cpu`) share. ``tests/test_rules.py`` checks them against the plain
 rules on every position of small boards. Bit tricks used here:
 
-* **Key -> column codes**: a key is a ``w``-digit base-``B`` number, column 0 the least
-  significant digit; ``w`` divmods recover the codes of its canonical orientation.
-* **Column codes -> bitboards**: ``col_bits_a[code]`` / ``col_bits_b[code]`` hold each column's
-  chips (bottom = bit 0), shifted into place by ``c * (h+1)``.
-* **k in a row**: with the sentinel row, ``bb & bb>>s & bb>>2s & ... & bb>>(k-1)s`` is non-zero
-  iff some line of ``k`` runs in direction ``s`` (1 vertical, ``h+1`` horizontal, ``h`` and
-  ``h+2`` diagonal): see :mod:`c4table.game.board`.
+Design notes: ``docs/modules.md`` (``c4table.game.lines``).
 """
 from __future__ import annotations
 

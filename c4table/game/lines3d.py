@@ -3,12 +3,7 @@ kernels of :mod:`c4table.game.lines` with lines given as bit masks (13 direction
 canonical under the grid's symmetries instead of the mirror; the build's 3D kernels
 (:mod:`c4table.pipeline.kernels.cpu3d`) share them.
 
-* **Lines**: ``_has_line(bb, masks)`` tests every ``k``-cell line mask (``bb & m == m``); the
-  bitboard layout is the 2D one (column ``i`` at bits ``i*(H+1)...``), so column codes turn
-  into bitboards the same way.
-* **Readings**: a key is the least of ``S`` readings ``sum(code[i] * pows[s, i])``
-  (:func:`c4table.game.grid3d.symmetry_powers`, identity first). Decoding a key gives the
-  codes of its canonical image, whose identity reading is the key itself.
+Design notes: ``docs/modules.md`` (``c4table.game.lines3d``).
 """
 from __future__ import annotations
 

@@ -1,20 +1,6 @@
 """Rooted tables: the complete table of every position reachable from one position, the *root*.
 
-The value and distance of a position depend only on the positions reachable from it, so the
-table of the subtree below a root holds, for each of its keys, exactly the outcome byte the full
-table holds. A rooted build (``c4table build 7x6 --root 4453``) starts its forward pass from
-the root's generation (one key) instead of the empty board; the backward pass and the merge
-are those of a full build. A :class:`Root` owns what differs:
-
-* **the root**: a move string or a drawing, refused if it is illegal or the game is over
-  (:class:`~c4table.errors.IllegalPositionError`, exit status 2);
-* **the file name** ``connect4_WxH_root-MOVES.dat`` (``root-empty`` for the empty board), so a
-  rooted table is never mistaken for a full one, and the manifest's ``"root"`` record
-  (``{"moves", "ply", "key"}``), from which a reader learns the root (else from the name);
-* **the answer for a position outside the subtree**: :class:`NotReachableError`, one line.
-
-A table holds a key when the position *or its mirror image* is reachable from the root
-(mirror images share an entry), so the subtree of the mirrored root is answered too.
+Design notes: ``docs/modules.md`` (``c4table.game.root``).
 
 >>> from c4table.game.board import Board
 >>> r = Root.parse(Board(7, 6), "4453")

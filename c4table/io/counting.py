@@ -1,12 +1,6 @@
 """I/O counters: what each task wrote, read and asked of its storage.
 
-:class:`~c4table.io.storage.Storage` counts every request it makes into the *active*
-:class:`IOCounts` of the calling thread (:func:`active`): bytes and objects written, whole-object
-GETs, ranged reads (a ``pread`` locally, a ranged GET on an object store), metadata requests
-(HEAD/stat, LIST) and deletes, with the bytes each moved. The build's tasks run under a fresh
-:class:`IOCounts` each (:mod:`c4table.pipeline.runtime.counters`), so their counts travel back with
-their results from any worker process. The streams here count the bytes of files opened
-through a :class:`~c4table.io.storage.Storage`.
+Design notes: ``docs/modules.md`` (``c4table.io.counting``).
 
 >>> c = IOCounts()
 >>> with counting(c):

@@ -1,30 +1,7 @@
 """Where a build's files live: a local directory (the default) or any ``pyarrow.fs`` URI that
 every worker can reach (``s3://bucket/prefix``, ``gs://``, ``abfs://``, ``hdfs://``).
 
-Every stage reads and writes the build directory only through a :class:`Storage`, with paths
-relative to it (``work/forward/ply_03/part-00000.parquet``), so the same tasks run against a
-local disk, a shared POSIX file system or an object store. What differs:
-
-* **Atomic writes.** Locally a file is written under a temporary name and renamed, so a file
-  under its final name is complete. On an object store an object appears only when its upload
-  completes, which gives the same guarantee.
-* **Durability.** A durable write (the default) fsyncs the file and its directory before it
-  returns. Files written in bulk by tasks (shards) are written without, and made durable
-  together by :meth:`Storage.sync` before the manifest records them
-  (:meth:`c4table.builddir.manifest.Manifest.save`): the fsyncs run in parallel (the file
-  system commits them together) and each directory is fsync'ed once. On an object store a
-  written object is already durable.
-* **Reads.** Whole files (:meth:`Storage.read_bytes`), byte ranges (:meth:`Storage.read_into`:
-  ``pread`` locally, a ranged GET remotely) and random-access files for parquet footers.
-* **Around the page cache.** The final table is written and read back for hashing with
-  ``O_DIRECT`` where the file system allows it (:class:`PositionalWriter`, :func:`read_span`;
-  ``C4TABLE_DIRECT_IO=off`` turns it off), through the page cache otherwise.
-* **What only a local directory has**: a lock file, free-disk checks and ENOSPC handling
-  (:mod:`c4table.pipeline.runtime.resources` skips them for URIs).
-
-Credentials and endpoints come from the environment, as for any ``pyarrow.fs`` user
-(``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``, ``AWS_DEFAULT_REGION``, ``AWS_ENDPOINT_URL``
-for an S3-compatible server such as MinIO); workers must have the same environment.
+Design notes: ``docs/modules.md`` (``c4table.io.storage``).
 
 >>> s = open_storage("/tmp/c4-doc")
 >>> s.write_atomic("a/b.txt", b"hello")

@@ -3,9 +3,17 @@ boards built here (``c4table/data/known_tables.json``), each with where its figu
 """
 from __future__ import annotations
 
+import datetime
+import hashlib
 import json
+import re
 from functools import lru_cache
-from importlib import resources
+from importlib import metadata, resources
+from pathlib import Path
+
+from c4table.errors import TableError
+
+PLY_FIELDS = ("positions", "terminal", "a_wins", "draws", "b_wins")
 
 
 @lru_cache(maxsize=None)
@@ -33,3 +41,63 @@ def provenance(ref: dict) -> str:
     if ref.get("provenance") == "built":
         return f"built by c4table {ref.get('c4table_version', '?')} on {ref.get('date', '?')}"
     return ref.get("source", "reference")
+
+
+def c4table_version() -> str:
+    """The installed c4table's version (what a recorded build was built with)."""
+    try:
+        return metadata.version("c4table")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def record_build(build_dir: Path, note: str | None, known: dict, force: bool = False) -> str:
+    """Record the finished build in ``build_dir`` in ``known`` (a copy of :func:`known_tables`,
+    changed in place); return a one-line summary. Its figures are marked built (version, date):
+    a build's figure is never called published. A board known from a published source keeps
+    its figures and provenance and gains the built per-ply counts; a board known with another
+    sha256 is a :class:`TableError` unless ``force`` (which replaces it by a built entry)."""
+    build_dir = Path(build_dir)
+    m = json.loads((build_dir / "manifest.json").read_text())
+    table = m.get("table")
+    if not table:
+        raise TableError(f"{build_dir}: no finished table in the manifest")
+    board = m["board"]
+    old = known.get(board, {})
+    same = old.get("sha256") == table["sha256"]
+    if old and not same and not force:
+        raise TableError(f"{board}: known sha256 {old.get('sha256')} differs from {table['sha256']} (use --force)")
+    built = {"provenance": "built", "c4table_version": c4table_version(),
+             "date": datetime.datetime.now(datetime.timezone.utc).date().isoformat()}
+    if same and old.get("provenance") == "published":
+        entry = dict(old)                    # the published figures stay as they are
+    else:
+        md5 = table.get("md5") or _md5(build_dir / table["file"])   # builds record it on request
+        entry = {**built, **({"note": note} if note else {}),
+                 **{k: table[k] for k in ("entries", "bytes", "sha256")}, "md5": md5}
+        if same:                             # keep what an earlier record said beyond the figures
+            entry = {**{k: v for k, v in old.items() if k not in entry}, **entry}
+    entry["plies_provenance"] = built
+    entry["ply_fields"] = list(PLY_FIELDS)
+    entry["plies"] = [[p[f] for f in PLY_FIELDS] for p in m["plies"]]
+    known[board] = entry
+    return (f"{board}: {table['entries']:,} entries, {len(m['plies'])} plies recorded "
+            f"({entry['provenance']} figures, built per-ply counts)")
+
+
+def _md5(path: Path) -> str:
+    h = hashlib.md5()
+    with open(path, "rb") as f:
+        while b := f.read(1 << 24):
+            h.update(b)
+    return h.hexdigest()
+
+
+def dump_known(known: dict) -> str:
+    """``known`` as the JSON of ``known_tables.json``: one ply per line."""
+    text = json.dumps(known, indent=1)
+    text = re.sub(r"\[\n\s+([\d,\s]+?)\n\s+\]",
+                  lambda m: "[" + ", ".join(x.strip() for x in m.group(1).split(",")) + "]", text)
+    return re.sub(r'"ply_fields": \[\n\s+([^\]]+?)\n\s+\]',
+                  lambda m: '"ply_fields": [' + ", ".join(x.strip() for x in m.group(1).split(",")) + "]",
+                  text) + "\n"

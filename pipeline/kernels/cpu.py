@@ -3,21 +3,7 @@ position keys (the decoding and line tests they share with the readers live in
 :mod:`c4table.game.lines`). ``tests/test_rules.py`` checks them against the plain rules on
 every position of small boards.
 
-Each kernel works on sorted uint64 keys of one generation (ply) and the per-board tables of
-:class:`c4table.game.board.Board` (packed by :func:`board_tables`). Bit tricks used here:
-
-(Keys, column codes, bitboards and the k-in-a-row test: :mod:`c4table.game.lines`.)
-
-* **Child keys without re-encoding**: dropping a chip in column ``c`` changes only digit ``c``
-  (from ``code`` to ``child_code[code, player]``), so ``v1' = v1 + delta * B**c`` and the mirror
-  reading ``v2' = v2 + delta * B**(w-1-c)``; the child's key is ``min(v1', v2')``. Both readings
-  only grow, so a child's key is always larger than its parent's.
-* **Parent keys without re-encoding**: taking back the top chip of column ``c`` is the same
-  digit change the other way: ``v1' = v1 - delta * B**c``, ``v2' = v2 - delta * B**(w-1-c)``.
-* **Messages as one word**: the backward pass sends ``parent_key << 8 | score`` words (keys
-  have at most 56 bits); one plain uint64 sort orders them by key and, within a key, by score,
-  so a key's best child is the last of its run (``argsort`` or a structured sort is ~20x
-  slower).
+Design notes: ``docs/modules.md`` (``c4table.pipeline.kernels.cpu``).
 """
 from __future__ import annotations
 
@@ -300,6 +286,31 @@ def _message_outcome(msgs, nm, p, key, win_bits, lose_bits):
 
 
 @njit(cache=True, inline="always")
+def _decide(term, ply, msgs, nm, p, key):
+    """The outcome byte of position ``key`` of generation ``ply`` whose terminal test gave
+    ``term`` (1: the last mover has a line, 2: full board, 0: neither), and where its messages
+    end in ``msgs``: one step of :func:`resolve`'s loop, which the 3D kernels'
+    (:func:`c4table.pipeline.kernels.cpu3d.resolve`) share. -1 when its messages are lost."""
+    if term == 1:
+        return np.int64(A_WINS if ply % 2 == 1 else B_WINS), p
+    if term == 2:
+        return np.int64(DRAW), p
+    mover = ply % 2
+    win_bits = A_WINS if mover == 0 else B_WINS
+    lose_bits = B_WINS if mover == 0 else A_WINS
+    return _message_outcome(msgs, nm, p, key, win_bits, lose_bits)
+
+
+@njit(cache=True, inline="always")
+def _count(stats, o, symmetric):
+    """Count outcome ``o`` in :func:`resolve`'s ``stats``: one entry of its class and
+    ``symmetric`` (1 for a symmetric 2D entry; ``2 - images`` on a 3D board) symmetric ones."""
+    cls_idx = o >> 6  # 0 draw, 1 A, 2 B
+    stats[2 * cls_idx] += 1
+    stats[2 * cls_idx + 1] += symmetric
+
+
+@njit(cache=True, inline="always")
 def _emit(key, v2, codes, o, ply, w, powers, parent_code, top_owner, out, n):
     """Write one message ``parent_key << 8 | score`` per parent of the position (``key``, mirror
     reading ``v2``, column ``codes``, outcome ``o``, generation ``ply``) to ``out[n:]``: each
@@ -339,9 +350,6 @@ def resolve(keys, msgs, ply, w, stride, k, base, cells, child_code, bits_a, bits
     entries at ``2*cls`` and symmetric entries at ``2*cls + 1``. Returns ``(bad, n_emitted)``:
     ``bad`` is -1, or the index of a non-terminal position no child sent a message to (its
     children are missing from the next generation: a corrupt or foreign input)."""
-    mover = ply % 2
-    win_bits = A_WINS if mover == 0 else B_WINS
-    lose_bits = B_WINS if mover == 0 else A_WINS
     emit = emitted.shape[0] > 0
     codes = np.empty(w, np.int64)
     low = low_digits(keys, w, base)
@@ -353,20 +361,11 @@ def resolve(keys, msgs, ply, w, stride, k, base, cells, child_code, bits_a, bits
         key = keys[i]
         bb_a, bb_b, v2, hq, ha, hb, hv = _decode_near(key, low, w, base, codes, bits_a, bits_b,
                                                      powers, stride, hq, ha, hb, hv)
-        term = _is_terminal(ply, cells, bb_a, bb_b, stride, k)
-        if term == 1:
-            o = A_WINS if ply % 2 == 1 else B_WINS
-        elif term == 2:
-            o = DRAW
-        else:
-            o, p = _message_outcome(msgs, nm, p, key, win_bits, lose_bits)
-            if o < 0:
-                return i, ne
+        o, p = _decide(_is_terminal(ply, cells, bb_a, bb_b, stride, k), ply, msgs, nm, p, key)
+        if o < 0:
+            return i, ne
         out[i] = o
-        cls_idx = o >> 6  # 0 draw, 1 A, 2 B
-        stats[2 * cls_idx] += 1
-        if v2 == key:
-            stats[2 * cls_idx + 1] += 1
+        _count(stats, o, 1 if v2 == key else 0)
         if emit:
             ne = _emit(key, v2, codes, o, ply, w, powers, parent_code, top_owner, emitted, ne)
     return -1, ne

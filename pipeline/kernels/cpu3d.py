@@ -4,23 +4,7 @@ canonical under the grid's symmetries instead of the mirror
 (:func:`c4table.pipeline.kernels.kernelset.for_board` picks the kernel module of a board, so the
 pipeline's stages call one name for both); the 2D kernels are untouched (their keys are Cadot's, their speed the measured one).
 
-Differences from the 2D kernels:
-
-* **Lines**: ``_has_line(bb, masks)`` tests every ``k``-cell line mask (``bb & m == m``); the
-  bitboard layout is the 2D one (column ``i`` at bits ``i*(H+1)...``), so column codes turn
-  into bitboards the same way.
-* **Readings**: a key is the least of ``S`` readings ``sum(code[i] * pows[s, i])``
-  (:func:`c4table.game.grid3d.symmetry_powers`, identity first). Decoding a key gives the codes of
-  its canonical image, whose identity reading is the key itself; dropping or taking back a chip
-  in column ``c`` changes reading ``s`` by ``delta * pows[s, c]``, so children and parents are
-  keyed without re-encoding, as in 2D.
-* **Counts**: positions count every image (``S / |stabiliser|`` per entry, the number of
-  distinct readings), as 2D counts mirror images. The stages record ``positions = 2 * entries -
-  symmetric``, so the 3D kernels add ``2 - images`` per entry where the 2D ones add 1 per
-  symmetric entry: the manifest's ``symmetric`` of a 3D board is ``2 * entries - positions``.
-
-``tests/test_3d.py`` checks these kernels against the brute-force oracle and, on ``Xx1xH``
-boards (where the readings are Cadot's two), byte for byte against the 2D kernels' tables.
+Design notes: ``docs/modules.md`` (``c4table.pipeline.kernels.cpu3d``).
 """
 from __future__ import annotations
 
@@ -31,8 +15,7 @@ from numba import njit
 from c4table.game.grid3d import line_masks, symmetry_powers  # noqa: F401
 from c4table.game.lines3d import (_decode, _has_line, _images, _is_terminal, board_tables,  # noqa: F401
                                   classify, has_lines)
-from c4table.pipeline.kernels.cpu import (A_WINS, B_WINS, DRAW, _message_outcome, _score,
-                                      unmove_tables)
+from c4table.pipeline.kernels.cpu import A_WINS, B_WINS, _count, _decide, _score, unmove_tables
 
 __all__ = ["board_tables", "unmove_tables", "expand", "resolve", "emit_parents",
            "classify", "has_lines"]
@@ -54,7 +37,7 @@ def _moved_key(reads, delta, c, pows, sign):
 def expand(keys, ply, n, stride, k, base, cells, child_code, bits_a, bits_b, pows, masks,
            out, stats):
     """:func:`c4table.pipeline.kernels.cpu.expand` on a 3D board (``stats[1]``, ``stats[2]`` count
-    ``2 - images`` per entry, see the module docstring)."""
+    ``2 - images`` per entry, see docs/modules.md)."""
     mover = ply % 2
     emit = out.shape[0] > 0
     codes = np.empty(n, np.int64)
@@ -102,9 +85,6 @@ def resolve(keys, msgs, ply, n, stride, k, base, cells, child_code, bits_a, bits
             parent_code, top_owner, out, emitted, stats):
     """:func:`c4table.pipeline.kernels.cpu.resolve` on a 3D board (``stats[2*cls+1]`` counts
     ``2 - images`` per entry)."""
-    mover = ply % 2
-    win_bits = A_WINS if mover == 0 else B_WINS
-    lose_bits = B_WINS if mover == 0 else A_WINS
     emit = emitted.shape[0] > 0
     codes = np.empty(n, np.int64)
     reads = np.empty(pows.shape[0], np.uint64)
@@ -114,19 +94,11 @@ def resolve(keys, msgs, ply, n, stride, k, base, cells, child_code, bits_a, bits
     for i in range(keys.shape[0]):
         key = keys[i]
         bb_a, bb_b = _decode(key, n, base, codes, bits_a, bits_b, pows, stride, reads)
-        term = _is_terminal(ply, cells, bb_a, bb_b, masks)
-        if term == 1:
-            o = A_WINS if ply % 2 == 1 else B_WINS
-        elif term == 2:
-            o = DRAW
-        else:
-            o, p = _message_outcome(msgs, nm, p, key, win_bits, lose_bits)
-            if o < 0:
-                return i, ne
+        o, p = _decide(_is_terminal(ply, cells, bb_a, bb_b, masks), ply, msgs, nm, p, key)
+        if o < 0:
+            return i, ne
         out[i] = o
-        cls_idx = o >> 6
-        stats[2 * cls_idx] += 1
-        stats[2 * cls_idx + 1] += 2 - _images(reads)
+        _count(stats, o, 2 - _images(reads))
         if emit:
             ne = _emit(reads, codes, o, ply, n, pows, parent_code, top_owner, emitted, ne)
     return -1, ne

@@ -1,7 +1,10 @@
 """Which kernels a board's build calls (:func:`for_board`: the 2D ones of
-:mod:`c4table.pipeline.kernels.cpu` or the 3D ones of :mod:`c4table.pipeline.kernels.cpu3d`), and
-loading them into the driver before the workers fork (:func:`warm`)."""
+:mod:`c4table.pipeline.kernels.cpu` or the 3D ones of :mod:`c4table.pipeline.kernels.cpu3d`;
+:class:`KernelSet`: those, or the GPU's, as chosen once when the build opens and passed to each
+task), and loading them into the driver before the workers fork (:func:`warm`)."""
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import numpy as np
 
@@ -37,6 +40,43 @@ def compiled(board: Board) -> bool | None:
         return all(bool(k._cache._cache_file._load_index()) for k in (kern.expand, kern.resolve))
     except Exception:   # noqa: BLE001 - numba's private cache API: unknown, say nothing
         return None
+
+
+class KernelSet(NamedTuple):
+    """The kernels of one build, passed to its tasks: the board's (:func:`for_board`) on the
+    device chosen when the build opened (``"cpu"``, or ``"gpu"``:
+    :mod:`c4table.pipeline.kernels.gpu.device`). Picklable, so a task receives it as an argument.
+
+    >>> ks = KernelSet.of(Board(5, 4))
+    >>> ks.board.name, ks.on_gpu, ks.cpu.__name__
+    ('5x4', False, 'c4table.pipeline.kernels.cpu')
+    """
+    board_spec: tuple
+    device: str = "cpu"
+
+    @classmethod
+    def of(cls, board: Board, device: str = "cpu") -> "KernelSet":
+        return cls(board.spec, device)
+
+    @property
+    def board(self) -> Board:
+        return Board(*self.board_spec)
+
+    @property
+    def on_gpu(self) -> bool:
+        """Whether the tasks run their kernels and sorts on the GPU."""
+        return self.device == "gpu"
+
+    @property
+    def cpu(self):
+        """The CPU kernel module of the board (:func:`for_board`)."""
+        return for_board(self.board)
+
+    @property
+    def gpu(self):
+        """The GPU's kernels and sorts (:mod:`c4table.pipeline.kernels.gpu.device`)."""
+        from c4table.pipeline.kernels.gpu import device
+        return device
 
 
 def warm(board: Board) -> None:

@@ -1,24 +1,7 @@
 """How big a board's ``.c4z`` will be: the measured sizes of the boards built here and the model
 that extrapolates them to boards not built (7x6), used by ``c4table plan``.
 
-A block's bytes are two zstd frames, the **keys** (varint deltas, trained dictionary) and the
-**outcome symbols**, measured apart on 200 evenly spread blocks of each table
-(``tools/diag/c4z_streams.py --blocks 200``, :data:`C4Z_STREAMS`). Each stream is modelled on its
-own as ``log(bytes per entry) = a + b * width + c * height`` (least squares over the seven
-boards with a key dictionary, 5x4 to 6x5): the symbols fall steadily with both width and height
-(residuals within 4%), the keys scatter (within 11%) with no clear trend. The index (24 bytes
-per block) and the key dictionary are added. Left out one at a time, each board is predicted
-from the other six within 7% (totals; keys within 25%, symbols within 11%). For a board not measured that is an extrapolation, and for 7x6 a long one
-(2.3 T entries against at most 1.4 G measured); the plan says so.
-
-A cross-check for 7x6 is Cadot's own archive: he published the xz size of his 7x6 file
-(350,251,723,872 bytes, ``xz --delta=dist=7 --lzma2=dict=64MiB,...``); the same command on our
-tables (``tools/compare/c4z_xz_anchor.py``) against the ``.c4z`` of the same bytes gives the ratio
-:data:`C4Z_OVER_CADOT_XZ`, which times his archive is a second estimate.
-
-The archive profile (``compress --archive``: 16 M-entry blocks, one symbol frame per block,
-probes in tens of milliseconds) is measured against the default on the same regions of the
-same tables (``tools/diag/c4z_streams.py --compare-blocks``, :data:`ARCHIVE_RATIO`).
+Design notes: ``docs/modules.md`` (``c4table.pipeline.planning.c4zsize``).
 
 >>> from c4table.game.board import Board
 >>> e = estimate(Board.parse("5x5"), 34888367)
@@ -123,7 +106,7 @@ def overhead(board, entries: int, block_entries: int = 1 << 16) -> float:
 
 def estimate(board, entries: int) -> C4zEstimate:
     """The ``.c4z`` bytes per entry of ``board`` (default format): measured, else the
-    two-stream shape model (module docstring) plus :func:`overhead`, else (other ``k``, 3D boards) the line of the
+    two-stream shape model (docs/modules.md) plus :func:`overhead`, else (other ``k``, 3D boards) the line of the
     measured totals against log10(entries)."""
     if getattr(board, "k", 4) == 4 and board.name in C4Z_MEASURED:
         return C4zEstimate(C4Z_MEASURED[board.name][1], True, how="measured")

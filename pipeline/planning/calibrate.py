@@ -1,30 +1,7 @@
 """Calibration: this machine's costs of a build, measured by a short representative run and
 cached per machine and version, so that plans (``c4table plan BOARD --calibrate``) use them.
 
-:func:`calibrate` builds a mid-size board (5x5 by default: 35 M entries, 6-15 s on two
-cores) in a temporary directory on this machine's cores, twice (:data:`CALIBRATION_RUNS`;
-the run with the least CPU is kept: a shared machine's load moves one run by up to 15%), and
-measures per stage (forward,
-backward, merge) the wall time and the CPU of the process tree (user + system of the driver
-and its workers, from ``/proc``), the tasks run, and the start-up (opening the build, loading
-the kernels, forking the workers). Then, a second or two each: numpy's sort rate of random
-keys at sizes from 2**16 to 2**25 (fitted as ``a + b * log2(n)`` ns per key, which
-corrects the CPU per entry for the larger tasks of larger boards:
-:meth:`~c4table.pipeline.planning.schedule.MachineCosts.per_entry`), the sha256 and md5 rates (the
-driver hashes the table serially) and the rate of writing and syncing a file (the disk).
-The driver's serial step per generation is timed on a small board built first (4x4: its
-generations are a few thousand entries, so its passes' wall time is nearly all steps), and
-the start-up of a build as a command (the interpreter, the imports, the kernels' cache, the
-workers) by the same board built by ``c4table build`` in a fresh process; what
-the larger board's wall time then leaves over the schedule model's
-(:mod:`c4table.pipeline.planning.schedule`) is recorded as ``stretch`` (other people's load on the
-cores; 1.0 on a machine to itself), not applied to plans.
-
-The result, a :class:`~c4table.pipeline.planning.schedule.MachineCosts`, is written to
-``calibration-<cpu>-<version>.json`` in the cache directory (``$C4TABLE_CACHE``, else
-``~/.cache/c4table``), keyed by the CPU model and core count and c4table's version; it also
-records a digest of the build's code (``pipeline/*.py``), and :func:`cached` finds it (the
-plan says when the code has changed since: ``--recalibrate`` measures again).
+Design notes: ``docs/modules.md`` (``c4table.pipeline.planning.calibrate``).
 """
 from __future__ import annotations
 
@@ -41,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from c4table.c4z.sources import cache_dir
+from c4table.config import cache_dir
 from c4table.io.hashes import table_md5
 from c4table.pipeline.planning.schedule import SORTED_PER_ENTRY, MachineCosts, forward_shards, simulate, sort_ns
 
@@ -232,7 +209,7 @@ def _run_board(board: str, workers: int, memory: str, where: Path) -> dict:
         b.close()
         shutil.rmtree(d, ignore_errors=True)
     return {"wall_s": wall, "cpu_s": cpu, "driver_cpu_s": driver, "tasks": tasks, "task_memory": task_memory,
-            "startup_s": startup, "entries": [p["entries"] for p in b.manifest.data["plies"]],
+            "startup_s": startup, "entries": [p["entries"] for p in b.manifest.plies],
             "board": b.board}
 
 

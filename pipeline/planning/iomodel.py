@@ -2,18 +2,7 @@
 measure (:mod:`c4table.pipeline.runtime.counters`, ``DIR/stats.json``), predicted from a plan's
 entries per generation, the workers and the memory of one worker.
 
-The tasks are counted with the very functions the pipeline cuts its work with
-(:mod:`c4table.pipeline.sort.partition`); each task's requests follow the code: an expand task
-reads its shard (one GET) and writes a run and its fences; a range task reads, from each
-run one window (one ranged read, up to about one fence spacing wider than its slice) and,
-once per worker process, its fences (one GET; the run's size comes with its record); a
-backward task does the same with the message runs of the generation above and writes a
-shard, a run and its fences; a shuffle past the threshold is two-level (a pre-merge of
-groups of runs into pieces, then the range tasks read the pieces, see
-:mod:`c4table.pipeline.sort.shuffle`); a merge range task
-opens every backward shard (one HEAD and a footer read) and reads its row groups. The fitted
-constants of :data:`IO_MODEL` come from local 4-worker builds of 5x4 and 4x6 (128 MiB);
-``tools/diag/plan_vs_measured.py`` compares the predictions with measured runs of other boards.
+Design notes: ``docs/modules.md`` (``c4table.pipeline.planning.iomodel``).
 
 >>> from c4table.pipeline.planning.plan import make_plan
 >>> for gib in (4, 16):   # shuffles past 1 M ranged reads are two-level (pipeline/sort/shuffle.py)
@@ -25,10 +14,11 @@ constants of :data:`IO_MODEL` come from local 4-worker builds of 5x4 and 4x6 (12
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 from dataclasses import dataclass, field
 
 from c4table.pipeline.sort.extsort import FENCE
-from c4table.pipeline.sort.partition import forward_ranges, merge_split, premerge_keys, shard_rows_for
+from c4table.pipeline.sort.partition import forward_ranges, merge_split, premerge_keys
 from c4table.builddir.shards import BACKWARD_ROW_GROUP, ROW_GROUP
 from c4table.pipeline.sort.shuffle import group_size, max_reads_default
 from c4table.pipeline.kernels.cpu import key_bits
@@ -199,25 +189,26 @@ def _shuffle(st: dict, tasks: int, runs: int, run_bytes: float, merged_bytes: fl
             groups)
 
 
-def predict_io(plan, workers: int | None = None, task_memory: int | None = None,
-               remote: bool = True, max_reads: int | None = None) -> IOPlan:
-    """Predicted counts of a build of ``plan`` (a :class:`c4table.pipeline.planning.plan.Plan`) on an
-    object store (``remote``; a local directory makes fewer HEAD requests), whose shuffles
-    are made two-level past ``max_reads`` ranged reads (default: the plan's, or the build's
-    default, :func:`c4table.pipeline.sort.shuffle.max_reads_default`)."""
-    board = plan.board
-    W = workers or plan.workers
-    m = task_memory or plan.memory_per_worker
-    w, kb, M = board.width, key_bits(board), IO_MODEL
-    e = [p.entries for p in plan.plies]
-    last = len(e) - 1
-    first = next((g for g, x in enumerate(e) if x), 0)
-    if max_reads is None:
-        max_reads = getattr(plan, "shuffle_max_reads", None) or max_reads_default()
-    io = IOPlan(max_reads=max_reads)
-    f, b, mg = io.stages["forward"], io.stages["backward"], io.stages["merge"]
-    rows = shard_rows_for(m, w)
-    # ---------------------------------------------------------------- forward
+class _Shape(NamedTuple):
+    """What the three stages' predictions share: entries per generation, the first and last
+    generations, workers, task memory, board width, key bits, the shuffle bound, remote."""
+    e: list
+    first: int
+    last: int
+    W: int
+    m: int
+    w: int
+    kb: int
+    max_reads: int
+    remote: bool
+
+
+def _predict_forward(io: IOPlan, s: _Shape) -> tuple[list, list, float]:
+    """The forward stage's counts into ``io``; returns the nonempty forward shards and the
+    bytes of each generation, and the bytes stored at its end."""
+    e, first, last, W, m, w, kb, max_reads, remote = s
+    M = IO_MODEL
+    f = io.stages["forward"]
     shards = [0] * (last + 1)           # nonempty forward shards per generation
     shards[first] = 1
     fbytes = [0.0] * (last + 1)
@@ -265,7 +256,14 @@ def predict_io(plan, workers: int | None = None, task_memory: int | None = None,
         r = M["shard_skew"] * e[g] / T
         f["peak_task_memory"] = max(f["peak_task_memory"], _keys_read(r) + 8 * w * r)
     stored += fbytes[first]
-    # ---------------------------------------------------------------- backward
+    return shards, fbytes, stored
+
+
+def _predict_backward(io: IOPlan, s: _Shape, shards: list, fbytes: list, stored: float) -> float:
+    """The backward stage's counts into ``io``; returns the bytes stored at its end."""
+    e, first, last, W, m, w, kb, max_reads, remote = s
+    M = IO_MODEL
+    b = io.stages["backward"]
     incoming = 0.0   # message bytes to generation g (8 a message: as tasks hold them)
     incoming_stored, in_vb = 0.0, 8.0   # the same messages as stored (bit-packed, indexes)
     in_runs = 0
@@ -305,7 +303,14 @@ def predict_io(plan, workers: int | None = None, task_memory: int | None = None,
         b["peak_task_memory"] = max(b["peak_task_memory"], hold)
         incoming, incoming_stored, in_vb = out, out_stored, out_vb
         in_runs = T if g > first else 0
-    # ---------------------------------------------------------------- merge
+    return stored
+
+
+def _predict_merge(io: IOPlan, s: _Shape, board, shards: list, fbytes: list, stored: float) -> None:
+    """The merge's counts into ``io``."""
+    e, first, last, W, m, w, kb, max_reads, remote = s
+    M = IO_MODEL
+    mg = io.stages["merge"]
     E = sum(e)
     table = E * board.entry_size
     R, largest = merge_split(E, m, W, local=not remote)
@@ -334,6 +339,28 @@ def predict_io(plan, workers: int | None = None, task_memory: int | None = None,
     mg["peak_task_memory"] = (8 * n + 9 * min(n, READ_GROUPS * BACKWARD_ROW_GROUP)
                               + board.entry_size * min(n, WRITE_CHUNK))
     io.shuffles.append(("merge", None, R, nb, pairs, None))
+
+
+def predict_io(plan, workers: int | None = None, task_memory: int | None = None,
+               remote: bool = True, max_reads: int | None = None) -> IOPlan:
+    """Predicted counts of a build of ``plan`` (a :class:`c4table.pipeline.planning.plan.Plan`) on an
+    object store (``remote``; a local directory makes fewer HEAD requests), whose shuffles
+    are made two-level past ``max_reads`` ranged reads (default: the plan's, or the build's
+    default, :func:`c4table.pipeline.sort.shuffle.max_reads_default`)."""
+    board = plan.board
+    W = workers or plan.workers
+    m = task_memory or plan.memory_per_worker
+    w, kb = board.width, key_bits(board)
+    e = [p.entries for p in plan.plies]
+    last = len(e) - 1
+    first = next((g for g, x in enumerate(e) if x), 0)
+    if max_reads is None:
+        max_reads = getattr(plan, "shuffle_max_reads", None) or max_reads_default()
+    io = IOPlan(max_reads=max_reads)
+    s = _Shape(e, first, last, W, m, w, kb, max_reads, remote)
+    shards, fbytes, stored = _predict_forward(io, s)
+    stored = _predict_backward(io, s, shards, fbytes, stored)
+    _predict_merge(io, s, board, shards, fbytes, stored)
     for s in io.stages.values():
         for k2 in s:
             s[k2] = int(round(s[k2]))

@@ -1,32 +1,7 @@
 """Build plans: how many entries each generation of a board holds, and what a build of it will
 need in disk, shuffle volume, memory and time on a given number of workers.
 
-Per-ply figures come from, in order of preference:
-
-1. a measured forward run (``c4table forward WxH --max-ply N --out DIR``, passed as
-   ``from_dir``): the positions and entries it counted for plies ``0..N``;
-2. the first plies of any board, enumerated exactly here (:func:`small_plies`, a few
-   thousand positions each);
-3. the per-ply positions of a table shipped in ``data/known_tables.json``;
-4. the per-ply totals of Böck's Table 2 for 7x6 (shipped as ``data/wdl_by_ply_7x6.tsv``);
-5. Böck's Table 1 total for the board, spread over the plies with the 7x6 profile (rescaled
-   to the board's number of plies). This is a shape estimate, and the plan says so.
-
-A rooted build (``c4table plan 7x6 --root MOVES``, :func:`make_rooted_plan`) is planned from a
-short forward run from the root (:func:`probe_forward`): its generations are counted exactly
-for a few plies, and each later generation ``g`` is estimated as ``c * N(g) * f(g)``, where
-``N(g)`` counts the ways to add the remaining chips to the root ignoring lines (column
-capacities times the colourings), ``f(g)`` is the fraction of such arrangements that Böck's
-Table 2 finds reachable on the empty 7x6 board (1 on other boards), and ``c`` is fitted on the
-last measured generation. On random 7x6 roots at plies 18-24 the totals came within a factor
-of about 2 of the real builds' (README, "Rooted tables").
-
-Where only positions are known, entries are positions / 2 (mirror images share an entry;
-symmetric positions are a vanishing fraction on big boards), and where the complete table is
-known (``data/known_tables.json``) these estimates are made to add up to its count (the
-symmetric positions' share: 2,054,710 entries on 7x6; see :func:`_fit_known_entries`). Costs per entry are measurements of this implementation
-(see :data:`COSTS`), so a plan is as good as those measurements; rerun ``tools/bench/bench_build.py``
-on the target machines to refresh them.
+Design notes: ``docs/modules.md`` (``c4table.pipeline.planning.plan``).
 
 >>> p = make_plan("7x6", workers=64, memory_per_worker=16 * 2**30)
 >>> p.entries            # Cadot's file: 15,861,962,650,191 bytes / 7
@@ -295,7 +270,7 @@ def _fit_known_entries(plan: Plan) -> None:
 def make_plan(board: str | Board, workers: int, memory_per_worker: int,
               from_dir: str | Path | None = None, shuffle_max_reads: int | None = None,
               costs=None) -> Plan:
-    """Estimate a build of ``board`` on ``workers`` workers (see module docstring);
+    """Estimate a build of ``board`` on ``workers`` workers (see docs/modules.md);
     ``shuffle_max_reads`` is the build's threshold of a two-level shuffle; ``costs`` a
     :class:`c4table.pipeline.planning.schedule.MachineCosts` (default: the fast machine's, ``COSTS``)."""
     board = Board.parse(board)
@@ -443,8 +418,7 @@ def probe_forward(board: Board, origin, max_plies: int = 10, seconds: float = 20
                 forward.run(b, max_ply=last)
         finally:
             b.close()
-        plies = b.manifest.data["plies"]
-        return {p: plies[p]["entries"] for p in range(origin.ply, last + 1)}
+        return {p: b.manifest.entries(p) for p in range(origin.ply, last + 1)}
     finally:
         shutil.rmtree(d, ignore_errors=True)
 
@@ -452,7 +426,7 @@ def probe_forward(board: Board, origin, max_plies: int = 10, seconds: float = 20
 def make_rooted_plan(board: str | Board, origin, workers: int, memory_per_worker: int,
                      measured: dict[int, int]) -> Plan:
     """Plan the rooted build from ``origin`` given exact ``measured`` entries per generation
-    (from :func:`probe_forward`; see the module docstring for the estimate of the rest)."""
+    (from :func:`probe_forward`; docs/modules.md says how it estimates of the rest)."""
     board = Board.parse(board)
     plan = Plan(board, workers, memory_per_worker)
     heights = [int(board.col_height[c]) for c in _codes_of(board, origin)]
@@ -498,7 +472,7 @@ def plan_rooted(board: Board, value: str, workers: int, memory_per_worker: int,
         mine = m.origin()
         if m.board != board or mine is None or mine.key != origin.key:
             raise BuildError(f"{from_dir}: holds no forward run of board {board} rooted at {origin}")
-        measured = {p: rec["entries"] for p, rec in enumerate(m.data["plies"])
+        measured = {p: rec["entries"] for p, rec in enumerate(m.plies)
                     if p >= origin.ply and "entries" in rec}
     else:
         measured = probe_forward(board, origin, probe_plies)

@@ -2,15 +2,7 @@
 compute, as :mod:`c4table.pipeline.planning.plan` gives them for 2D boards, and whether the keys fit the
 pipeline's 64-bit words.
 
-Nothing is published about 3D boards, so the plan counts the first generations exactly
-(:func:`small_plies3d`, the plain rules: any size works, no bitboard is needed) and estimates each later generation ``g`` as ``c * N(g) / S * f(g)``: ``N(g)`` counts
-the ways to fill ``g`` cells under gravity with A's and B's chips ignoring lines
-(:func:`c4table.pipeline.planning.plan.arrangements`), ``S`` is the number of the grid's symmetries
-(images share an entry), ``f`` is the fraction of such fillings that Böck's Table 2 finds
-reachable on 7x6 at the same fraction of the board filled (a shape assumption: lines end 3D
-games sooner, with 13 directions, so this tends to overestimate), and ``c`` is fitted on the
-last counted generation. ``N(g) / S`` summed is an upper bound (every filling reachable) and is
-reported too.
+Design notes: ``docs/modules.md`` (``c4table.pipeline.planning.plan3d``).
 
 >>> p = make_plan3d("2x2x3k3", workers=1, memory_per_worker=2**30)
 >>> p.entries             # counted exactly: the table has 1,463 entries
@@ -70,7 +62,7 @@ def small_plies3d(board: Board, limit: int = SMALL_PLY_LIMIT) -> list[tuple[int,
 
 def make_plan3d(board: str | Board, workers: int, memory_per_worker: int,
                 from_dir=None, limit: int = SMALL_PLY_LIMIT) -> Plan:
-    """Plan a build of the 3D ``board`` (see the module docstring); ``from_dir``: the build
+    """Plan a build of the 3D ``board`` (see docs/modules.md); ``from_dir``: the build
     directory of a forward run of it (``c4table forward XxYxH --max-ply N``), whose counted
     plies replace the enumerated ones; ``limit``: enumerate plies of at most so many entries."""
     board = Board.parse(board)

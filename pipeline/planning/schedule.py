@@ -1,27 +1,6 @@
 """The schedule of a build on N workers: its wall time and CPU from per-task costs.
 
-A build runs generation by generation, and every generation is a barrier: the forward pass
-has one list of range tasks per generation (each merges its slice of the runs into a shard and
-expands it), the backward pass one annotate task per forward shard, the merge one list of
-range tasks whose bytes the driver hashes (sha256) in key order as they come in. :func:`simulate` counts the tasks each list holds as the build cuts them (the
-same :mod:`c4table.pipeline.sort.partition` functions) and times each list on ``workers`` workers:
-
-* a task costs its entries times the stage's CPU per entry, corrected for the size of the
-  arrays it sorts (numpy's sort per key grows with ``log2`` of their length:
-  :attr:`MachineCosts.sort_ns`), plus a fixed :attr:`MachineCosts.task_s`;
-* a list of ``T`` tasks of mean cost ``c`` takes ``max(ceil(T / W) * c, skew * c)`` (whole
-  waves, and the largest task, the splitters' :data:`STRAGGLER` times the mean: stragglers);
-* each generation and stage adds the driver's serial step (:attr:`MachineCosts.step_s`:
-  manifest, disk checks, splitters) and its work per task (:attr:`MachineCosts.driver_task_s`:
-  sending it, taking its result and counts), during which the workers wait;
-* the merge's driver hashes the ranges one after the other (sha256, and with
-  ``C4TABLE_TABLE_MD5`` md5 on a second thread: at the slower digest's rate): the hash of the
-  last ranges is a serial tail;
-* the whole stage takes at least its CPU (tasks and driver) over ``cores``, and the merge at
-  least the table's bytes over the disk's rate where one was measured (the passes' scratch
-  files go through the page cache).
-
-:meth:`Schedule.bound` says which of these the wall time mostly waits on.
+Design notes: ``docs/modules.md`` (``c4table.pipeline.planning.schedule``).
 
 >>> s = simulate([1, 4, 25, 121, 600, 2000, 5000], 7, 7, 2, 1 << 30, FAST_MACHINE, entry_size=5)
 >>> s.wall_s > s.cpu_s / 2, s.bound()[0]

@@ -1,24 +1,6 @@
 """How the build's processes get memory: large arrays reuse the memory of the task before.
 
-Every task allocates arrays of hundreds of MB (a shard's keys, its children, the messages it
-sends, the merge's words) and frees them when it ends. glibc serves blocks that large with a
-fresh ``mmap`` and returns them to the system on free, so the next task's arrays fault every
-page in again: the kernel zeroes each page, and on a virtual machine the host may have to back
-it first. Measured on the 2-core development machine (a VM): filling a newly allocated 400 MB
-array took 0.03-0.8 s of system time, a reused one none. :func:`tune` makes a process keep the
-memory it frees (no ``mmap`` for large blocks, no trimming of the heap, one arena for all
-threads) and makes Arrow, which decodes the shards, allocate through the same ``malloc``
-(``pyarrow.system_memory_pool``) rather than its own pool, so parquet buffers reuse that memory
-too. The single arena matters: Arrow decodes on its own threads, and glibc gives each thread
-an arena of ``mmap``'ed heaps that it unmaps as soon as they are empty, so every shard read
-faulted its buffers in afresh (5x6's backward pass, ``perf``: page faults under Arrow's
-unpacking and ``memmove`` and ``munmap`` were most of its system time; with one arena its
-system time fell from 6.4-7.2 to 3.9-5.3 s).
-
-A process's resident memory then stays at the most its tasks held at once (each task is sized
-from ``--memory``, :mod:`c4table.pipeline.sort.partition`), rather than falling between tasks. Only
-glibc on Linux is tuned; elsewhere :func:`tune` does nothing. Set ``C4TABLE_MALLOC=default`` to
-leave the allocators alone.
+Design notes: ``docs/modules.md`` (``c4table.pipeline.runtime.allocator``).
 
 >>> tune() in (True, False)
 True

@@ -1,17 +1,6 @@
 """I/O and memory counters of a build: what each stage wrote, read and held, as measured.
 
-:class:`~c4table.io.storage.Storage` counts every request it makes into the *active*
-:class:`IOCounts` of the calling thread (:func:`active`): bytes and objects written, whole-object
-GETs, ranged reads (a ``pread`` locally, a ranged GET on an object store), metadata requests
-(HEAD/stat, LIST) and deletes, with the bytes each moved. :func:`run_counted` runs one task
-under a fresh :class:`IOCounts` and also measures the task's peak memory (the peak of the
-bytes its numpy arrays and Python objects held, through ``tracemalloc``), so a task's counts travel back with its result from any
-worker process. The execution layer (:mod:`c4table.pipeline.runtime.execution`) adds them up per stage;
-the build writes them to ``DIR/stats.json`` (:func:`save_stats`) and the CLI prints them.
-
-Peak stored bytes is a ledger kept by the driver: bytes written minus bytes deleted by this
-run, sampled after every list of tasks and every delete (tasks only add files; the driver
-deletes them), so its maximum is the peak the object store held for this run.
+Design notes: ``docs/modules.md`` (``c4table.pipeline.runtime.counters``).
 
 >>> c = IOCounts()
 >>> with counting(c):
@@ -135,7 +124,7 @@ def _run(fn, args, traced: bool, memory: bool = True):
 
 
 class StageCounts:
-    """Counts per stage of one build run, and the stored-bytes ledger (see module docstring)."""
+    """Counts per stage of one build run, and the stored-bytes ledger (see docs/modules.md)."""
 
     def __init__(self):
         self.stages: dict[str, IOCounts] = {}

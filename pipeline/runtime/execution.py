@@ -1,15 +1,6 @@
 """Execution layer: where the tasks of a stage run. One interface, two back-ends.
 
-Every stage of the pipeline is a list of independent tasks (pure top-level functions of
-picklable arguments that read and write files under the build directory) followed by a small
-step in the driver. :class:`Executor.map` runs a list of tasks and returns their results in
-order. Back-ends:
-
-* ``local`` (the default): in-process when ``workers == 1``, otherwise a
-  ``concurrent.futures.ProcessPoolExecutor`` with ``workers`` processes.
-* ``dask``: a ``dask.distributed`` cluster (see :func:`make_executor`), used through
-  ``Client.get_executor()``, which is also a ``concurrent.futures.Executor``: the pipeline
-  has one code path whatever runs it.
+Design notes: ``docs/modules.md`` (``c4table.pipeline.runtime.execution``).
 
 >>> with make_executor(workers=1) as ex:
 ...     ex.prepare(lambda: print("prepared once, before the first task"))

@@ -2,11 +2,7 @@
 a full disk (ENOSPC, also when raised in a worker process) into one clear :class:`BuildError`,
 the build-directory lock, and the removal of scratch files an interrupted run left behind.
 
-The free-disk check estimates what the next step will write from what the previous
-generation really took (its shard files and its growth in keys) and refuses with both figures
-("needs about X, Y free") before starting, so a build stops between steps rather than half-way
-through one. ``C4TABLE_SKIP_DISK_CHECK=1`` turns the check off (e.g. on a file system whose
-free-space figure is wrong); a real ENOSPC is still caught and reported.
+Design notes: ``docs/modules.md`` (``c4table.pipeline.runtime.resources``).
 
 >>> format_need(3 << 20, 1 << 20)
 'needs about 3.0 MiB (3,145,728 bytes), 1.0 MiB (1,048,576 bytes) free'
@@ -103,7 +99,7 @@ def forward_need(build, ply: int, and_next: bool = False, runs_written: int | No
     prev_rows = sum(s.rows for s in prev) if prev else 0
     growth = rows / prev_rows if prev_rows else float(build.board.width)
     next_rows = rows * growth
-    step = m.data["steps"]["forward"].get(str(ply)) or {}
+    step = m.step("forward", ply) or {}
     dup = step.get("run_keys", 0) / rows if rows and step.get("run_keys") else 1.5
     shards = _files_bytes(build.store, cur) * growth
     if runs_written is not None:
@@ -134,7 +130,7 @@ def merge_need(build, plies: list[int]) -> int:
     """Bytes of the table file (its parts are deleted as they are appended, so the parts and
     the file together peak at about one table)."""
     m = build.manifest
-    total = sum(m.data["plies"][p]["entries"] for p in plies)
+    total = m.total("entries", plies)
     return with_margin(total * build.board.entry_size)
 
 

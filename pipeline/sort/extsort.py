@@ -1,18 +1,6 @@
 """External merge sort of uint64 keys under a memory budget.
 
-Phase 1 (*runs*): each task sorts and deduplicates the keys it produced (in place:
-``ndarray.sort`` uses numpy's AVX-512 sort: 110-200 M random keys/s per core measured on
-the development machine, several times a numba LSD radix sort there) and spills them as a run
-(delta-encoded and bit-packed in blocks, :mod:`~c4table.pipeline.sort.runcodec`, with a small
-index of *fences*, :func:`write_run`), keeping a small sample.
-Phase 2 (*ranges*): splitters chosen from the samples cut the key space into ranges of about
-equal size; one task per range reads only its slice of every run (found through the fences,
-:func:`read_range_window`) and merges the sorted slices, dropping duplicates
-(:func:`merge_window`: pairwise for a few runs, 3-5x faster than sorting them together, and
-for more runs in cache-sized pieces, :func:`sorted_chunks`). Ranges are disjoint and
-ordered, so their outputs concatenated in order are the sorted, deduplicated whole, and no task
-ever holds more than its range: a generation larger than RAM still sorts. Runs live in the
-build's :class:`~c4table.io.storage.Storage`, local or remote.
+Design notes: ``docs/modules.md`` (``c4table.pipeline.sort.extsort``).
 """
 from __future__ import annotations
 

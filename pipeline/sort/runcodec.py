@@ -1,26 +1,7 @@
 """The byte format of sorted runs (forward child keys, backward messages, shuffle pieces):
 blocks of :data:`BLOCK` values, each delta-encoded and bit-packed on its own.
 
-A run's values are sorted uint64; neighbours differ by little (a forward run's child keys by
-about 2**13-2**16 on 5x6, messages by 2**8 more), so storing each value's difference from the
-one before in as few bits as it needs cuts a run to a quarter of its raw 8 bytes per value or
-less. Written files are what a build pays for twice: the kernel copies every byte into
-fresh page-cache pages (the largest system-time item of a profiled build) and the next step
-reads it back. Layout, all little-endian uint64 *words*:
-
-* a block (the values ``i*BLOCK .. (i+1)*BLOCK - 1`` of the run, the last one shorter) is its
-  first value, then the bit width of each *miniblock* of :data:`MINI` differences (one byte
-  each, padded to whole words), then the miniblocks: a miniblock of width ``b`` is ``b`` words
-  (64 differences of ``b`` bits, the last miniblock of a block padded with zeros);
-* the run's *index* (``run + ".fences"``, :func:`index_bytes`): a magic word, the values and
-  block counts, the first value of every block (the *fences*) and the word offset of every block
-  (``blocks + 1``). A reader finds the blocks that overlap a key range from the fences and reads
-  only those words (one ``pread`` or ranged GET), then decodes them
-  (:func:`decode_blocks`), checking each block against its fence, its length and the order of
-  its values.
-
-Encoding costs about 1 ns per value and decoding less (numba); the widths are computed in a
-first pass (:func:`plan`) so that the index, which readers rely on, is written before the run.
+Design notes: ``docs/modules.md`` (``c4table.pipeline.sort.runcodec``).
 
 >>> v = np.arange(10**6, 10**6 + 3000, 3, dtype=np.uint64)   # 1,000 values 3 apart: 2 bits each
 >>> widths, offsets = plan(v)

@@ -1,24 +1,7 @@
 """Two-level shuffle: the pre-merge that keeps a shuffle's ranged reads from growing with the
 square of its task count.
 
-A shuffle has ``runs`` sorted runs (one per task of the step before) and ``tasks`` key ranges
-(the next step's tasks); read directly, every task reads one slice of every run: tasks x runs
-ranged reads. When that is more than ``max_reads`` (:data:`DEFAULT_MAX_READS`, or the build's
-``shuffle_max_reads``), the runs are first merged in groups of ``G = ceil(sqrt(tasks))``
-consecutive runs over ``P = G`` coarse chunks of the key space (each chunk a block of
-consecutive ranges): one pre-merge task per (group, chunk) reads one slice of each run of its
-group and writes the merged values as *pieces*, sorted runs with fences
-(:func:`c4table.pipeline.sort.extsort.write_run`) cut only at range boundaries and no bigger than a
-task may hold. Each range then lies inside one piece of every group, so its task reads
-``ceil(runs / G)`` pieces instead of ``runs`` runs::
-
-    direct:     tasks x runs                          (10,361 x 10,200 = 106 M)
-    two-level:  runs x P  +  tasks x ceil(runs / G)    (1.04 M + 1.04 M)
-
-at the price of one more read and write of the shuffled bytes. The pre-merge keeps every value
-(backward messages, ``unique=False``) or drops repeats (forward child keys), so what a range
-task reads is the same multiset (or set) as before: the tables are byte-identical. Forward and
-backward call the same driver (:func:`two_level`) on any executor.
+Design notes: ``docs/modules.md`` (``c4table.pipeline.sort.shuffle``).
 
 >>> group_size(10_361, 10_200, DEFAULT_MAX_READS)
 102

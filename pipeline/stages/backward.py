@@ -1,35 +1,12 @@
 """Backward pass: the outcome byte of every position, generation by generation, from the last
 generation down to 0, as a key-range shuffle of *messages*.
 
-A generation's positions learn their outcome from their children, and the children live all
-over the next generation's key space. Rather than letting every task read the whole next
-generation, each annotated position *sends* one message per parent, the word
-``parent_key << 8 | score`` (:func:`c4table.pipeline.kernels.cpu.resolve`), where the score ranks the
-child's outcome for the parent's mover. So one step, for generation g:
-
-1. one task per forward shard of g (a key range) reads its keys and, from every message run
-   that generation g+1's tasks wrote, only the slice inside its key range
-   (:func:`c4table.pipeline.sort.extsort.read_range_window`); it merges the sorted slices, and each key's best
-   message decides it (terminal positions are decided on the board);
-2. the same task writes its backward shard (the outcomes of its forward shard's keys, in the
-   same order: :func:`c4table.builddir.shards.write_outcomes`) and sorts the messages it sends
-   to generation g-1, keeps the best per parent key, and spills them as one sorted run under
-   ``work/messages/ply_{g-1}/``.
-
-No task holds more than its shard, its messages in and its messages out (what
-:attr:`c4table.pipeline.stages.build.Build.shard_rows` sizes), and tasks share no memory-mapped state: they
-run wherever the build's storage (local, shared or an object store) can be reached.
-
-A rooted build (:mod:`c4table.game.root`) stops sending at the root's generation; the generations
-below it are empty and recorded as such.
-
-Resume: a step records its backward shards and its message runs (xxh64) in the manifest. The
-next step verifies the runs it reads; missing or damaged runs are sent again from the finished
-backward shards (:func:`emit_task`). Runs are deleted once the generation they inform is done.
+Design notes: ``docs/modules.md`` (``c4table.pipeline.stages.backward``).
 """
 from __future__ import annotations
 
 import time
+from typing import NamedTuple
 
 import numpy as np
 
@@ -40,8 +17,7 @@ from c4table.pipeline.sort import extsort
 from c4table.pipeline.runtime import resources
 from c4table.pipeline.sort import shuffle
 from c4table.pipeline.kernels.cpu import keep_best
-from c4table.pipeline.kernels.kernelset import for_board
-from c4table.pipeline.kernels.gpu import device
+from c4table.pipeline.kernels.kernelset import KernelSet, for_board
 from c4table.builddir.shards import ShardInfo, read_shard, stored_xxh64, verify_shards, write_outcomes
 from c4table.io.storage import Storage, open_storage
 
@@ -83,25 +59,31 @@ def read_messages(store: Storage, runs: list[dict], first: int, last: int) -> np
 
 
 # ------------------------------------------------------------------ tasks
-def annotate_task(root: str, board_spec: tuple, ply: int, info_json: dict, runs: list[dict],
-                  rel: str, send_rel: str | None):
+class Annotated(NamedTuple):
+    """What annotating a shard gave."""
+    shard: dict              # the backward shard's record (:meth:`ShardInfo.to_json`)
+    stats: np.ndarray        # int64[6]: draws, A wins, B wins entries, each followed by its symmetric ones
+    sent: dict | None        # the record of the messages run it sent to ply - 1, if any
+
+
+def annotate_task(root: str, kernels: KernelSet, ply: int, info_json: dict, runs: list[dict],
+                  rel: str, send_rel: str | None) -> Annotated:
     """Annotate one forward shard of generation ``ply`` from the messages in ``runs``; write its
-    backward shard at ``rel`` and, unless ``send_rel`` is None (ply 0), its messages to ply - 1.
-    Returns (shard info json, stats int64[6], run record or None)."""
-    board = Board(*board_spec)
+    backward shard at ``rel`` and, unless ``send_rel`` is None (ply 0), its messages to ply - 1."""
+    board = kernels.board
     store = open_storage(root)
     info = ShardInfo.from_json(info_json)
     keys = read_shard(store, info)
     msgs = read_messages(store, runs, info.first, info.last) if runs else np.empty(0, np.uint64)
-    if device.on_gpu():   # messages sent come back sorted, best per parent
-        bad, out, stats, sent = device.resolve(keys, msgs, ply, _tables(board), bool(send_rel),
+    if kernels.on_gpu:   # messages sent come back sorted, best per parent
+        bad, out, stats, sent = kernels.gpu.resolve(keys, msgs, ply, _tables(board), bool(send_rel),
                                                board.width)
         n_sent = -1
     else:
         out = np.empty(keys.shape[0], np.uint8)
         sent = np.empty(keys.shape[0] * board.width if send_rel else 0, np.uint64)
         stats = np.zeros(6, np.int64)
-        bad, n_sent = for_board(board).resolve(keys, msgs, ply, *_tables(board), out, sent, stats)
+        bad, n_sent = kernels.cpu.resolve(keys, msgs, ply, *_tables(board), out, sent, stats)
     del msgs
     if bad >= 0:
         raise CorruptDataError(
@@ -113,19 +95,19 @@ def annotate_task(root: str, board_spec: tuple, ply: int, info_json: dict, runs:
         run = _write_sorted_messages(store, send_rel, sent)
     else:
         run = write_messages(store, send_rel, sent[:n_sent]) if send_rel else None
-    return shard.to_json(), stats, run
+    return Annotated(shard.to_json(), stats, run)
 
 
-def emit_task(root: str, board_spec: tuple, ply: int, info_json: dict, send_rel: str) -> dict:
+def emit_task(root: str, kernels: KernelSet, ply: int, info_json: dict, send_rel: str) -> dict:
     """Send again the messages of a finished backward shard of generation ``ply``."""
-    board = Board(*board_spec)
+    board = kernels.board
     store = open_storage(root)
     keys, outs = read_shard(store, ShardInfo.from_json(info_json), with_outcome=True)
-    if device.on_gpu():
+    if kernels.on_gpu:
         return _write_sorted_messages(store, send_rel,
-                                      device.emit(keys, outs, ply, _tables(board), board.width))
+                                      kernels.gpu.emit(keys, outs, ply, _tables(board), board.width))
     sent = np.empty(keys.shape[0] * board.width, np.uint64)
-    n = for_board(board).emit_parents(keys, outs, ply, *_tables(board), sent)
+    n = kernels.cpu.emit_parents(keys, outs, ply, *_tables(board), sent)
     return write_messages(store, send_rel, sent[:n])
 
 
@@ -140,7 +122,7 @@ def incoming_runs(build, ply: int) -> list[dict]:
     """The verified message runs to generation ``ply`` (sent by step ``ply + 1``), sending
     them again from ply + 1's backward shards if any is missing or damaged."""
     m = build.manifest
-    step = m.data["steps"]["backward"].get(str(ply + 1))
+    step = m.step("backward", ply + 1)
     if step is None:
         raise BuildError(f"generation {ply + 1} has not been annotated yet")
     runs = step.get("messages")
@@ -157,7 +139,7 @@ def incoming_runs(build, ply: int) -> list[dict]:
     shards = [s for s in m.shards("backward", ply + 1) if s.rows]
     if "backward" not in build.verified:
         verify_shards(build.executor, build.store, shards)
-    tasks = [(build.store.uri, build.board.spec, ply + 1, s.to_json(),
+    tasks = [(build.store.uri, build.kernels, ply + 1, s.to_json(),
               f"{messages_dir(ply)}/run-{i:05d}.u64") for i, s in enumerate(shards)]
     runs = build.executor.map(emit_task, tasks)
     step["messages"] = runs
@@ -174,7 +156,7 @@ def premerged_runs(build, ply: int, runs: list[dict], shards: list[ShardInfo]):
     reuses them rather than merging again. Returns (runs per task, group size or None)."""
     m = build.manifest
     ranges = [(s.first << 8, ((s.last << 8) | 0xFF) + 1) for s in shards]
-    step = m.data["steps"]["backward"][str(ply + 1)]
+    step = m.step("backward", ply + 1)
     rec, pieces = step.get("premerged"), None
     if rec is not None and rec.get("ranges") == [list(r) for r in ranges]:
         if all(build.executor.map(verify_run_task, [(build.store.uri, p) for p in rec["pieces"]])):
@@ -206,7 +188,7 @@ def run(build) -> None:
         return
     if m.shards("forward", last) is None or "entries" not in m.ply_record(last):
         raise BuildError(f"{build.root}: the forward pass is not finished (run forward first)")
-    total = sum(m.data["plies"][p]["entries"] for p in range(last + 1))
+    total = m.total("entries", range(last + 1))
     prog = build.progress("backward", total=total)
     todo = [p for p in range(last, -1, -1) if m.shards("backward", p) is None]
     done = [p for p in range(last, -1, -1) if m.shards("backward", p) is not None]
@@ -229,7 +211,7 @@ def run(build) -> None:
         build.verified.add("backward")
     for ply in range(last, -1, -1):
         if m.shards("backward", ply) is not None:
-            prog.done += m.data["plies"][ply]["entries"]
+            prog.done += m.entries(ply)
             continue
         if ply < build.first_ply:   # below a rooted build's root: nothing to annotate
             m.finish_step("backward", ply, [])
@@ -250,7 +232,7 @@ def run(build) -> None:
             reads0 = build.slice_reads()
             per_task, group = premerged_runs(build, ply, runs, shards) if runs else \
                 ([runs] * len(shards), None)
-            tasks = [(build.store.uri, board.spec, ply, s.to_json(), per_task[i],
+            tasks = [(build.store.uri, build.kernels, ply, s.to_json(), per_task[i],
                       f"{gen_dir(ply)}/part-{i:05d}.parquet",
                       f"{messages_dir(ply - 1)}/run-{i:05d}.u64" if ply > build.first_ply else None)
                      for i, s in enumerate(shards)]
@@ -260,18 +242,18 @@ def run(build) -> None:
                                   build.slice_reads() - reads0)
             stats = np.zeros(6, np.int64)
             infos, sent = [], []
-            for info, st, run_rec in results:
-                infos.append(ShardInfo.from_json(info))
-                stats += st
-                if run_rec is not None:
-                    sent.append(run_rec)
+            for r in results:
+                infos.append(ShardInfo.from_json(r.shard))
+                stats += r.stats
+                if r.sent is not None:
+                    sent.append(r.sent)
             m.finish_step("backward", ply, infos,
                           **({"messages": sent} if ply > build.first_ply else {}))
             m.set_backward_counts(ply, stats)
             m.checkpoint(n)
             build.verified.add(f"messages {ply - 1}")
         build.store.recycle_tree(messages_dir(ply))   # spent: later writes go over its files
-        rec = m.data["plies"][ply]
+        rec = m.ply_counts(ply)
         prog.step(f"ply {ply}", n, entries=n, a_wins=rec["a_wins"], draws=rec["draws"],
                   b_wins=rec["b_wins"], sent=sum(r["rows"] for r in sent),
                   time=f"{time.perf_counter() - t0:.2f}s")

@@ -1,24 +1,11 @@
 """A build: one board, one build directory, a memory budget and an executor; runs the stages.
 
+Design notes: ``docs/modules.md`` (``c4table.pipeline.stages.build``).
+
 >>> from c4table.pipeline.stages.build import build_table
 >>> path = build_table("4x4", "tables/4x4", quiet=True)   # finished already: nothing to redo
 >>> path.name
 'connect4_4x4.dat'
-
-Stages (each resumable, each recorded in ``DIR/manifest.json``):
-``forward`` -> ``backward`` -> ``merge`` (see :mod:`c4table.pipeline.stages.forward`, :mod:`c4table.pipeline.stages.backward`,
-:mod:`c4table.pipeline.stages.merge`). ``DIR/work/`` holds the generations' shards and scratch files;
-``DIR/connect4_WxH.dat`` is the table. A rooted build (``origin``, a :class:`c4table.game.root.Root`)
-starts at the root's generation and writes ``DIR/connect4_WxH_root-MOVES.dat``. ``DIR`` is a
-local directory or a ``pyarrow.fs`` URI (:mod:`c4table.io.storage`).
-
-Opening a local build takes the directory's lock (:func:`c4table.pipeline.runtime.resources.lock_build_dir`),
-which :meth:`Build.close` (or leaving ``with open_build(...) as b:``) gives back; an object
-store has no lock, so one build per prefix is the user's to ensure. Opening removes the
-scratch files an interrupted run left (temporary files, forward runs, merge parts: nothing a
-finished step refers to). Files no finished step records are never read: a step clears its
-output directory before it starts, and what the manifest records is verified by checksum
-before it is relied on, never recomputed.
 """
 from __future__ import annotations
 
@@ -41,7 +28,7 @@ from c4table.pipeline.sort import runcodec
 from c4table.pipeline.sort import shuffle
 from c4table.pipeline.runtime.execution import Executor, default_workers, make_executor
 from c4table.pipeline.kernels.cpu import key_bits
-from c4table.pipeline.kernels.kernelset import compiled, warm
+from c4table.pipeline.kernels.kernelset import KernelSet, compiled, warm
 from c4table.builddir.manifest import Manifest
 from c4table.pipeline.sort.partition import MIN_PARALLEL_ROWS, shard_rows_for
 from c4table.progress import Progress
@@ -62,6 +49,7 @@ class Build:
     executor: Executor
     quiet: bool = False
     origin: Root | None = None   # the root position of a rooted build (None: the empty board)
+    device: str = "cpu"          # where the tasks' kernels run (:attr:`kernels`)
     manifest: Manifest = field(init=False)
     store: Storage = field(init=False)                  # where the files live
     verified: set = field(init=False, default_factory=set)  # what this process has checked
@@ -191,6 +179,11 @@ class Build:
         self.progress(stage).note(text)
 
     @property
+    def kernels(self) -> KernelSet:
+        """The kernels the tasks call, on the device chosen when the build opened."""
+        return KernelSet.of(self.board, self.device)
+
+    @property
     def first_ply(self) -> int:
         """The first generation: the root's ply (0 for a full build)."""
         return self.origin.ply if self.origin is not None else 0
@@ -203,8 +196,7 @@ class Build:
     @property
     def resuming(self) -> bool:
         """True if the manifest records any finished step (this run continues a build)."""
-        st = self.manifest.data["steps"]
-        return bool(st["forward"]) or bool(st["backward"])
+        return self.manifest.resuming()
 
     def complete(self) -> bool:
         """True if the manifest records the table and the file matches its size and sha256
@@ -251,37 +243,69 @@ class Build:
         return Progress(stage, quiet=self.quiet, total=total)
 
 
+@dataclass(frozen=True)
+class BuildSettings:
+    """What one build is asked for, read and checked once when it opens (:meth:`parse`)."""
+
+    board: Board
+    out: str | Path                # a local directory or a pyarrow.fs URI
+    memory: int                    # bytes, shared by the workers
+    workers: int | None = None     # None: every core
+    scheduler: str | None = None   # a dask scheduler ('local' or an address); None: local processes
+    quiet: bool = False
+    restart: bool = False          # discard a partial build first
+    origin: Root | None = None     # a rooted build's root
+    device: str = "cpu"            # where the tasks' kernels run (``gpu``: pipeline/kernels/gpu)
+
+    @classmethod
+    def parse(cls, board: str | Board, out: str | Path, memory: str | int = DEFAULT_MEMORY,
+              workers: int | None = None, scheduler: str | None = None, quiet: bool = False,
+              restart: bool = False, root: str | Root | None = None,
+              device: str = "cpu") -> "BuildSettings":
+        """The settings of :func:`open_build`'s arguments (``root``: a move string, drawing or
+        :class:`~c4table.game.root.Root`)."""
+        board = Board.parse(board)
+        if root is not None and board.grid is not None:
+            raise BoardError(f"board {board}: rooted builds (--root) are for 2D boards")
+        if root is not None and not isinstance(root, Root):
+            root = Root.parse(board, root)
+        if device != "cpu":
+            from c4table.pipeline.kernels.gpu import device as gpu
+            gpu.check(device)
+        return cls(board, out, parse_size(memory), workers, scheduler, quiet, restart, root, device)
+
+
 def open_build(board: str | Board, out: str | Path, memory: str | int = DEFAULT_MEMORY,
                workers: int | None = None, scheduler: str | None = None, quiet: bool = False,
                restart: bool = False, root: str | Root | None = None) -> Build:
     """Prepare a build of ``board`` in directory ``out`` (resuming what is there); ``root``
     (a move string, drawing or :class:`~c4table.game.root.Root`) makes it a rooted build. Without
     ``root``, a directory holding a rooted build resumes that build."""
-    board = Board.parse(board)
-    if root is not None and board.grid is not None:
-        raise BoardError(f"board {board}: rooted builds (--root) are for 2D boards")
-    if root is not None and not isinstance(root, Root):
-        root = Root.parse(board, root)
+    return open_with(BuildSettings.parse(board, out, memory, workers, scheduler, quiet, restart, root))
+
+
+def open_with(s: BuildSettings) -> Build:
+    """:func:`open_build` of settings read already."""
     try:
-        store = open_storage(out)
+        store = open_storage(s.out)
     except ValueError as e:
         raise BuildError(str(e)) from None
     if not store.local:
-        return _open_locked(board, store, memory, workers, scheduler, quiet, restart, root)
-    origin, root = root, store.root
+        return _open_locked(store, s)
+    root = store.root
     if root.exists() and not root.is_dir():
         raise BuildError(f"{root}: exists and is not a directory (give another --out)")
     root.mkdir(parents=True, exist_ok=True)
     resources.lock_build_dir(root)
     try:
-        return _open_locked(board, store, memory, workers, scheduler, quiet, restart, origin)
+        return _open_locked(store, s)
     finally:
         resources.unlock_build_dir(root)   # the Build holds its own count until closed
 
 
-def _open_locked(board: Board, store, memory, workers, scheduler, quiet, restart,
-                 origin: Root | None = None) -> Build:
-    if restart:
+def _open_locked(store, s: BuildSettings) -> Build:
+    board, origin = s.board, s.origin
+    if s.restart:
         store.delete_tree("work")
         names = {board.table_filename} | ({origin.table_filename} if origin is not None else set())
         try:
@@ -294,11 +318,11 @@ def _open_locked(board: Board, store, memory, workers, scheduler, quiet, restart
             store.delete(name)
     allocator.tune()   # before the workers fork: they inherit it (pipeline/runtime/allocator.py)
     # The AWS SDK behind pyarrow's S3 is not fork-safe: remote builds start workers fresh.
-    executor = make_executor(workers or default_workers(), scheduler,
+    executor = make_executor(s.workers or default_workers(), s.scheduler,
                              start_method="fork" if store.local else "spawn")
     try:
-        b = Build(board, store.root if store.local else store.uri, parse_size(memory), executor, quiet,
-                  origin)
+        b = Build(board, store.root if store.local else store.uri, s.memory, executor, s.quiet,
+                  origin, s.device)
     except BaseException:
         executor.close()
         raise

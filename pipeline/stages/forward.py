@@ -1,20 +1,11 @@
 """Forward pass: generation g+1 (all positions after g+1 plies) from generation g.
 
-Generation 0 is the empty board (key 0); in a rooted build (:mod:`c4table.game.root`) the first
-generation is the root's (its key alone) and the generations below it are recorded empty. For each g, tasks expand slices of generation g's
-shards into canonical child keys (terminal positions are counted but not expanded), sort and
-deduplicate them into runs, and range tasks merge the runs into generation g+1's shards
-(:mod:`c4table.pipeline.sort.extsort`). Each range task then expands the shard it wrote from the
-keys still in memory (:func:`merge_task`), so in a run that wrote generation g+1 the expand
-step of g+1 is already done: one barrier per generation; a resumed run expands the recorded
-shards (:func:`expand_task`). The manifest records generation g+1's shards together with
-generation g's counts (entries, symmetric entries, terminal entries), so a rerun resumes at
-the first generation not recorded, after verifying the finished generations' shards; each
-generation starts with a free-disk check (:mod:`c4table.pipeline.runtime.resources`).
+Design notes: ``docs/modules.md`` (``c4table.pipeline.stages.forward``).
 """
 from __future__ import annotations
 
 import time
+from typing import NamedTuple
 
 import numpy as np
 
@@ -23,8 +14,7 @@ from c4table.game.board import Board
 from c4table.pipeline.sort import extsort
 from c4table.pipeline.runtime import resources
 from c4table.pipeline.sort import shuffle
-from c4table.pipeline.kernels.kernelset import for_board
-from c4table.pipeline.kernels.gpu import device
+from c4table.pipeline.kernels.kernelset import KernelSet
 from c4table.pipeline.sort.partition import forward_ranges
 from c4table.builddir.shards import ShardInfo, read_shard, verify_shards, write_shard
 from c4table.io.storage import open_storage
@@ -40,57 +30,69 @@ def runs_dir(ply: int) -> str:
     return f"work/runs/ply_{ply:02d}"
 
 
-def expand_task(root: str, board_spec: tuple, ply: int, info_json: dict, run_rel: str | None):
-    """Expand one shard of generation ``ply``; spill its sorted distinct children as a run.
+class Expanded(NamedTuple):
+    """What expanding a shard gave: its counts and the run of its children."""
+    stats: np.ndarray        # int64[4]: terminal, symmetric, terminal symmetric entries, entries
+    children: int            # distinct children written to the run (0 without a run)
+    sample: object           # the run's sample for choosing splitters (None without a run)
+    xxh64: str | None        # the run's checksum (None without a run)
 
-    Returns (stats int64[4], children written, sample of the run, the run's xxh64)."""
+
+class Merged(NamedTuple):
+    """A range task's shard of the next generation and, if it expanded it, what that gave."""
+    shard: dict              # the shard's record (:meth:`ShardInfo.to_json`)
+    expanded: Expanded | None
+
+
+def expand_task(root: str, kernels: KernelSet, ply: int, info_json: dict,
+                run_rel: str | None) -> Expanded:
+    """Expand one shard of generation ``ply``; spill its sorted distinct children as a run."""
     store = open_storage(root)
     keys = [read_shard(store, ShardInfo.from_json(info_json))]
-    return _expand(store, Board(*board_spec), ply, keys, run_rel)
+    return _expand(store, kernels, ply, keys, run_rel)
 
 
-def _expand(store, board: Board, ply: int, held: list, run_rel: str | None):
+def _expand(store, kernels: KernelSet, ply: int, held: list, run_rel: str | None) -> Expanded:
     """:func:`expand_task` on the keys ``held.pop()`` (so that they are freed before the
     children are sorted: the caller keeps no reference)."""
     keys = held.pop()
-    if device.on_gpu():   # the same stats and sorted children, from the GPU's kernels
-        kern = for_board(board)
-        stats, children = device.expand(keys, ply, kern.board_tables(board), bool(run_rel),
-                                        board.width)
+    board, kern = kernels.board, kernels.cpu   # the 2D kernels, or those of a 3D board
+    if kernels.on_gpu:   # the same stats and sorted children, from the GPU's kernels
+        stats, children = kernels.gpu.expand(keys, ply, kern.board_tables(board), bool(run_rel),
+                                             board.width)
         if not run_rel:
-            return stats, 0, None, None
+            return Expanded(stats, 0, None, None)
         del keys
         digest = extsort.write_run(store, run_rel, children)
-        return stats, int(children.shape[0]), extsort.sample(children), digest
+        return Expanded(stats, int(children.shape[0]), extsort.sample(children), digest)
     stats = np.zeros(4, np.int64)
     buf = np.empty(keys.shape[0] * board.width if run_rel else 0, np.uint64)
-    kern = for_board(board)   # the 2D kernels, or those of a 3D board
     n = kern.expand(keys, ply, *kern.board_tables(board), buf, stats)
     if not run_rel:
-        return stats, 0, None, None
+        return Expanded(stats, 0, None, None)
     del keys
     children = extsort.sort_unique(buf[:n])
     digest = extsort.write_run(store, run_rel, children)
-    return stats, int(children.shape[0]), extsort.sample(children), digest
+    return Expanded(stats, int(children.shape[0]), extsort.sample(children), digest)
 
 
 def merge_task(root: str, run_rels: list, lo: int, hi: int, rel: str, expand: tuple | None = None):
     """Merge the range ``[lo, hi)`` of all runs (paths or run records) into one shard of the
-    next generation; return its record. With ``expand`` = ``(board_spec, ply, run_rel)``, also
+    next generation; return its record. With ``expand`` = ``(kernels, ply, run_rel)``, also
     expand the shard just written, from the keys still in memory (:func:`expand_task`'s work on
-    it, without reading it back; nothing if it is empty), and return ``(record, expand result
-    or None)``: the next step's expand then needs no barrier of its own."""
+    it, without reading it back; nothing if it is empty), and return :class:`Merged`: the next
+    step's expand then needs no barrier of its own."""
     store = open_storage(root)
     keys = extsort.merge_range(store, run_rels, lo, hi)
     info = write_shard(store, rel, keys).to_json()
     if expand is None:
         return info
     if keys.shape[0] == 0:
-        return info, None
-    board_spec, ply, run_rel = expand
+        return Merged(info, None)
+    kernels, ply, run_rel = expand
     held = [keys]
     del keys
-    return info, _expand(store, Board(*board_spec), ply, held, run_rel)
+    return Merged(info, _expand(store, kernels, ply, held, run_rel))
 
 
 def start(build) -> None:
@@ -111,7 +113,7 @@ def start(build) -> None:
 
 def step_done(build, ply: int, last: int) -> bool:
     m = build.manifest
-    rec = m.data["plies"][ply] if ply < len(m.data["plies"]) else {}
+    rec = m.ply_counts(ply)
     return "entries" in rec and (ply == last or m.shards("forward", ply + 1) is not None)
 
 
@@ -139,7 +141,7 @@ def run(build, max_ply: int | None = None) -> None:
     fused = None   # (ply, expand results): a generation its merge tasks expanded already
     for ply in range(last + 1):
         if step_done(build, ply, last):
-            prog.done += build.manifest.data["plies"][ply]["positions"]
+            prog.done += build.manifest.ply_counts(ply)["positions"]
             continue
         t0 = time.perf_counter()
         shards = build.manifest.shards("forward", ply)
@@ -164,22 +166,22 @@ def run(build, max_ply: int | None = None) -> None:
             if ready is not None:
                 results = ready
             else:
-                tasks = [(build.store.uri, board.spec, ply, s.to_json(), rel)
+                tasks = [(build.store.uri, build.kernels, ply, s.to_json(), rel)
                          for s, rel in zip([s for s in shards if s.rows], run_rels)]
                 results = build.executor.map(expand_task, tasks)
             stats = np.zeros(4, np.int64)
-            for st, *_ in results:
-                stats += st
+            for r in results:
+                stats += r.stats
             if expand_more:
                 new_shards, nxt = _merge_runs(build, ply + 1, run_rels, results, last)
                 fused = (ply + 1, nxt)
                 build.manifest.finish_step("forward", ply + 1, new_shards,
-                                           run_keys=int(sum(r[1] for r in results)))
+                                           run_keys=int(sum(r.children for r in results)))
             terminal, sym, term_sym, entries = (int(x) for x in stats)
             build.manifest.set_forward_counts(ply, entries, sym, terminal, term_sym)
             build.manifest.checkpoint(entries)
         build.store.recycle_tree(rdir)   # spent: later writes go over its files
-        rec = build.manifest.data["plies"][ply]
+        rec = build.manifest.ply_counts(ply)
         prog.step(f"ply {ply}/{last}", rec["positions"], entries=entries,
                   positions=rec["positions"], finished=rec["terminal"],
                   time=f"{time.perf_counter() - t0:.2f}s")
@@ -195,25 +197,26 @@ def run_rel(ply: int, i: int) -> str:
 def _merge_runs(build, ply: int, run_rels: list[str], results, last: int):
     """Range-merge the runs of generation ``ply`` into its shards, each merge task expanding
     the shard it wrote (:func:`merge_task`; its runs spilled under ``runs_dir(ply + 1)``, or
-    counts alone if ``ply`` is ``last``). Returns (the shards, the expand results of the
+    counts alone if ``ply`` is ``last``). Returns (the shards, the :class:`Expanded` of the
     non-empty ones in order)."""
-    total = sum(r[1] for r in results)
+    total = sum(r.children for r in results)
     if total == 0:
         return [], []
     n_ranges = forward_ranges(total, build.task_memory, build.board.width, build.executor.workers)
-    bounds = extsort.choose_splitters([r[2] for r in results], n_ranges, [r[1] for r in results])
-    runs = [{"file": f, "rows": r[1], "xxh64": r[3]} for f, r in zip(run_rels, results)]
+    bounds = extsort.choose_splitters([r.sample for r in results], n_ranges,
+                                      [r.children for r in results])
+    runs = [{"file": f, "rows": r.children, "xxh64": r.xxh64} for f, r in zip(run_rels, results)]
     ranges = list(zip(bounds[:-1], bounds[1:]))
     reads0 = build.slice_reads()
     reads, _, group = shuffle.two_level(build, runs, ranges, f"{runs_dir(ply)}/pre", unique=True)
     # shard r is range r: its task spills run r of generation ply + 1 (run_rel)
     tasks = [(build.store.uri, reads[r], lo, hi, f"{gen_dir(ply)}/part-{r:05d}.parquet",
-              (build.board.spec, ply, run_rel(ply + 1, r) if ply < last else None))
+              (build.kernels, ply, run_rel(ply + 1, r) if ply < last else None))
              for r, (lo, hi) in enumerate(ranges)]
     out = build.executor.map(merge_task, tasks)
     build.log_shuffle("forward", ply, len(ranges), len(runs), group, build.slice_reads() - reads0)
-    infos = [ShardInfo.from_json(d) for d, _ in out]
-    return infos, [e for _, e in out if e is not None]
+    infos = [ShardInfo.from_json(m.shard) for m in out]
+    return infos, [m.expanded for m in out if m.expanded is not None]
 
 
 def _expected_positions(build, last: int) -> int | None:

@@ -322,8 +322,7 @@ def run(build):
             raise BuildError(f"{store.display(target)}: {hashes['bytes']:,} bytes written, "
                              f"expected {total * E:,}")
         store.delete_tree(PARTS)
-        m.data["table"] = {"file": name, "entries": total, "bytes": total * E, **hashes}
-        m.data["totals"] = _totals(m.data["plies"])
+        m.record_table({"file": name, "entries": total, "bytes": total * E, **hashes}, _totals(m.plies))
         m.save()
     if store.local:
         store.rename(tmp_name, name)

@@ -1,6 +1,6 @@
 """Build boards on a real dask cluster on loopback and print what each stage read, wrote and
 held: a ``dask scheduler`` process, N separate ``dask worker`` processes (``--nworkers 1
---nthreads 1 --memory-limit``) and a moto S3 server (``tests/clusterkit.py``).
+--nthreads 1 --memory-limit``) and a moto S3 server (``c4table.testing.cluster``).
 
     python tools/bench/cluster_run.py 5x5 6x4 --workers 4 --memory 256MiB --save /tmp/runs
 
@@ -14,13 +14,11 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import os
 import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
-from clusterkit import BUCKET, Cluster  # noqa: E402
+from c4table.testing.cluster import BUCKET, Cluster
 
 
 def main(argv=None) -> int:

@@ -41,7 +41,7 @@ import zstandard
 
 from c4table import c4z
 from c4table.c4z.codec import BlockCodec
-from c4table.table.source import board_of_table
+from c4table.table.source import board_of_table, keys_of_rows
 
 
 def pick_blocks(raw: int, E: int, B: int, n: int) -> np.ndarray:

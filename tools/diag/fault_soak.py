@@ -12,7 +12,7 @@ manifest shows a given number of finished forward or backward steps, or the star
 then wait a random fraction of a second) or a plain random delay from the start. After the last
 kill the same command runs to completion. Exit status 0 if every run ended identical.
 
-The kill machinery (start, kill, wait for a stage) lives in ``tests/faultkit.py``, shared with
+The kill machinery (start, kill, wait for a stage) lives in ``c4table.testing.faults``, shared with
 ``tests/test_faults.py``.
 """
 from __future__ import annotations
@@ -26,13 +26,7 @@ import time
 from pathlib import Path
 
 from c4table.io.hashes import sha256_of as sha256_file
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
-from faultkit import *  # noqa: E402,F401,F403  (the kill machinery the fault tests use too)
-from faultkit import clean_build, finish, kill_once, cells_of, build_cmd, stage_of, read_manifest  # noqa: E402,F401
+from c4table.testing.faults import build_cmd, cells_of, clean_build, finish, kill_once
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -16,7 +16,7 @@ runs it after installing.
 """
 from __future__ import annotations
 
-import sys
+import argparse
 import sysconfig
 from pathlib import Path
 
@@ -37,11 +37,16 @@ def pin(site: Path, package: Path) -> Path:
     return pth
 
 
-def main(argv: list[str]) -> None:
-    site = Path(argv[0]) if argv else Path(sysconfig.get_paths()["purelib"])
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("site_dir", nargs="?", type=Path,
+                    help="where to write the link and the .pth file (default: the running "
+                         "Python's site-packages)")
+    args = ap.parse_args(argv)
+    site = args.site_dir or Path(sysconfig.get_paths()["purelib"])
     package = Path(__file__).resolve().parents[2] / "c4table"
     print(f"{pin(site, package)}: import c4table finds {package}")
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    main()

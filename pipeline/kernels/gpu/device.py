@@ -1,17 +1,6 @@
 """Which device runs the build's per-task work, and that work on a GPU.
 
-The seam is small: :func:`select` picks the device once per process (``cpu``, the default, or
-``gpu``), and the stages ask :func:`on_gpu` before a task's kernels. On the CPU nothing here
-runs: the numba kernels of :mod:`c4table.pipeline.kernels.cpu` and numpy's sorts, as before. On the
-GPU a task copies its keys to the device, launches the kernels of
-:mod:`c4table.pipeline.kernels.gpu.kernels`, sorts and deduplicates there (CuPy: CUB's radix sort and select), and
-copies back only what is written: outcome bytes and sorted runs. Files, manifest and external
-merges are the host's, shared with the CPU path, so a build started on one device resumes on
-the other.
-
-The array module :data:`xp` is CuPy on a GPU. Under numba-cuda's simulator
-(``NUMBA_ENABLE_CUDASIM=1``) numpy stands in for it, the kernels run on the CPU through the
-simulator's launch, and the whole GPU code path is tested on a machine without a GPU.
+Design notes: ``docs/modules.md`` (``c4table.pipeline.kernels.gpu.device``).
 """
 from __future__ import annotations
 
@@ -21,7 +10,7 @@ import numpy as np
 
 from c4table.errors import BuildError
 
-_state = {"device": "cpu", "xp": None, "kernels": None, "sim": False}
+_state = {"xp": None, "kernels": None, "sim": False}
 # seconds spent by this process in each part of the GPU stages ("forward kernel", "backward
 # sort", ... "copy": host <-> device), synchronised with the device; tools/bench/gpu_run.py prints them
 timings: dict[str, float] = {}
@@ -77,20 +66,16 @@ def unavailable() -> str | None:
     return None
 
 
-def select(device: str) -> None:
-    """Use ``device`` (``cpu`` or ``gpu``) for this process's tasks."""
+def check(device: str) -> None:
+    """Raise :class:`BuildError` unless a build's tasks can run on ``device`` (``cpu`` or
+    ``gpu``); the build passes its choice to the tasks
+    (:class:`c4table.pipeline.kernels.kernelset.KernelSet`)."""
     if device not in ("cpu", "gpu"):
         raise BuildError(f"unknown device {device!r}: give cpu or gpu")
     if device == "gpu":
         why = unavailable()
         if why:
             raise BuildError(why)
-    _state["device"] = device
-
-
-def on_gpu() -> bool:
-    """Whether this process's tasks run their kernels and sorts on the GPU."""
-    return _state["device"] == "gpu"
 
 
 def card_memory() -> int | None:

@@ -4,12 +4,7 @@ calls with ``start = cuda.grid(1)`` and ``step = cuda.gridsize(1)`` (numba compi
 ``@njit`` function called from a CUDA kernel as a device function), and which numba-cuda's
 simulator (``NUMBA_ENABLE_CUDASIM=1``) runs compiled on the CPU.
 
-Unlike :mod:`c4table.pipeline.kernels.cpu`, a body writes every key's ``w`` possible outputs at
-fixed places (``out[i * w + c]``, :data:`NO_KEY` where there is none) rather than appending
-them, and keeps its counts in its own row of ``stats``: no thread waits on another, no atomics.
-The caller sorts the output; :data:`NO_KEY` sorts last and is cut off (no key or message is
-2**64 - 1: keys have at most 56 bits). Sorted and deduplicated, the output is the same set the
-CPU kernels append, so the runs, shards and table are the same bytes.
+Design notes: ``docs/modules.md`` (``c4table.pipeline.kernels.gpu.kernels``).
 """
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ Deliberately written in the most plain, obviously-correct style and sharing no c
 * Every other position: each child's d counts +1.  Winning moves -> win with the smallest d;
   else a drawing move -> draw (d = number of empty cells); else loss with the largest d.
 
-Usage: ``python tests/oracle.py W H [K]`` prints entries, byte count and sha256.
+Usage: ``python -m c4table.testing.oracle W H [K]`` prints entries, byte count and sha256.
 """
 
 from __future__ import annotations

@@ -1,5 +1,7 @@
 """Killing builds at random points and checking that reruns resume: what the fault tests
-(``tests/test_faults.py``) and ``tools/diag/fault_soak.py`` share."""
+(``tests/test_faults.py``) and ``tools/diag/fault_soak.py`` share. Builds run as
+``python -m c4table.cli.main build`` in their own process group, so a kill takes the driver
+and its workers together."""
 from __future__ import annotations
 
 import json
@@ -14,7 +16,7 @@ from pathlib import Path
 
 from c4table.io.hashes import sha256_of as sha256_file
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]   # the builds' working directory (a checkout's root)
 
 
 def build_cmd(board: str, out: Path, workers: int = 2, memory: str | None = None,

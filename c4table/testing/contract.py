@@ -1,8 +1,17 @@
 """One contract every table reader must keep (as zarr's ``testing/store.py`` ``StoreTests`` is
 reused by each store's tests): :class:`TableContract` checks a reader's raw access and probing
-against the independent brute-force oracle (``tests/oracle.py``), entry by entry. A test module
-subclasses it once per reader and defines the ``table`` fixture (an open
-:class:`c4table.table.source.Table`) and ``board`` (``(w, h)``)."""
+against the independent brute-force oracle (:mod:`c4table.testing.oracle`), entry by entry.
+
+A test module (``tests/test_table_contract.py``, or the tests of a new table source) subclasses
+it once per reader and defines the ``table`` fixture (an open :class:`c4table.table.source.Table`
+of the 4x4 board, or of ``board = (w, h)``); pytest is needed to run it::
+
+    class TestMySource(TableContract):
+        @pytest.fixture
+        def table(self):
+            with open_my_source("connect4_4x4.dat") as t:
+                yield t
+"""
 from __future__ import annotations
 
 import random
@@ -13,7 +22,7 @@ import pytest
 from c4table.errors import ClosedTableError, PositionNotFoundError
 from c4table.game.codec import decode_outcome
 from c4table.table.source import ENTRY_DTYPE, Table
-from oracle import oracle_key, oracle_table
+from c4table.testing.oracle import oracle_key, oracle_table
 
 
 class TableContract:
