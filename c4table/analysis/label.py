@@ -40,7 +40,7 @@ from numba import njit
 from c4table.errors import C4Error, TableError
 from c4table.table.fastprobe import NO_KEY, OVER, SLOW, replay
 from c4table.table.search import search_packed, search_sorted
-from c4table.table.sums import check_plies
+from c4table.table.sums import check_rows
 from c4table.analysis.pons import label_arrays
 from c4table.analysis.decode import cells_of_codes
 from c4table.open import open_table
@@ -156,9 +156,7 @@ class Labeller:
             keys = np.empty(n * (w + 1), np.uint64)
             replay(cols, offsets, *self.args, keys, plies, status)
             found = self.lookup(keys).reshape(n, w + 1)
-            have = found >= 0
-            check_plies(self.table.path, b, found[have],
-                        (plies[:, None] + (np.arange(w + 1) > 0)[None, :])[have])
+            check_rows(self.table.path, b, found, plies)   # a byte its ply cannot have
         slow = np.flatnonzero((status == SLOW) | (found[:, 0] < 0))
         errors: list = [None] * n if slow.size else None
         slow_pos = {}
@@ -310,9 +308,7 @@ def entry_labels(labeller, keys, outs, codes, plies, terminal, planes: str | Non
     found = np.empty((keys.shape[0], b.width + 1), np.int64)
     found[:, 0] = outs
     found[:, 1:] = labeller.lookup(ck.ravel()).reshape(ck.shape)
-    have = found >= 0
-    check_plies(labeller.table.path, b, found[have], np.broadcast_to(
-        (plies[:, None] + (np.arange(b.width + 1) > 0)[None, :]), found.shape)[have])
+    check_rows(labeller.table.path, b, found, plies)   # a byte its ply cannot have
     lab = label_arrays(found, plies, b.cells, b.width)
     if not lab["ok"].all():
         raise TableError(f"{labeller.table.path}: a child of a table entry is missing from the table")

@@ -29,7 +29,7 @@ from c4table.game.lines import _has_line
 from c4table.table.probe import MoveProbe, Probe
 from c4table.table.search import NOT_FOUND, search
 from c4table.table.source import Table
-from c4table.table.sums import check_plies
+from c4table.table.sums import check_rows
 
 NO_KEY = np.uint64(0xFFFFFFFFFFFFFFFF)
 # status of a replayed move string
@@ -161,9 +161,7 @@ class FastProber:
                    *self.guard.args())
             self.guard.raise_found(self.data)
             found = found.reshape(len(strings), w + 1)
-            have = found != NOT_FOUND
-            check_plies(self.table.path, b, found[have],
-                        (plies[:, None] + (np.arange(w + 1) > 0)[None, :])[have])
+            check_rows(self.table.path, b, found, plies)   # a byte its ply cannot have
             found = found.tolist()
             keys = keys.reshape(len(strings), w + 1)
             for n, i in enumerate(fast):

@@ -30,24 +30,24 @@ _P4 = np.uint64(9650029242287828579)
 _P5 = np.uint64(2870177450012600261)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _rotl(x, r):
     return (x << np.uint64(r)) | (x >> np.uint64(64 - r))
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _round(acc, lane):
     acc = acc + lane * _P2
     return _rotl(acc, 31) * _P1
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _merge(acc, val):
     acc = acc ^ _round(np.uint64(0), val)
     return acc * _P1 + _P4
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _u64(data, o):
     v = np.uint64(0)
     for b in range(7, -1, -1):
@@ -137,40 +137,17 @@ def check_blocks(data, first, last, sums, checked, shift, entry_size, bad):
             return
 
 
-@njit(cache=True, inline="always")
-def _key(data, i, entry_size, key_bytes, sums, checked, shift, bad):
-    """Key of entry ``i``, its block checked first (0 and ``bad`` set if it is damaged)."""
-    if sums.shape[0] != 0:
-        blk = i >> shift
-        if checked[blk] == 0 and not _block_ok(data, blk, sums, checked, shift, data.shape[0],
-                                               entry_size):
-            bad[0] = BLOCK
-            bad[1] = blk
-            return np.uint64(0)
-    o = i * entry_size
-    kk = np.uint64(0)
-    for b in range(key_bytes):
-        kk = (kk << np.uint64(8)) | np.uint64(data[o + b])
-    return kk
-
-
-@njit(cache=True, inline="always")
-def _outcome(data, i, entry_size, key_bytes, bad):
-    """Outcome byte of entry ``i`` (its block was checked with its key); the class ``0xC0``
-    no table uses is damage."""
-    v = data[i * entry_size + key_bytes]
-    if v >= 0xC0:
-        bad[0] = OUTCOME
-        bad[1] = i
-    return v
-
-
 @njit(cache=True)
 def search(data, entries, entry_size, key_bytes, keys, out, sums, checked, shift, bad):
     """``out[i]``: the outcome byte stored for ``keys[i]`` in the sorted big-endian entries
     ``data`` (uint8), or ``NOT_FOUND``; ``NO_KEY`` keys are skipped (``NOT_FOUND``). Keys in
-    any order, each searched from scratch. Stops at the first damage (``bad``)."""
+    any order, each searched from scratch. Stops at the first damage (``bad``).
+
+    (The block check is written out in each loop rather than in a helper that writes ``bad``:
+    that costs the searches more than twice their time.)"""
     nokey = np.uint64(0xFFFFFFFFFFFFFFFF)
+    summed = sums.shape[0] != 0
+    nbytes = data.shape[0]
     for i in range(keys.shape[0]):
         key = keys[i]
         out[i] = NOT_FOUND
@@ -179,17 +156,26 @@ def search(data, entries, entry_size, key_bytes, keys, out, sums, checked, shift
         lo, hi = 0, entries
         while lo < hi:
             mid = (lo + hi) // 2
-            kk = _key(data, mid, entry_size, key_bytes, sums, checked, shift, bad)
-            if bad[0] != OK:
+            if summed and checked[mid >> shift] == 0 and \
+                    not _block_ok(data, mid >> shift, sums, checked, shift, nbytes, entry_size):
+                bad[0] = BLOCK
+                bad[1] = mid >> shift
                 return
+            o = mid * entry_size
+            kk = np.uint64(0)
+            for b in range(key_bytes):
+                kk = (kk << np.uint64(8)) | np.uint64(data[o + b])
             if kk < key:
                 lo = mid + 1
             elif kk > key:
                 hi = mid
             else:
-                out[i] = _outcome(data, mid, entry_size, key_bytes, bad)
-                if bad[0] != OK:
+                v = data[o + key_bytes]
+                if v >= 0xC0:
+                    bad[0] = OUTCOME
+                    bad[1] = mid
                     return
+                out[i] = v
                 break
 
 
@@ -200,6 +186,8 @@ def search_sorted(data, entries, entry_size, key_bytes, keys, out, sums, checked
     key's place, so a chunk of sorted keys costs about ``log(gap)`` probes per key. Stops at
     the first damage (``bad``)."""
     nokey = np.uint64(0xFFFFFFFFFFFFFFFF)
+    summed = sums.shape[0] != 0
+    nbytes = data.shape[0]
     lo = 0
     for i in range(keys.shape[0]):
         key = keys[i]
@@ -209,9 +197,15 @@ def search_sorted(data, entries, entry_size, key_bytes, keys, out, sums, checked
         step = 1                      # gallop: find hi with key(hi) >= key
         hi = lo
         while hi < entries:
-            kk = _key(data, hi, entry_size, key_bytes, sums, checked, shift, bad)
-            if bad[0] != OK:
+            if summed and checked[hi >> shift] == 0 and \
+                    not _block_ok(data, hi >> shift, sums, checked, shift, nbytes, entry_size):
+                bad[0] = BLOCK
+                bad[1] = hi >> shift
                 return
+            o = hi * entry_size
+            kk = np.uint64(0)
+            for b in range(key_bytes):
+                kk = (kk << np.uint64(8)) | np.uint64(data[o + b])
             if kk >= key:
                 break
             lo = hi + 1
@@ -221,22 +215,37 @@ def search_sorted(data, entries, entry_size, key_bytes, keys, out, sums, checked
             hi = entries
         while lo < hi:                # lower bound in [lo, hi]
             mid = (lo + hi) // 2
-            kk = _key(data, mid, entry_size, key_bytes, sums, checked, shift, bad)
-            if bad[0] != OK:
+            if summed and checked[mid >> shift] == 0 and \
+                    not _block_ok(data, mid >> shift, sums, checked, shift, nbytes, entry_size):
+                bad[0] = BLOCK
+                bad[1] = mid >> shift
                 return
+            o = mid * entry_size
+            kk = np.uint64(0)
+            for b in range(key_bytes):
+                kk = (kk << np.uint64(8)) | np.uint64(data[o + b])
             if kk < key:
                 lo = mid + 1
             else:
                 hi = mid
         out[i] = -2
         if lo < entries:
-            kk = _key(data, lo, entry_size, key_bytes, sums, checked, shift, bad)
-            if bad[0] != OK:
+            if summed and checked[lo >> shift] == 0 and \
+                    not _block_ok(data, lo >> shift, sums, checked, shift, nbytes, entry_size):
+                bad[0] = BLOCK
+                bad[1] = lo >> shift
                 return
+            o = lo * entry_size
+            kk = np.uint64(0)
+            for b in range(key_bytes):
+                kk = (kk << np.uint64(8)) | np.uint64(data[o + b])
             if kk == key:
-                out[i] = _outcome(data, lo, entry_size, key_bytes, bad)
-                if bad[0] != OK:
+                v = data[o + key_bytes]
+                if v >= 0xC0:
+                    bad[0] = OUTCOME
+                    bad[1] = lo
                     return
+                out[i] = v
 
 
 @njit(cache=True)
@@ -269,3 +278,24 @@ def search_packed(data, entries, entry_size, key_bytes, keys, out, block, sums, 
             return
         for j in range(m):
             out[lo + np.int64(p[j] & mask)] = res[j]
+
+
+@njit(cache=True)
+def first_impossible(found, plies, cells, k):
+    """The first place ``(row, column)`` flattened (``row * found.shape[1] + column``) where the
+    outcome byte ``found`` (int64, ``(n, w + 1)``: the position, then its children; values
+    outside 0..255 are not bytes and skipped) cannot be that of a position of ply ``plies[row]``
+    (``+ 1`` for a child), or -1: :func:`c4table.table.sums.impossible` in one pass."""
+    n, m = found.shape
+    for r in range(n):
+        for c in range(m):
+            v = found[r, c]
+            if v < 0 or v > 255:
+                continue
+            cls = v & 0xC0
+            end = plies[r] + (1 if c > 0 else 0) + (v & 0x3F)
+            if cls == 0xC0 or end > cells or (cls == 0 and end != cells) or \
+                    (cls == 0x40 and (end % 2 != 1 or end < 2 * k - 1)) or \
+                    (cls == 0x80 and (end % 2 != 0 or end < 2 * k)):
+                return r * m + c
+    return -1

@@ -29,7 +29,7 @@ from c4table.errors import TableDamaged
 SUFFIX = ".sums"
 MAGIC = b"C4SUMS\r\n"
 VERSION = 1
-BLOCK_ENTRIES = 8192           # 57 KiB blocks for 7-byte entries: 270 million sums for 7x6
+BLOCK_ENTRIES = 4096           # 28 KiB blocks for 7-byte entries: 553 million sums for 7x6
 HEADER = struct.Struct("<8sIIIIQQQQ")   # + the header's own xxh64 (u64)
 HEADER_BYTES = HEADER.size + 8
 _warned: set[str] = set()
@@ -264,6 +264,17 @@ def check_plies(path, board, outs, plies, what: str = "") -> None:
         where = f" of {what}" if what else ""
         raise TableDamaged(f"{path}: outcome byte 0x{int(np.asarray(outs).flat[i]):02x}{where} is "
                            f"impossible at ply {int(np.asarray(plies).flat[i])}: the table is damaged")
+
+
+def check_rows(path, board, found: np.ndarray, plies: np.ndarray) -> None:
+    """:func:`check_plies` of rows of outcome bytes ``found`` (int64 ``(n, w + 1)``: a position,
+    then its children, one ply later; values outside 0..255 mean none) of positions of ply
+    ``plies``, in one numba pass (the batch readers: fastprobe, label)."""
+    from c4table.table.search import first_impossible
+    at = first_impossible(found, np.ascontiguousarray(plies, np.int64), board.cells, board.k)
+    if at >= 0:
+        r, c = divmod(int(at), found.shape[1])
+        check_plies(path, board, [found[r, c]], [int(plies[r]) + (c > 0)])
 
 
 def warn_unchecked(path: Path) -> None:
