@@ -17,8 +17,12 @@ A kernel stops at the first damage it meets and reports it in ``bad``: ``bad[0]`
 """
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 from numba import njit
+
+_LITTLE = sys.byteorder == "little"   # the word view of xxh64's lanes
 
 NOT_FOUND = 0xFFFF
 OK, BLOCK, OUTCOME = 0, 1, 2
@@ -67,7 +71,7 @@ def xxh64(data, lo, hi):
         v3 = np.uint64(0)
         v4 = np.uint64(0) - _P1
         stripes = n // 32
-        if lo % 8 == 0:        # aligned: the lanes read as words (little-endian machines)
+        if _LITTLE and lo % 8 == 0:    # aligned: the lanes read as words
             words = data[lo: lo + stripes * 32].view(np.uint64)
             for s in range(stripes):
                 v1 = _round(v1, words[4 * s])

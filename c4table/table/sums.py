@@ -35,6 +35,11 @@ HEADER_BYTES = HEADER.size + 8
 _warned: set[str] = set()
 
 
+def _le(sums: np.ndarray) -> np.ndarray:
+    """``sums`` as the sidecar stores them (little-endian; no copy on a little-endian machine)."""
+    return sums if sys.byteorder == "little" else sums.astype("<u8")
+
+
 def sums_path(table: str | os.PathLike) -> Path:
     """The sidecar of a table file: ``connect4_5x4.dat`` -> ``connect4_5x4.dat.sums``."""
     p = Path(table)
@@ -49,7 +54,7 @@ class BlockSums:
         self.entry_size, self.block_entries = entry_size, block_entries
         self.block_bytes = entry_size * block_entries
         self.size = 0
-        self._sums = array("Q")   # 8 bytes a block: 2.2 GB for 7x6
+        self._sums = array("Q")   # 8 bytes a block: 4.4 GB for 7x6, in memory until written
         self._part = xxhash.xxh64()
         self._in_part = 0
 
@@ -75,26 +80,32 @@ class BlockSums:
             self._in_part = len(mv) - at
 
     def finish(self) -> np.ndarray:
-        """The sums (uint64), the last, shorter block included."""
+        """The sums (uint64, a view of what was collected: no copy), the last, shorter block
+        included; nothing more can be fed after this."""
         if self._in_part:
             self._sums.append(self._part.intdigest())
             self._part.reset()
             self._in_part = 0
-        return np.frombuffer(self._sums, np.uint64).copy()
+        return np.frombuffer(self._sums, np.uint64) if len(self._sums) else np.zeros(0, np.uint64)
+
+    def header(self) -> bytes:
+        """The sidecar's 64-byte header."""
+        sums = self.finish()
+        head = HEADER.pack(MAGIC, VERSION, self.block_entries, self.entry_size, 0, self.size,
+                           sums.shape[0], xxhash.xxh64_intdigest(_le(sums)), 0)
+        return head + struct.pack("<Q", xxhash.xxh64_intdigest(head))
 
     def to_bytes(self) -> bytes:
         """The whole sidecar file (header and sums)."""
-        sums = self.finish()
-        head = HEADER.pack(MAGIC, VERSION, self.block_entries, self.entry_size, 0, self.size,
-                           sums.shape[0], xxhash.xxh64_intdigest(sums.astype("<u8").tobytes()), 0)
-        return head + struct.pack("<Q", xxhash.xxh64_intdigest(head)) + sums.astype("<u8").tobytes()
+        return self.header() + _le(self.finish()).tobytes()
 
     def write(self, table: str | os.PathLike) -> Path:
         """Write the sidecar beside the local table file ``table`` (atomically); its path."""
         out = sums_path(table)
         tmp = out.with_name(out.name + ".tmp")
         with open(tmp, "wb") as f:
-            f.write(self.to_bytes())
+            f.write(self.header())
+            f.write(_le(self.finish()))   # 8 bytes a block, written as collected (no copy)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, out)
@@ -108,7 +119,8 @@ def write_sums(store, name: str, sums: BlockSums) -> None:
         sums.write(store.root / name)
         return
     with store.open_output(name + SUFFIX) as f:
-        f.write(sums.to_bytes())
+        f.write(sums.header())
+        f.write(_le(sums.finish()))
 
 
 def sums_problem(store, name: str, table_bytes: int, entry_size: int, computed: np.ndarray
