@@ -170,7 +170,8 @@ class SumsHeader:
             self.sums_xxh64, _ = fields
 
 
-def read_sums(table: Path, entry_size: int, table_bytes: int) -> tuple[np.ndarray, int] | None:
+def read_sums(table: Path, entry_size: int, table_bytes: int, board=None
+              ) -> tuple[np.ndarray, int] | None:
     """``(sums, entries per block)`` of the sidecar beside ``table`` (the sums memory-mapped,
     uint64), or ``None`` when there is none; :class:`TableDamaged` when it is damaged or describes another table."""
     path = sums_path(table)
@@ -182,12 +183,14 @@ def read_sums(table: Path, entry_size: int, table_bytes: int) -> tuple[np.ndarra
         h = SumsHeader(f.read(HEADER_BYTES), path)
         size = os.fstat(f.fileno()).st_size
     blocks = -(-(table_bytes // entry_size) // max(h.block_entries, 1))
-    if h.entry_size != entry_size or h.table_bytes != table_bytes or h.blocks != blocks \
-            or size != HEADER_BYTES + 8 * blocks or h.block_entries & (h.block_entries - 1):
-        raise TableDamaged(f"{path}: describes a table of {h.table_bytes:,} bytes in "
-                           f"{h.entry_size}-byte entries, not {table} ({table_bytes:,} bytes in "
-                           f"{entry_size}-byte entries): the sums of another table, or a damaged "
-                           "table (c4table verify tells which)")
+    if h.entry_size != entry_size:
+        raise TableDamaged(f"{table}: its sums are for {h.entry_size}-byte entries, not the "
+                           f"{entry_size}-byte entries of board {board} (wrong --board?)")
+    if h.table_bytes != table_bytes or h.blocks != blocks or size != HEADER_BYTES + 8 * blocks \
+            or h.block_entries & (h.block_entries - 1):
+        raise TableDamaged(f"{table}: its sums ({path.name}) are for a table of "
+                           f"{h.table_bytes:,} bytes, not {table_bytes:,}: another table's "
+                           "sums, or a damaged table (c4table verify tells which)")
     if blocks == 0:
         return np.zeros(0, np.uint64), h.block_entries
     return np.memmap(path, "<u8", "r", HEADER_BYTES, (blocks,)), h.block_entries
@@ -216,7 +219,7 @@ class Guard:
     def __init__(self, path: Path, board, table_bytes: int):
         self.path, self.board = path, board
         self.entry_size = board.entry_size
-        got = read_sums(path, self.entry_size, table_bytes)
+        got = read_sums(path, self.entry_size, table_bytes, board)
         if got is None:
             self.sums, self.shift = np.zeros(0, np.uint64), 0
             warn_unchecked(path)
