@@ -6,9 +6,10 @@ and :meth:`~c4table.table.dat.DatTable.probe_keys` (lookup, best, play, the Pyth
 :class:`~c4table.table.fastprobe.FastProber` (serve) and
 :class:`~c4table.analysis.label.Labeller` (label, export's per-move columns);
 :meth:`~c4table.table.dat.DatTable.iter_entries` (export, stats) checks whole ranges with
-:func:`check_blocks`. A :class:`Guard` carries what the kernels need: the per-block xxh64 of
-the sidecar (:mod:`c4table.table.sums`; an empty array when the table has none) and the
-blocks already checked (a uint8 per block, kept for the life of the open table).
+:func:`check_blocks`. A :class:`~c4table.table.sums.Guard` carries what the kernels need: the
+per-block xxh64 of the sidecar (an empty array when the table has none) and the blocks already
+checked (a uint8 per block, kept for the life of the open table). :func:`first_impossible`
+finds, in one pass, an outcome byte a batch's ply cannot have.
 
 A kernel stops at the first damage it meets and reports it in ``bad``: ``bad[0]`` is
 :data:`BLOCK` (``bad[1]`` the block whose bytes do not match their sum) or :data:`OUTCOME`
