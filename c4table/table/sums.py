@@ -131,8 +131,11 @@ def sums_problem(store, name: str, table_bytes: int, entry_size: int, computed: 
     rel = name + SUFFIX
     if not store.exists(rel):
         return "absent"
+    parts = []
     with store.open_input_stream(rel) as f:
-        raw = f.read()
+        while b := f.read(1 << 24):     # (a remote stream cannot read() to its end at once)
+            parts.append(b)
+    raw = b"".join(parts)
     try:
         h = SumsHeader(raw, rel)
     except TableDamaged as e:
