@@ -114,13 +114,18 @@ class BlockSums:
 
 def write_sums(store, name: str, sums: BlockSums) -> None:
     """Write the sidecar of table ``name`` of ``store`` (a :class:`~c4table.io.storage.Storage`:
-    locally atomically, on an object store as one object, which appears when complete)."""
-    if store.local:
-        sums.write(store.root / name)
-        return
-    with store.open_output(name + SUFFIX) as f:
+    locally under a temporary name, synced, then renamed; on an object store as one object,
+    which appears when complete). Counted as one object written either way."""
+    rel = name + SUFFIX
+    target = rel + ".tmp" if store.local else rel
+    with store.open_output(target) as f:
         f.write(sums.header())
         f.write(_le(sums.finish()))
+        if store.local:
+            f.flush()
+            os.fsync(f.fileno())
+    if store.local:
+        store.rename(target, rel)
 
 
 def sums_problem(store, name: str, table_bytes: int, entry_size: int, computed: np.ndarray
