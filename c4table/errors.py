@@ -31,6 +31,11 @@ class ClosedTableError(TableError, ValueError):
     """A table used after :meth:`~c4table.table.Table.close` (like I/O on a closed file)."""
 
 
+class TableDamaged(TableError):
+    """A table whose bytes are damaged: a block that does not match its checksum (the sidecar
+    ``TABLE.dat.sums``), or an outcome byte its position cannot have. It never answers."""
+
+
 class MissingTableError(TableError, FileNotFoundError):
     """No table file at the given path."""
 

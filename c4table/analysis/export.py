@@ -30,6 +30,7 @@ from c4table.analysis.decode import (
     has_line,
     plies_of_codes,
 )
+from c4table.table.sums import check_plies
 from c4table.analysis.label import Labeller, entry_labels, label_fields, with_labels
 from c4table.analysis.quiet import quiet_mask
 from c4table.builddir.reader import BuildDir
@@ -232,8 +233,10 @@ def iter_ply_entries(table, ply: int | None = None, chunk_entries: int = 1 << 18
             scanned[0] += chunk.shape[0]
         keys, outs = chunk["key"], chunk["outcome"]
         codes = decode_keys(board, keys)
+        plies = plies_of_codes(board, codes)
+        check_plies(table.path, board, outs, plies)   # a byte its ply cannot have: damage
         if ply is not None:
-            sel = plies_of_codes(board, codes) == ply
+            sel = plies == ply
             if not sel.any():
                 continue
             keys, outs, codes = keys[sel], outs[sel], codes[sel]

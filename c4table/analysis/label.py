@@ -3,9 +3,10 @@ string, from any table c4table reads (``.dat``, ``.c4z`` local or remote, rooted
 
 Everything runs on whole arrays. One numba kernel (:func:`c4table.table.fastprobe.replay`) replays
 every move string on bitboards and derives the canonical key of the position and of each child;
-the keys of a chunk are sorted once and looked up in one pass (:func:`search_sorted`: on a
-memory-mapped ``.dat`` each search gallops on from where the previous key was found, so
-neighbouring keys share pages); :func:`c4table.analysis.pons.label_kernel` turns the outcome bytes into
+the keys of a chunk are sorted once and looked up in one pass
+(:func:`c4table.table.search.search_sorted`: on a memory-mapped ``.dat`` each search gallops on
+from where the previous key was found, so neighbouring keys share pages, and each block is
+checked against its sum the first time it is touched); :func:`c4table.analysis.pons.label_kernel` turns the outcome bytes into
 the labels. A row the kernels do not take alone (a character that is not a column digit, an
 illegal move, a position outside a rooted table) goes through :meth:`Table.probe`, which gives
 either its answer or the error message that lands in the ``error`` column; the other rows are
@@ -38,6 +39,8 @@ from numba import njit
 
 from c4table.errors import C4Error, TableError
 from c4table.table.fastprobe import NO_KEY, OVER, SLOW, replay
+from c4table.table.search import search_packed, search_sorted
+from c4table.table.sums import check_rows
 from c4table.analysis.pons import label_arrays
 from c4table.analysis.decode import cells_of_codes
 from c4table.open import open_table
@@ -47,82 +50,6 @@ from c4table.table.source import Table
 PLANES = ("pettingzoo", "openspiel")
 CHUNK = 1 << 18
 PROGRESS_EVERY = 2.0
-
-
-@njit(cache=True)
-def search_sorted(data, entries, entry_size, key_bytes, keys, out):
-    """``out[i]``: the outcome byte of ``keys[i]`` (sorted ascending) in the sorted big-endian
-    entries ``data``, -2 if absent, -1 for ``NO_KEY``. Each search gallops from the previous
-    key's place, so a chunk of sorted keys costs about ``log(gap)`` probes per key."""
-    nokey = np.uint64(0xFFFFFFFFFFFFFFFF)
-    lo = 0
-    for i in range(keys.shape[0]):
-        key = keys[i]
-        if key == nokey:
-            out[i] = -1
-            continue
-        # gallop: find hi with key(hi) >= key
-        step = 1
-        hi = lo
-        while hi < entries:
-            o = hi * entry_size
-            kk = np.uint64(0)
-            for b in range(key_bytes):
-                kk = (kk << np.uint64(8)) | np.uint64(data[o + b])
-            if kk >= key:
-                break
-            lo = hi + 1
-            hi = lo + step
-            step *= 2
-        if hi > entries:
-            hi = entries
-        # lower bound in [lo, hi]
-        while lo < hi:
-            mid = (lo + hi) // 2
-            o = mid * entry_size
-            kk = np.uint64(0)
-            for b in range(key_bytes):
-                kk = (kk << np.uint64(8)) | np.uint64(data[o + b])
-            if kk < key:
-                lo = mid + 1
-            else:
-                hi = mid
-        out[i] = -2
-        if lo < entries:
-            o = lo * entry_size
-            kk = np.uint64(0)
-            for b in range(key_bytes):
-                kk = (kk << np.uint64(8)) | np.uint64(data[o + b])
-            if kk == key:
-                out[i] = data[o + key_bytes]
-
-
-@njit(cache=True)
-def search_packed(data, entries, entry_size, key_bytes, keys, out, block):
-    """:func:`search_sorted` for keys in any order, when keys fit in 48 bits: each block of at
-    most 65,536 keys is sorted as ``key << 16 | place`` (a sort of plain integers, no argsort),
-    searched in that order, and each answer written back to its place. ``NO_KEY`` gives -1."""
-    nokey = np.uint64(0xFFFFFFFFFFFFFFFF)
-    n = keys.shape[0]
-    pack = np.empty(block, np.uint64)
-    sk = np.empty(block, np.uint64)
-    res = np.empty(block, np.int64)
-    mask = np.uint64(0xFFFF)
-    for lo in range(0, n, block):
-        hi = min(lo + block, n)
-        m = 0
-        for i in range(lo, hi):
-            if keys[i] == nokey:
-                out[i] = -1
-            else:
-                pack[m] = (keys[i] << np.uint64(16)) | np.uint64(i - lo)
-                m += 1
-        p = np.sort(pack[:m])
-        for j in range(m):
-            sk[j] = p[j] >> np.uint64(16)
-        search_sorted(data, entries, entry_size, key_bytes, sk[:m], res[:m])
-        for j in range(m):
-            out[lo + np.int64(p[j] & mask)] = res[j]
 
 
 @njit(cache=True)
@@ -180,7 +107,8 @@ class Labeller:
         self.fast = b.width <= 9 and b.grid is None
         self.data = None
         if self.fast and isinstance(table, DatTable):
-            self.data = table.entries_array().view(np.uint8)
+            self.data = table.entries_array().view(np.uint8)   # searched with the table's guard
+            self.guard = table.guard
         self.args = (b.width, b.height, b.stride, b.k, b.cells, b.code_of[(0,) * b.height],
                      b.child_code, b.powers) if self.fast else None
 
@@ -193,14 +121,16 @@ class Labeller:
         if self.data is not None and self.board.key_limit <= (1 << 48):
             out = np.empty(keys.shape[0], np.int64)
             search_packed(self.data, self.table.entries, self.board.entry_size, self.board.key_bytes,
-                          np.ascontiguousarray(keys, np.uint64), out, 1 << 16)
+                          np.ascontiguousarray(keys, np.uint64), out, 1 << 16, *self.guard.args())
+            self.guard.raise_found(self.data)
             return out
         order = np.argsort(keys)
         sk = keys[order]
         res = np.empty(sk.shape[0], np.int64)
         if self.data is not None:
             search_sorted(self.data, self.table.entries, self.board.entry_size, self.board.key_bytes,
-                          sk, res)
+                          sk, res, *self.guard.args())
+            self.guard.raise_found(self.data)
         else:
             real = sk != NO_KEY
             res[:] = -1
@@ -226,6 +156,7 @@ class Labeller:
             keys = np.empty(n * (w + 1), np.uint64)
             replay(cols, offsets, *self.args, keys, plies, status)
             found = self.lookup(keys).reshape(n, w + 1)
+            check_rows(self.table.path, b, found, plies)   # a byte its ply cannot have
         slow = np.flatnonzero((status == SLOW) | (found[:, 0] < 0))
         errors: list = [None] * n if slow.size else None
         slow_pos = {}
@@ -377,6 +308,7 @@ def entry_labels(labeller, keys, outs, codes, plies, terminal, planes: str | Non
     found = np.empty((keys.shape[0], b.width + 1), np.int64)
     found[:, 0] = outs
     found[:, 1:] = labeller.lookup(ck.ravel()).reshape(ck.shape)
+    check_rows(labeller.table.path, b, found, plies)   # a byte its ply cannot have
     lab = label_arrays(found, plies, b.cells, b.width)
     if not lab["ok"].all():
         raise TableError(f"{labeller.table.path}: a child of a table entry is missing from the table")

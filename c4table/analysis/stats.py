@@ -24,6 +24,7 @@ from c4table.game.board import Board
 from c4table.errors import MissingExtraError, MissingTableError, TableError
 from c4table.analysis.decode import decode_entries
 from c4table.table.source import Table
+from c4table.table.sums import check_plies
 from c4table.open import open_table
 from c4table.builddir.reader import BuildDir
 from c4table.io.storage import is_url
@@ -90,6 +91,7 @@ def scan_stats(table, quiet: bool = True, stream: TextIO | None = None) -> list[
         seen = 0
         for chunk in t.iter_entries():
             _, ply, term, images = decode_entries(b, chunk["key"], images=True)
+            check_plies(t.path, b, chunk["outcome"], ply)   # a byte its ply cannot have: damage
             cls = chunk["outcome"] & 0xC0
             sym = 2 - images   # positions = 2 * entries - sym (images: 1, 2, or up to 8 in 3D)
 

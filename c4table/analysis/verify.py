@@ -34,6 +34,7 @@ from c4table.progress import Meter
 from c4table.table.check import known_of_size
 from c4table.table.known import known_tables, provenance  # noqa
 from c4table.table.source import board_from, keys_of_rows
+from c4table.table.sums import BlockSums, sums_problem, write_sums
 
 CHUNK_ENTRIES = 1 << 20
 
@@ -50,6 +51,7 @@ class VerifyReport:
     md5: str = ""
     problems: list[str] = field(default_factory=list)   # anything wrong
     matched: list[str] = field(default_factory=list)    # references that agree
+    sums: str = ""   # the block sums beside a .dat: "match", "absent", "written" or a problem
 
     @property
     def ok(self) -> bool:
@@ -66,10 +68,13 @@ class VerifyReport:
 
 
 def verify_table(path: str | Path, board: str | Board | None = None, sha256: str | None = None,
-                 quiet: bool = False, stream=None, shards: bool = True) -> VerifyReport:
+                 quiet: bool = False, stream=None, shards: bool = True,
+                 write_sums: bool = False) -> VerifyReport:
     """Hash and check a table file (a path, or a ``pyarrow.fs`` URI such as
     ``s3://bucket/c4/connect4_6x4.dat``; a ``.c4z`` also over ``https://``); see the module
-    docstring. ``shards=False`` skips the build directory's shards."""
+    docstring. ``shards=False`` skips the build directory's shards. A ``.dat``'s block sums
+    (:mod:`c4table.table.sums`) are computed in the same pass and compared with its sidecar;
+    ``write_sums`` writes the sidecar when the table passes every other check."""
     if is_c4z(path):   # a .c4z: its decompressed bytes are checked like a .dat's
         return _verify_c4z(path, board, sha256, quiet, stream, shards)
     store, name = _locate(path)
@@ -80,7 +85,7 @@ def verify_table(path: str | Path, board: str | Board | None = None, sha256: str
     # a renamed file: a known table of its size says which board to try
     b = board_from(name, build, board, where=str(path), size=store.size(name))
     return _verify_stream(path, b, store, name, None, build, build_problem, sha256, quiet,
-                          stream, shards)
+                          stream, shards, write_sums)
 
 
 def _build_beside(store, name: str):
@@ -113,7 +118,7 @@ def _verify_c4z(path, board, sha256, quiet, stream, shards) -> VerifyReport:
 
 
 def _verify_stream(path, b: Board, store, name, z, build, build_problem, sha256, quiet, stream,
-                   shards) -> VerifyReport:
+                   shards, write_sums: bool = False) -> VerifyReport:
     """The streaming checks of :func:`verify_table` over the ``.dat`` ``name`` of ``store``
     (``z`` None) or the decoded blocks of the open ``.c4z`` ``z``, then the comparisons with
     the checked ``build`` beside it, the known tables and ``sha256``."""
@@ -129,7 +134,8 @@ def _verify_stream(path, b: Board, store, name, z, build, build_problem, sha256,
         rep.problems.append(f"size {size:,} is not a multiple of the {E}-byte entry (truncated?)")
     rep.entries = size // E
     stream = stream or sys.stderr
-    hashes = Hashes()
+    blocks = BlockSums(E) if z is None else None   # a .c4z checks its own blocks
+    hashes = Hashes(sums=blocks)
     prev = -1
     limit = b.key_limit
     seen = 0
@@ -184,7 +190,26 @@ def _verify_stream(path, b: Board, store, name, z, build, build_problem, sha256,
     _compare(rep, mine, b, sha256, rooted=origin is not None)
     if shards and mine is not None:
         rep.problems.extend(mine.shard_problems())
+    if blocks is not None:
+        _check_sums(rep, store, name, blocks, write_sums)
     return rep
+
+
+def _check_sums(rep: VerifyReport, store, name: str, blocks: BlockSums, write: bool) -> None:
+    """Compare the sidecar of the table with the sums just computed (a disagreement is a
+    problem), or write it (``write``) when the table passed every other check."""
+    computed = blocks.finish()
+    problem = sums_problem(store, name, rep.bytes, rep.board.entry_size, computed)
+    if write and not rep.problems:
+        if problem is not None:
+            write_sums(store, name, blocks)
+            rep.sums = "written"
+        else:
+            rep.sums = "match"
+        return
+    rep.sums = "match" if problem is None else problem
+    if problem not in (None, "absent"):
+        rep.problems.append(f"block sums: {problem}")
 
 
 class _Remote(str):

@@ -23,6 +23,7 @@ from c4table.c4z.format import CHECKPOINT_SECONDS, DEFAULT_BLOCK_ENTRIES, DEFAUL
 from c4table.c4z.reader import open_c4z
 from c4table.table.source import board_of_table
 from c4table.io.hashes import Hashes
+from c4table.table.sums import BlockSums
 from c4table.io.files import fsync_dir
 from c4table.io.storage import is_url
 
@@ -282,7 +283,8 @@ def decompress_table(src, out: str | os.PathLike | None = None, *, threads: int 
         E, B = z.entry_size, z.block_entries
         chunk = B * E
         done = 0
-        hashes = Hashes()
+        sums = BlockSums(E)   # the .dat's block checksums, written beside it (.sums)
+        hashes = Hashes(sums=sums)
         t0 = time.perf_counter()
         if part.exists() and z.blocks:
             done = min(part.stat().st_size // chunk, z.blocks - 1)
@@ -317,6 +319,7 @@ def decompress_table(src, out: str | os.PathLike | None = None, *, threads: int 
             part.unlink(missing_ok=True)
             raise CorruptDataError(f"{src}: the decompressed table does not match the header "
                                    f"(sha256 {d['sha256']} != {h['sha256']}); output removed")
+    sums.write(out)
     os.replace(part, out)
     fsync_dir(out.absolute().parent)
     secs = time.perf_counter() - t0

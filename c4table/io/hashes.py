@@ -1,4 +1,5 @@
-"""Hashes of tables: sha256 and md5 of a stream of chunks (:class:`Hashes`), and of a file."""
+"""Hashes of tables: sha256 and md5 of a stream of chunks (:class:`Hashes`; with the per-block
+xxh64 of :class:`c4table.table.sums.BlockSums` in the same pass), and of a file."""
 from __future__ import annotations
 
 import hashlib
@@ -30,13 +31,14 @@ class Hashes:
     """sha256 and md5 of a stream of chunks, the two digests computed on two cores (hashlib
     releases the GIL on large buffers), so hashing a table costs the slower of the two; with
     ``md5=False`` the sha256 alone (a build's merge, unless asked: ``C4TABLE_TABLE_MD5``).
+    ``sums`` (a :class:`~c4table.table.sums.BlockSums`), if given, is fed the same bytes.
 
     >>> h = Hashes(md5=False); h.update(b"abc"); sorted(h.result())
     ['bytes', 'sha256']
     """
 
-    def __init__(self, md5: bool = True):
-        self.sha, self.size = hashlib.sha256(), 0
+    def __init__(self, md5: bool = True, sums=None):
+        self.sha, self.size, self.sums = hashlib.sha256(), 0, sums
         self.md5 = hashlib.md5() if md5 else None
         self._pool = ThreadPoolExecutor(1) if md5 else None
 
@@ -47,6 +49,8 @@ class Hashes:
             done = self._pool.submit(self.md5.update, b)
             self.sha.update(b)
             done.result()
+        if self.sums is not None:
+            self.sums.update(b)
         self.size += len(b)
 
     def result(self) -> dict:

@@ -17,7 +17,10 @@ rooted table (:mod:`c4table.game.root`) knows its root (:attr:`DatTable.root`) a
 outside its subtree with :class:`~c4table.game.root.NotReachableError`. Opening checks the file
 against what is known of it (:mod:`c4table.table.check`): its size against the manifest beside it
 or the known table of its board, its first and last keys; a truncated or renamed table is
-refused there, not after a few answers.
+refused there, not after a few answers. Every read that answers goes through the checked search
+of :mod:`c4table.table.search`: each block is checked against the sidecar ``TABLE.dat.sums``
+(:mod:`c4table.table.sums`) the first time it is touched, and a damaged one is refused
+(:class:`~c4table.errors.TableDamaged`); a table without sums says once that it is unchecked.
 """
 from __future__ import annotations
 
@@ -30,13 +33,14 @@ import numpy as np
 
 from c4table.game.board import Board
 from c4table.errors import (ClosedTableError, MissingTableError,
-                            PositionNotFoundError)
+                            PositionNotFoundError, TableDamaged)
 from c4table.table.source import ENTRY_DTYPE, Table, board_from, keys_of_rows
 from c4table.builddir.reader import BuildDir
 from c4table.table.check import check_size, check_keys
 from c4table.game.root import root_of
 from c4table.table.source import finish_probe
-from c4table.table.fastprobe import NOT_FOUND, search
+from c4table.table.search import NOT_FOUND, search
+from c4table.table.sums import Guard
 
 
 class DatTable(Table):
@@ -45,7 +49,7 @@ class DatTable(Table):
     context manager or call :meth:`close`."""
 
     def __init__(self, path: str | os.PathLike, board: str | Board | None = None):
-        self._mm = None
+        self._mm = self._data = None
         self.path = Path(path)
         if not self.path.is_file():
             raise MissingTableError(f"{self.path}: no such table file")
@@ -64,6 +68,11 @@ class DatTable(Table):
         self._file = open(self.path, "rb")
         self._mm = mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ)
         try:
+            #: the block sums and the blocks checked so far (:class:`~c4table.table.sums.Guard`)
+            self.guard = Guard(self.path, self.board, size)
+            self._data = np.frombuffer(self._mm, np.uint8)
+            for i in (0, self.entries - 1):   # the keys check_keys reads: checked first
+                self.guard.check_entries(self._data, i, i + 1)
             check_keys(self.path, self.board, self.key_at(0), self.key_at(self.entries - 1), build,
                        first_key=self.root.key if self.root is not None else 0)
         except Exception:
@@ -81,37 +90,40 @@ class DatTable(Table):
         self._mapped()
 
     def key_at(self, i: int) -> int:
-        """Key of entry ``i`` (file order)."""
+        """Key of entry ``i`` (file order), read as it is: unchecked (its block is not checked
+        against its sum; the searches check what they read)."""
         mm = self._mapped()
         o = i * self.entry_size
         return int.from_bytes(mm[o: o + self.key_bytes], "big")
 
     def outcome_byte(self, key: int) -> int:
-        """Outcome byte stored for ``key``; :class:`PositionNotFoundError` if absent."""
-        mm = self._mapped()
-        lo, hi = 0, self.entries
-        while lo < hi:
-            mid = (lo + hi) // 2
-            k = self.key_at(mid)
-            if k < key:
-                lo = mid + 1
-            elif k > key:
-                hi = mid
-            else:
-                return mm[mid * self.entry_size + self.key_bytes]
+        """Outcome byte stored for ``key``; :class:`PositionNotFoundError` if absent,
+        :class:`~c4table.errors.TableDamaged` if a block it reads is damaged."""
+        self._mapped()
+        out = np.empty(1, np.int64)
+        if 0 <= key < 0xFFFFFFFFFFFFFFFF:
+            search(self._data, self.entries, self.entry_size, self.key_bytes,
+                   np.array([key], np.uint64), out, *self.guard.args())
+            self.guard.raise_found(self._data)
+            if out[0] != NOT_FOUND:
+                return int(out[0])
         raise PositionNotFoundError(
             f"{self.path}: key {key} is not in the table (incomplete table, or not board {self.board})")
 
     def entries_array(self) -> np.ndarray:
         """The whole file as a numpy structured array (fields ``key`` as raw big-endian bytes
-        ``V{K}`` and ``outcome`` uint8), memory-mapped, not loaded."""
+        ``V{K}`` and ``outcome`` uint8), memory-mapped, not loaded. Its entries are
+        **unchecked**: search them with the kernels of :mod:`c4table.table.search` and
+        :attr:`guard`, or check a range with ``guard.check_entries``."""
         dt = np.dtype([("key", f"V{self.key_bytes}"), ("outcome", "u1")])
         return np.frombuffer(self._mapped(), dtype=dt)
 
     def iter_entries(self, chunk_entries: int = 1 << 20, start: int = 0,
                      stop: int | None = None) -> Iterator[np.ndarray]:
         """Entries ``start..stop`` in file (key) order, as numpy structured arrays of at most
-        ``chunk_entries`` rows with fields ``key`` (uint64) and ``outcome`` (uint8 byte).
+        ``chunk_entries`` rows with fields ``key`` (uint64) and ``outcome`` (uint8 byte); the
+        blocks of each chunk are checked against their sums first, and an outcome byte of the
+        unused class ``0xC0`` is refused (:class:`~c4table.errors.TableDamaged`).
 
         >>> with DatTable("tables/5x4/connect4_5x4.dat") as t:
         ...     first = next(t.iter_entries(4))
@@ -123,7 +135,14 @@ class DatTable(Table):
         E, K = self.entry_size, self.key_bytes
         for lo in range(max(start, 0), stop, chunk_entries):
             hi = min(lo + chunk_entries, stop)
+            self.guard.check_entries(self._data, lo, hi)
             rows = np.frombuffer(mm, np.uint8, count=(hi - lo) * E, offset=lo * E).reshape(-1, E)
+            if (rows[:, K] >= 0xC0).any():
+                i = lo + int(np.flatnonzero(rows[:, K] >= 0xC0)[0])
+                byte = int(rows[i - lo, K])
+                del rows, mm       # no view of the map kept alive by the traceback
+                raise TableDamaged(f"{self.path}: entry {i:,} has outcome byte 0x{byte:02x}, which "
+                                   "no table holds: the table is damaged")
             out = np.empty(hi - lo, ENTRY_DTYPE)
             out["key"] = keys_of_rows(rows, K)
             out["outcome"] = rows[:, K]
@@ -141,8 +160,10 @@ class DatTable(Table):
         q = np.asarray(keys, dtype=np.uint64).ravel()
         order = np.argsort(q) if q.size > 1 and not (q[1:] >= q[:-1]).all() else None
         found = np.empty(q.shape[0], np.int64)   # sorted queries: neighbouring searches share pages
-        search(np.frombuffer(self._mapped(), np.uint8), self.entries, self.entry_size, self.key_bytes,
-               q if order is None else q[order], found)
+        self._mapped()
+        search(self._data, self.entries, self.entry_size, self.key_bytes,
+               q if order is None else q[order], found, *self.guard.args())
+        self.guard.raise_found(self._data)
         found[found == NOT_FOUND] = -1
         out = found.astype(np.int16)
         if order is not None:
@@ -152,7 +173,11 @@ class DatTable(Table):
     # ------------------------------------------------------------ lifecycle
     def close(self) -> None:
         if self._mm is not None:
-            self._mm.close()
+            self._data = None
+            try:
+                self._mm.close()
+            except BufferError:   # a view still lives (a traceback's frame): unmapped when it goes
+                pass
             self._file.close()
             self._mm = None
 

@@ -5,7 +5,9 @@ numba kernels over whole arrays of move strings (the probe server's batches and 
 once per position and child (about 100 us a position). Here one kernel replays every move
 string on bitboards (legality, k in a row) and derives each position's canonical key and its
 children's keys by the digit arithmetic of :mod:`c4table.pipeline.kernels.cpu`; a second kernel
-binary-searches all keys in the memory-mapped file. Anything this path does not handle alone
+binary-searches all keys in the memory-mapped file (:func:`c4table.table.search.search`, which
+checks each block against its sum the first time; an outcome byte a ply cannot have is
+refused too: :class:`~c4table.errors.TableDamaged`, raised, not answered). Anything this path does not handle alone
 (a drawing, a character that is not a column digit, an illegal move, a key absent from the
 table, a table that is not a plain memory-mapped file) is answered by :meth:`Table.probe`
 itself, so messages and errors are the same. ``tests/test_serve.py`` checks the answers
@@ -25,9 +27,10 @@ from c4table.game.codec import decode_outcome
 from c4table.errors import C4Error
 from c4table.game.lines import _has_line
 from c4table.table.probe import MoveProbe, Probe
+from c4table.table.search import NOT_FOUND, search
 from c4table.table.source import Table
+from c4table.table.sums import check_rows
 
-NOT_FOUND = 0xFFFF
 NO_KEY = np.uint64(0xFFFFFFFFFFFFFFFF)
 # status of a replayed move string
 GOES_ON, SLOW, OVER = 0, 1, 2
@@ -106,32 +109,6 @@ def replay(cols, offsets, w, h, stride, k, cells, empty_code, child_code, powers
                 keys[base + 1 + c] = c1 if c1 < c2 else c2
 
 
-@njit(cache=True)
-def search(data, entries, entry_size, key_bytes, keys, out):
-    """``out[i]``: the outcome byte stored for ``keys[i]`` in the sorted big-endian entries
-    ``data`` (uint8), or ``NOT_FOUND``; ``NO_KEY`` keys are skipped (``NOT_FOUND``)."""
-    nokey = np.uint64(0xFFFFFFFFFFFFFFFF)
-    for i in range(keys.shape[0]):
-        key = keys[i]
-        out[i] = NOT_FOUND
-        if key == nokey:
-            continue
-        lo, hi = 0, entries
-        while lo < hi:
-            mid = (lo + hi) // 2
-            o = mid * entry_size
-            kk = np.uint64(0)
-            for b in range(key_bytes):
-                kk = (kk << np.uint64(8)) | np.uint64(data[o + b])
-            if kk < key:
-                lo = mid + 1
-            elif kk > key:
-                hi = mid
-            else:
-                out[i] = data[o + key_bytes]
-                break
-
-
 class FastProber:
     """Vectorised :meth:`Table.probe` for one plain memory-mapped table."""
 
@@ -139,7 +116,8 @@ class FastProber:
         b = table.board
         self.table = table
         self.board = b
-        self.data = table.entries_array().view(np.uint8)
+        self.data = table.entries_array().view(np.uint8)   # searched with the table's guard
+        self.guard = table.guard
         self.digits = "".join(str(c + 1) for c in range(min(b.width, 9)))
         self.args = (b.width, b.height, b.stride, b.k, b.cells, b.code_of[(0,) * b.height],
                      b.child_code, b.powers)
@@ -179,8 +157,12 @@ class FastProber:
             status = np.empty(len(strings), np.int64)
             replay(cols, offsets, *self.args, keys, plies, status)
             found = np.empty(keys.shape[0], np.int64)
-            search(self.data, self.table.entries, b.entry_size, b.key_bytes, keys, found)
-            found = found.reshape(len(strings), w + 1).tolist()
+            search(self.data, self.table.entries, b.entry_size, b.key_bytes, keys, found,
+                   *self.guard.args())
+            self.guard.raise_found(self.data)
+            found = found.reshape(len(strings), w + 1)
+            check_rows(self.table.path, b, found, plies)   # a byte its ply cannot have
+            found = found.tolist()
             keys = keys.reshape(len(strings), w + 1)
             for n, i in enumerate(fast):
                 row = found[n]

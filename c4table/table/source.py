@@ -24,6 +24,7 @@ from c4table.game.codec import decode_outcome
 from c4table.errors import (IllegalPositionError, PositionNotFoundError, TableError)
 from c4table.game.rules import Position
 from c4table.table.probe import MoveProbe, Probe
+from c4table.table.sums import check_plies
 from c4table.builddir.reader import BuildDir
 from c4table.table.check import known_of_size
 from c4table.game.drawing import parse_drawing
@@ -151,7 +152,9 @@ class Table:
         """:meth:`wdl` of many positions (move strings, drawings or :class:`Position`) as an
         int8 array, with one vectorised probe (:meth:`probe_keys`)."""
         pos = [self.position(p) for p in positions]
-        res = self.probe_keys(np.fromiter((p.key() for p in pos), np.uint64, len(pos))) >> 6
+        got = self.probe_keys(np.fromiter((p.key() for p in pos), np.uint64, len(pos)))
+        check_plies(self.path, self.board, got, np.fromiter((p.ply for p in pos), np.int64, len(pos)))
+        res = got >> 6
         mover = np.fromiter((1 if p.to_move == "A" else 2 for p in pos), np.uint8, len(pos))
         return np.where(res == 0, 0, np.where(res == mover, 1, -1)).astype(np.int8)
 
@@ -181,19 +184,24 @@ class Table:
                       pos.is_terminal)
         probe._board = self.board          # for its picture in a notebook (not in its JSON)
         for c in pos.legal_moves():
-            child = decode_outcome(self._byte_of(pos.child(c)))
+            child = decode_outcome(self._byte_of(pos.child(c), pos.ply + 1))
             probe.moves.append(MoveProbe(c + 1, child.result, child.distance + 1))
         return probe
 
-    def _byte_of(self, pos: Position) -> int:
-        """Outcome byte of ``pos``; in a rooted table, a missing key means ``pos`` is outside the
-        root's subtree (:class:`~c4table.game.root.NotReachableError`)."""
+    def _byte_of(self, pos: Position, ply: int | None = None) -> int:
+        """Outcome byte of ``pos`` (of ply ``ply``, if known), refused
+        (:class:`~c4table.errors.TableDamaged`) if that ply cannot have it; in a rooted table,
+        a missing key means ``pos`` is outside the root's subtree
+        (:class:`~c4table.game.root.NotReachableError`)."""
         try:
-            return self.outcome_byte(pos.key())
+            byte = self.outcome_byte(pos.key())
         except PositionNotFoundError:
             if self.root is None:
                 raise
             raise self.root.not_reachable(pos, self.path) from None
+        check_plies(self.path, self.board, [byte], [pos.ply if ply is None else ply],
+                    f"position {pos.move_string()!r}" if ply is None else "")
+        return byte
 
     def best_moves(self, moves: str | Position) -> list[MoveProbe]:
         """Optimal moves of a position: fastest win, else a draw, else the slowest loss.

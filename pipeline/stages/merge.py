@@ -34,6 +34,7 @@ from c4table.wording import count
 from c4table.game.board import Board
 from c4table.errors import BuildError
 from c4table.io.hashes import Hashes, table_md5
+from c4table.table.sums import BlockSums, write_sums
 from c4table.pipeline.runtime import resources
 from c4table.pipeline.sort.extsort import sorted_chunks
 from c4table.pipeline.kernels.cpu import pack_entries, strictly_increasing_keys, words_to_entries
@@ -181,7 +182,7 @@ def hash_stored(store: Storage, rel: str, chunk: int = 1 << 24, md5: bool = True
 
 
 def hash_ranges(store: Storage, rel: str, entry_size: int, n_ranges: int, total: int,
-                written, direct: bool = False, md5: bool = True) -> dict:
+                written, direct: bool = False, md5: bool = True, sums=None) -> dict:
     """sha256, md5 (unless not ``md5``) and size of the local file ``rel`` of ``total`` entries
     that ``n_ranges`` range tasks are filling: ``written`` yields, in range order, ``(offset, count)``: the
     entries each range wrote and the entry it wrote them from (e.g. :meth:`Executor.imap` of
@@ -200,7 +201,7 @@ def hash_ranges(store: Storage, rel: str, entry_size: int, n_ranges: int, total:
     >>> hash_ranges(open_storage(d), "t", 2, 2, 3, iter([(0, 1), (1, 2)]))["bytes"]
     6
     """
-    h = Hashes(md5)
+    h = Hashes(md5, sums)   # sums: the per-block xxh64 (BlockSums), in the same pass
     done = ranges = at = 0   # bytes hashed, ranges finished, entries they cover
     for r, (offset, c) in enumerate(written):
         ranges += 1
@@ -275,6 +276,7 @@ def run(build):
         raise BuildError(f"{build.root}: the backward pass is not finished (plies {missing[:5]}... missing)")
     t0 = time.perf_counter()
     md5 = table_md5()
+    sums = BlockSums(board.entry_size)   # the table's per-block xxh64, hashed with its sha256
     shards = [s for p in plies for s in m.shards("backward", p) if s.rows]
     total = sum(s.rows for s in shards)
     resources.check_free(store, resources.merge_need(build, plies), f"the table {name}")
@@ -305,7 +307,7 @@ def run(build):
                      for r in range(n_r)]
             # each range is hashed once it and those before it are written
             hashes = hash_ranges(store, target, E, n_r, total, build.executor.imap(range_task, tasks),
-                                 direct, md5)
+                                 direct, md5, sums)
             prog.note(f"sorted and hashed {total:,} entries ({total * E:,} bytes) in "
                       f"{count(len(tasks), 'range')} in {time.perf_counter() - t0:.2f}s")
             fsync_path(store.root / target)
@@ -317,11 +319,12 @@ def run(build):
                 raise BuildError(f"the merge wrote {sum(counts):,} entries, the generations hold {total:,}")
             prog.note(f"sorted {total:,} entries ({total * E:,} bytes) in {count(len(tasks), 'range')} "
                       f"in {time.perf_counter() - t0:.2f}s; appending and hashing")
-            hashes = append_parts(store, target, [t[4] for t in tasks], md5=md5)
+            hashes = append_parts(store, target, [t[4] for t in tasks], md5=md5, sums=sums)
         if hashes["bytes"] != total * E:
             raise BuildError(f"{store.display(target)}: {hashes['bytes']:,} bytes written, "
                              f"expected {total * E:,}")
         store.delete_tree(PARTS)
+        write_sums(store, name, sums)
         m.record_table({"file": name, "entries": total, "bytes": total * E, **hashes}, _totals(m.plies))
         m.save()
     if store.local:
@@ -332,11 +335,11 @@ def run(build):
 
 
 def append_parts(store: Storage, out: str, parts: list[str], chunk: int = 1 << 24,
-                 md5: bool = True) -> dict:
+                 md5: bool = True, sums=None) -> dict:
     """Write the concatenation of ``parts`` to ``out`` (replacing it), deleting each part once
     appended; fsync locally. Returns its sha256, md5 (unless not ``md5``) and size, computed on
     the way."""
-    h = Hashes(md5)
+    h = Hashes(md5, sums)
     with store.open_output(out) as dst:
         for p in parts:
             with store.open_input_stream(p) as src:
