@@ -62,6 +62,7 @@ class Build:
     executor: Executor
     quiet: bool = False
     origin: Root | None = None   # the root position of a rooted build (None: the empty board)
+    table_format: str = "dat"    # what the merge writes: "dat" (raw) or "c4z" (merge_c4z)
     manifest: Manifest = field(init=False)
     store: Storage = field(init=False)                  # where the files live
     verified: set = field(init=False, default_factory=set)  # what this process has checked
@@ -204,6 +205,9 @@ class Build:
         (hashed once per process). A recorded table whose file is missing is not complete (the
         merge finishes it); one whose file differs is an error naming the file."""
         rec = self.manifest.table
+        if rec is not None and rec.get("format") == "c4z":   # written straight into a .c4z
+            from c4table.pipeline.stages import merge_c4z
+            return merge_c4z.complete(self, rec)
         name = self.table_name
         final = self.store.display(name)
         if rec is None or not self.store.exists(name):
@@ -246,10 +250,14 @@ class Build:
 
 def open_build(board: str | Board, out: str | Path, memory: str | int = DEFAULT_MEMORY,
                workers: int | None = None, scheduler: str | None = None, quiet: bool = False,
-               restart: bool = False, root: str | Root | None = None) -> Build:
+               restart: bool = False, root: str | Root | None = None,
+               table_format: str = "dat") -> Build:
     """Prepare a build of ``board`` in directory ``out`` (resuming what is there); ``root``
     (a move string, drawing or :class:`~c4table.game.root.Root`) makes it a rooted build. Without
-    ``root``, a directory holding a rooted build resumes that build."""
+    ``root``, a directory holding a rooted build resumes that build. ``table_format``
+    ``"c4z"``: the merge writes the table straight into a ``.c4z`` (no raw ``.dat``)."""
+    if table_format not in ("dat", "c4z"):
+        raise BuildError(f"table format {table_format!r}: give dat or c4z")
     board = Board.parse(board)
     if root is not None and board.grid is not None:
         raise BoardError(f"board {board}: rooted builds (--root) are for 2D boards")
@@ -260,6 +268,8 @@ def open_build(board: str | Board, out: str | Path, memory: str | int = DEFAULT_
     except ValueError as e:
         raise BuildError(str(e)) from None
     if not store.local:
+        if table_format != "dat":
+            raise BuildError(f"{out}: --format {table_format} writes into a local build directory")
         return _open_locked(board, store, memory, workers, scheduler, quiet, restart, root)
     origin, root = root, store.root
     if root.exists() and not root.is_dir():
@@ -267,7 +277,9 @@ def open_build(board: str | Board, out: str | Path, memory: str | int = DEFAULT_
     root.mkdir(parents=True, exist_ok=True)
     resources.lock_build_dir(root)
     try:
-        return _open_locked(board, store, memory, workers, scheduler, quiet, restart, origin)
+        b = _open_locked(board, store, memory, workers, scheduler, quiet, restart, origin)
+        b.table_format = table_format
+        return b
     finally:
         resources.unlock_build_dir(root)   # the Build holds its own count until closed
 
@@ -283,7 +295,9 @@ def _open_locked(board: Board, store, memory, workers, scheduler, quiet, restart
             old = None
         if old and isinstance(old.get("file"), str) and "/" not in old["file"]:
             names.add(old["file"])
-        for name in ("manifest.json", *(n + x for n in sorted(names) for x in ("", ".tmp"))):
+        names |= {n[:-4] + ".c4z" for n in names if n.endswith(".dat")}   # --format c4z
+        for name in ("manifest.json", *(n + x for n in sorted(names)
+                                        for x in ("", ".tmp", ".tmp.idx"))):
             store.delete(name)
     allocator.tune()   # before the workers fork: they inherit it (pipeline/runtime/allocator.py)
     # The AWS SDK behind pyarrow's S3 is not fork-safe: remote builds start workers fresh.
@@ -301,14 +315,14 @@ def _open_locked(board: Board, store, memory, workers, scheduler, quiet, restart
 def build_table(board: str | Board, out: str | Path, memory: str | int = DEFAULT_MEMORY,
                 workers: int | None = None, scheduler: str | None = None, quiet: bool = True,
                 restart: bool = False, keep_work: bool = True,
-                root: str | Root | None = None) -> Path | str:
+                root: str | Root | None = None, table_format: str = "dat") -> Path | str:
     """Build (or finish building) the table of ``board`` in ``out`` (a directory or a
     ``pyarrow.fs`` URI such as ``s3://bucket/prefix``); return the table's path (or URI).
     ``root`` (a move string or drawing) builds the rooted table of every position reachable
-    from it (:mod:`c4table.game.root`). Quiet unless ``quiet=False`` (the command line shows
-    progress)."""
-    return run_build(open_build(board, out, memory, workers, scheduler, quiet, restart, root),
-                     keep_work)
+    from it (:mod:`c4table.game.root`). ``table_format="c4z"`` writes the table straight into
+    a ``.c4z``. Quiet unless ``quiet=False`` (the command line shows progress)."""
+    return run_build(open_build(board, out, memory, workers, scheduler, quiet, restart, root,
+                                table_format), keep_work)
 
 
 def run_build(b: Build, keep_work: bool = True) -> Path:
