@@ -97,8 +97,8 @@ def test_c4z_build_decompresses_to_the_dat_build_and_known_sha256(board, built, 
     assert m["c4z"]["sha256"] == sha256_of(z) and m["c4z"]["bytes"] == z.stat().st_size
     # the same blocks as compress of the .dat at the build's settings: the merge's ranges
     # are stitched onto the file's grid exactly
-    from c4table.pipeline.stages.merge_c4z import BUILD_LEVEL
-    ref = compress_table(dat, tmp_path / "ref.c4z", level=BUILD_LEVEL, key_dict=False,
+    from c4table.pipeline.stages.merge_c4z import build_level
+    ref = compress_table(dat, tmp_path / "ref.c4z", level=build_level(), key_dict=False,
                          sym_dict=False, quiet=True)
     assert blocks_region(z) == blocks_region(ref)
     assert blocks_region(z).startswith(MAGIC)
@@ -204,20 +204,20 @@ def test_entries_split_anywhere_make_the_same_file(tmp_path, built):
     from c4table.c4z.assemble import Assembler
     from c4table.c4z.blocks import encode_block
     from c4table.game.board import Board
-    from c4table.pipeline.stages.merge_c4z import BUILD_LEVEL
+    from c4table.pipeline.stages.merge_c4z import build_level
     dat = built("4x4") / "connect4_4x4.dat"
     board = Board.parse("4x4")
     E, B = board.entry_size, 4096
     raw = dat.read_bytes()
     n = len(raw) // E
-    ref = compress_table(dat, tmp_path / "ref.c4z", level=BUILD_LEVEL, block_entries=B,
+    ref = compress_table(dat, tmp_path / "ref.c4z", level=build_level(), block_entries=B,
                          key_dict=False, sym_dict=False, quiet=True)
     rng = np.random.default_rng(SEED % (1 << 32))
-    a = Assembler(tmp_path / "a.c4z", board, B, BUILD_LEVEL)
+    a = Assembler(tmp_path / "a.c4z", board, B, build_level())
     at = 0
     while at < n:
         if at % B == 0 and at + B <= n and rng.random() < 0.5:   # a whole block, compressed
-            first, comp = encode_block(raw[at * E: (at + B) * E], board, BUILD_LEVEL,
+            first, comp = encode_block(raw[at * E: (at + B) * E], board, build_level(),
                                        a.part_entries)
             a.add_block(comp, first)
             at += B

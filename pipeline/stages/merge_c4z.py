@@ -6,7 +6,7 @@ and each range task gathers its entries in key order and finds its offset in the
 ``.dat`` merge's tasks do (:func:`~c4table.pipeline.stages.merge.gather_range`). The ``.c4z``'s blocks lie
 on a fixed grid (block ``i`` holds entries ``i*B ..``), which a range seldom starts or ends
 on: a task compresses the whole blocks inside its range (:func:`~c4table.c4z.blocks.encode_entries`,
-at :data:`BUILD_LEVEL`, no trained dictionaries) into a part file ``work/merge/blocks-R.bin``
+at the level :func:`build_level` says, no trained dictionaries) into a part file ``work/merge/blocks-R.bin``
 and returns the raw entries before the first and after the last of them (fewer than ``B``
 each). The driver takes the tasks' results in range order while later ranges still run and
 feeds them to an :class:`~c4table.c4z.assemble.Assembler`: it compresses the partial blocks
@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import xxhash
 
+import c4table.config as config
 from c4table.c4z.assemble import Assembler
 from c4table.c4z.blocks import default_part_entries, encode_entries
 from c4table.c4z.format import DEFAULT_BLOCK_ENTRIES, default_c4z_name
@@ -44,7 +45,6 @@ from c4table.pipeline.stages import merge
 from c4table.wording import count
 from c4table.builddir.shards import verify_shards
 
-BUILD_LEVEL = 3          # zstd level of a build's blocks (measured: docs/measurements/2026-11-27-c4z-build.md)
 C4Z_SHARE = 0.10         # disk the .c4z and its parts may need, as a share of the raw table (with margin)
 
 
@@ -64,6 +64,12 @@ class RangeBlocks:
     firsts: list = field(default_factory=list)
     lengths: list = field(default_factory=list)
     xxh64s: list = field(default_factory=list)
+
+
+def build_level() -> int:
+    """The zstd level of a build's blocks (``C4TABLE_C4Z_LEVEL``, default 3: the sizes and
+    CPU of each level are in ``docs/settings.md``)."""
+    return config.get("C4TABLE_C4Z_LEVEL")
 
 
 def c4z_name(build) -> str:
@@ -186,14 +192,15 @@ def run(build):
         shares = merge_shares(total, build.task_memory, build.executor.workers, True)
         bounds = merge.choose_ranges(store, shards, len(shares), shares)
         n_r = len(bounds) - 1
+        level = build_level()
         tasks = []
         for r in range(n_r):
             mine = [s.to_json() for s in shards if s.last >= bounds[r] and s.first < bounds[r + 1]]
             below = sum(s.rows for s in shards if s.last < bounds[r])
             tasks.append((store.uri, mine, bounds[r], bounds[r + 1], below,
                           f"{merge.PARTS}/blocks-{r:05d}.bin", board, DEFAULT_BLOCK_ENTRIES,
-                          BUILD_LEVEL))
-        digests = assemble(store, store.root / tmp, board, total, n_r,
+                          level))
+        digests = assemble(store, store.root / tmp, board, total, n_r, level,
                            build.executor.imap(range_blocks_task, tasks), table_md5(),
                            file=build.table_name, root=m.data.get("root"))
         if digests["bytes"] != total * board.entry_size:
@@ -217,14 +224,14 @@ def run(build):
     return final
 
 
-def assemble(store, part, board: Board, total: int, n_ranges: int, results, md5: bool,
-             **header) -> dict:
+def assemble(store, part, board: Board, total: int, n_ranges: int, level: int, results,
+             md5: bool, **header) -> dict:
     """Write the ``.c4z`` part file ``part`` from the range tasks' ``results``
     (:class:`RangeBlocks`, in range order, e.g. :meth:`Executor.imap` while later ranges
     still run), deleting each task's part file once appended; fsync it. Returns the raw
     table's digests. Raises :class:`BuildError` if a range does not start where the one
     before it ended, or the ranges do not add up to ``total``."""
-    a = Assembler(part, board, DEFAULT_BLOCK_ENTRIES, BUILD_LEVEL, md5=md5)
+    a = Assembler(part, board, DEFAULT_BLOCK_ENTRIES, level, md5=md5)
     try:
         at = ranges = 0
         for r, res in enumerate(results):
