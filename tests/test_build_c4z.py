@@ -139,11 +139,19 @@ def test_rerun_of_a_finished_c4z_build_is_a_no_op_and_damage_is_named(c4z54, tmp
 
 @pytest.mark.parametrize("tmp_ok", [True, False])
 def test_c4z_merge_killed_after_manifest_save_before_rename(c4z54, tmp_path, tmp_ok):
-    """The manifest records the .c4z before the rename: a .tmp that matches is renamed, one
-    that does not is written again (the same bytes)."""
+    """The manifest records the .c4z before the rename (and the shards go only after it): a
+    .tmp that matches is renamed, one that does not is written again (the same bytes)."""
+    from c4table.pipeline.stages import backward, forward, merge_c4z
+    from c4table.pipeline.stages.build import open_build
     out = tmp_path / "b"
-    shutil.copytree(c4z54[0], out, ignore=shutil.ignore_patterns(".lock"))
+    b = open_build("5x4", out, workers=2, quiet=True, table_format="c4z")
+    try:
+        for stage in (forward, backward, merge_c4z):
+            stage.run(b)
+    finally:
+        b.close()
     z = out / "connect4_5x4.c4z"
+    assert (out / "work").is_dir() and sha256_of(z) == sha256_of(c4z54[0] / z.name)
     ref = sha256_of(z)
     tmp = out / (z.name + ".tmp")
     z.rename(tmp)
@@ -156,26 +164,29 @@ def test_c4z_merge_killed_after_manifest_save_before_rename(c4z54, tmp_path, tmp
     assert sha256_of(z) == ref and not tmp.exists()
 
 
-@pytest.mark.parametrize("trial", [0, 1])
-def test_sigkill_in_the_c4z_merge_then_resume_writes_the_same_bytes(c4z54, tmp_path, trial):
+@pytest.mark.parametrize("target,trial", [("forward", 0), ("backward", 0), ("merge", 0),
+                                          ("merge", 1), ("time", 0)])
+def test_sigkill_in_a_c4z_build_then_resume_writes_the_same_bytes(c4z54, tmp_path, target, trial):
+    """SIGKILL of the whole process group at a random point of a stage (spent files are
+    deleted, not binned, in a c4z build), then a rerun: the same .c4z, and no raw file."""
     ref = sha256_of(c4z54[0] / "connect4_5x4.c4z")
-    rng = random.Random(f"{SEED}-c4z-merge-{trial}")
+    rng = random.Random(f"{SEED}-c4z-{target}-{trial}")
     out = tmp_path / "b"
     cmd = soak.build_cmd("5x4", out, workers=2, extra=C4Z_CMD)
     desc = ""
     for attempt in range(6):   # a late kill may miss a fast merge: draw again, earlier
         shutil.rmtree(out, ignore_errors=True)
-        desc = soak.kill_once(cmd, out, rng, soak.cells_of("5x4"), target="merge",
+        desc = soak.kill_once(cmd, out, rng, soak.cells_of("5x4"), target=target,
                               max_delay=8.0 / 2**attempt)
         if desc.startswith("killed"):
             break
-    assert desc.startswith("killed"), f"seed {SEED}: never hit a running merge ({desc})"
+    assert desc.startswith("killed"), f"seed {SEED}: never hit a running build ({desc})"
     with RawWatch(out) as watch:
         code, err = build_c4z("5x4", out)
     assert code == 0, f"seed {SEED}, {desc}: {err}"
     assert not watch.seen, f"raw table files appeared: {watch.seen}"
     assert sha256_of(out / "connect4_5x4.c4z") == ref, f"seed {SEED}: {desc}"
-    assert not (out / "connect4_5x4.c4z.tmp").exists()
+    assert not (out / "connect4_5x4.c4z.tmp").exists() and not (out / "work").exists()
 
 
 def test_header_has_no_md5_unless_asked(c4z54, tmp_path, built):

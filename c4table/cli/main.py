@@ -363,11 +363,13 @@ def merge(board, out, memory, workers, scheduler, quiet, restart, root, compress
           table_format):
     """Final merge only (after backward): write DIR/connectK_WxH.dat (--format c4z:
     DIR/connectK_WxH.c4z)."""
-    from c4table.pipeline.stages import merge as mrg
+    from c4table.pipeline.stages.build import merge_of
     _no_compress_with_c4z(table_format, compress, compress_only)
     with _open(board, out, memory, workers, scheduler, quiet, restart, root, table_format) as b:
         done = compress_only and compressed_build_done(b.store, b.table_name)
-        path = b.store.root / b.table_name if done else b.run_stage("merge", mrg.run, b)
+        path = b.store.root / b.table_name if done else b.run_stage("merge", merge_of(b), b)
+        if table_format == "c4z":   # no later step reads the shards
+            b.store.delete_tree("work")
     click.echo(f"{_compressed(path, compress, compress_only, quiet)}  "
                f"{b.manifest.table['entries']:,} entries  sha256 {b.manifest.table['sha256']}")
 

@@ -36,6 +36,7 @@ from c4table.pipeline.stages import backward
 from c4table.pipeline.runtime import counters
 from c4table.pipeline.stages import forward
 from c4table.pipeline.stages import merge
+from c4table.pipeline.stages import merge_c4z
 from c4table.pipeline.runtime import resources
 from c4table.pipeline.sort import runcodec
 from c4table.pipeline.sort import shuffle
@@ -120,6 +121,28 @@ class Build:
         finally:
             self.executor = None
             self._unlock()
+
+    def keeps_spent(self) -> bool:
+        """Whether spent scratch files go to the recycle bin (:meth:`Storage.recycle_tree
+        <c4table.io.storage.Storage.recycle_tree>`): for a ``.dat`` build with disk to spare
+        (free space for at least the raw table so far, which its merge will need). A
+        ``--format c4z`` build, or one short of disk, deletes them at once: nothing is kept
+        past its last reader."""
+        if self.table_format != "dat":
+            return False
+        if not self.store.local:
+            return True   # recycle_tree deletes there anyway
+        entries = sum(p.get("entries", 0) for p in self.manifest.data["plies"])
+        return resources.free_bytes(self.root) >= entries * self.board.entry_size
+
+    def spent(self, rel: str) -> None:
+        """The scratch directory ``rel`` (a step's runs or messages) has no later reader:
+        recycled if :meth:`keeps_spent`, else deleted."""
+        if self.keeps_spent():
+            self.store.recycle_tree(rel)
+        else:
+            self.store.empty_recycle_bin()
+            self.store.delete_tree(rel)
 
     def run_stage(self, stage: str, fn, *args):
         """Run ``fn(*args)`` (a stage's driver) with its requests, bytes and tasks counted
@@ -206,7 +229,6 @@ class Build:
         merge finishes it); one whose file differs is an error naming the file."""
         rec = self.manifest.table
         if rec is not None and rec.get("format") == "c4z":   # written straight into a .c4z
-            from c4table.pipeline.stages import merge_c4z
             return merge_c4z.complete(self, rec)
         name = self.table_name
         final = self.store.display(name)
@@ -325,16 +347,27 @@ def build_table(board: str | Board, out: str | Path, memory: str | int = DEFAULT
                                 table_format), keep_work)
 
 
+def merge_of(b: Build):
+    """The merge stage's driver for the build: :func:`merge_c4z.run
+    <c4table.pipeline.stages.merge_c4z.run>` for a ``--format c4z`` build or a table already
+    written so, else :func:`merge.run <c4table.pipeline.stages.merge.run>`."""
+    rec = b.manifest.table
+    if b.table_format == "c4z" or (rec is not None and rec.get("format") == "c4z"):
+        return merge_c4z.run
+    return merge.run
+
+
 def run_build(b: Build, keep_work: bool = True) -> Path:
     """Run forward, backward and merge on an opened build (each resumes where it stopped), then
-    close it; ``keep_work=False`` deletes ``DIR/work`` once the table is written."""
+    close it; ``keep_work=False`` (or a ``--format c4z`` build) deletes ``DIR/work`` once the
+    table is written."""
     try:
         b.run_stage("forward", forward.run, b)
         b.run_stage("backward", backward.run, b)
-        path = b.run_stage("merge", merge.run, b)
+        path = b.run_stage("merge", merge_of(b), b)
     finally:
         b.close()
-    if not keep_work:
+    if not keep_work or b.table_format == "c4z":   # c4z: nothing kept past its last reader
         b.store.delete_tree("work")
         settle_deletes()
     return path

@@ -264,9 +264,9 @@ def table_location(build):
 
 def run(build):
     """Write (or find already written) ``DIR/connect4_WxH.dat`` (a rooted build:
-    ``DIR/connect4_WxH_root-MOVES.dat``); return its path (or URI). A build with
-    ``table_format`` ``"c4z"`` writes ``DIR/connect4_WxH.c4z`` instead
-    (:mod:`~c4table.pipeline.stages.merge_c4z`).
+    ``DIR/connect4_WxH_root-MOVES.dat``); return its path (or URI). (A ``--format c4z``
+    build runs :func:`c4table.pipeline.stages.merge_c4z.run` instead:
+    :func:`c4table.pipeline.stages.build.merge_of`.)
 
     Locally, the manifest records the table's size and hashes *before* the temporary file is
     renamed into place, so after a crash either the recorded table is there (and is verified
@@ -274,11 +274,6 @@ def run(build):
     or nothing is recorded and the merge runs again (a file without a record is not trusted).
     On an object store the table is uploaded under its name (it appears only when complete)
     and then recorded; a table without a record is merged again."""
-    rec = build.manifest.table
-    if build.table_format == "c4z" or (rec is not None and rec.get("format") == "c4z"):
-        # straight into a .c4z, no raw table file (or one already written so)
-        from c4table.pipeline.stages import merge_c4z
-        return merge_c4z.run(build)
     board: Board = build.board
     m = build.manifest
     store = build.store

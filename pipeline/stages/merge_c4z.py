@@ -16,6 +16,8 @@ part file once appended. The file's bytes depend only on the table and the grid 
 is compressed alone, deterministically), not on how the ranges were cut: a rerun after a crash
 writes the same file.
 
+Once the table is in place, ``build`` and ``merge`` delete the build's intermediate files
+(``DIR/work``): no later step reads them (a ``.dat`` build keeps them unless ``--clean``).
 Durability mirrors the ``.dat`` merge: the finished file is fsync'ed, its hashes (the raw
 table's sha256 and size, and the container's own sha256 and size) are recorded in the
 manifest, and only then is it renamed into place; a rerun finding the recorded ``.tmp``
