@@ -244,3 +244,23 @@ def test_entries_split_anywhere_make_the_same_file(tmp_path, built):
     code, _, err = cli("decompress", tmp_path / "a.c4z", "-o", back)
     assert code == 0, err
     assert back.read_bytes() == raw
+
+
+def test_plan_with_format_c4z_prints_the_smaller_peak_and_traffic():
+    """plan --format c4z: the merge writes the .c4z (a few % of the raw table), so the peak
+    disk and the bytes written and read are below the .dat build's by about the raw table."""
+    plans = {}
+    for fmt in ("dat", "c4z"):
+        code, out, err = cli("plan", "6x5", "--workers", 2, "--memory-per-worker", "2GiB",
+                             "--format", fmt, "--json")
+        assert code == 0, err
+        plans[fmt] = json.loads(out)
+    d, z = plans["dat"], plans["c4z"]
+    assert z["table_format"] == "c4z" and d["table_bytes"] == d["final_bytes"]
+    assert 0.03 * d["final_bytes"] < z["table_bytes"] < 0.10 * d["final_bytes"]
+    assert z["peak_disk_bytes"] < d["peak_disk_bytes"] - 0.5 * d["final_bytes"]
+    written = {f: sum(s["bytes_written"] for s in p["io"]["stages"].values())
+               for f, p in plans.items()}
+    assert written["c4z"] < written["dat"] - 0.5 * d["final_bytes"]
+    code, out, err = cli("plan", "6x5", "--workers", 2, "--format", "c4z")
+    assert code == 0 and "built as .c4z" in out and "disk traffic" in out, err

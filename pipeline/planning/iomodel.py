@@ -307,7 +307,11 @@ def predict_io(plan, workers: int | None = None, task_memory: int | None = None,
         in_runs = T if g > first else 0
     # ---------------------------------------------------------------- merge
     E = sum(e)
-    table = E * board.entry_size
+    raw = E * board.entry_size
+    c4z = getattr(plan, "table_format", "dat") == "c4z"
+    # build --format c4z: the tasks write their blocks as parts, the driver copies them into
+    # the .c4z (reading the parts, not a raw table); parts go as they are appended
+    table = plan.table_bytes if c4z else raw
     R, largest = merge_split(E, m, W, local=not remote)
     nb = sum(shards)
     mg["tasks"] = R
@@ -324,8 +328,8 @@ def predict_io(plan, workers: int | None = None, task_memory: int | None = None,
                 * min(R * t, t + R - 1) for g, t in enumerate(shards) if t) / max(1, R)
     mg["bytes_read"] = bshards + group + table
     mg["get_requests"] = R
-    # locally the tasks write the table in place; remotely they write parts, appended
-    mg["bytes_written"] = 2 * table if remote else table
+    # locally the tasks write the table in place; remotely (or as .c4z) they write parts, appended
+    mg["bytes_written"] = 2 * table if remote or c4z else table
     mg["objects_written"] = R + 2
     mg["peak_stored_bytes"] = int(stored + table)
     # a range task: one word per entry, the keys and outcomes of READ_GROUPS row groups
