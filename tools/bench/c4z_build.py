@@ -118,9 +118,11 @@ def main(argv=None) -> None:
     ap.add_argument("--every", type=float, default=0.2, help="disk sampling period (s)")
     ap.add_argument("--dir", default="/tmp/c4z-bench")
     ap.add_argument("--json", dest="as_json", help="also write the results to this file")
+    ap.add_argument("--no-dat", action="store_true",
+                    help="only the c4z builds (when a .dat run goes on in another process)")
     a = ap.parse_args(argv)
     root = Path(a.dir)
-    runs = [("dat", None)] + [("c4z", lv) for lv in a.levels]
+    runs = ([] if a.no_dat else [("dat", None)]) + [("c4z", lv) for lv in a.levels]
     res = []
     for fmt, lv in runs:
         out = root / f"{a.board}-{fmt}{lv or ''}"
@@ -132,6 +134,10 @@ def main(argv=None) -> None:
               f"table {r['table_bytes']:,} ({100 * r['table_bytes'] / r['raw_bytes']:.2f}% of raw)  "
               f"raw files seen: {len(r['raw_seen']) if fmt == 'c4z' else '-'}", flush=True)
     base = res[0]
+    if a.as_json:
+        Path(a.as_json).write_text(json.dumps(res, indent=1))
+    if a.no_dat:
+        return
     print(f"\nCPU against the .dat build: " + ", ".join(
         f"{r['format']} {r['cpu_s'] / base['cpu_s']:.3f}x" for r in res[1:]))
     print(f"all sha256 equal: {len({r['sha256'] for r in res}) == 1} ({base['sha256']})")
@@ -141,8 +147,6 @@ def main(argv=None) -> None:
         kept = base["kept"].get(k)
         print(f"  {k:<24} peak {base['peak_kind'][k] / n:6.3f}" +
               (f"   kept at the end {kept / n:6.3f}" if kept is not None else ""))
-    if a.as_json:
-        Path(a.as_json).write_text(json.dumps(res, indent=1))
 
 
 if __name__ == "__main__":
