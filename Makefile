@@ -2,6 +2,7 @@
 #   make table BOARD=5x4      forward + backward + merge into tables/5x4/
 #   make table BOARD=7x6 ROOT=MOVES   the rooted table of every position reachable from MOVES,
 #                             into tables/7x6_root-MOVES/connect4_7x6_root-MOVES.dat
+#   make table BOARD=6x5 FORMAT=c4z   the table written straight into connect4_6x5.c4z (no .dat)
 #   make forward BOARD=5x4    the forward pass alone
 #   make backward BOARD=5x4   the backward pass alone (after forward)
 #   make merge BOARD=5x4      the final merge alone (after backward)
@@ -16,6 +17,7 @@ MEMORY  ?= 4GiB
 PYTHON  ?= python3
 VENV    ?= .venv
 ROOT    ?=
+FORMAT  ?= dat
 OUT     ?= tables/$(BOARD)$(if $(ROOT),_root-$(ROOT))
 C4      := $(VENV)/bin/c4table
 STAMP   := $(VENV)/.installed
@@ -42,7 +44,7 @@ $(TESTSTAMP): $(STAMP)
 	touch $(TESTSTAMP)
 
 table: $(STAMP)
-	$(C4) build $(ARGS)
+	$(C4) build $(ARGS) --format $(FORMAT)
 
 forward: $(STAMP)
 	$(C4) forward $(ARGS)
@@ -51,10 +53,10 @@ backward: $(STAMP)
 	$(C4) backward $(ARGS)
 
 merge: $(STAMP)
-	$(C4) merge $(ARGS)
+	$(C4) merge $(ARGS) --format $(FORMAT)
 
 verify: $(STAMP)
-	$(C4) verify $(OUT)/connect4_$(BOARD)$(if $(ROOT),_root-$(ROOT)).dat
+	$(C4) verify $(OUT)/connect4_$(BOARD)$(if $(ROOT),_root-$(ROOT)).$(FORMAT)
 
 test: $(TESTSTAMP)
 	$(VENV)/bin/python -m pytest -q --durations=25

@@ -29,6 +29,17 @@ def switch(value: str) -> bool:
     return value.strip().lower() not in OFF_WORDS
 
 
+def zstd_level(value: str) -> int:
+    """A zstd compression level, 1 to 22."""
+    try:
+        n = int(value)
+    except ValueError:
+        n = 0
+    if not 1 <= n <= 22:
+        raise ValueError("give a zstd level from 1 to 22")
+    return n
+
+
 def positive_count(value: str) -> int:
     """A positive whole number; ``_`` and ``,`` may group digits."""
     try:
@@ -72,6 +83,9 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
             "pass over the table in key order, one core, beside the sha256: on a large table "
             "it is the merge's longest serial part). `c4table verify` prints the md5 anyway.",
             switch),
+    Setting("C4TABLE_C4Z_LEVEL", 3, "zstd level (1-22) of the blocks a `build --format c4z` "
+            "writes (higher: smaller and slower; `c4table compress` uses 19).", zstd_level,
+            BuildError),
     Setting("C4TABLE_SKIP_DISK_CHECK", False, "Switch: skip the free-disk checks of a local build "
             "(tests and file systems whose free space is not what statvfs says).", switch),
     Setting("C4TABLE_TRACEBACK", False, "Switch: let an internal error show its Python traceback "

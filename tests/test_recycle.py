@@ -149,6 +149,34 @@ def test_builds_that_recycle_write_the_recorded_tables(tmp_path, small_files, mo
     assert len({c.split()[0] for c in claims}) >= 2          # the pool's workers claimed too
 
 
+@pytest.mark.parametrize("why", ["c4z", "disk short"])
+def test_c4z_builds_and_builds_short_of_disk_keep_no_spent_file(tmp_path, small_files,
+                                                                monkeypatch, why):
+    """With --format c4z, or when the free disk would not hold the raw table, a spent run or
+    message directory is deleted at once (nothing kept past its last reader), never binned:
+    the table is still the recorded one."""
+    from c4table.pipeline.runtime import resources
+    from c4table.pipeline.stages.build import build_table
+    binned = []
+    monkeypatch.setattr(Storage, "recycle_tree", lambda self, rel: binned.append(rel))
+    if why == "disk short":
+        monkeypatch.setattr(resources, "free_bytes", lambda path: 0)
+        monkeypatch.setenv("C4TABLE_SKIP_DISK_CHECK", "1")
+    fmt = "c4z" if why == "c4z" else "dat"
+    out = tmp_path / "b"
+    path = build_table("5x4", out, memory="2MiB", workers=2, quiet=True, table_format=fmt)
+    assert binned == []
+    assert not (out / RECYCLE_DIR).exists()
+    assert not [f for f in (out / "work" / "messages").rglob("*") if f.is_file()]
+    if fmt == "dat":
+        assert sha256(path) == KNOWN["5x4"]["sha256"]
+    else:
+        from c4table.c4z.reader import open_c4z
+        with open_c4z(path) as z:
+            assert z.header["sha256"] == KNOWN["5x4"]["sha256"]
+        assert not (out / "work").exists()   # the shards' last reader was the merge
+
+
 @pytest.mark.slow
 def test_resume_after_forward_only_with_recycling(tmp_path, small_files):
     from c4table.pipeline.stages import forward

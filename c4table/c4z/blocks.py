@@ -52,7 +52,16 @@ def encode_block(raw, board: Board, level: int = DEFAULT_LEVEL,
     keys = keys_of_rows(rows, K)
     if keys.shape[0] > 1 and not (keys[1:] > keys[:-1]).all():
         raise TableError("keys are not strictly increasing (not a sorted table)")
-    outs = np.ascontiguousarray(rows[:, K])
+    return encode_entries(keys, np.ascontiguousarray(rows[:, K]), board, level, part_entries,
+                          key_dict, sym_dict, check_outcomes)
+
+
+def encode_entries(keys: np.ndarray, outs: np.ndarray, board: Board, level: int = DEFAULT_LEVEL,
+                   part_entries: int | None = None, key_dict: bytes | None = None,
+                   sym_dict: bytes | None = None, check_outcomes: bool = False
+                   ) -> tuple[int, bytes]:
+    """:func:`encode_block` of a block given as its keys (uint64, strictly increasing: the
+    caller checks) and outcome bytes (uint8), as a build's merge holds them."""
     n = keys.shape[0]
     part_entries = part_entries or default_part_entries(n)
     codec = _codec(board)

@@ -10,7 +10,8 @@ Layout (all integers little-endian)::
     index                                        zstd frame: first_key u64[n], offset u64[n+1],
                                                  xxh64 u64[n] (of each compressed block)
     header                                       JSON: board, k, root, entries, raw bytes, the
-                                                 raw file's sha256 and md5, block size, ...
+                                                 raw file's sha256 (and md5: not in a build's .c4z
+                                                 unless asked for), block size, ...
     trailer (40 bytes)                           index offset, index length, header length,
                                                  xxh64(header), "C4ZEND01"
 

@@ -6,7 +6,7 @@ import click
 
 from c4table.cli.c4z import compress_build, compress_options, compressed_build_done
 from c4table.cli.fail import fail as _fail
-from c4table.cli.options import DEFAULT_BOARD, DEVICE, board_arg, connect_option, device_options
+from c4table.cli.options import DEFAULT_BOARD, DEVICE, board_arg, connect_option, device_options, format_option
 from c4table.cli.process import done_with_interpreter
 
 
@@ -57,7 +57,12 @@ def _build_options(f):
     return f
 
 
-def _open(board, out, memory, workers, scheduler, quiet, restart, root=None):
+def _no_compress_with_c4z(table_format: str, compress: bool, compress_only: bool) -> None:
+    if table_format == "c4z" and (compress or compress_only):
+        raise click.UsageError("--format c4z already writes the .c4z; drop --compress/--compress-only")
+
+
+def _open(board, out, memory, workers, scheduler, quiet, restart, root=None, table_format="dat"):
     import gc
     was = gc.isenabled()
     gc.disable()   # importing the pipeline (numba) makes full collections that find nothing
@@ -87,7 +92,7 @@ def _open(board, out, memory, workers, scheduler, quiet, restart, root=None):
         origin = root_argument(board, root)
     default = origin.default_dir if origin is not None else f"tables/{board.name}"
     return open_with(BuildSettings.parse(board, out or default, memory, workers, scheduler, quiet,
-                                         restart, origin, device))
+                                         restart, origin, device, table_format))
 
 
 @click.command()
@@ -95,17 +100,20 @@ def _open(board, out, memory, workers, scheduler, quiet, restart, root=None):
 @_build_options
 @click.option("--clean", is_flag=True, help="delete the intermediate shards (DIR/work) after the merge")
 @compress_options
+@format_option
 @click.option("-v", "--verbose", is_flag=True,
               help="also the storage requests, bytes and tasks of each stage (always shown for "
                    "an object store such as s3://)")
 def build(board, out, memory, workers, scheduler, quiet, restart, root, clean, compress, compress_only,
-          verbose):
+          table_format, verbose):
     """Build the complete table of BOARD (default 5x4): forward, backward and merge.
 
     Writes DIR/connect4_WxH.dat (connectK_WxH.dat with --connect K) and DIR/manifest.json.
     BOARD XxYxH is a 3D board: an X by Y grid of columns of height H (connectK_XxYxH.dat).
-    Rerunning on a partial build resumes it."""
-    b = _open(board, out, memory, workers, scheduler, quiet, restart, root)
+    Rerunning on a partial build resumes it. --format c4z writes DIR/connect4_WxH.c4z instead,
+    with no raw table on disk."""
+    _no_compress_with_c4z(table_format, compress, compress_only)
+    b = _open(board, out, memory, workers, scheduler, quiet, restart, root, table_format)
     from c4table.pipeline.stages.build import run_build
     if compress_only and compressed_build_done(b.store, b.table_name):
         b.close()
@@ -204,12 +212,18 @@ def backward(board, out, memory, workers, scheduler, quiet, restart, root):
 @click.argument("board", type=board_arg, default=DEFAULT_BOARD, required=False)
 @_build_options
 @compress_options
-def merge(board, out, memory, workers, scheduler, quiet, restart, root, compress, compress_only):
-    """Final merge only (after backward): write DIR/connectK_WxH.dat."""
-    from c4table.pipeline.stages import merge as mrg
-    with _open(board, out, memory, workers, scheduler, quiet, restart, root) as b:
+@format_option
+def merge(board, out, memory, workers, scheduler, quiet, restart, root, compress, compress_only,
+          table_format):
+    """Final merge only (after backward): write DIR/connectK_WxH.dat (--format c4z:
+    DIR/connectK_WxH.c4z)."""
+    from c4table.pipeline.stages.build import merge_of
+    _no_compress_with_c4z(table_format, compress, compress_only)
+    with _open(board, out, memory, workers, scheduler, quiet, restart, root, table_format) as b:
         done = compress_only and compressed_build_done(b.store, b.table_name)
-        path = b.store.root / b.table_name if done else b.run_stage("merge", mrg.run, b)
+        path = b.store.root / b.table_name if done else b.run_stage("merge", merge_of(b), b)
+        if table_format == "c4z":   # no later step reads the shards
+            b.store.delete_tree("work")
     click.echo(f"{_compressed(path, compress, compress_only, quiet)}  "
                f"{b.manifest.table['entries']:,} entries  sha256 {b.manifest.table['sha256']}")
 

@@ -190,3 +190,10 @@ def parquet_out(value: str) -> str:
         raise click.BadParameter(f"{value}: directory {parent} does not exist",
                                  param_hint="--out")
     return value
+
+
+def format_option(f):
+    return click.option("--format", "table_format", type=click.Choice(["dat", "c4z"]),
+                        default="dat", show_default=True,
+                        help="what the merge writes: the raw table (.dat), or straight into a "
+                             "compressed .c4z with no raw file on disk (docs/c4z.md)")(f)

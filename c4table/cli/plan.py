@@ -6,7 +6,7 @@ import json
 
 import click
 
-from c4table.cli.options import DEVICE, board_arg, connect_option, device_options
+from c4table.cli.options import DEVICE, board_arg, connect_option, device_options, format_option
 
 
 @click.command()
@@ -37,9 +37,10 @@ from c4table.cli.options import DEVICE, board_arg, connect_option, device_option
 @click.option("--fast-costs", is_flag=True,
               help="plan with the fast development machine's costs even if this one is calibrated")
 @device_options
+@format_option
 def plan(board, workers, memory_per_worker, from_dir, as_json, root, probe_plies,
          price_per_1k_requests, price_per_gb_month, shuffle_max_reads, calibrate, recalibrate,
-         fast_costs):
+         fast_costs, table_format):
     """Estimate a build of BOARD: entries per generation, final size, peak disk, shuffle volume
     and wall time on WORKERS workers, from published counts and measured per-entry costs.
     With --device gpu: the build on one GPU node, from stated device rates (docs/gpu.md)."""
@@ -63,6 +64,7 @@ def plan(board, workers, memory_per_worker, from_dir, as_json, root, probe_plies
     else:
         p = make_plan(board, workers, mem, from_dir, shuffle_max_reads)
     p.shuffle_max_reads = shuffle_max_reads
+    p.table_format = table_format
     p.costs = _plan_costs(calibrate or recalibrate, recalibrate, fast_costs, as_json)
     p.notes.append(_costs_note(p))
     io = p.io()
@@ -90,7 +92,12 @@ def plan(board, workers, memory_per_worker, from_dir, as_json, root, probe_plies
                   if p.c4z_archive_bytes else "") +
                f"largest gen      {p.peak_entries:,} entries\n"
                f"shuffle volume   {format_size(p.shuffle_bytes)} (child-key runs and backward messages)\n"
+               + (f"built as .c4z    about {format_size(p.table_bytes)} (build --format c4z, "
+                  f"{100 * p.table_bytes / p.final_bytes:.1f}%: a faster profile)\n"
+                  if table_format == "c4z" else "") +
                f"peak disk        {format_size(p.peak_disk)}\n"
+               f"disk traffic     {format_size(sum(s['bytes_written'] for s in io.stages.values()))} "
+               f"written, {format_size(sum(s['bytes_read'] for s in io.stages.values()))} read\n"
                f"compute          {format_seconds(p.core_seconds)} of one core\n"
                f"wall time        {format_seconds(p.wall_seconds)} on {count(workers, 'worker')}")
     _echo_io(io, cost, price_per_1k_requests, price_per_gb_month)

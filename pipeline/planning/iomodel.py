@@ -306,13 +306,18 @@ def _predict_backward(io: IOPlan, s: _Shape, shards: list, fbytes: list, stored:
     return stored
 
 
-def _predict_merge(io: IOPlan, s: _Shape, board, shards: list, fbytes: list, stored: float) -> None:
-    """The merge's counts into ``io``."""
+def _predict_merge(io: IOPlan, s: _Shape, board, shards: list, fbytes: list, stored: float,
+                   plan) -> None:
+    """The merge's counts into ``io`` (``plan``: its table's format and size)."""
     e, first, last, W, m, w, kb, max_reads, remote = s
     M = IO_MODEL
     mg = io.stages["merge"]
     E = sum(e)
-    table = E * board.entry_size
+    raw = E * board.entry_size
+    c4z = getattr(plan, "table_format", "dat") == "c4z"
+    # build --format c4z: the tasks write their blocks as parts, the driver copies them into
+    # the .c4z (reading the parts, not a raw table); parts go as they are appended
+    table = plan.table_bytes if c4z else raw
     R, largest = merge_split(E, m, W, local=not remote)
     nb = sum(shards)
     mg["tasks"] = R
@@ -329,8 +334,8 @@ def _predict_merge(io: IOPlan, s: _Shape, board, shards: list, fbytes: list, sto
                 * min(R * t, t + R - 1) for g, t in enumerate(shards) if t) / max(1, R)
     mg["bytes_read"] = bshards + group + table
     mg["get_requests"] = R
-    # locally the tasks write the table in place; remotely they write parts, appended
-    mg["bytes_written"] = 2 * table if remote else table
+    # locally the tasks write the table in place; remotely (or as .c4z) they write parts, appended
+    mg["bytes_written"] = 2 * table if remote or c4z else table
     mg["objects_written"] = R + 2
     mg["peak_stored_bytes"] = int(stored + table)
     # a range task: one word per entry, the keys and outcomes of READ_GROUPS row groups
@@ -360,7 +365,7 @@ def predict_io(plan, workers: int | None = None, task_memory: int | None = None,
     s = _Shape(e, first, last, W, m, w, kb, max_reads, remote)
     shards, fbytes, stored = _predict_forward(io, s)
     stored = _predict_backward(io, s, shards, fbytes, stored)
-    _predict_merge(io, s, board, shards, fbytes, stored)
+    _predict_merge(io, s, board, shards, fbytes, stored, plan)
     for s in io.stages.values():
         for k2 in s:
             s[k2] = int(round(s[k2]))

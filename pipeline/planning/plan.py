@@ -99,6 +99,7 @@ class Plan:
     overhead_seconds: float = 0.0   # fixed costs beyond the schedule model's
     shuffle_max_reads: int | None = None   # None: the build's default (pipeline/sort/shuffle.py)
     costs: object = None   # a schedule.MachineCosts (None: FAST_MACHINE, plan.COSTS)
+    table_format: str = "dat"   # what the merge writes: "dat", or "c4z" (build --format c4z)
 
     @property
     def entries(self) -> int:
@@ -112,6 +113,15 @@ class Plan:
     def c4z_bytes(self) -> int:
         """Estimated size of the table as a ``.c4z`` (see :func:`c4z_bytes_per_entry`)."""
         return int(self.entries * c4z_bytes_per_entry(self.board, self.entries)[0])
+
+    @property
+    def table_bytes(self) -> int:
+        """Bytes of the file the merge writes: the raw table, or with ``table_format`` "c4z"
+        the build's ``.c4z`` (:attr:`c4z_bytes` times
+        :func:`c4table.pipeline.planning.c4zsize.build_ratio`: a faster profile than compress's)."""
+        if self.table_format == "c4z":
+            return int(self.c4z_bytes * c4zsize.build_ratio())
+        return self.final_bytes
 
     @property
     def c4z_measured(self) -> bool:
@@ -152,7 +162,7 @@ class Plan:
         from c4table.pipeline.planning.schedule import FAST_MACHINE, simulate
         return simulate([p.entries for p in self.plies], self.board.width, self.board.cells,
                         self.workers, self.memory_per_worker, self.costs or FAST_MACHINE,
-                        self.board.entry_size, disk_bytes={"merge": self.final_bytes})
+                        self.board.entry_size, disk_bytes={"merge": self.table_bytes})
 
     @property
     def core_seconds(self) -> float:
@@ -171,6 +181,7 @@ class Plan:
         return {"board": self.board.name, "workers": self.workers, "io": self.io().to_json(),
                 "memory_per_worker": self.memory_per_worker, "entries": self.entries,
                 "final_bytes": self.final_bytes, "c4z_bytes": self.c4z_bytes,
+                "table_format": self.table_format, "table_bytes": self.table_bytes,
                 "c4z_archive_bytes": self.c4z_archive_bytes, "c4z_measured": self.c4z_measured,
                 "peak_generation_entries": self.peak_entries,
                 "shuffle_bytes": self.shuffle_bytes, "peak_disk_bytes": self.peak_disk,

@@ -252,7 +252,7 @@ def run(build) -> None:
             m.set_backward_counts(ply, stats)
             m.checkpoint(n)
             build.verified.add(f"messages {ply - 1}")
-        build.store.recycle_tree(messages_dir(ply))   # spent: later writes go over its files
+        build.spent(messages_dir(ply))   # spent: recycled or deleted (Build.spent)
         rec = m.ply_counts(ply)
         prog.step(f"ply {ply}", n, entries=n, a_wins=rec["a_wins"], draws=rec["draws"],
                   b_wins=rec["b_wins"], sent=sum(r["rows"] for r in sent),

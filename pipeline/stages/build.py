@@ -23,6 +23,7 @@ from c4table.pipeline.stages import backward
 from c4table.pipeline.runtime import counters
 from c4table.pipeline.stages import forward
 from c4table.pipeline.stages import merge
+from c4table.pipeline.stages import merge_c4z
 from c4table.pipeline.runtime import resources
 from c4table.pipeline.sort import runcodec
 from c4table.pipeline.sort import shuffle
@@ -50,6 +51,7 @@ class Build:
     quiet: bool = False
     origin: Root | None = None   # the root position of a rooted build (None: the empty board)
     device: str = "cpu"          # where the tasks' kernels run (:attr:`kernels`)
+    table_format: str = "dat"    # what the merge writes: "dat" (raw) or "c4z" (merge_c4z)
     manifest: Manifest = field(init=False)
     store: Storage = field(init=False)                  # where the files live
     verified: set = field(init=False, default_factory=set)  # what this process has checked
@@ -114,6 +116,28 @@ class Build:
         finally:
             self.executor = None
             self._unlock()
+
+    def keeps_spent(self) -> bool:
+        """Whether spent scratch files go to the recycle bin (:meth:`Storage.recycle_tree
+        <c4table.io.storage.Storage.recycle_tree>`): for a ``.dat`` build with disk to spare
+        (free space for at least the raw table so far, which its merge will need). A
+        ``--format c4z`` build, or one short of disk, deletes them at once: nothing is kept
+        past its last reader."""
+        if self.table_format != "dat":
+            return False
+        if not self.store.local:
+            return True   # recycle_tree deletes there anyway
+        entries = sum(p.get("entries", 0) for p in self.manifest.plies)
+        return resources.free_bytes(self.root) >= entries * self.board.entry_size
+
+    def spent(self, rel: str) -> None:
+        """The scratch directory ``rel`` (a step's runs or messages) has no later reader:
+        recycled if :meth:`keeps_spent`, else deleted."""
+        if self.keeps_spent():
+            self.store.recycle_tree(rel)
+        else:
+            self.store.empty_recycle_bin()
+            self.store.delete_tree(rel)
 
     def run_stage(self, stage: str, fn, *args):
         """Run ``fn(*args)`` (a stage's driver) with its requests, bytes and tasks counted
@@ -203,6 +227,8 @@ class Build:
         (hashed once per process). A recorded table whose file is missing is not complete (the
         merge finishes it); one whose file differs is an error naming the file."""
         rec = self.manifest.table
+        if rec is not None and rec.get("format") == "c4z":   # written straight into a .c4z
+            return merge_c4z.complete(self, rec)
         name = self.table_name
         final = self.store.display(name)
         if rec is None or not self.store.exists(name):
@@ -256,14 +282,17 @@ class BuildSettings:
     restart: bool = False          # discard a partial build first
     origin: Root | None = None     # a rooted build's root
     device: str = "cpu"            # where the tasks' kernels run (``gpu``: pipeline/kernels/gpu)
+    table_format: str = "dat"      # what the merge writes: "dat" (raw) or "c4z" (merge_c4z)
 
     @classmethod
     def parse(cls, board: str | Board, out: str | Path, memory: str | int = DEFAULT_MEMORY,
               workers: int | None = None, scheduler: str | None = None, quiet: bool = False,
               restart: bool = False, root: str | Root | None = None,
-              device: str = "cpu") -> "BuildSettings":
+              device: str = "cpu", table_format: str = "dat") -> "BuildSettings":
         """The settings of :func:`open_build`'s arguments (``root``: a move string, drawing or
         :class:`~c4table.game.root.Root`)."""
+        if table_format not in ("dat", "c4z"):
+            raise BuildError(f"table format {table_format!r}: give dat or c4z")
         board = Board.parse(board)
         if root is not None and board.grid is not None:
             raise BoardError(f"board {board}: rooted builds (--root) are for 2D boards")
@@ -272,16 +301,20 @@ class BuildSettings:
         if device != "cpu":
             from c4table.pipeline.kernels.gpu import device as gpu
             gpu.check(device)
-        return cls(board, out, parse_size(memory), workers, scheduler, quiet, restart, root, device)
+        return cls(board, out, parse_size(memory), workers, scheduler, quiet, restart, root, device,
+                   table_format)
 
 
 def open_build(board: str | Board, out: str | Path, memory: str | int = DEFAULT_MEMORY,
                workers: int | None = None, scheduler: str | None = None, quiet: bool = False,
-               restart: bool = False, root: str | Root | None = None) -> Build:
+               restart: bool = False, root: str | Root | None = None,
+               table_format: str = "dat") -> Build:
     """Prepare a build of ``board`` in directory ``out`` (resuming what is there); ``root``
     (a move string, drawing or :class:`~c4table.game.root.Root`) makes it a rooted build. Without
-    ``root``, a directory holding a rooted build resumes that build."""
-    return open_with(BuildSettings.parse(board, out, memory, workers, scheduler, quiet, restart, root))
+    ``root``, a directory holding a rooted build resumes that build. ``table_format``
+    ``"c4z"``: the merge writes the table straight into a ``.c4z`` (no raw ``.dat``)."""
+    return open_with(BuildSettings.parse(board, out, memory, workers, scheduler, quiet, restart, root,
+                                         table_format=table_format))
 
 
 def open_with(s: BuildSettings) -> Build:
@@ -291,6 +324,8 @@ def open_with(s: BuildSettings) -> Build:
     except ValueError as e:
         raise BuildError(str(e)) from None
     if not store.local:
+        if s.table_format != "dat":
+            raise BuildError(f"{s.out}: --format {s.table_format} writes into a local build directory")
         return _open_locked(store, s)
     root = store.root
     if root.exists() and not root.is_dir():
@@ -314,7 +349,9 @@ def _open_locked(store, s: BuildSettings) -> Build:
             old = None
         if old and isinstance(old.get("file"), str) and "/" not in old["file"]:
             names.add(old["file"])
-        for name in ("manifest.json", *(n + x for n in sorted(names) for x in ("", ".tmp"))):
+        names |= {n[:-4] + ".c4z" for n in names if n.endswith(".dat")}   # --format c4z
+        for name in ("manifest.json", *(n + x for n in sorted(names)
+                                        for x in ("", ".tmp", ".tmp.idx"))):
             store.delete(name)
     allocator.tune()   # before the workers fork: they inherit it (pipeline/runtime/allocator.py)
     # The AWS SDK behind pyarrow's S3 is not fork-safe: remote builds start workers fresh.
@@ -322,7 +359,7 @@ def _open_locked(store, s: BuildSettings) -> Build:
                              start_method="fork" if store.local else "spawn")
     try:
         b = Build(board, store.root if store.local else store.uri, s.memory, executor, s.quiet,
-                  origin, s.device)
+                  origin, s.device, s.table_format)
     except BaseException:
         executor.close()
         raise
@@ -332,26 +369,37 @@ def _open_locked(store, s: BuildSettings) -> Build:
 def build_table(board: str | Board, out: str | Path, memory: str | int = DEFAULT_MEMORY,
                 workers: int | None = None, scheduler: str | None = None, quiet: bool = True,
                 restart: bool = False, keep_work: bool = True,
-                root: str | Root | None = None) -> Path | str:
+                root: str | Root | None = None, table_format: str = "dat") -> Path | str:
     """Build (or finish building) the table of ``board`` in ``out`` (a directory or a
     ``pyarrow.fs`` URI such as ``s3://bucket/prefix``); return the table's path (or URI).
     ``root`` (a move string or drawing) builds the rooted table of every position reachable
-    from it (:mod:`c4table.game.root`). Quiet unless ``quiet=False`` (the command line shows
-    progress)."""
-    return run_build(open_build(board, out, memory, workers, scheduler, quiet, restart, root),
-                     keep_work)
+    from it (:mod:`c4table.game.root`). ``table_format="c4z"`` writes the table straight into
+    a ``.c4z``. Quiet unless ``quiet=False`` (the command line shows progress)."""
+    return run_build(open_build(board, out, memory, workers, scheduler, quiet, restart, root,
+                                table_format), keep_work)
+
+
+def merge_of(b: Build):
+    """The merge stage's driver for the build: :func:`merge_c4z.run
+    <c4table.pipeline.stages.merge_c4z.run>` for a ``--format c4z`` build or a table already
+    written so, else :func:`merge.run <c4table.pipeline.stages.merge.run>`."""
+    rec = b.manifest.table
+    if b.table_format == "c4z" or (rec is not None and rec.get("format") == "c4z"):
+        return merge_c4z.run
+    return merge.run
 
 
 def run_build(b: Build, keep_work: bool = True) -> Path:
     """Run forward, backward and merge on an opened build (each resumes where it stopped), then
-    close it; ``keep_work=False`` deletes ``DIR/work`` once the table is written."""
+    close it; ``keep_work=False`` (or a ``--format c4z`` build) deletes ``DIR/work`` once the
+    table is written."""
     try:
         b.run_stage("forward", forward.run, b)
         b.run_stage("backward", backward.run, b)
-        path = b.run_stage("merge", merge.run, b)
+        path = b.run_stage("merge", merge_of(b), b)
     finally:
         b.close()
-    if not keep_work:
+    if not keep_work or b.table_format == "c4z":   # c4z: nothing kept past its last reader
         b.store.delete_tree("work")
         settle_deletes()
     return path

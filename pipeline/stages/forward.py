@@ -180,7 +180,7 @@ def run(build, max_ply: int | None = None) -> None:
             terminal, sym, term_sym, entries = (int(x) for x in stats)
             build.manifest.set_forward_counts(ply, entries, sym, terminal, term_sym)
             build.manifest.checkpoint(entries)
-        build.store.recycle_tree(rdir)   # spent: later writes go over its files
+        build.spent(rdir)   # spent: recycled or deleted (Build.spent)
         rec = build.manifest.ply_counts(ply)
         prog.step(f"ply {ply}/{last}", rec["positions"], entries=entries,
                   positions=rec["positions"], finished=rec["terminal"],

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import os
 import time
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -62,28 +63,23 @@ def entries_to_bytes(packed: np.ndarray, entry_size: int) -> np.ndarray:
     return out
 
 
-def range_task(root: str, shards: list[dict], lo: int, hi: int, rel: str, entry_size: int,
-               below: int | None = None, direct: bool = False):
-    """Write the entries with ``lo <= key < hi`` of the given backward shards (every
-    generation's shards that overlap the range) as the part file ``rel`` and return how many;
-    or, with ``below`` (the entries of the shards lying wholly under ``lo``, which their records
-    give), into the existing file ``rel`` at their place: the task finds its offset itself,
-    ``below`` plus the entries under ``lo`` in its own shards, which it counts as it reads them
-    (whole row groups from their footers' key statistics, and the row group straddling ``lo``,
-    which it reads anyway), and returns ``(offset, how many)``. So no round of counting tasks
-    runs before the range tasks.
+@dataclass
+class RangeWords:
+    """The entries of one merge range as a range task gathered them: ``under`` entries of the
+    table lie below the range (its offset, when the task was given ``below``), ``count`` in it,
+    and ``ordered()`` yields its ``key << 8 | outcome`` words in key order, piece by piece
+    (checked strictly increasing)."""
 
-    ``direct``: write around the page cache where the file system allows it
-    (:meth:`~c4table.io.storage.Storage.writer_at`; a part file is written as before).
+    under: int
+    count: int
+    ordered: object
 
-    Memory: one uint64 word per entry (sized from the row groups' counts, filled row group by
-    row group), then converted straight into the writer's two reused buffers (or, for a part,
-    chunks) and written. Each generation's slice is already sorted
-    (and generations are disjoint), so the words are not sorted as a whole: they are cut into
-    key ranges of about :data:`SORT_PIECE` words that fit the CPU cache
-    (:func:`~c4table.pipeline.sort.extsort.sorted_chunks`),
-    and each range's slices are gathered and sorted there."""
-    store = open_storage(root)
+
+def gather_range(store: Storage, shards: list[dict], lo: int, hi: int,
+                 below: int | None = None) -> RangeWords:
+    """Read the entries with ``lo <= key < hi`` of the given backward shards into one word per
+    entry and count the entries under ``lo`` (``below`` plus those of its own shards): see
+    :func:`range_task`."""
     under = below or 0   # entries with a key below lo
     picks = []
     for d in shards:
@@ -116,6 +112,34 @@ def range_task(root: str, shards: list[dict], lo: int, hi: int, rel: str, entry_
             if words.shape[0]:
                 prev = int(words[-1]) >> 8
                 yield words
+
+    return RangeWords(under, pos, ordered)
+
+
+def range_task(root: str, shards: list[dict], lo: int, hi: int, rel: str, entry_size: int,
+               below: int | None = None, direct: bool = False):
+    """Write the entries with ``lo <= key < hi`` of the given backward shards (every
+    generation's shards that overlap the range) as the part file ``rel`` and return how many;
+    or, with ``below`` (the entries of the shards lying wholly under ``lo``, which their records
+    give), into the existing file ``rel`` at their place: the task finds its offset itself,
+    ``below`` plus the entries under ``lo`` in its own shards, which it counts as it reads them
+    (whole row groups from their footers' key statistics, and the row group straddling ``lo``,
+    which it reads anyway), and returns ``(offset, how many)``. So no round of counting tasks
+    runs before the range tasks.
+
+    ``direct``: write around the page cache where the file system allows it
+    (:meth:`~c4table.io.storage.Storage.writer_at`; a part file is written as before).
+
+    Memory: one uint64 word per entry (sized from the row groups' counts, filled row group by
+    row group), then converted straight into the writer's two reused buffers (or, for a part,
+    chunks) and written. Each generation's slice is already sorted
+    (and generations are disjoint), so the words are not sorted as a whole: they are cut into
+    key ranges of about :data:`SORT_PIECE` words that fit the CPU cache
+    (:func:`~c4table.pipeline.sort.extsort.sorted_chunks`),
+    and each range's slices are gathered and sorted there."""
+    store = open_storage(root)
+    rw = gather_range(store, shards, lo, hi, below)
+    under, pos, ordered = rw.under, rw.count, rw.ordered
 
     if below is None:   # a part file (object store): fresh chunks, an upload may hold them
         def chunks():
@@ -241,7 +265,9 @@ def table_location(build):
 
 def run(build):
     """Write (or find already written) ``DIR/connect4_WxH.dat`` (a rooted build:
-    ``DIR/connect4_WxH_root-MOVES.dat``); return its path (or URI).
+    ``DIR/connect4_WxH_root-MOVES.dat``); return its path (or URI). (A ``--format c4z``
+    build runs :func:`c4table.pipeline.stages.merge_c4z.run` instead:
+    :func:`c4table.pipeline.stages.build.merge_of`.)
 
     Locally, the manifest records the table's size and hashes *before* the temporary file is
     renamed into place, so after a crash either the recorded table is there (and is verified

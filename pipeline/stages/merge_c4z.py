@@ -1,0 +1,264 @@
+"""The final merge written straight into a ``.c4z`` (``build --format c4z``): no raw table
+file ever exists.
+
+The key space is cut into ranges as for the ``.dat`` (:func:`~c4table.pipeline.stages.merge.choose_ranges`),
+and each range task gathers its entries in key order and finds its offset in the table as the
+``.dat`` merge's tasks do (:func:`~c4table.pipeline.stages.merge.gather_range`). The ``.c4z``'s blocks lie
+on a fixed grid (block ``i`` holds entries ``i*B ..``), which a range seldom starts or ends
+on: a task compresses the whole blocks inside its range (:func:`~c4table.c4z.blocks.encode_entries`,
+at the level :func:`build_level` says, no trained dictionaries) into a part file ``work/merge/blocks-R.bin``
+and returns the raw entries before the first and after the last of them (fewer than ``B``
+each). The driver takes the tasks' results in range order while later ranges still run and
+feeds them to an :class:`~c4table.c4z.assemble.Assembler`: it compresses the partial blocks
+where two ranges meet, appends every block to ``connect4_WxH.c4z.tmp``, decodes each block
+again to hash the raw table (sha256; md5 too with ``C4TABLE_TABLE_MD5``), and deletes each
+part file once appended. The file's bytes depend only on the table and the grid (each block
+is compressed alone, deterministically), not on how the ranges were cut: a rerun after a crash
+writes the same file.
+
+Once the table is in place, ``build`` and ``merge`` delete the build's intermediate files
+(``DIR/work``): no later step reads them (a ``.dat`` build keeps them unless ``--clean``).
+Durability mirrors the ``.dat`` merge: the finished file is fsync'ed, its hashes (the raw
+table's sha256 and size, and the container's own sha256 and size) are recorded in the
+manifest, and only then is it renamed into place; a rerun finding the recorded ``.tmp``
+checks its sha256 and renames it, and anything unrecorded is merged again.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import xxhash
+
+import c4table.config as config
+from c4table.c4z.assemble import Assembler
+from c4table.c4z.blocks import default_part_entries, encode_entries
+from c4table.c4z.format import DEFAULT_BLOCK_ENTRIES, default_c4z_name
+from c4table.errors import BuildError, CorruptDataError
+from c4table.game.board import Board
+from c4table.io.files import fsync_dir
+from c4table.io.hashes import table_md5
+from c4table.io.storage import open_storage
+from c4table.pipeline.kernels.cpu import words_to_entries
+from c4table.pipeline.runtime import resources
+from c4table.pipeline.sort.partition import merge_shares
+from c4table.pipeline.stages import merge
+from c4table.wording import count
+from c4table.builddir.shards import verify_shards
+
+C4Z_SHARE = 0.10         # disk the .c4z and its parts may need, as a share of the raw table (with margin)
+
+
+@dataclass
+class RangeBlocks:
+    """What a range task of :func:`range_blocks_task` made: its range holds ``count`` entries
+    from entry ``offset`` of the table; ``head`` and ``tail`` are the raw entries before its
+    first whole block and after its last; the whole blocks are in the part file ``part`` in
+    order, ``firsts[i]`` the first key, ``lengths[i]`` the byte length and ``xxh64s[i]`` the
+    checksum of block ``i``."""
+
+    offset: int
+    count: int
+    head: bytes
+    tail: bytes
+    part: str
+    firsts: list = field(default_factory=list)
+    lengths: list = field(default_factory=list)
+    xxh64s: list = field(default_factory=list)
+
+
+def build_level() -> int:
+    """The zstd level of a build's blocks (``C4TABLE_C4Z_LEVEL``, default 3: the sizes and
+    CPU of each level are in ``docs/settings.md``)."""
+    return config.get("C4TABLE_C4Z_LEVEL")
+
+
+def c4z_name(build) -> str:
+    """The ``.c4z`` file name of the build's table (``connect4_WxH.c4z``)."""
+    return default_c4z_name(build.table_name).name
+
+
+def range_blocks_task(root: str, shards: list[dict], lo: int, hi: int, below: int, rel: str,
+                      board: Board, block_entries: int, level: int) -> RangeBlocks:
+    """Gather the entries with ``lo <= key < hi`` of the given backward shards
+    (:func:`~c4table.pipeline.stages.merge.gather_range`: ``below`` is the count of those in
+    shards wholly under ``lo``), compress the whole blocks of the file's grid that lie inside
+    the range into the part file ``rel``, and return them and the raw entries at the ends
+    (:class:`RangeBlocks`). Memory: the range's words (one per entry) and one block."""
+    store = open_storage(root)
+    rw = merge.gather_range(store, shards, lo, hi, below)
+    B, E = block_entries, board.entry_size
+    part_entries = default_part_entries(B)
+    head_n = min(rw.count, (-rw.under) % B)
+    out = RangeBlocks(rw.under, rw.count, b"", b"", rel)
+    buf = np.empty(B, np.uint64)
+    n, want, in_head = 0, head_n, head_n > 0
+    with open(store.root / rel, "wb") as f:
+        def flush_block():
+            keys = buf >> np.uint64(8)
+            outs = (buf & np.uint64(0xFF)).astype(np.uint8)
+            first, comp = encode_entries(keys, outs, board, level, part_entries)
+            f.write(comp)
+            out.firsts.append(first)
+            out.lengths.append(len(comp))
+            out.xxh64s.append(xxhash.xxh64_intdigest(comp))
+
+        for words in rw.ordered():
+            s = 0
+            while s < words.shape[0]:
+                take = min(words.shape[0] - s, (want if in_head else B) - n)
+                buf[n: n + take] = words[s: s + take]
+                n += take
+                s += take
+                if in_head and n == want:
+                    out.head = _raw(buf[:n], E)
+                    n, in_head = 0, False
+                elif not in_head and n == B:
+                    flush_block()
+                    n = 0
+    if in_head and n:   # cannot happen: the head is at most the range
+        raise BuildError(f"range [{lo}, {hi}): {n} entries of {want} in its first block")
+    out.tail = _raw(buf[:n], E)
+    return out
+
+
+def _raw(words: np.ndarray, entry_size: int) -> bytes:
+    """Raw table bytes of ``key << 8 | outcome`` words."""
+    b = np.empty(words.shape[0] * entry_size, np.uint8)
+    words_to_entries(np.ascontiguousarray(words), entry_size, b)
+    return b.tobytes()
+
+
+def complete(build, rec: dict) -> bool:
+    """True if the ``.c4z`` the manifest's table record ``rec`` names is there, of its size and
+    sha256 (hashed once per process); False if it is missing; an error naming it if it
+    differs."""
+    store, z = build.store, rec["c4z"]
+    if not store.exists(z["file"]):
+        return False
+    if "table" in build.verified:
+        return True
+    size = store.size(z["file"])
+    digest = merge.hash_stored(store, z["file"], md5=False)["sha256"] if size == z["bytes"] else None
+    if digest != z["sha256"]:
+        what = f"sha256 {digest}" if digest else f"size {size:,}"
+        raise CorruptDataError(f"{store.display(z['file'])}: {what} does not match the manifest's "
+                               "record; delete it and rerun to rewrite it from the finished "
+                               "generations")
+    build.verified.add("table")
+    return True
+
+
+def run(build):
+    """Write (or find already written) ``DIR/connect4_WxH.c4z``; return its path. See the
+    module docstring (local build directories only)."""
+    store, m = build.store, build.manifest
+    if not store.local:
+        raise BuildError(f"{build.root}: --format c4z writes into a local build directory")
+    name = c4z_name(build)
+    final = store.root / name
+    tmp = name + ".tmp"
+    rec = m.table
+    if rec is not None and rec.get("format") != "c4z" and build.complete():
+        build.progress("merge").note(f"the table is already built as {build.table_name}; "
+                                     "c4table compress makes its .c4z")
+        return store.root / build.table_name
+    if rec is not None and rec.get("format") == "c4z":
+        if complete(build, rec):
+            return final
+        if store.exists(tmp) and store.size(tmp) == rec["c4z"]["bytes"]:
+            build.progress("merge").note(f"found the finished table under {tmp}; verifying it")
+            if merge.hash_stored(store, tmp, md5=False)["sha256"] == rec["c4z"]["sha256"]:
+                store.rename(tmp, name)
+                build.verified.add("table")
+                return final
+    board: Board = build.board
+    plies = list(range(board.cells + 1))
+    missing = [p for p in plies if m.shards("backward", p) is None]
+    if missing:
+        raise BuildError(f"{build.root}: the backward pass is not finished (plies {missing[:5]}... missing)")
+    prog = build.progress("merge")
+    t0 = time.perf_counter()
+    shards = [s for p in plies for s in m.shards("backward", p) if s.rows]
+    total = sum(s.rows for s in shards)
+    need = resources.with_margin(int(total * board.entry_size * C4Z_SHARE))
+    resources.check_free(store, need, f"the table {name}")
+    with resources.disk_full_guard(store, f"the table {name}", "every generation"):
+        if "backward" not in build.verified:
+            n = verify_shards(build.executor, store, shards)
+            prog.note(f"verified {n} backward shard(s) (xxh64)")
+            build.verified.add("backward")
+        store.delete_tree(merge.PARTS)
+        (store.root / merge.PARTS).mkdir(parents=True, exist_ok=True)
+        shares = merge_shares(total, build.task_memory, build.executor.workers, True)
+        bounds = merge.choose_ranges(store, shards, len(shares), shares)
+        n_r = len(bounds) - 1
+        level = build_level()
+        tasks = []
+        for r in range(n_r):
+            mine = [s.to_json() for s in shards if s.last >= bounds[r] and s.first < bounds[r + 1]]
+            below = sum(s.rows for s in shards if s.last < bounds[r])
+            tasks.append((store.uri, mine, bounds[r], bounds[r + 1], below,
+                          f"{merge.PARTS}/blocks-{r:05d}.bin", board, DEFAULT_BLOCK_ENTRIES,
+                          level))
+        digests = assemble(store, store.root / tmp, board, total, n_r, level,
+                           build.executor.imap(range_blocks_task, tasks), table_md5(),
+                           file=build.table_name, root=m.data.get("root"))
+        if digests["bytes"] != total * board.entry_size:
+            raise BuildError(f"{tmp}: {digests['bytes']:,} raw bytes hashed, expected "
+                             f"{total * board.entry_size:,}")
+        store.delete_tree(merge.PARTS)
+        zhash = merge.hash_stored(store, tmp, md5=False)
+        m.record_table({"file": build.table_name, "entries": total, "bytes": digests["bytes"],
+                        **{k: digests[k] for k in ("sha256", "md5") if k in digests},
+                        "format": "c4z",
+                        "c4z": {"file": name, "bytes": zhash["bytes"], "sha256": zhash["sha256"]}},
+                       merge._totals(m.plies))
+        m.save()
+    store.rename(tmp, name)
+    fsync_dir(store.root)
+    build.verified.add("table")
+    secs = time.perf_counter() - t0
+    prog.note(f"{name}: {zhash['bytes']:,} bytes ({100 * zhash['bytes'] / max(1, digests['bytes']):.2f}% "
+              f"of the raw {digests['bytes']:,}) in {count(n_r, 'range')}, raw sha256 "
+              f"{digests['sha256']} ({secs:.2f}s)")
+    return final
+
+
+def assemble(store, part, board: Board, total: int, n_ranges: int, level: int, results,
+             md5: bool, **header) -> dict:
+    """Write the ``.c4z`` part file ``part`` from the range tasks' ``results``
+    (:class:`RangeBlocks`, in range order, e.g. :meth:`Executor.imap` while later ranges
+    still run), deleting each task's part file once appended; fsync it. Returns the raw
+    table's digests. Raises :class:`BuildError` if a range does not start where the one
+    before it ended, or the ranges do not add up to ``total``."""
+    a = Assembler(part, board, DEFAULT_BLOCK_ENTRIES, level, md5=md5)
+    try:
+        at = ranges = 0
+        for r, res in enumerate(results):
+            ranges += 1
+            if r >= n_ranges or res.offset != at:
+                where = f"starts at entry {res.offset:,} where the ranges before it end at {at:,}" \
+                    if r < n_ranges else "is one range too many"
+                raise BuildError(f"merge range {r} {where}")
+            a.add_raw(res.head)
+            if res.firsts:
+                with open(store.root / res.part, "rb") as f:
+                    for first, length, x in zip(res.firsts, res.lengths, res.xxh64s):
+                        comp = f.read(length)
+                        if len(comp) != length:
+                            raise BuildError(f"{res.part}: ends inside block of key {first}")
+                        a.add_block(comp, first, x)
+            store.delete(res.part)
+            a.add_raw(res.tail)
+            at += res.count
+        if ranges != n_ranges or at != total:
+            raise BuildError(f"the merge's {ranges} of {n_ranges} ranges hold {at:,} entries "
+                             f"where {total:,} were counted")
+        if a.entries != total:
+            raise BuildError(f"{part.name}: {a.entries:,} entries placed, expected {total:,}")
+        return a.finish(**header)
+    except BaseException:
+        a.close()
+        raise

@@ -1,0 +1,266 @@
+"""``build --format c4z``: the merge writes the table straight into a ``.c4z``. Checked against
+independent evidence: the ``.dat`` build of the same board and the known tables' sha256
+(decompressed byte for byte), ``compress`` of that ``.dat`` at the same settings (the same
+blocks, whatever ranges the merge cut), ``verify`` and ``lookup`` on the result; no raw table
+file appears in the build directory at any moment (polled while the build runs); a rerun
+after SIGKILL in the merge writes the same bytes."""
+from __future__ import annotations
+
+import json
+import random
+import shutil
+import threading
+from pathlib import Path
+
+import pytest
+
+import faultkit as soak
+from c4table.c4z.format import MAGIC, TRAILER
+from c4table.c4z.writer import compress_table
+from c4table.io.hashes import sha256_of
+from c4table.table.known import known_tables
+from test_faults import SEED, cli
+
+C4Z_CMD = ("--format", "c4z")
+
+
+class RawWatch:
+    """Polls a build directory (every few ms, in a thread) for any raw table file
+    (``*.dat``, ``*.dat.tmp``) while a build runs."""
+
+    def __init__(self, root: Path):
+        self.root, self.seen, self.polls = root, set(), 0
+        self._stop = threading.Event()
+        self._t = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        while not self._stop.is_set():
+            try:
+                self.seen |= {p.name for p in self.root.rglob("*") if ".dat" in p.name}
+            except (FileNotFoundError, OSError):   # files go while we walk
+                pass
+            self.polls += 1
+            self._stop.wait(0.002)
+
+    def __enter__(self):
+        self._t.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._t.join()
+
+
+def build_c4z(board: str, out: Path, *extra) -> tuple[int, str]:
+    code, _, err = cli("build", board, "--out", out, "--workers", 2, "-q", *C4Z_CMD, *extra)
+    return code, err
+
+
+@pytest.fixture(scope="module")
+def c4z54(tmp_path_factory):
+    """A 5x4 build with --format c4z, polled for raw files while it ran."""
+    out = tmp_path_factory.mktemp("c4z54") / "b"
+    with RawWatch(out.parent) as w:
+        code, err = build_c4z("5x4", out)
+    assert code == 0, err
+    return out, w
+
+
+def blocks_region(path: Path) -> bytes:
+    """The magic, dictionaries and blocks of a ``.c4z`` (everything before its index)."""
+    data = path.read_bytes()
+    index_offset = TRAILER.unpack(data[-TRAILER.size:])[0]
+    return data[:index_offset]
+
+
+@pytest.mark.parametrize("board", ["4x4", "5x4", "4x5"])
+def test_c4z_build_decompresses_to_the_dat_build_and_known_sha256(board, built, tmp_path, c4z54):
+    if board == "5x4":
+        out, watch = c4z54
+    else:
+        out = tmp_path / "b"
+        with RawWatch(tmp_path) as watch:
+            code, err = build_c4z(board, out)
+        assert code == 0, err
+    assert watch.polls > 10 and not watch.seen, f"raw table files appeared: {watch.seen}"
+    assert not list(out.rglob("*.dat*")), "a raw table file is left"
+    z = out / f"connect4_{board}.c4z"
+    dat = built(board) / f"connect4_{board}.dat"
+    code, _, err = cli("decompress", z, "-o", tmp_path / "back.dat")
+    assert code == 0, err
+    assert (tmp_path / "back.dat").read_bytes() == dat.read_bytes()
+    known = known_tables()[board]["sha256"]
+    assert sha256_of(tmp_path / "back.dat") == known
+    m = json.loads((out / "manifest.json").read_text())["table"]
+    assert m["sha256"] == known and m["format"] == "c4z" and m["c4z"]["file"] == z.name
+    assert m["bytes"] == dat.stat().st_size and "md5" not in m
+    assert m["c4z"]["sha256"] == sha256_of(z) and m["c4z"]["bytes"] == z.stat().st_size
+    # the same blocks as compress of the .dat at the build's settings: the merge's ranges
+    # are stitched onto the file's grid exactly
+    from c4table.pipeline.stages.merge_c4z import build_level
+    ref = compress_table(dat, tmp_path / "ref.c4z", level=build_level(), key_dict=False,
+                         sym_dict=False, quiet=True)
+    assert blocks_region(z) == blocks_region(ref)
+    assert blocks_region(z).startswith(MAGIC)
+
+
+def test_verify_names_the_known_table_and_lookup_answers(c4z54, built):
+    out, _ = c4z54
+    z = out / "connect4_5x4.c4z"
+    code, stdout, err = cli("verify", z)
+    assert code == 0, err
+    assert "OK connect4_5x4.c4z" in stdout and "known table 5x4" in stdout
+    assert "manifest.json" in stdout
+    positions = ["", "3", "33", "1234", "2211"]
+    code, from_z, err = cli("lookup", "--table", z, "--json", *positions)
+    assert code == 0, err
+    code, from_dat, err = cli("lookup", "--table", built("5x4") / "connect4_5x4.dat", "--json",
+                              *positions)
+    assert code == 0, err
+    assert from_z == from_dat and len(from_z.splitlines()) == len(positions)
+    code, from_dir, err = cli("lookup", "--table", out, "--json", *positions)
+    assert code == 0 and from_dir == from_z, err
+
+
+def test_rerun_of_a_finished_c4z_build_is_a_no_op_and_damage_is_named(c4z54, tmp_path):
+    out = tmp_path / "b"
+    shutil.copytree(c4z54[0], out, ignore=shutil.ignore_patterns(".lock"))
+    z = out / "connect4_5x4.c4z"
+    before = z.read_bytes()
+    code, err = build_c4z("5x4", out)
+    assert code == 0, err
+    assert z.read_bytes() == before
+    data = bytearray(before)
+    data[len(data) // 2] ^= 0x01
+    z.write_bytes(bytes(data))
+    code, err = build_c4z("5x4", out)
+    assert code != 0 and "connect4_5x4.c4z" in err and "does not match" in err
+
+
+@pytest.mark.parametrize("tmp_ok", [True, False])
+def test_c4z_merge_killed_after_manifest_save_before_rename(c4z54, tmp_path, tmp_ok):
+    """The manifest records the .c4z before the rename (and the shards go only after it): a
+    .tmp that matches is renamed, one that does not is written again (the same bytes)."""
+    from c4table.pipeline.stages import backward, forward, merge_c4z
+    from c4table.pipeline.stages.build import open_build
+    out = tmp_path / "b"
+    b = open_build("5x4", out, workers=2, quiet=True, table_format="c4z")
+    try:
+        for stage in (forward, backward, merge_c4z):
+            stage.run(b)
+    finally:
+        b.close()
+    z = out / "connect4_5x4.c4z"
+    assert (out / "work").is_dir() and sha256_of(z) == sha256_of(c4z54[0] / z.name)
+    ref = sha256_of(z)
+    tmp = out / (z.name + ".tmp")
+    z.rename(tmp)
+    if not tmp_ok:
+        data = bytearray(tmp.read_bytes())
+        data[777] ^= 0xFF
+        tmp.write_bytes(bytes(data))
+    code, err = build_c4z("5x4", out)
+    assert code == 0, err
+    assert sha256_of(z) == ref and not tmp.exists()
+
+
+@pytest.mark.parametrize("target,trial", [("forward", 0), ("backward", 0), ("merge", 0),
+                                          ("merge", 1), ("time", 0)])
+def test_sigkill_in_a_c4z_build_then_resume_writes_the_same_bytes(c4z54, tmp_path, target, trial):
+    """SIGKILL of the whole process group at a random point of a stage (spent files are
+    deleted, not binned, in a c4z build), then a rerun: the same .c4z, and no raw file."""
+    ref = sha256_of(c4z54[0] / "connect4_5x4.c4z")
+    rng = random.Random(f"{SEED}-c4z-{target}-{trial}")
+    out = tmp_path / "b"
+    cmd = soak.build_cmd("5x4", out, workers=2, extra=C4Z_CMD)
+    desc = ""
+    for attempt in range(6):   # a late kill may miss a fast merge: draw again, earlier
+        shutil.rmtree(out, ignore_errors=True)
+        desc = soak.kill_once(cmd, out, rng, soak.cells_of("5x4"), target=target,
+                              max_delay=8.0 / 2**attempt)
+        if desc.startswith("killed"):
+            break
+    assert desc.startswith("killed"), f"seed {SEED}: never hit a running build ({desc})"
+    with RawWatch(out) as watch:
+        code, err = build_c4z("5x4", out)
+    assert code == 0, f"seed {SEED}, {desc}: {err}"
+    assert not watch.seen, f"raw table files appeared: {watch.seen}"
+    assert sha256_of(out / "connect4_5x4.c4z") == ref, f"seed {SEED}: {desc}"
+    assert not (out / "connect4_5x4.c4z.tmp").exists() and not (out / "work").exists()
+
+
+def test_header_has_no_md5_unless_asked(c4z54, tmp_path, built):
+    import hashlib
+    from c4table.c4z.reader import open_c4z
+    with open_c4z(c4z54[0] / "connect4_5x4.c4z") as z:
+        assert "md5" not in z.header and z.header["sha256"] == known_tables()["5x4"]["sha256"]
+    out = tmp_path / "b"
+    code, _, err = cli("build", "4x4", "--out", out, "--workers", 2, "-q", *C4Z_CMD,
+                       env={"C4TABLE_TABLE_MD5": "1"})
+    assert code == 0, err
+    with open_c4z(out / "connect4_4x4.c4z") as z:
+        dat = built("4x4") / "connect4_4x4.dat"
+        assert z.header["md5"] == hashlib.md5(dat.read_bytes()).hexdigest()
+
+
+def test_format_c4z_with_compress_is_a_usage_error(tmp_path):
+    code, _, err = cli("build", "4x4", "--out", tmp_path / "b", *C4Z_CMD, "--compress")
+    assert code == 2 and err.count("\n") == 1 and "--format c4z" in err
+
+
+def test_entries_split_anywhere_make_the_same_file(tmp_path, built):
+    """The Assembler alone: a table fed as raw pieces cut at random places (partial blocks
+    compressed by the assembler) and as whole blocks gives the bytes compress gives."""
+    import numpy as np
+    from c4table.c4z.assemble import Assembler
+    from c4table.c4z.blocks import encode_block
+    from c4table.game.board import Board
+    from c4table.pipeline.stages.merge_c4z import build_level
+    dat = built("4x4") / "connect4_4x4.dat"
+    board = Board.parse("4x4")
+    E, B = board.entry_size, 4096
+    raw = dat.read_bytes()
+    n = len(raw) // E
+    ref = compress_table(dat, tmp_path / "ref.c4z", level=build_level(), block_entries=B,
+                         key_dict=False, sym_dict=False, quiet=True)
+    rng = np.random.default_rng(SEED % (1 << 32))
+    a = Assembler(tmp_path / "a.c4z", board, B, build_level())
+    at = 0
+    while at < n:
+        if at % B == 0 and at + B <= n and rng.random() < 0.5:   # a whole block, compressed
+            first, comp = encode_block(raw[at * E: (at + B) * E], board, build_level(),
+                                       a.part_entries)
+            a.add_block(comp, first)
+            at += B
+        else:
+            step = int(rng.integers(1, 3 * B))
+            step = min(step, n - at)
+            a.add_raw(raw[at * E: (at + step) * E])
+            at += step
+    d = a.finish(file=dat.name)
+    assert d["sha256"] == sha256_of(dat) and d["bytes"] == len(raw)
+    assert blocks_region(tmp_path / "a.c4z") == blocks_region(ref)
+    back = tmp_path / "back.dat"
+    code, _, err = cli("decompress", tmp_path / "a.c4z", "-o", back)
+    assert code == 0, err
+    assert back.read_bytes() == raw
+
+
+def test_plan_with_format_c4z_prints_the_smaller_peak_and_traffic():
+    """plan --format c4z: the merge writes the .c4z (a few % of the raw table), so the peak
+    disk and the bytes written and read are below the .dat build's by about the raw table."""
+    plans = {}
+    for fmt in ("dat", "c4z"):
+        code, out, err = cli("plan", "6x5", "--workers", 2, "--memory-per-worker", "2GiB",
+                             "--format", fmt, "--json")
+        assert code == 0, err
+        plans[fmt] = json.loads(out)
+    d, z = plans["dat"], plans["c4z"]
+    assert z["table_format"] == "c4z" and d["table_bytes"] == d["final_bytes"]
+    assert 0.03 * d["final_bytes"] < z["table_bytes"] < 0.10 * d["final_bytes"]
+    assert z["peak_disk_bytes"] < d["peak_disk_bytes"] - 0.5 * d["final_bytes"]
+    written = {f: sum(s["bytes_written"] for s in p["io"]["stages"].values())
+               for f, p in plans.items()}
+    assert written["c4z"] < written["dat"] - 0.5 * d["final_bytes"]
+    code, out, err = cli("plan", "6x5", "--workers", 2, "--format", "c4z")
+    assert code == 0 and "built as .c4z" in out and "disk traffic" in out, err
