@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-import faultkit as soak
+from c4table.testing import faults as soak
 from c4table.c4z.format import MAGIC, TRAILER
 from c4table.c4z.writer import compress_table
 from c4table.io.hashes import sha256_of
