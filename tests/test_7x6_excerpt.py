@@ -16,6 +16,8 @@ import json
 import pyarrow.parquet as pq
 import pytest
 
+from c4table.table.sums import BlockSums
+
 from c4table.testing import oracle
 from c4table.game.board import Board, column_value
 from c4table.errors import TableError
@@ -47,6 +49,9 @@ def excerpt(tmp_path_factory):
     m.data["table"] = {"file": path.name, "entries": len(entries), "bytes": len(data),
                        "sha256": hashlib.sha256(data).hexdigest()}
     m.save()
+    sums = BlockSums(7)   # its block checksums, as a build writes them
+    sums.update(data)
+    sums.write(path)
     return path, entries
 
 

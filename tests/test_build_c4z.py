@@ -164,6 +164,7 @@ def test_c4z_merge_killed_after_manifest_save_before_rename(c4z54, tmp_path, tmp
     assert sha256_of(z) == ref and not tmp.exists()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("target,trial", [("forward", 0), ("backward", 0), ("merge", 0),
                                           ("merge", 1), ("time", 0)])
 def test_sigkill_in_a_c4z_build_then_resume_writes_the_same_bytes(c4z54, tmp_path, target, trial):
@@ -246,6 +247,7 @@ def test_entries_split_anywhere_make_the_same_file(tmp_path, built):
     assert back.read_bytes() == raw
 
 
+@pytest.mark.slow
 def test_plan_with_format_c4z_prints_the_smaller_peak_and_traffic():
     """plan --format c4z: the merge writes the .c4z (a few % of the raw table), so the peak
     disk and the bytes written and read are below the .dat build's by about the raw table."""

@@ -241,6 +241,7 @@ def same_or_refused(got, want) -> bool:
     return got == DAMAGED or got == want
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("board", ["4x4", "5x4"])
 @pytest.mark.parametrize("mode", ["byte", "bit"])
 def test_flips_never_answer_wrongly(built, tmp_path, board, mode, capsys):

@@ -149,6 +149,7 @@ def test_builds_that_recycle_write_the_recorded_tables(tmp_path, small_files, mo
     assert len({c.split()[0] for c in claims}) >= 2          # the pool's workers claimed too
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("why", ["c4z", "disk short"])
 def test_c4z_builds_and_builds_short_of_disk_keep_no_spent_file(tmp_path, small_files,
                                                                 monkeypatch, why):
