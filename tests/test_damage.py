@@ -295,3 +295,43 @@ def test_flips_never_answer_wrongly(built, tmp_path, board, mode, capsys):
     if report:
         with open(report, "a") as f:
             f.write(json.dumps(tally) + "\n")
+
+
+def test_the_server_refuses_a_damaged_block_in_words(built, tmp_path):
+    """Over HTTP: a damaged table is refused when the server opens it, or every position around
+    the flipped byte is the undamaged table's answer or a 500 that says the table is damaged
+    (never a wrong answer, never an anonymous internal error)."""
+    pytest.importorskip("starlette")
+    pytest.importorskip("httpx")
+    from starlette.testclient import TestClient
+    from c4table.serve.app import create_app
+    src = built("4x4") / "connect4_4x4.dat"
+    rng = random.Random("serve")
+    with open_table(src) as ref:
+        keys = keys_of(ref)
+        E = ref.entry_size
+        refused = 0
+        for trial in range(4):
+            i = rng.randrange(len(keys))
+            positions = around(ref, keys, i)
+            copy = copy_table(src, tmp_path / f"t{trial}", with_sums=True)
+            flip_at(copy, i * E + E - 1, int(np.fromfile(src, np.uint8, 1, offset=i * E + E - 1)[0]) ^ 0x10)
+            try:
+                app = create_app([copy])
+            except TableDamaged as e:   # the server's index reads every block: refused at start
+                assert copy.name in str(e)
+                refused += 1
+                continue
+            hit = False
+            with TestClient(create_app([src]), raise_server_exceptions=False) as good, \
+                    TestClient(app, raise_server_exceptions=False) as bad:
+                for p in positions:
+                    want = good.get("/api/4x4", params={"moves": p})
+                    got = bad.get("/api/4x4", params={"moves": p})
+                    if got.status_code == 500:
+                        hit = True
+                        assert "damaged" in got.text, got.text
+                    else:
+                        assert (got.status_code, got.json()) == (want.status_code, want.json()), p
+            refused += hit
+        assert refused == 4   # at start, or at least the flipped entry's own position

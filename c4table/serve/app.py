@@ -31,6 +31,7 @@ import inspect
 import json
 import os
 import time
+import sys
 from typing import Iterable
 from urllib.parse import parse_qsl
 
@@ -43,6 +44,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from c4table.errors import TableDamaged
 from c4table.serve import page
 from c4table.serve.metrics import route_label
 from c4table.serve.openapi import JSON_TYPE, openapi
@@ -66,6 +68,15 @@ def _json(text: str, status: int = 200) -> Response:
 
 def _error(status: int, message: str, headers: dict | None = None) -> JSONResponse:
     return JSONResponse({"error": message}, status_code=status, headers=headers)
+
+
+#: What a client reads when its answer lies in a damaged block of a table (refused, never answered).
+DAMAGED = ("the table is damaged where this answer lies (its block checksums disagree): answer "
+           "refused; the server's log names the file")
+
+
+def _log_damage(exc: TableDamaged) -> None:
+    print(f"c4table serve: {exc}", file=sys.stderr, flush=True)
 
 
 class _FrontDoor:
@@ -97,6 +108,9 @@ class _FrontDoor:
             except ApiError as e:
                 status, body = e.status, json.dumps({"error": e.message}, ensure_ascii=False,
                                                     separators=(",", ":")).encode()
+            except TableDamaged as e:
+                _log_damage(e)
+                status, body = 500, json.dumps({"error": DAMAGED}, separators=(",", ":")).encode()
             await send({"type": "http.response.start", "status": status,
                         "headers": [(b"content-length", str(len(body)).encode()),
                                     (b"content-type", JSON_TYPE.encode())]})
@@ -208,6 +222,9 @@ def create_app(tables: Iterable[str | os.PathLike | Table] | dict[str, Table], c
         return _error(exc.status_code, exc.detail, getattr(exc, "headers", None))
 
     async def server_error(request: Request, exc: Exception) -> Response:
+        if isinstance(exc, TableDamaged):   # refused, never answered: the log names the file
+            _log_damage(exc)
+            return _error(500, DAMAGED)
         return _error(500, f"internal error: {type(exc).__name__}")
 
     routes = [
