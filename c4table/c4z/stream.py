@@ -3,28 +3,7 @@ as a stream (an ``.xz`` archive such as Cadot's ``connect4_7x6.dat.xz``, decoded
 or any byte stream on standard input) into a ``.c4z`` without the raw table ever touching the
 disk, in bounded memory.
 
-The entries are checked as they pass: the stream's length must be a whole number of entries,
-the keys strictly increasing (within and across blocks) and every outcome byte one that the
-entry's ply allows. For a board with a known complete table (``data/known_tables.json``) the
-stream must also have its size and sha256. The raw stream's sha256 and md5 go into the header,
-so ``c4table verify`` names the known table.
-
-**Pipeline.** One thread reads (and, for ``.xz``, decodes: liblzma releases the GIL) the
-stream block by block; two threads hash it (sha256, md5); ``threads`` threads compress the
-blocks (the block codec and zstd of :mod:`c4table.c4z.blocks`, both free of the GIL); the
-calling thread writes the blocks in order. At most about ``3 * threads`` blocks are in flight.
-
-**Streaming profile.** :data:`STREAM_LEVEL` (zstd level) and :data:`STREAM_BLOCK_ENTRIES`,
-no trained dictionaries (they need the whole table to sample from): measured to keep up with
-``xz -dc`` (docs/measurements/2026-11-26-c4z-stream.md).
-
-**Resuming.** As :func:`~c4table.c4z.writer.compress_table` (``OUT.part``, ``OUT.part.idx``,
-``OUT.part.json``), the checkpoint also recording the sha256 of the stream up to it and its
-last key. A rerun with the same settings reads the stream up to the checkpoint again (an
-``.xz`` cannot seek: this costs the decoding and hashing of that prefix, no compression),
-checks its sha256 against the checkpoint and continues; the result is byte for byte that of
-an uninterrupted run. On standard input the user pipes the stream again from its start.
-"""
+Design notes: ``docs/modules.md`` (``c4table.c4z.stream``)."""
 from __future__ import annotations
 
 import hashlib
