@@ -223,7 +223,7 @@ def test_never_a_wrong_answer_under_random_damage(t44, tmp_path):
 def test_compress_resumes_after_interruption(t54, tmp_path, monkeypatch):
     dat, _ = t54
     whole = compress_table(dat, tmp_path / "whole.c4z", block_entries=SMALL_BLOCKS, quiet=True)
-    monkeypatch.setattr(c4z.writer, "CHECKPOINT_SECONDS", 0.0)
+    monkeypatch.setattr(c4z.drain, "CHECKPOINT_SECONDS", 0.0)
     real = c4z.writer._compress_block
     calls = {"n": 0}
 

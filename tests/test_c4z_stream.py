@@ -133,15 +133,16 @@ def test_damaged_raw_streams_refused(packed, tmp_path, damage):
 
 KILLER = textwrap.dedent("""
     import json, os, signal, sys
+    import c4table.c4z.drain as d
     import c4table.c4z.stream as s
-    s.CHECKPOINT_SECONDS = 0.0
-    real, seen = s._checkpoint, [0]
+    d.CHECKPOINT_SECONDS = 0.0
+    real, seen = d._checkpoint, [0]
     def ckpt(*a, **k):
         real(*a, **k)
         seen[0] += 1
         if seen[0] == int(sys.argv[3]):
             os.kill(os.getpid(), signal.SIGKILL)
-    s._checkpoint = ckpt
+    d._checkpoint = ckpt
     s.compress_stream(sys.argv[1], sys.argv[2], quiet=True, block_entries=4096, threads=2,
                       **json.loads(sys.argv[4]))
 """)

@@ -2,7 +2,8 @@
 locally or over ranged reads. The format and its constants: :mod:`~c4table.c4z.format`; the
 outcome-symbol transform: :mod:`~c4table.c4z.codec`; blocks: :mod:`~c4table.c4z.blocks`;
 where bytes come from: :mod:`~c4table.c4z.sources`; reading: :mod:`~c4table.c4z.reader`; the
-table view: :mod:`~c4table.c4z.table`; compress and decompress: :mod:`~c4table.c4z.writer`.
+table view: :mod:`~c4table.c4z.table`; compress and decompress: :mod:`~c4table.c4z.writer`
+(the part file they share: :mod:`~c4table.c4z.drain`).
 
 The names most callers need are importable from here."""
 from c4table.c4z.blocks import (decode_block_bytes, default_part_entries, encode_block, rows_of,  # noqa: F401

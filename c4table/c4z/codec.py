@@ -1,19 +1,7 @@
 """The block codec of ``.c4z`` format 2: how a block of sorted table entries becomes the two
 byte streams that zstd compresses, and back (numba kernels).
 
-**Keys** become the deltas between consecutive keys (the first key is in the block index),
-each as a LEB128 varint (7 bits per byte, high bit = more bytes follow). On 5x5 almost every
-delta is below 128, so the stream is about one byte per entry, compresses better than byte
-planes of fixed-width deltas (0.130 against 0.135 bytes per entry at zstd 19, 65,536-entry
-blocks) and decodes in one pass that can stop at the probed key.
-
-**Outcome bytes** become symbols through a permutation chosen by the entry's ply (the number
-of chips, which the key gives: the sum of its columns' heights). In a position at ply ``p`` a
-draw always has distance ``cells - p``, and a win's distance has the parity that makes the
-winner the last to move, so the bytes that can occur map to symbols 0 (draw), ``1 + d // 2``
-(A wins) and ``33 + d // 2`` (B wins); every other byte value maps to the symbols 65..255 in
-order, so the map is a bijection whatever the file holds (round trips are exact even for a
-table that breaks these rules). This takes the compressed outcome stream about 15% down.
+Design notes: ``docs/modules.md`` (``c4table.c4z.codec``).
 
 >>> import numpy as np
 >>> from c4table.game.board import Board

@@ -3,32 +3,10 @@ as a stream (an ``.xz`` archive such as Cadot's ``connect4_7x6.dat.xz``, decoded
 or any byte stream on standard input) into a ``.c4z`` without the raw table ever touching the
 disk, in bounded memory.
 
-The entries are checked as they pass: the stream's length must be a whole number of entries,
-the keys strictly increasing (within and across blocks) and every outcome byte one that the
-entry's ply allows. For a board with a known complete table (``data/known_tables.json``) the
-stream must also have its size and sha256. The raw stream's sha256 and md5 go into the header,
-so ``c4table verify`` names the known table.
-
-**Pipeline.** One thread reads (and, for ``.xz``, decodes: liblzma releases the GIL) the
-stream block by block; two threads hash it (sha256, md5); ``threads`` threads compress the
-blocks (the block codec and zstd of :mod:`c4table.c4z.blocks`, both free of the GIL); the
-calling thread writes the blocks in order. At most about ``3 * threads`` blocks are in flight.
-
-**Streaming profile.** :data:`STREAM_LEVEL` (zstd level) and :data:`STREAM_BLOCK_ENTRIES`,
-no trained dictionaries (they need the whole table to sample from): measured to keep up with
-``xz -dc`` (docs/measurements/2026-11-26-c4z-stream.md).
-
-**Resuming.** As :func:`~c4table.c4z.writer.compress_table` (``OUT.part``, ``OUT.part.idx``,
-``OUT.part.json``), the checkpoint also recording the sha256 of the stream up to it and its
-last key. A rerun with the same settings reads the stream up to the checkpoint again (an
-``.xz`` cannot seek: this costs the decoding and hashing of that prefix, no compression),
-checks its sha256 against the checkpoint and continues; the result is byte for byte that of
-an uninterrupted run. On standard input the user pipes the stream again from its start.
-"""
+Design notes: ``docs/modules.md`` (``c4table.c4z.stream``)."""
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import queue
 import sys
@@ -37,10 +15,10 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from c4table.c4z.blocks import _compress_block, default_part_entries, tune_malloc
-from c4table.c4z.format import (CHECKPOINT_SECONDS, FORMAT_VERSION,
-                                IDX_RECORD, MAGIC, PROGRESS_EVERY, default_c4z_name)
-from c4table.c4z.writer import _checkpoint, _say, c4z_header, finish_part, publish_part, reopen_part
+from c4table.c4z.blocks import _compress_block, tune_malloc
+from c4table.c4z.format import FORMAT_VERSION, MAGIC, PROGRESS_EVERY, default_c4z_name
+from c4table.c4z.drain import BlockWriter, check_grid, load_checkpoint, open_part
+from c4table.c4z.writer import _say, c4z_header, finish_part, publish_part
 from c4table.errors import CorruptDataError, MissingTableError, TableError
 from c4table.game.board import Board
 from c4table.progress import Meter
@@ -191,6 +169,51 @@ def _open_input(src):
     return lzma.open(p, "rb"), str(p), ident
 
 
+def _reread(reader: _Reader, hashers, name: str, done: int, chunk: int, quiet: bool, stream,
+            out_name: str) -> int:
+    """Read (and hash) the stream's first ``done`` blocks again to resume at the checkpoint;
+    returns the bytes read."""
+    _say(quiet, stream, f"[compress] resuming {out_name} at block {done:,}; reading the "
+                        f"first {format_size(done * chunk)} of the stream again")
+    meter = Meter("re-read", done * chunk, "bytes", quiet, stream, PROGRESS_EVERY)
+    total = 0
+    for _ in range(done):
+        raw = reader.get()
+        if len(raw) < chunk:
+            raise CorruptDataError(f"{name}: the stream ends ({format_size(total + len(raw))}) "
+                                   f"before the checkpoint ({format_size(done * chunk)}): "
+                                   "not the stream the checkpoint was made from")
+        total += len(raw)
+        for h in hashers:
+            h.q.put(raw)
+        meter.update(total)
+    return total
+
+
+def _check_known(name: str, b: Board, ref: dict, total: int, sha256: str, paths) -> None:
+    """Refuse a stream of a board with a known complete table (``ref``) that is not that
+    table (``total`` bytes, ``sha256``), removing the part files ``paths``."""
+    known_bytes = int(ref.get("bytes") or 0)
+    if known_bytes and (total != known_bytes or sha256 != ref.get("sha256")):
+        for p in paths:
+            p.unlink(missing_ok=True)
+        what = (f"{total:,} bytes, the known table has {known_bytes:,} (truncated?)"
+                if total != known_bytes else
+                f"sha256 {sha256} is not the known table's {ref.get('sha256')}")
+        raise CorruptDataError(f"{name}: not the complete {b} table: {what}; nothing kept")
+
+
+def _stop(reader: _Reader, hashers, f, own: bool) -> None:
+    """Stop the reader and hash threads; close the input ``f`` if ``own`` (ours to close: not
+    standard input nor a caller's file object, whose reader is given at most 2 s)."""
+    reader.close(wait=None if own else 2.0)
+    for h in hashers:
+        if h.t.is_alive():
+            h.q.put(_END)
+    if own:
+        f.close()
+
+
 def compress_stream(src, out=None, *, board: str | Board | None = None,
                     level: int = STREAM_LEVEL, block_entries: int = STREAM_BLOCK_ENTRIES,
                     part_entries: int | None = None, threads: int | None = None,
@@ -201,11 +224,7 @@ def compress_stream(src, out=None, *, board: str | Board | None = None,
     Returns ``out``."""
     from c4table.table.known import known_tables
     b, raw_name, out = stream_names(src, board, out)
-    if not 1 <= level <= 22:
-        raise ValueError("zstd level must be 1..22")
-    part_entries = part_entries or default_part_entries(block_entries)
-    if block_entries < 2 or part_entries < 1:
-        raise ValueError("block_entries must be at least 2, part_entries at least 1")
+    part_entries = check_grid(level, block_entries, part_entries)
     threads = threads or os.cpu_count() or 1
     tune_malloc()
     E = b.entry_size
@@ -220,71 +239,34 @@ def compress_stream(src, out=None, *, board: str | Board | None = None,
     settings = {**ident, "level": level, "block_entries": block_entries, "board": b.name,
                 "part_entries": part_entries, "key_dict": False, "sym_dict": False,
                 "version": FORMAT_VERSION, "stream": True}
-    done, part_bytes, state = 0, len(MAGIC), {}
-    if ckpt.exists() and part.exists() and idxf.exists():
-        try:
-            state = json.loads(ckpt.read_text())
-            if state["settings"] == settings and part.stat().st_size >= state["part_bytes"] and \
-                    idxf.stat().st_size >= state["blocks"] * IDX_RECORD.size:
-                done, part_bytes = int(state["blocks"]), int(state["part_bytes"])
-        except (ValueError, KeyError, TypeError, OSError):
-            done = 0
+    state = load_checkpoint(ckpt, part, idxf, settings) or {}
+    done = int(state["blocks"]) if state else 0
+    part_bytes = int(state["part_bytes"]) if state else len(MAGIC)
     t0 = time.perf_counter()
     depth = 2 * threads + 2
     reader = _Reader(f, name, chunk, depth)
     sha = _Hasher("sha256", 6 * threads + 16, depth)
     md5 = _Hasher("md5", 1, depth)
     total = 0
-    prev_last_key = -1
     try:
         if done:
-            _say(quiet, stream, f"[compress] resuming {out.name} at block {done:,}; reading the "
-                                f"first {format_size(done * chunk)} of the stream again")
-            meter = Meter("re-read", done * chunk, "bytes", quiet, stream, PROGRESS_EVERY)
-            for i in range(done):
-                raw = reader.get()
-                if len(raw) < chunk:
-                    raise CorruptDataError(f"{name}: the stream ends ({format_size(total + len(raw))}) "
-                                           f"before the checkpoint ({format_size(done * chunk)}): "
-                                           "not the stream the checkpoint was made from")
-                total += len(raw)
-                sha.q.put(raw)
-                md5.q.put(raw)
-                meter.update(total)
+            total = _reread(reader, (sha, md5), name, done, chunk, quiet, stream, out.name)
             if sha.at(done) != state.get("prefix_sha256"):
                 raise CorruptDataError(f"{name}: the first {format_size(done * chunk)} of the stream "
                                        f"differ from those the checkpoint was made from; remove "
                                        f"{part.name}* to start again")
-            prev_last_key = int(state["last_key"])
-            fpart, fidx = reopen_part(part, idxf, done, part_bytes)
-        else:
-            fpart = open(part, "wb")
-            fpart.write(MAGIC)
-            fidx = open(idxf, "wb")
+        last_key = int(state["last_key"]) if done else -1
+        fpart, fidx = open_part(part, idxf, done, part_bytes)
         meter = Meter("compress", max(0, known_bytes - total), "bytes", quiet, stream,
                       PROGRESS_EVERY)
         with fpart, fidx, ThreadPoolExecutor(threads) as pool:
-            pending: list = []
-            i = done
-            last_ckpt = time.perf_counter()
-
-            def drain_one():
-                nonlocal part_bytes, prev_last_key, i
-                fut, last_key = pending.pop(0)
-                try:
-                    first, comp, x = fut.result()
-                except TableError as e:
-                    raise CorruptDataError(f"{name}: block {i:,} (entries from {i * block_entries:,}): "
-                                           f"{e}") from None
-                if first <= prev_last_key:
-                    raise CorruptDataError(f"{name}: keys not strictly increasing at block {i:,} "
-                                           "(not a sorted table, or damaged)")
-                prev_last_key = last_key
-                fpart.write(comp)
-                part_bytes += len(comp)
-                fidx.write(IDX_RECORD.pack(first, part_bytes, x))
-                i += 1
-
+            w = BlockWriter(fpart, fidx, blocks=done, part_bytes=part_bytes,
+                            last_key=last_key, ahead=2 * threads, ckpt=ckpt, settings=settings,
+                            bad_block=lambda i, e: CorruptDataError(
+                                f"{name}: block {i:,} (entries from {i * block_entries:,}): {e}"),
+                            unordered=lambda i: CorruptDataError(
+                                f"{name}: keys not strictly increasing at block {i:,} "
+                                "(not a sorted table, or damaged)"))
             start = total
             while True:
                 raw = reader.get()
@@ -297,46 +279,31 @@ def compress_stream(src, out=None, *, board: str | Board | None = None,
                 total += len(raw)
                 sha.q.put(raw)
                 md5.q.put(raw)
-                pending.append((pool.submit(_compress_block, raw, b, level, None, part_entries,
-                                            None, True), int.from_bytes(raw[-E:-1], "big")))
-                while len(pending) > 2 * threads:
-                    drain_one()
+                w.add(pool.submit(_compress_block, raw, b, level, None, part_entries, None, True),
+                      int.from_bytes(raw[-E:-1], "big"))
                 now = time.perf_counter()
-                if now - last_ckpt >= CHECKPOINT_SECONDS and i > done and len(raw) == chunk:
-                    _checkpoint(fpart, fidx, ckpt, settings, i, part_bytes, 0, 0,
-                                prefix_sha256=sha.at(i), last_key=prev_last_key)
-                    last_ckpt = now
-                meter.update(total - start, now, block=f"{i:,}", written=format_size(part_bytes))
+                if w.due(now) and w.blocks > done and len(raw) == chunk:
+                    w.checkpoint(now, prefix_sha256=sha.at(w.blocks), last_key=w.last_key)
+                meter.update(total - start, now, block=f"{w.blocks:,}",
+                             written=format_size(w.part_bytes))
                 if len(raw) < chunk:
                     break
-            while pending:
-                drain_one()
+            w.drain()
             if total == 0:
                 raise CorruptDataError(f"{name}: empty stream, no table")
             digests = {"sha256": sha.finish(), "md5": md5.finish()}
-            if known_bytes and (total != known_bytes or digests["sha256"] != ref.get("sha256")):
-                for p in (part, idxf, ckpt):
-                    p.unlink(missing_ok=True)
-                what = (f"{total:,} bytes, the known table has {known_bytes:,} (truncated?)"
-                        if total != known_bytes else
-                        f"sha256 {digests['sha256']} is not the known table's {ref.get('sha256')}")
-                raise CorruptDataError(f"{name}: not the complete {b} table: {what}; nothing kept")
+            _check_known(name, b, ref, total, digests["sha256"], (part, idxf, ckpt))
             header = c4z_header(b, entries=total // E, raw_bytes=total, digests=digests,
                                 file=raw_name, root=None, block_entries=block_entries,
-                                blocks=i, level=level, part_entries=part_entries,
+                                blocks=w.blocks, level=level, part_entries=part_entries,
                                 key_dict=None, sym_dict=None)
-            finish_part(fpart, fidx, idxf, part_bytes, i, len(MAGIC), header)
+            finish_part(fpart, fidx, idxf, w.part_bytes, w.blocks, len(MAGIC), header)
         publish_part(part, out, idxf, ckpt)
     finally:
-        reader.close(wait=2.0 if f is sys.stdin.buffer or infile is not None else None)
-        for h in (sha, md5):
-            if h.t.is_alive():
-                h.q.put(_END)
-        if f is not sys.stdin.buffer and infile is None:
-            f.close()
+        _stop(reader, (sha, md5), f, own=f is not sys.stdin.buffer and infile is None)
     secs = time.perf_counter() - t0
     osize = out.stat().st_size
     _say(quiet, stream, f"[compress] {out}: {format_size(osize)} ({100 * osize / total:.2f}% of "
-                        f"{format_size(total)} raw), {i:,} blocks, sha256 {digests['sha256']}, "
+                        f"{format_size(total)} raw), {w.blocks:,} blocks, sha256 {digests['sha256']}, "
                         f"{format_seconds(secs)}, {total / max(secs, 1e-9) / 2**20:.0f} MiB/s")
     return out

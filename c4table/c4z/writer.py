@@ -18,8 +18,9 @@ from c4table.game.board import Board
 from c4table.errors import (CorruptDataError, MissingTableError,
                             TableError)
 from c4table.units import format_seconds, format_size
-from c4table.c4z.blocks import _compress_block, default_part_entries, train_dicts, tune_malloc
-from c4table.c4z.format import CHECKPOINT_SECONDS, DEFAULT_BLOCK_ENTRIES, DEFAULT_LEVEL, END_MAGIC, FORMAT_VERSION, IDX_RECORD, KEY_DICT_BYTES, MAGIC, PROGRESS_EVERY, SYM_DICT_BYTES, TRAILER, TRANSFORM, default_c4z_name
+from c4table.c4z.blocks import _compress_block, train_dicts, tune_malloc
+from c4table.c4z.format import CHECKPOINT_SECONDS, DEFAULT_BLOCK_ENTRIES, DEFAULT_LEVEL, END_MAGIC, FORMAT_VERSION, KEY_DICT_BYTES, MAGIC, PROGRESS_EVERY, SYM_DICT_BYTES, TRAILER, TRANSFORM, default_c4z_name
+from c4table.c4z.drain import BlockWriter, _fsync, check_grid, load_checkpoint, open_part
 from c4table.c4z.reader import open_c4z
 from c4table.table.source import board_of_table
 from c4table.io.hashes import Hashes
@@ -33,9 +34,38 @@ def _say(quiet: bool, stream, text: str) -> None:
         print(text, file=stream or sys.stderr, flush=True)
 
 
-def _fsync(f) -> None:
-    f.flush()
-    os.fsync(f.fileno())
+def _board_of_input(src: Path, out: Path, board: str | Board | None) -> Board:
+    """The board of the table file ``src`` to compress into ``out``, after checking that it
+    exists, is not ``out`` and holds whole entries."""
+    if not src.is_file():
+        raise MissingTableError(f"{src}: no such table file")
+    if out.resolve() == src.resolve():
+        raise TableError(f"{out}: the output would overwrite the input")
+    b = board_of_table(src, board)
+    E = b.entry_size
+    size = src.stat().st_size
+    if size == 0 or size % E:
+        raise TableError(f"{src}: size {size:,} is not a positive multiple of the {E}-byte entry of "
+                         f"board {b} (truncated or wrong board?)")
+    return b
+
+
+def _dicts_of_part(part: Path, state: dict) -> tuple[bytes | None, bytes | None]:
+    """The key and symbol dictionaries (``None`` where absent) at the start of the part file
+    ``part`` of a resumed run, of the lengths its checkpoint ``state`` records."""
+    with open(part, "rb") as f:
+        f.seek(len(MAGIC))
+        key_dict = f.read(int(state.get("key_dict_bytes", 0))) or None
+        sym_dict = f.read(int(state.get("sym_dict_bytes", 0))) or None
+    return key_dict, sym_dict
+
+
+def _check_hashes(src: Path, hashes: dict, digests: dict) -> None:
+    """Refuse the input ``src`` whose ``digests`` differ from the expected ``hashes``."""
+    for k in ("sha256", "md5"):
+        if hashes.get(k) and hashes[k] != digests[k]:
+            raise CorruptDataError(f"{src}: {k} {digests[k]} differs from the "
+                                   f"expected {hashes[k]} (file changed while compressed?)")
 
 
 def compress_table(src: str | os.PathLike, out: str | os.PathLike | None = None, *,
@@ -56,22 +86,11 @@ def compress_table(src: str | os.PathLike, out: str | os.PathLike | None = None,
     PosixPath('t44.c4z')
     """
     src = Path(src)
-    if not src.is_file():
-        raise MissingTableError(f"{src}: no such table file")
     out = Path(out) if out is not None else default_c4z_name(src)
-    if out.resolve() == src.resolve():
-        raise TableError(f"{out}: the output would overwrite the input")
-    b = board_of_table(src, board)
+    b = _board_of_input(src, out, board)
     E = b.entry_size
     size = src.stat().st_size
-    if size == 0 or size % E:
-        raise TableError(f"{src}: size {size:,} is not a positive multiple of the {E}-byte entry of "
-                         f"board {b} (truncated or wrong board?)")
-    if not 1 <= level <= 22:
-        raise ValueError("zstd level must be 1..22")
-    part_entries = part_entries or default_part_entries(block_entries)
-    if block_entries < 2 or part_entries < 1:
-        raise ValueError("block_entries must be at least 2, part_entries at least 1")
+    part_entries = check_grid(level, block_entries, part_entries)
     threads = threads or os.cpu_count() or 1
     tune_malloc()
     entries = size // E
@@ -81,102 +100,60 @@ def compress_table(src: str | os.PathLike, out: str | os.PathLike | None = None,
                 "level": level, "block_entries": block_entries, "board": b.name,
                 "part_entries": part_entries, "key_dict": key_dict,
                 "sym_dict": sym_dict, "version": FORMAT_VERSION}
-    done = 0
-    if ckpt.exists() and part.exists() and idxf.exists():
-        try:
-            state = json.loads(ckpt.read_text())
-            if state["settings"] == settings and part.stat().st_size >= state["part_bytes"] and \
-                    idxf.stat().st_size >= state["blocks"] * IDX_RECORD.size:
-                done = int(state["blocks"])
-                part_bytes = int(state["part_bytes"])
-        except (ValueError, KeyError, TypeError, OSError):
-            done = 0
+    state = load_checkpoint(ckpt, part, idxf, settings)
+    done = int(state["blocks"]) if state else 0
+    part_bytes = int(state["part_bytes"]) if state else 0
     h = Hashes()
     stream = stream or sys.stderr
     t0 = time.perf_counter()
     chunk = block_entries * E
     if done:   # the dictionary the first run trained, from the part file
-        kd_len = int(state.get("key_dict_bytes", 0))
-        sd_len = int(state.get("sym_dict_bytes", 0))
-        with open(part, "rb") as f:
-            f.seek(len(MAGIC))
-            key_dict = f.read(kd_len) or None
-            sym_dict = f.read(sd_len) or None
+        key_dict, sym_dict = _dicts_of_part(part, state)
     else:
         key_dict, sym_dict = train_dicts(src, b, block_entries,
                                          key_size=KEY_DICT_BYTES if key_dict else 0,
                                          sym_size=SYM_DICT_BYTES if sym_dict else 0)
-    dicts_len = len(key_dict or b"") + len(sym_dict or b"")
+    dicts = (key_dict or b"") + (sym_dict or b"")
     with open(src, "rb") as fin:
+        prev_last_key = -1
         if done:
             _say(quiet, stream, f"[compress] resuming {out.name} at block {done:,} of {nblocks:,}; "
                                 f"re-hashing the first {format_size(done * chunk)} of the input")
             for _ in range(done):
                 h.update(fin.read(chunk))
-            fpart, fidx = reopen_part(part, idxf, done, part_bytes)
+            # the last key of the input before this point, for the order check
+            prev_last_key = int.from_bytes(os.pread(fin.fileno(), E, fin.tell() - E)[:E - 1], "big")
         else:
-            fpart = open(part, "wb")
-            fpart.write(MAGIC)
-            fpart.write(key_dict or b"")
-            fpart.write(sym_dict or b"")
-            part_bytes = len(MAGIC) + dicts_len
-            fidx = open(idxf, "wb")
-        last_ckpt = time.perf_counter()
+            part_bytes = len(MAGIC) + len(dicts)
+        fpart, fidx = open_part(part, idxf, done, part_bytes, dicts)
         meter = Meter("compress", (nblocks - done) * chunk, "bytes", quiet, stream, PROGRESS_EVERY)
-        prev_last_key = -1
-        if done:   # the last key of the input before this point, for the order check
-            fin_pos = fin.tell()
-            prev = os.pread(fin.fileno(), E, fin_pos - E)
-            prev_last_key = int.from_bytes(prev[:E - 1], "big")
         with fpart, fidx, ThreadPoolExecutor(threads) as pool:
-            pending: list = []
-            i = done
-
-            def drain_one():
-                nonlocal part_bytes, prev_last_key, i
-                fut, raw_first, last_key = pending.pop(0)
-                try:
-                    first, comp, x = fut.result()
-                except TableError as e:
-                    raise TableError(f"{src}: block {i}: {e}") from None
-                if first <= prev_last_key:
-                    raise TableError(f"{src}: keys not strictly increasing at block {i} "
-                                     "(not a sorted table)")
-                prev_last_key = last_key
-                fpart.write(comp)
-                part_bytes += len(comp)
-                fidx.write(IDX_RECORD.pack(first, part_bytes, x))
-                i += 1
-
+            w = BlockWriter(fpart, fidx, blocks=done, part_bytes=part_bytes,
+                            last_key=prev_last_key, ahead=2 * threads, ckpt=ckpt,
+                            settings=settings, key_dict_bytes=len(key_dict or b""),
+                            sym_dict_bytes=len(sym_dict or b""),
+                            bad_block=lambda i, e: TableError(f"{src}: block {i}: {e}"),
+                            unordered=lambda i: TableError(
+                                f"{src}: keys not strictly increasing at block {i} "
+                                "(not a sorted table)"))
             for bi in range(done, nblocks):
                 raw = fin.read(chunk)
                 h.update(raw)
-                last_key = int.from_bytes(raw[-E:-1], "big")
-                pending.append((pool.submit(_compress_block, raw, b, level, key_dict, part_entries,
-                                            sym_dict),
-                                None, last_key))
-                while len(pending) > 2 * threads:
-                    drain_one()
+                w.add(pool.submit(_compress_block, raw, b, level, key_dict, part_entries, sym_dict),
+                      int.from_bytes(raw[-E:-1], "big"))
                 now = time.perf_counter()
-                if now - last_ckpt >= CHECKPOINT_SECONDS:
-                    _checkpoint(fpart, fidx, ckpt, settings, i, part_bytes, len(key_dict or b""),
-                                len(sym_dict or b""))
-                    last_ckpt = now
-                meter.update((i - done) * chunk, now, block=f"{i:,} of {nblocks:,}",
-                             written=format_size(part_bytes))
-            while pending:
-                drain_one()
+                if w.due(now):
+                    w.checkpoint(now)
+                meter.update((w.blocks - done) * chunk, now, block=f"{w.blocks:,} of {nblocks:,}",
+                             written=format_size(w.part_bytes))
+            w.drain()
             digests = h.result()
-            if hashes:
-                for k in ("sha256", "md5"):
-                    if hashes.get(k) and hashes[k] != digests[k]:
-                        raise CorruptDataError(f"{src}: {k} {digests[k]} differs from the "
-                                               f"expected {hashes[k]} (file changed while compressed?)")
+            _check_hashes(src, hashes or {}, digests)
             header = c4z_header(b, entries=entries, raw_bytes=size, digests=digests,
                                 file=src.name, root=root, block_entries=block_entries,
                                 blocks=nblocks, level=level, part_entries=part_entries,
                                 key_dict=key_dict, sym_dict=sym_dict)
-            finish_part(fpart, fidx, idxf, part_bytes, nblocks, len(MAGIC) + dicts_len, header)
+            finish_part(fpart, fidx, idxf, w.part_bytes, nblocks, len(MAGIC) + len(dicts), header)
     publish_part(part, out, idxf, ckpt)
     secs = time.perf_counter() - t0
     osize = out.stat().st_size
@@ -207,18 +184,6 @@ def c4z_header(b: Board, *, entries: int, raw_bytes: int, digests: dict, file: s
             if sym_dict else None, **extra}
 
 
-def reopen_part(part: Path, idxf: Path, done: int, part_bytes: int):
-    """``OUT.part`` and ``OUT.part.idx`` of a resumed run, cut back to the checkpoint (``done``
-    blocks, ``part_bytes`` bytes) and open for appending after it."""
-    fpart = open(part, "r+b")
-    fpart.truncate(part_bytes)
-    fpart.seek(part_bytes)
-    fidx = open(idxf, "r+b")
-    fidx.truncate(done * IDX_RECORD.size)
-    fidx.seek(done * IDX_RECORD.size)
-    return fpart, fidx
-
-
 def finish_part(fpart, fidx, idxf: Path, part_bytes: int, nblocks: int, first_offset: int,
                 header: dict) -> None:
     """Append the block index (from the ``.part.idx`` side file ``idxf``), the header and the
@@ -246,18 +211,6 @@ def publish_part(part: Path, out: Path, idxf: Path, ckpt: Path) -> None:
     fsync_dir(out.absolute().parent)
     idxf.unlink(missing_ok=True)
     ckpt.unlink(missing_ok=True)
-
-def _checkpoint(fpart, fidx, ckpt: Path, settings: dict, blocks: int, part_bytes: int,
-                key_dict_bytes: int, sym_dict_bytes: int, **extra) -> None:
-    """Make the part files durable up to ``blocks`` finished blocks and record that in the
-    checkpoint file ``ckpt`` (atomically); ``extra`` fields are recorded too."""
-    _fsync(fpart)
-    _fsync(fidx)
-    tmp = ckpt.with_name(ckpt.name + ".tmp")
-    tmp.write_text(json.dumps({"settings": settings, "blocks": blocks, "part_bytes": part_bytes,
-                               "key_dict_bytes": key_dict_bytes,
-                               "sym_dict_bytes": sym_dict_bytes, **extra}))
-    os.replace(tmp, ckpt)
 
 
 # ----------------------------------------------------------------------- decompress
