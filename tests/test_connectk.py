@@ -288,7 +288,7 @@ def test_cli_build_names_table_and_readers_take_k(tmp_path):
         r = CliRunner().invoke(cli, ["lookup", "--json", "--table", str(alone / table.name),
                                      *extra, "", "2233"])
         assert r.exit_code == 0, r.output
-        rows = [json.loads(line) for line in r.output.splitlines()]
+        rows = [json.loads(line) for line in r.stdout.splitlines()]   # stderr: the unchecked-table warning
         assert rows[1]["terminal"] is False and rows[1]["ply"] == 4
     code, out, err = run_cli("lookup", "--table", str(alone / table.name), "21324")
     assert code == 0, err

@@ -73,10 +73,11 @@ def _board_value(ctx, param, value):
     from c4table.game.board import Board
     from c4table.errors import BoardError
     try:
-        return Board.parse(value)
+        Board.parse(value)
     except BoardError as e:
         raise click.BadParameter(f"{e} (--board names the table's board; to draw the board "
                                  "use --draw)") from None
+    return value   # the text: a table named connectK_WxH.dat keeps its K (open.open_table)
 
 
 TABLE_OPTION = click.option(
@@ -108,7 +109,8 @@ def table_path_or_default(path: str | None, board=None) -> str:
     found = sorted(set(Path("tables").glob("connect*_*x*.dat"))
                    | set(Path("tables").glob("*/connect*_*x*.dat")))
     if board is not None and found:
-        mine = [f for f in found if f.name == board.table_filename]
+        from c4table.game.board import Board
+        mine = [f for f in found if f.name == Board.parse(board).table_filename]
         if len(mine) == 1:
             return str(mine[0])
         if not mine:
