@@ -111,6 +111,24 @@ def test_gpu_plan_of_7x6_names_its_assumptions_and_bound():
     assert d["wall_seconds"] == max(d["seconds"].values()) and d["gpu_hours"] > 0
 
 
+def test_gpu_plan_with_format_c4z_writes_no_raw_table():
+    """With ``--format c4z`` the merge writes the ``.c4z``: the disk holds and moves less (the
+    raw table goes), the host encodes and hashes more, and the same CPU plan's I/O model says so."""
+    from c4table.pipeline.planning.gpuplan import make_gpu_plan
+    from c4table.pipeline.planning.plan import make_plan
+    dat, c4z = make_gpu_plan("6x5"), make_gpu_plan("6x5", table_format="c4z")
+    cpu = make_plan("6x5", 1, 40 * 2**30)
+    cpu.table_format = "c4z"
+    io = cpu.io().to_json()["stages"]
+    assert c4z.disk_bytes["peak_stored"] == max(io[s]["peak_stored_bytes"] for s in io)
+    assert c4z.disk_bytes["peak_stored"] < dat.disk_bytes["peak_stored"] - cpu.final_bytes // 2
+    assert c4z.disk_bytes["written"] < dat.disk_bytes["written"]
+    assert c4z.seconds["host"] > dat.seconds["host"] and c4z.seconds["gpu"] == dat.seconds["gpu"]
+    r = cli("plan", "6x5", "--device", "gpu", "--format", "c4z")
+    assert r.returncode == 0, r.stderr
+    assert "writing the .c4z" in r.stdout
+
+
 def test_gpu_run_script_end_to_end_on_the_simulator(tmp_path):
     """tools/bench/gpu_run.py (run as a program, as on the lent machine) on 4x4: both builds, the
     known sha256 checked, one table printed."""

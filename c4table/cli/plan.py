@@ -49,7 +49,7 @@ def plan(board, workers, memory_per_worker, from_dir, as_json, root, probe_plies
     from c4table.wording import count
     opts = click.get_current_context().meta.get(DEVICE, {})
     if opts.get("device") == "gpu":
-        _echo_gpu_plan(board, opts.get("gpu_memory") or "80GiB", as_json)
+        _echo_gpu_plan(board, opts.get("gpu_memory") or "80GiB", as_json, table_format)
         return
     try:
         mem = parse_size(memory_per_worker)
@@ -105,19 +105,20 @@ def plan(board, workers, memory_per_worker, from_dir, as_json, root, probe_plies
         click.echo(f"note: {n}")
 
 
-def _echo_gpu_plan(board, gpu_memory: str, as_json: bool) -> None:
+def _echo_gpu_plan(board, gpu_memory: str, as_json: bool, table_format: str = "dat") -> None:
     """``plan --device gpu``: :func:`c4table.pipeline.planning.gpuplan.make_gpu_plan`, printed."""
     from c4table.units import format_seconds, format_size, parse_size
     from c4table.pipeline.planning.gpuplan import make_gpu_plan
     try:
-        p = make_gpu_plan(board, parse_size(gpu_memory))
+        p = make_gpu_plan(board, parse_size(gpu_memory), table_format=table_format)
     except ValueError as e:
         raise click.BadParameter(str(e), param_hint="--gpu-memory") from None
     if as_json:
         click.echo(json.dumps(p.to_json()))
         return
     d = p.disk_bytes
-    click.echo(f"plan for {board} on one GPU ({format_size(p.gpu_memory)}), host "
+    click.echo(f"plan for {board} on one GPU ({format_size(p.gpu_memory)}), writing "
+               f"{'the .c4z' if p.table_format == 'c4z' else 'a raw table'}, host "
                f"{format_size(p.host_memory)}: {p.entries:,} entries, largest generation "
                f"{p.peak_entries:,}")
     click.echo(f"keys sorted      {p.keys_sorted:,} on the GPU")

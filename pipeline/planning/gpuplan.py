@@ -37,6 +37,10 @@ GPU_RATES = {
     # path: run merges, run codec, parquet, hashing; assumed half of forward and backward, all
     # of the merge (not measured: tools/bench/gpu_run.py's "host CPU" column measures it).
     "host_share": 0.5,
+    # build --format c4z: the merge's tasks encode their blocks and the driver decodes them to
+    # hash the raw entries; the whole build's CPU was 1.07x (5x5) and 1.08x (6x5) the .dat
+    # build's (measured on the 2-core development VM, docs/measurements/2026-11-27-c4z-build.md).
+    "c4z_cpu_ratio": 1.08,
 }
 
 
@@ -51,6 +55,7 @@ class GpuPlan:
     disk_bytes: dict = field(default_factory=dict)   # written, read, peak stored
     pcie_bytes: int = 0
     keys_sorted: int = 0
+    table_format: str = "dat"   # what the merge writes: "dat" or "c4z"
     notes: list = field(default_factory=list)
 
     @property
@@ -68,7 +73,8 @@ class GpuPlan:
         return sum(self.seconds.values())
 
     def to_json(self) -> dict:
-        return {"board": self.board.name, "device": "gpu", "entries": self.entries,
+        return {"board": self.board.name, "device": "gpu", "format": self.table_format,
+                "entries": self.entries,
                 "peak_generation_entries": self.peak_entries, "gpu_memory": self.gpu_memory,
                 "host_memory": self.host_memory, "keys_sorted": self.keys_sorted,
                 "pcie_bytes": self.pcie_bytes, "disk_bytes": self.disk_bytes,
@@ -80,16 +86,22 @@ class GpuPlan:
 
 
 def make_gpu_plan(board: str | Board, gpu_memory: int = 80 * 2**30,
-                  host_memory: int = 128 * 2**30, rates: dict | None = None) -> GpuPlan:
-    """Plan ``board`` on one GPU of ``gpu_memory`` bytes in a host of ``host_memory``.
+                  host_memory: int = 128 * 2**30, rates: dict | None = None,
+                  table_format: str = "dat") -> GpuPlan:
+    """Plan ``board`` on one GPU of ``gpu_memory`` bytes in a host of ``host_memory``, the
+    merge writing a raw table (``table_format`` "dat") or the ``.c4z`` (``"c4z"``).
 
     >>> p = make_gpu_plan("7x6")
     >>> p.bound, round(p.peak_entries / 1e9, 1)   # ply 33: 248.3 G keys, 25 times an 80 GB card
     ('disk', 248.3)
+    >>> c = make_gpu_plan("7x6", table_format="c4z")   # no raw table: less disk, more host CPU
+    >>> c.bound, c.disk_bytes["peak_stored"] < p.disk_bytes["peak_stored"] / 2
+    ('disk', True)
     """
     r = {**GPU_RATES, **(rates or {})}
     board = Board.parse(board)
     cpu = make_plan(board, 1, gpu_memory // 2)   # shards sized to half the GPU's memory
+    cpu.table_format = table_format
     io = cpu.io().to_json()["stages"]
     plies = [p.entries for p in cpu.plies]
     w = board.width
@@ -109,8 +121,11 @@ def make_gpu_plan(board: str | Board, gpu_memory: int = 80 * 2**30,
     peak = max(io[s]["peak_stored_bytes"] for s in io)
     host_core_s = cpu.entries * (r["host_share"] * (COSTS["forward_core_s"] + COSTS["backward_core_s"])
                                  + COSTS["merge_core_s"])
+    if table_format == "c4z":   # the merge's encoding and the driver's decoding for the hash
+        host_core_s += (r["c4z_cpu_ratio"] - 1) * cpu.entries * (
+            COSTS["forward_core_s"] + COSTS["backward_core_s"] + COSTS["merge_core_s"])
     plan = GpuPlan(board, cpu.entries, cpu.peak_entries, gpu_memory, host_memory,
-                   keys_sorted=keys_sorted, pcie_bytes=pcie)
+                   keys_sorted=keys_sorted, pcie_bytes=pcie, table_format=table_format)
     plan.seconds = {"gpu": gpu_s, "pcie": pcie / r["pcie_bytes_per_s"],
                     "host": host_core_s / (r["host_cores"] * COSTS["parallel_efficiency"]),
                     "disk": (written + read) / r["disk_bytes_per_s"]}
