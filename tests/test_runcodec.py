@@ -196,3 +196,18 @@ def test_threads_write_and_read_runs_at_once(tmp_path):
 
     with ThreadPoolExecutor(4) as ex:
         assert all(ex.map(job, range(6)))
+
+
+def test_shuffle_pieces_of_messages_keep_the_byte_apart(tmp_path):
+    """A pre-merge of message runs (written with ``low_bits=8``) writes its pieces so too, and
+    they hold exactly the merged values."""
+    from c4table.pipeline.sort import shuffle
+    st = Storage(tmp_path)
+    rng = np.random.default_rng(4)
+    parts = [_messages(rng, 2 * B + 11 * i) for i in range(3)]
+    recs = [extsort.run_record(f"m{i}.u64", p, extsort.write_run(st, f"m{i}.u64", p, low_bits=8))
+            for i, p in enumerate(parts)]
+    pieces = shuffle.premerge_task(str(tmp_path), recs, [0, 1 << 40, 1 << 64], "pre", False, 10**9)
+    assert pieces and all(extsort.run_low_bits(st, p) == 8 for p in pieces)
+    got = np.concatenate([extsort.read_range_parts(st, [p], 0, 1 << 64)[0] for p in pieces])
+    assert np.array_equal(got, np.sort(np.concatenate(parts)))

@@ -7,11 +7,14 @@ Capture: ``--capture DIR -- c4table build ...`` runs the build with a hook in ev
 remaining arguments are capture directories; every run in them is encoded block by block
 (blocks of :data:`runcodec.BLOCK` values, each on its own, as the run format needs for range
 reads) with each codec, and the table gives, per kind of run (child runs, messages), bytes per
-value and ns per value to encode and to decode (one core, best of ``--repeat``).
+value and ns per value to encode and to decode (CPU time of one thread, best of ``--repeat``).
 
-Codecs: ``bp`` the run codec of today (delta + bit-packing per 64-value miniblock); ``bp+zN``
-the same with each block's words through zstd level N; ``vi`` LEB128 varint deltas, ``vi+zN``
-those through zstd (the ``.c4z`` codec's way). Sizes only (no timing): ``ef`` Elias-Fano per
+Codecs: ``bp`` the bit-packed codec of run format v2 (delta + bit-packing per 64-value
+miniblock, ``runcodec_v2.py`` beside this file); ``bp+zN`` the same with each block's words
+through zstd level N; ``vi`` LEB128 varint deltas, ``vi+zN`` those through zstd (the ``.c4z``
+codec's way); ``vk``, ``vk+zN`` (messages) the varint deltas of the keys ``v >> 8`` and the
+low bytes as a second stream; ``v3`` the codec of today's run format as the build calls it
+(``vi+z1`` for child runs, ``vk+z1`` for messages, with its checks). Sizes only (no timing): ``ef`` Elias-Fano per
 block; ``bp-keys+pay`` (messages) the key deltas bit-packed and the payload byte packed on its
 own per miniblock; ``bp32`` miniblocks of 32; ``bound`` log2 C(range, n) per block, the
 information in a set of n values in its range (what no codec without a model beats).
@@ -35,6 +38,7 @@ import zstandard
 from numba import njit
 
 from c4table.pipeline.sort import runcodec
+import runcodec_v2   # beside this file: the bit-packed codec of run format v2
 
 BLOCK = runcodec.BLOCK
 HOOK = '''
@@ -45,8 +49,8 @@ if _dir:
     from c4table.pipeline.sort import extsort
     _orig, _cap = extsort.write_run, int(os.environ["C4CAP_MAX_BYTES"])
 
-    def write_run(store, rel, keys):
-        digest = _orig(store, rel, keys)
+    def write_run(store, rel, keys, *args, **kwargs):
+        digest = _orig(store, rel, keys, *args, **kwargs)
         if sum(e.stat().st_size for e in os.scandir(_dir) if e.is_file()) < _cap:
             np.save(os.path.join(_dir, rel.replace("/", "~") + f".{os.getpid()}.{digest}.npy"),
                     np.ascontiguousarray(keys, dtype=np.uint64))
@@ -233,11 +237,12 @@ def entropy_bits(x: np.ndarray) -> float:
 
 # ------------------------------------------------------------------ timed codecs
 def _best(f, repeat: int) -> float:
+    """The least CPU time (this thread's: the machine may be shared) of ``repeat`` calls."""
     best = float("inf")
     for _ in range(repeat):
-        t = time.perf_counter()
+        t = time.thread_time()
         f()
-        best = min(best, time.perf_counter() - t)
+        best = min(best, time.thread_time() - t)
     return best
 
 
@@ -245,17 +250,17 @@ def time_bp(v: np.ndarray, levels: list[int], repeat: int) -> dict:
     """Today's codec, and it with each block's words through zstd at ``levels``."""
     res = {}
     nb = -(-v.shape[0] // BLOCK)
-    widths, offsets = runcodec.plan(v)
+    widths, offsets = runcodec_v2.plan(v)
     words = np.empty(int(offsets[-1]), np.uint64)
     out = np.empty(v.shape[0], np.uint64)
     fences = v[::BLOCK].copy()
 
     def enc():
-        w, o = runcodec.plan(v)
-        runcodec.encode_blocks(v, w, o, 0, nb, words)
+        w, o = runcodec_v2.plan(v)
+        runcodec_v2.encode_blocks(v, w, o, 0, nb, words)
 
     def dec():
-        assert runcodec.decode_blocks(words, fences, offsets, 0, nb, v.shape[0], out) == -1
+        assert runcodec_v2.decode_blocks(words, fences, offsets, 0, nb, v.shape[0], out) == -1
 
     te, td = _best(enc, repeat), _best(dec, repeat)
     res["bp"] = (8 * int(offsets[-1]), te, td)
@@ -323,6 +328,23 @@ def time_vi(v: np.ndarray, levels: list[int], repeat: int, split: bool = False) 
     return res
 
 
+def time_v3(v: np.ndarray, low_bits: int, repeat: int) -> dict:
+    """The codec of run format v3 (:mod:`c4table.pipeline.sort.runcodec`) as the build calls
+    it: ``vi+z1`` (child runs) or ``vk+z1`` (messages, ``low_bits`` 8) with its checks."""
+    n = v.shape[0]
+    got = []
+    te = _best(lambda: got.append(runcodec.encode_blocks(v, low_bits)), repeat)
+    blobs = got[-1]
+    offsets = np.zeros(len(blobs) + 1, np.int64)
+    np.cumsum([len(b) for b in blobs], out=offsets[1:])
+    data = np.frombuffer(b"".join(blobs), np.uint8)
+    fences, out = v[::BLOCK].copy(), np.empty(n, np.uint64)
+    td = _best(lambda: runcodec.decode_blocks(data, fences, offsets, 0, len(blobs), n, low_bits,
+                                              out), repeat)
+    assert np.array_equal(out, v)
+    return {"v3": (int(offsets[-1]), te, td)}
+
+
 def measure(files: list[Path], levels: list[int], repeat: int) -> dict:
     """Per kind: totals of values, bytes and seconds per codec, and the message statistics."""
     kinds: dict = {}
@@ -330,6 +352,7 @@ def measure(files: list[Path], levels: list[int], repeat: int) -> dict:
     time_bp(warm, levels, 1)
     time_vi(warm, levels, 1)
     time_vi(warm, levels, 1, split=True)
+    runcodec.warm()
     for f in files:
         v = np.load(f)
         if v.shape[0] < 2:
@@ -340,7 +363,8 @@ def measure(files: list[Path], levels: list[int], repeat: int) -> dict:
         k["runs"] += 1
         got = {**time_bp(v, levels, repeat), **time_vi(v, levels, repeat),
                "ef": (ef_bytes(v), None, None), "bp32": (bp_bytes(v, 32), None, None),
-               "bound": (bound_bytes(v), None, None)}
+               "bound": (bound_bytes(v), None, None),
+               **time_v3(v, 8 if kind_of(f.name).startswith("message") else 0, repeat)}
         if kind_of(f.name).startswith("message"):
             got["bp-keys+pay"] = (split_bytes(v), None, None)
             got.update(time_vi(v, levels, repeat, split=True))
