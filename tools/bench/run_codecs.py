@@ -401,12 +401,12 @@ def report(kinds: dict) -> None:
 def capture(dirpath: Path, build_args: list[str], max_bytes: int) -> int:
     """Run ``c4table BUILD_ARGS`` with the capture hook; return its exit status."""
     dirpath.mkdir(parents=True, exist_ok=True)
-    hook = Path(tempfile.mkdtemp(prefix="runcap-hook-"))
-    (hook / "sitecustomize.py").write_text(HOOK)
-    env = dict(os.environ, C4CAP_DIR=str(dirpath), C4CAP_MAX_BYTES=str(max_bytes),
-               PYTHONPATH=os.pathsep.join(filter(None, [str(hook), os.environ.get("PYTHONPATH")])))
-    exe = Path(sys.executable).with_name("c4table")
-    return subprocess.run([str(exe), *build_args], env=env).returncode
+    with tempfile.TemporaryDirectory(prefix="runcap-hook-") as hook:
+        (Path(hook) / "sitecustomize.py").write_text(HOOK)
+        env = dict(os.environ, C4CAP_DIR=str(dirpath.resolve()), C4CAP_MAX_BYTES=str(max_bytes),
+                   PYTHONPATH=os.pathsep.join(filter(None, [hook, os.environ.get("PYTHONPATH")])))
+        exe = Path(sys.executable).with_name("c4table")
+        return subprocess.run([str(exe), *build_args], env=env).returncode
 
 
 def main(argv=None) -> int:
@@ -420,12 +420,14 @@ def main(argv=None) -> int:
     ap.add_argument("--sample", type=int, default=0,
                     help="measure every k-th run only, k chosen to keep this many (0: all)")
     ap.add_argument("--repeat", type=int, default=2, help="timings: best of this many")
-    args, rest = ap.parse_known_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    build = argv[argv.index("--") + 1:] if "--" in argv else []
+    args = ap.parse_args(argv[:argv.index("--")] if "--" in argv else argv)
     if args.capture:
-        if rest[:1] == ["--"]:
-            rest = rest[1:]
-        return capture(args.capture, rest, args.max_bytes)
-    if rest or not args.dirs:
+        if not build:
+            ap.error("--capture needs the build's arguments after --")
+        return capture(args.capture, build, args.max_bytes)
+    if build or not args.dirs:
         ap.error("give capture directories, or --capture DIR -- BUILD ARGS")
     for d in args.dirs:
         files = sorted(d.glob("*.npy"))

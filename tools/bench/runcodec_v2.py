@@ -245,3 +245,12 @@ def warm() -> None:
     widths, offsets = plan(v)
     encode_blocks(v, widths, offsets, 0, 0, v)
     decode_blocks(v, v, offsets, 0, 0, 0, v)
+
+
+if __name__ == "__main__":
+    import argparse
+    import doctest
+    argparse.ArgumentParser(description="The bit-packed run codec of run format v2, imported by "
+                            "run_codecs.py beside it; run alone, it checks its example "
+                            "(doctest).").parse_args()
+    raise SystemExit(doctest.testmod().failed)
