@@ -265,10 +265,11 @@ def test_merge_killed_after_manifest_save_before_rename(reference, tmp_path, tmp
     assert soak.sha256_file(f) == reference[0] and not tmp.exists()
 
 
-@pytest.mark.parametrize("damage", ["flip", "missing", "orphan-tmp"])
+@pytest.mark.parametrize("damage", ["flip", "missing", "orphan-tmp", "older-format"])
 def test_damaged_or_partial_messages_are_never_reused(partial, reference, tmp_path, damage):
     """The message runs that generation 10 sent to generation 9 are trusted only if they match
-    the manifest; otherwise they are sent again from generation 10's backward shards."""
+    the manifest and are of this version's run format; otherwise they are sent again from
+    generation 10's backward shards."""
     out = copy_build(partial, tmp_path / "b")
     msgs = out / "work" / "messages" / "ply_09"
     run = sorted(msgs.glob("run-*.u64"))[0]
@@ -278,6 +279,9 @@ def test_damaged_or_partial_messages_are_never_reused(partial, reference, tmp_pa
         run.write_bytes(data)
     elif damage == "missing":
         run.unlink()
+    elif damage == "older-format":   # a run written by a version with the bit-packed format
+        index = run.with_name(run.name + ".fences")
+        index.write_bytes((0xC4_52_55_4E_42_50_00_02).to_bytes(8, "little") + index.read_bytes()[8:])
     else:   # what a crash in the middle of a backward step leaves
         later = out / "work" / "messages" / "ply_08"
         later.mkdir(parents=True)

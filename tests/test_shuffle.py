@@ -35,8 +35,8 @@ def test_fences_are_read_once_per_run_record_and_never_stale(tmp_path):
     assert (by_path.head_requests, by_path.get_requests, by_path.ranged_reads) == (1, 1, 1)
     assert (first.head_requests, first.get_requests, first.ranged_reads) == (0, 1, 1)
     assert (second.head_requests, second.get_requests, second.ranged_reads) == (0, 0, 1)
-    blocks = -(-vals.shape[0] // extsort.FENCE)   # the index: 3 header words, fences, offsets
-    assert by_path.bytes_read - second.bytes_read == 8 * (3 + 2 * blocks + 1)
+    blocks = -(-vals.shape[0] // extsort.FENCE)   # the index: 4 header words, fences, offsets
+    assert by_path.bytes_read - second.bytes_read == 8 * (4 + 2 * blocks + 1)
     other = _values(2, 2 * extsort.FENCE + 5)
     rec2 = extsort.run_record("r.u64", other, extsort.write_run(st, "r.u64", other))
     assert rec2["xxh64"] != rec["xxh64"]

@@ -26,8 +26,8 @@ SKIP_ENV = "C4TABLE_SKIP_DISK_CHECK"
 MARGIN_BYTES = 1 << 20        # added to every estimate (file system slack, manifest, headers)
 MARGIN_FRACTION = 0.10        # and this share of the estimate
 MESSAGES_PER_ENTRY = 4.0      # backward messages a position sends, kept (measured up to ~3.5)
-MESSAGE_BYTES = 8             # bytes per message at most (runs are bit-packed: 2-3 measured)
-RUN_BYTES_PER_KEY = 8         # bytes per run key at most (bit-packed, pipeline/sort/runcodec.py)
+MESSAGE_BYTES = 8             # bytes per message at most (runs are compressed: 0.4-0.6 measured)
+RUN_BYTES_PER_KEY = 8         # bytes per run key at most (compressed, pipeline/sort/runcodec.py)
 LOCK_NAME = ".lock"
 WHOLE_SCRATCH = ("runs", "merge", "cache", "recycle")   # trees no finished step ever refers to
 _DISK_FULL = {errno.ENOSPC, errno.EDQUOT}
@@ -85,7 +85,7 @@ def _files_bytes(store: Storage, infos) -> int:
 
 def forward_need(build, ply: int, and_next: bool = False, runs_written: int | None = None) -> int:
     """Bytes that expanding generation ``ply`` into ``ply + 1`` will write at its peak: the runs
-    (at most 8 bytes a key: runs are bit-packed) and generation ``ply + 1``'s shards. Both are
+    (at most 8 bytes a key: runs are compressed) and generation ``ply + 1``'s shards. Both are
     generation ``ply``'s figures times its growth over generation ``ply - 1``. With ``and_next``,
     also the runs of generation ``ply + 2``, which the tasks writing ``ply + 1``'s shards spill at
     the same time (:func:`c4table.pipeline.stages.forward.merge_task`): ``ply + 1``'s runs times the

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from typing import NamedTuple
 
 import numpy as np
 import xxhash
@@ -20,10 +21,10 @@ SAMPLE_PER_RUN = 256
 FENCE = runcodec.BLOCK   # one fence value (and block) per this many run values
 SORT_CHUNK = 1 << 14   # values sorted at a time when many runs are merged (128 KiB: in the L2 cache)
 PAIRWISE_RUNS = 3      # up to this many runs are merged pairwise (merge_two), more in pieces
-WRITE_BLOCKS = 16      # blocks encoded and written at a time (at most ~8 MiB of words)
+WRITE_BLOCKS = 16      # blocks joined into one write of a run
 FENCE_CACHE_BYTES = 64 << 20   # fences kept per process (LRU): ~1.4 TiB of runs at 8 B/fence
 
-_fence_cache: OrderedDict = OrderedDict()   # (storage uri, run file, xxh64, rows) -> fences
+_fence_cache: OrderedDict = OrderedDict()   # (storage uri, run file, xxh64, rows) -> _Index
 _fence_cache_bytes = 0
 _fence_lock = threading.Lock()
 
@@ -131,34 +132,31 @@ def sorted_chunks(words: np.ndarray, starts: np.ndarray, ends: np.ndarray,
     yield rest
 
 
-def write_run(store: Storage, rel: str, keys: np.ndarray) -> str:
-    """Spill sorted keys as a run: ``rel`` holds the values delta-encoded and bit-packed in
-    blocks of :data:`FENCE` (:mod:`~c4table.pipeline.sort.runcodec`: about a quarter of their raw
-    8 bytes) and ``rel + ".fences"`` the run's index (the first value and the offset of every
-    block), so a range of the run can be found and read without reading the rest
+def write_run(store: Storage, rel: str, keys: np.ndarray, low_bits: int = 0) -> str:
+    """Spill sorted keys as a run: ``rel`` holds the values in blocks of :data:`FENCE`, each its
+    varint differences through zstd on its own (:mod:`~c4table.pipeline.sort.runcodec`; 8 for
+    ``low_bits`` keeps the low byte of ``key << 8 | byte`` values apart, as messages are) and
+    ``rel + ".fences"`` the run's index (the first value and the offset of every block), so a
+    range of the run can be found and read without reading the rest
     (:func:`read_range_window`). The index is written first: a run that exists has its index.
     Runs are scratch (a crash discards or re-checks them), so they are not fsync'ed. Returns
     the run file's xxh64."""
     data = np.ascontiguousarray(keys, dtype=np.uint64)
-    widths, offsets = runcodec.plan(data)
-    store.write_atomic(rel + ".fences",
-                       runcodec.index_bytes(data.shape[0], data[::FENCE], offsets), durable=False)
+    blobs = runcodec.encode_blocks(data, low_bits)
+    offsets = np.zeros(len(blobs) + 1, np.int64)
+    np.cumsum([len(b) for b in blobs], out=offsets[1:])
+    store.write_atomic(rel + ".fences", runcodec.index_bytes(data.shape[0], low_bits,
+                                                             data[::FENCE], offsets), durable=False)
     h = xxhash.xxh64()
-    nb = offsets.shape[0] - 1
-    reuse = store.local   # a local write copies the chunk; an upload may keep a reference
 
     def chunks():
-        for b0 in range(0, nb, WRITE_BLOCKS):
-            b1 = min(nb, b0 + WRITE_BLOCKS)
-            need = int(offsets[b1] - offsets[b0])
-            out = _scratch(need) if reuse else np.empty(need, np.uint64)
-            runcodec.encode_blocks(data, widths, offsets, b0, b1, out)
-            view = memoryview(out[:need]).cast("B")
-            h.update(view)
-            yield view
+        for b0 in range(0, len(blobs), WRITE_BLOCKS):
+            chunk = b"".join(blobs[b0:b0 + WRITE_BLOCKS])
+            h.update(chunk)
+            yield chunk
 
     # its size known, a local run may go over a spent file's cached pages (Storage.recycle_tree)
-    store.write_atomic_chunks(rel, chunks(), durable=False, size=8 * int(offsets[-1]))
+    store.write_atomic_chunks(rel, chunks(), durable=False, size=int(offsets[-1]))
     return h.hexdigest()
 
 
@@ -166,7 +164,7 @@ _local = threading.local()   # per thread: a dask worker may run several tasks a
 
 
 def _scratch(words: int) -> np.ndarray:
-    """This thread's scratch words (at least ``words``) for encoding and reading runs, reused
+    """This thread's scratch words (at least ``words``) for reading runs, reused
     from task to task so that its pages are faulted in once, not for every run."""
     buf = getattr(_local, "scratch", None)
     if buf is None or buf.shape[0] < words:
@@ -230,17 +228,41 @@ def run_index(store: Storage, run) -> tuple[str, int, np.ndarray]:
     """``(file, values, fences)`` of a run given by its path or by its record
     (:func:`run_record`); the fences are the first value of every block of :data:`FENCE`
     values (see :func:`_index`). Raises :class:`FileNotFoundError` for a missing run."""
-    return _index(store, run)[:3]
+    got = _index(store, run)
+    return got.file, got.rows, got.fences
 
 
-def _index(store: Storage, run) -> tuple[str, int, np.ndarray, np.ndarray | None]:
-    """``(file, values, fences, block word offsets)`` of a run given by its path (an index GET
-    and a size HEAD) or by its record (:func:`run_record`): then the index is read once per
-    process and kept in an LRU of :data:`FENCE_CACHE_BYTES` keyed by the storage, the file, its
-    xxh64 and its rows, so a run written again under the same name is never served a stale
-    index. The offsets are None for a run of raw uint64 (written by an older version, whose
-    index is its raw fences). Raises :class:`FileNotFoundError` for a missing run and
-    :class:`~c4table.errors.CorruptDataError` for an index that does not fit its run."""
+def run_is_current(store: Storage, rel: str) -> bool:
+    """True if the index of run ``rel`` is of this version's format (a run of an older format
+    reads as damaged: a resumed build writes it again)."""
+    try:
+        return runcodec.parse_index(store.read_bytes(rel + ".fences")) is not None
+    except (ValueError, FileNotFoundError):
+        return False
+
+
+def run_low_bits(store: Storage, run) -> int:
+    """How the values of a run are split (:func:`write_run`'s ``low_bits``; 0 for raw runs)."""
+    return _index(store, run).low_bits
+
+
+class _Index(NamedTuple):
+    """What reading a run needs: its file, values, fences, block byte offsets (None for a run
+    of raw uint64, written by an older version) and ``low_bits``."""
+    file: str
+    rows: int
+    fences: np.ndarray
+    offsets: np.ndarray | None
+    low_bits: int
+
+
+def _index(store: Storage, run) -> _Index:
+    """The :class:`_Index` of a run given by its path (an index GET and a size HEAD) or by its
+    record (:func:`run_record`): then the index is read once per process and kept in an LRU of
+    :data:`FENCE_CACHE_BYTES` keyed by the storage, the file, its xxh64 and its rows, so a run
+    written again under the same name is never served a stale index. Raises
+    :class:`FileNotFoundError` for a missing run and :class:`~c4table.errors.CorruptDataError`
+    for an index that does not fit its run or is of an older format."""
     global _fence_cache_bytes
     by_path = isinstance(run, str)
     rel = run if by_path else run["file"]
@@ -249,14 +271,14 @@ def _index(store: Storage, run) -> tuple[str, int, np.ndarray, np.ndarray | None
         got = _fence_cache.get(key) if key is not None else None
         if got is not None:
             _fence_cache.move_to_end(key)
-            return (rel, *got)
+            return got
     raw = store.read_bytes(rel + ".fences")
     try:
         parsed = runcodec.parse_index(raw)
     except ValueError as e:
         raise CorruptDataError(f"{store.display(rel)}.fences: damaged run index ({e})") from None
     if parsed is None:   # an older run: raw values, every FENCE-th one its fences
-        fences, offsets = np.frombuffer(raw, dtype="<u8"), None
+        fences, offsets, low = np.frombuffer(raw, dtype="<u8"), None, 0
         if by_path:
             size = store.size(rel)
             if size % 8:
@@ -266,25 +288,26 @@ def _index(store: Storage, run) -> tuple[str, int, np.ndarray, np.ndarray | None
         else:
             n = int(run["rows"])
     else:
-        n, fences, offsets = parsed
+        n, low, fences, offsets = parsed
         if by_path:
             size = store.size(rel)
-            if size != 8 * int(offsets[-1]):
+            if size != int(offsets[-1]):
                 raise CorruptDataError(f"{store.display(rel)}: run size {size:,} does not match "
-                                       f"its index ({8 * int(offsets[-1]):,} bytes)")
+                                       f"its index ({int(offsets[-1]):,} bytes)")
         elif n != int(run["rows"]):
             raise CorruptDataError(f"{store.display(rel)}: run index says {n:,} values, its "
                                    f"record {int(run['rows']):,}")
+    got = _Index(rel, n, fences, offsets, low)
     nbytes = fences.nbytes + (offsets.nbytes if offsets is not None else 0)
     if key is not None and nbytes <= FENCE_CACHE_BYTES:
         with _fence_lock:
             if key not in _fence_cache:   # another thread may have read it meanwhile
-                _fence_cache[key] = (n, fences, offsets)
+                _fence_cache[key] = got
                 _fence_cache_bytes += nbytes
             while _fence_cache_bytes > FENCE_CACHE_BYTES and _fence_cache:
-                _, (_, f, o) = _fence_cache.popitem(last=False)
-                _fence_cache_bytes -= f.nbytes + (o.nbytes if o is not None else 0)
-    return rel, n, fences, offsets
+                _, old = _fence_cache.popitem(last=False)
+                _fence_cache_bytes -= old.fences.nbytes + (old.offsets.nbytes if old.offsets is not None else 0)
+    return got
 
 
 def read_range_parts(store: Storage, rels: list, lo: int, hi: int) -> list[np.ndarray]:
@@ -310,7 +333,7 @@ def read_range_window(store: Storage, rels: list, lo: int, hi: int):
     for run in rels:
         where = store.display(run if isinstance(run, str) else run["file"])
         try:
-            rel, n, fences, offsets = _index(store, run)
+            rel, n, fences, offsets, low = _index(store, run)
         except FileNotFoundError:
             raise CorruptDataError(f"{where}: run is missing") from None
         if fences.shape[0] != -(-n // FENCE):
@@ -322,25 +345,26 @@ def read_range_window(store: Storage, rels: list, lo: int, hi: int):
         f1 = int(np.searchsorted(fences, hi_u, "left")) if hi_u is not None else fences.shape[0]
         start, end = f0 * FENCE, min(f1 * FENCE, n)
         if end > start:
-            windows.append((where, rel, n, fences, offsets, f0, f1, start, end))
-    words = np.empty(sum(w[8] - w[7] for w in windows), np.uint64)
+            windows.append((where, rel, n, fences, offsets, low, f0, f1, start, end))
+    words = np.empty(sum(w[9] - w[8] for w in windows), np.uint64)
     starts, ends = [], []
     pos = 0
-    for where, rel, n, fences, offsets, f0, f1, start, end in windows:
+    for where, rel, n, fences, offsets, low, f0, f1, start, end in windows:
         buf = words[pos: pos + end - start]
         active().slice_reads += 1
         try:
             if offsets is None:
                 store.read_into(rel, start * 8, buf)
             else:
-                packed = _scratch(int(offsets[f1] - offsets[f0]))
-                store.read_into(rel, int(offsets[f0]) * 8, packed)
+                size = int(offsets[f1] - offsets[f0])
+                packed = _scratch(-(-size // 8)).view(np.uint8)[:size]
+                store.read_into(rel, int(offsets[f0]), packed)
         except EOFError as e:
             raise CorruptDataError(f"{e}") from None
         if offsets is None:
             if not np.array_equal(buf[::FENCE], fences[f0:f0 + -(-buf.shape[0] // FENCE)]):
                 raise CorruptDataError(f"{where}: run does not match its fences (damaged)")
-        elif (bad := runcodec.decode_blocks(packed, fences, offsets, f0, f1, n, buf)) >= 0:
+        elif (bad := runcodec.decode_blocks(packed, fences, offsets, f0, f1, n, low, buf)) >= 0:
             raise CorruptDataError(f"{where}: block {bad} of the run does not match its index "
                                    "(damaged)")
         a = int(np.searchsorted(buf, lo_u, "left"))

@@ -1,275 +1,225 @@
 """The byte format of sorted runs (forward child keys, backward messages, shuffle pieces):
-blocks of :data:`BLOCK` values, each delta-encoded and bit-packed on its own.
+blocks of :data:`BLOCK` values, each its varint-coded differences through zstd on its own.
 
 Design notes: ``docs/modules.md`` (``c4table.pipeline.sort.runcodec``).
 
->>> v = np.arange(10**6, 10**6 + 3000, 3, dtype=np.uint64)   # 1,000 values 3 apart: 2 bits each
->>> widths, offsets = plan(v)
->>> words = np.empty(int(offsets[-1]), np.uint64)
->>> encode_blocks(v, widths, offsets, 0, len(offsets) - 1, words)   # first, 2 of widths, 16 x 2
-35
->>> out = np.empty(1000, np.uint64)
->>> decode_blocks(words, v[::BLOCK].copy(), offsets, 0, 1, 1000, out), bool((out == v).all())
+>>> v = np.arange(10**6, 10**6 + 3 * 70_000, 3, dtype=np.uint64)   # 70,000 values 3 apart
+>>> blobs = encode_blocks(v)
+>>> len(blobs), sum(len(b) for b in blobs) < 100   # two blocks, of a few dozen bytes each
+(2, True)
+>>> offsets = np.cumsum([0] + [len(b) for b in blobs])
+>>> out = np.empty(v.shape[0], np.uint64)
+>>> data = np.frombuffer(b"".join(blobs), np.uint8)
+>>> decode_blocks(data, v[::BLOCK].copy(), offsets, 0, 2, v.shape[0], 0, out), bool((out == v).all())
 (-1, True)
+>>> decode_blocks(data[offsets[1]:], v[::BLOCK].copy(), offsets, 1, 2, v.shape[0], 0, out)   # alone
+-1
 """
 from __future__ import annotations
 
+import threading
+from typing import NamedTuple
+
 import numpy as np
+import zstandard
 from numba import njit
 
 BLOCK = 1 << 16   # values per independently decodable block (= extsort.FENCE)
-MINI = 64         # differences per miniblock (one bit width each)
-MAGIC = 0xC4_52_55_4E_42_50_00_02   # first word of a run's index: "C4 RUNBP v2"
-_U1 = np.uint64(1)
+LEVEL = 1         # zstd level of the blocks (measured: docs/measurements/2026-11-27-run-codecs.md)
+MAGIC = 0xC4_52_55_4E_5A_56_00_03   # first word of a run's index: "C4 RUNZV v3"
+OLD_MAGICS = {0xC4_52_55_4E_42_50_00_02: "v2, bit-packed"}   # formats this version cannot read
+LOW_BITS = (0, 8)   # a run's values whole, or key << 8 | a byte (messages) kept apart
+RAW_MAX = 12 + 11 * BLOCK   # a block's transformed bytes at most (10-byte varints, a byte each)
+BLOB_MAX = RAW_MAX + (RAW_MAX >> 7) + 1024   # its zstd frame at most (zstd's bound, rounded up)
+_ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
+_local = threading.local()   # per thread: a (de)compressor and the transform's scratch bytes
+
+
+class RunIndex(NamedTuple):
+    """A run's index: its values, how they are split, the first value and byte offset of each
+    block (``offsets`` has one more entry: the run's size)."""
+    rows: int
+    low_bits: int
+    fences: np.ndarray
+    offsets: np.ndarray
 
 
 @njit(cache=True, inline="always")
-def _width(v):
-    """Bits needed for ``v`` (0 for 0): a binary search over the bit length."""
-    b = 0
-    if v >> np.uint64(32):
-        v >>= np.uint64(32)
-        b += 32
-    if v >> np.uint64(16):
-        v >>= np.uint64(16)
-        b += 16
-    if v >> np.uint64(8):
-        v >>= np.uint64(8)
-        b += 8
-    if v >> np.uint64(4):
-        v >>= np.uint64(4)
-        b += 4
-    if v >> np.uint64(2):
-        v >>= np.uint64(2)
-        b += 2
-    if v >> np.uint64(1):
-        v >>= np.uint64(1)
-        b += 1
-    return b + np.int64(v)
-
-
-@njit(cache=True, inline="always")
-def _or_deltas(x, cnt):
-    """OR of the ``cnt`` differences ``x[j + 1] - x[j]`` (called with the constant 64 for whole
-    miniblocks, and on a slice indexed from 0, so that the loop is unrolled and vectorized:
-    indices numba cannot prove non-negative cost a wraparound check each)."""
-    acc = np.uint64(0)
-    for j in range(cnt):
-        acc |= x[j + 1] - x[j]
-    return acc
+def _put_varint(out, p, d):
+    while d >= np.uint64(0x80):
+        out[p] = np.uint8((d & np.uint64(0x7F)) | np.uint64(0x80))
+        d >>= np.uint64(7)
+        p += 1
+    out[p] = np.uint8(d)
+    return p + 1
 
 
 @njit(cache=True)
-def _plan(values, block, widths, offsets):
-    """Bit width of every miniblock (into ``widths``) and word offset of every block (into
-    ``offsets``, ``blocks + 1``)."""
-    n = values.shape[0]
-    nb = (n + block - 1) // block
-    per = (block - 1 + 63) // 64   # miniblocks of a full block
-    pos = 0
-    for bi in range(nb):
-        offsets[bi] = pos
-        s = bi * block
-        e = min(n, s + block)
-        nm = (e - s - 1 + 63) // 64
-        words = 1 + (nm + 7) // 8
-        for m in range(nm):
-            a = s + 1 + m * 64
-            cnt = min(e - a, 64)
-            x = values[a - 1: a + cnt]
-            acc = _or_deltas(x, 64) if cnt == 64 else _or_deltas(x, cnt)
-            b = _width(acc)
-            widths[bi * per + m] = b
-            words += b
-        pos += words
-    offsets[nb] = pos
-    return pos
-
-
-def plan(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(miniblock widths, block word offsets) of sorted ``values``."""
-    n = values.shape[0]
-    nb = -(-n // BLOCK)
-    per = (BLOCK - 1 + MINI - 1) // MINI
-    widths = np.zeros(max(1, nb * per), np.uint8)
-    offsets = np.zeros(nb + 1, np.int64)
-    _plan(values, BLOCK, widths, offsets)
-    return widths, offsets
-
-
-@njit(cache=True, inline="always")
-def _pack(x, cnt, b, out):
-    """Bit-pack the ``cnt`` differences ``x[j + 1] - x[j]`` at width ``b`` into ``out``."""
-    reg = np.uint64(0)   # bits not yet stored, filled from the bottom
-    fill = 0
-    w = 0
-    for j in range(cnt):
-        d = x[j + 1] - x[j]
-        reg |= d << np.uint64(fill)
-        fill += b
-        if fill >= 64:
-            out[w] = reg
-            w += 1
-            fill -= 64
-            reg = d >> np.uint64(b - fill) if fill > 0 else np.uint64(0)
-    if fill > 0:
-        out[w] = reg
-        w += 1
-    for i in range(w, out.shape[0]):   # a short last miniblock: zeros, not stale memory
-        out[i] = 0
+def _transform(v, s, e, low, out):
+    """The bytes of block ``v[s:e]`` into ``out``; their count. The first value (8 bytes), then
+    with ``low == 0`` the LEB128 differences; with ``low == 8`` the length of the key stream
+    (4 bytes), the LEB128 differences of the keys ``v >> 8``, and the low bytes of values 1..
+    on their own (a message's outcome byte does not widen its key's difference)."""
+    x = v[s]
+    for i in range(8):
+        out[i] = np.uint8((x >> np.uint64(8 * i)) & np.uint64(0xFF))
+    if low == 0:
+        p = 8
+        for j in range(s + 1, e):
+            p = _put_varint(out, p, v[j] - v[j - 1])
+        return p
+    p = 12
+    for j in range(s + 1, e):
+        p = _put_varint(out, p, (v[j] >> np.uint64(8)) - (v[j - 1] >> np.uint64(8)))
+    m = p - 12
+    for i in range(4):
+        out[8 + i] = np.uint8((m >> (8 * i)) & 0xFF)
+    for j in range(s + 1, e):
+        out[p] = np.uint8(v[j] & np.uint64(0xFF))
+        p += 1
+    return p
 
 
 @njit(cache=True)
-def _encode(values, block, widths, offsets, b0, b1, out):
-    n = values.shape[0]
-    per = (block - 1 + 63) // 64
-    base = offsets[b0]
-    for bi in range(b0, b1):
-        s = bi * block
-        e = min(n, s + block)
-        nm = (e - s - 1 + 63) // 64
-        p = offsets[bi] - base
-        for i in range(p + 1, p + 1 + (nm + 7) // 8):
-            out[i] = 0
-        out[p] = values[s]
-        for m in range(nm):   # the widths, 8 a word
-            out[p + 1 + (m >> 3)] |= np.uint64(widths[bi * per + m]) << np.uint64(8 * (m & 7))
-        q = p + 1 + (nm + 7) // 8
-        for m in range(nm):
-            b = np.int64(widths[bi * per + m])
-            if b == 0:
-                continue
-            a = s + 1 + m * 64
-            cnt = min(e - a, 64)
-            x = values[a - 1: a + cnt]
-            o = out[q: q + b]
-            if cnt == 64:
-                _pack(x, 64, b, o)
-            else:
-                _pack(x, cnt, b, o)
-            q += b
-    return offsets[b1] - base
-
-
-def encode_blocks(values: np.ndarray, widths: np.ndarray, offsets: np.ndarray, b0: int, b1: int,
-                  out: np.ndarray) -> int:
-    """Encode blocks ``b0 .. b1 - 1`` of ``values`` (widths and offsets from :func:`plan`) into
-    the uint64 array ``out`` from its start; return the words written."""
-    return int(_encode(values, BLOCK, widths, offsets, b0, b1, out))
-
-
-@njit(cache=True, inline="always")
-def _unpack(ws, cnt, b, acc, o):
-    """Add up ``cnt`` differences of width ``b`` (``0 < b <= 64``) from the words ``ws`` onto
-    ``acc``, writing the values to ``o``; return (the last value, whether no sum wrapped)."""
-    mask = np.uint64(0xFFFFFFFFFFFFFFFF) if b == 64 else (np.uint64(1) << np.uint64(b)) - np.uint64(1)
-    ub = np.uint64(b)
-    reg = ws[0]   # unread bits, at the bottom
-    avail = 64
-    w = 1
-    ok = True
-    for j in range(cnt):
-        if avail >= b:
-            d = reg & mask
-            reg = reg >> ub if b < 64 else np.uint64(0)
-            avail -= b
+def _untransform(buf, n, low, first, top, out):
+    """Values of a block from its bytes ``buf`` (``n`` values) into ``out``; True if the bytes
+    add up exactly, the first value is ``first``, the values are sorted and none exceeds
+    ``top`` (the next block's fence)."""
+    m = buf.shape[0]
+    if m < 8:
+        return False
+    x = np.uint64(0)
+    for i in range(8):
+        x |= np.uint64(buf[i]) << np.uint64(8 * i)
+    if x != first or x > top:
+        return False
+    out[0] = x
+    p = 8 if low == 0 else 12
+    end = m
+    q = 0
+    if low != 0:
+        if m < 12:
+            return False
+        kl = 0
+        for i in range(4):
+            kl |= np.int64(buf[8 + i]) << (8 * i)
+        end = 12 + kl
+        q = end
+        if end + (n - 1) != m:
+            return False
+        x >>= np.uint64(8)
+    for j in range(1, n):
+        d = np.uint64(0)
+        sh = 0
+        while True:
+            if p >= end or sh > 63:
+                return False
+            b = np.uint64(buf[p])
+            p += 1
+            d |= (b & np.uint64(0x7F)) << np.uint64(sh)
+            if b < np.uint64(0x80):
+                break
+            sh += 7
+        nxt = x + d
+        if nxt < x:
+            return False   # wrapped: not a sorted run
+        x = nxt
+        if low == 0:
+            val = x
         else:
-            nw = ws[w]
-            w += 1
-            d = (reg | (nw << np.uint64(avail))) & mask
-            reg = nw >> np.uint64(b - avail) if b - avail < 64 else np.uint64(0)
-            avail += 64 - b
-        nxt = acc + d
-        ok &= nxt >= acc   # no wrap: a sorted run
-        acc = nxt
-        o[j] = acc
-    return acc, ok
+            if x >> np.uint64(56):
+                return False
+            val = (x << np.uint64(8)) | np.uint64(buf[q])
+            q += 1
+            if val < out[j - 1]:
+                return False
+        if val > top:
+            return False
+        out[j] = val
+    return p == end
 
 
-@njit(cache=True)
-def _decode(words, fences, offsets, block, b0, b1, rows, out):
-    """Decode blocks b0..b1-1 (``words`` starts at block b0) into ``out``; -1 if they are
-    sound, else the index of the first damaged block."""
-    base = offsets[b0]
+def _tools():
+    t = getattr(_local, "tools", None)
+    if t is None:
+        t = _local.tools = (zstandard.ZstdCompressor(level=LEVEL), zstandard.ZstdDecompressor(),
+                            np.empty(RAW_MAX, np.uint8))
+    return t
+
+
+def encode_blocks(values: np.ndarray, low_bits: int = 0) -> list[bytes]:
+    """The blocks of sorted uint64 ``values`` (a uint64 array), each a zstd frame of its own;
+    ``low_bits`` (:data:`LOW_BITS`): 8 for ``key << 8 | byte`` values (messages)."""
+    if low_bits not in LOW_BITS:
+        raise ValueError(f"low_bits {low_bits} is not one of {LOW_BITS}")
+    comp, _, buf = _tools()
+    n = values.shape[0]
+    return [comp.compress(buf[:_transform(values, s, min(n, s + BLOCK), low_bits, buf)])
+            for s in range(0, n, BLOCK)]
+
+
+def decode_blocks(data: np.ndarray, fences: np.ndarray, offsets: np.ndarray, b0: int, b1: int,
+                  rows: int, low_bits: int, out: np.ndarray) -> int:
+    """Decode blocks ``b0 .. b1 - 1`` of a run of ``rows`` values from ``data`` (the run's bytes
+    from ``offsets[b0]`` on, uint8) into ``out`` (room for their values); return -1 if every
+    block matched its fence and length and was sorted, else the first damaged block."""
+    _, dec, _ = _tools()
+    base = int(offsets[b0])
     k = 0
     for bi in range(b0, b1):
-        s = bi * block
-        e = min(rows, s + block)
-        nm = (e - s - 1 + 63) // 64
-        p = offsets[bi] - base
-        end = offsets[bi + 1] - base
-        if end > words.shape[0] or p + 1 + (nm + 7) // 8 > end:
+        s, e = int(offsets[bi]) - base, int(offsets[bi + 1]) - base
+        n = min(rows, (bi + 1) * BLOCK) - bi * BLOCK
+        if e > data.shape[0] or n <= 0:
             return bi
-        acc = words[p]
-        if acc != fences[bi]:
+        blob = data[s:e]
+        try:
+            size = zstandard.frame_content_size(blob)
+            if not 8 <= size <= RAW_MAX:
+                return bi
+            raw = np.frombuffer(dec.decompress(blob), np.uint8)
+        except zstandard.ZstdError:
             return bi
-        out[k] = acc
-        k += 1
-        q = p + 1 + (nm + 7) // 8
-        for m in range(nm):
-            b = np.int64((words[p + 1 + (m >> 3)] >> np.uint64(8 * (m & 7))) & np.uint64(0xFF))
-            cnt = min(e - (s + 1 + m * 64), 64)
-            if b == 0:
-                for j in range(cnt):
-                    out[k + j] = acc
-            else:
-                if b > 64 or q + b > end:
-                    return bi
-                ws = words[q: q + b]
-                o = out[k: k + cnt]
-                if cnt == 64:
-                    acc, ok = _unpack(ws, 64, b, acc, o)
-                else:
-                    acc, ok = _unpack(ws, cnt, b, acc, o)
-                if not ok:
-                    return bi
-            k += cnt
-            q += b
-        if q != end:
+        top = fences[bi + 1] if bi + 1 < fences.shape[0] else _ALL
+        if raw.shape[0] != size or not _untransform(raw, n, low_bits, fences[bi], top, out[k:k + n]):
             return bi
-        if bi + 1 < fences.shape[0] and acc > fences[bi + 1]:
-            return bi
+        k += n
     return -1
 
 
-def decode_blocks(words: np.ndarray, fences: np.ndarray, offsets: np.ndarray, b0: int, b1: int,
-                  rows: int, out: np.ndarray) -> int:
-    """Decode blocks ``b0 .. b1 - 1`` of a run of ``rows`` values from ``words`` (the run's
-    words from ``offsets[b0]`` on) into ``out`` (room for their values); return -1 if every
-    block matched its fence and length and was sorted, else the first damaged block."""
-    return int(_decode(words, fences, offsets, BLOCK, b0, b1, rows, out))
-
-
-def index_bytes(rows: int, fences: np.ndarray, offsets: np.ndarray) -> bytes:
-    """The index file of a run: magic, rows, blocks, fences, offsets (uint64 words)."""
-    head = np.array([MAGIC, rows, fences.shape[0]], np.uint64)
+def index_bytes(rows: int, low_bits: int, fences: np.ndarray, offsets: np.ndarray) -> bytes:
+    """The index file of a run: magic, rows, blocks, low bits, fences, byte offsets (uint64)."""
+    head = np.array([MAGIC, rows, fences.shape[0], low_bits], np.uint64)
     return np.concatenate([head, fences.astype(np.uint64), offsets.astype(np.uint64)]).astype("<u8").tobytes()
 
 
-def parse_index(data: bytes) -> tuple[int, np.ndarray, np.ndarray] | None:
-    """(rows, fences, offsets) of an index written by :func:`index_bytes`, or None if ``data``
-    is not one (the raw fences of a run written by an older version: every BLOCK-th value).
-    Raises ValueError for an index that does not add up."""
+def parse_index(data: bytes) -> RunIndex | None:
+    """The index written by :func:`index_bytes`, or None if ``data`` is not one (the raw fences
+    of a run of raw values, written by an older version). Raises ValueError for an index that
+    does not add up, or one of a format this version cannot read (:data:`OLD_MAGICS`)."""
     w = np.frombuffer(data, dtype="<u8")
-    if w.shape[0] < 3 or int(w[0]) != MAGIC:
+    if w.shape[0] >= 3 and int(w[0]) in OLD_MAGICS:
+        raise ValueError(f"a run of an older format ({OLD_MAGICS[int(w[0])]}): runs are scratch, "
+                         "the step that wrote it must run again")
+    if w.shape[0] < 4 or int(w[0]) != MAGIC:
         return None
-    rows, nb = int(w[1]), int(w[2])
-    if nb != -(-rows // BLOCK) or w.shape[0] != 3 + 2 * nb + 1:
-        raise ValueError(f"index of {rows} values with {nb} blocks and {w.shape[0]} words")
-    offsets = w[3 + nb:].astype(np.int64)
+    rows, nb, low = int(w[1]), int(w[2]), int(w[3])
+    if nb != -(-rows // BLOCK) or w.shape[0] != 4 + 2 * nb + 1 or low not in LOW_BITS:
+        raise ValueError(f"index of {rows} values with {nb} blocks, low bits {low} and "
+                         f"{w.shape[0]} words")
+    offsets = w[4 + nb:].astype(np.int64)
     sizes = np.diff(offsets)
     if offsets[0] != 0 or np.any(sizes <= 0):
         raise ValueError("block offsets out of order")
-    # a block is at most its first value, a width byte per miniblock and 64-bit differences:
-    # a larger one is damage (and would make a reader allocate for it)
-    if np.any(sizes > 1 + BLOCK // MINI // 8 + BLOCK):
+    if np.any(sizes > BLOB_MAX):   # damage (and would make a reader allocate for it)
         raise ValueError("a block longer than any block can be")
-    return rows, w[3:3 + nb], offsets
+    return RunIndex(rows, low, w[4:4 + nb], offsets)
 
 
 def warm() -> None:
     """Load the compiled codec (numba's cache) in this process."""
-    v = np.zeros(0, np.uint64)
-    widths, offsets = plan(v)
-    encode_blocks(v, widths, offsets, 0, 0, v)
-    decode_blocks(v, v, offsets, 0, 0, 0, v)
+    for low in LOW_BITS:
+        v = np.arange(0, 3 * 256, 3, dtype=np.uint64)
+        blobs = encode_blocks(v, low)
+        data = np.frombuffer(b"".join(blobs), np.uint8)
+        decode_blocks(data, v[:1].copy(), np.array([0, data.shape[0]]), 0, 1, v.shape[0], low,
+                      np.empty_like(v))

@@ -53,8 +53,10 @@ def premerge_task(root: str, runs: list[dict], bounds: list[int], out: str, uniq
     ``bounds[:-1]``: the chunk is cut at range boundaries into pieces of at most ``max_keys``
     values (estimated from the runs' fences; a single range is never cut), each read from every
     run (one slice each), sorted (repeats dropped if ``unique``) and written as a run at
-    ``out-NNN.u64``. Returns the records of the nonempty pieces, with their ``lo`` and ``hi``."""
+    ``out-NNN.u64`` (its values split as the group's runs are: :func:`extsort.run_low_bits`).
+    Returns the records of the nonempty pieces, with their ``lo`` and ``hi``."""
     store = open_storage(root)
+    low_bits = extsort.run_low_bits(store, runs[0]) if runs else 0
     est = np.zeros(len(bounds), np.float64)   # values of the group below each bound
     for run in runs:
         _, n, fences = extsort.run_index(store, run)
@@ -76,7 +78,7 @@ def premerge_task(root: str, runs: list[dict], bounds: list[int], out: str, uniq
         if not vals.shape[0]:
             continue
         rel = f"{out}-{j:03d}.u64"
-        rec = extsort.run_record(rel, vals, extsort.write_run(store, rel, vals))
+        rec = extsort.run_record(rel, vals, extsort.write_run(store, rel, vals, low_bits))
         pieces.append({**rec, "lo": lo, "hi": hi})
     return pieces
 

@@ -41,13 +41,13 @@ def write_messages(store: Storage, rel: str, msgs: np.ndarray) -> dict:
     at ``rel``. Returns the run's record: file, rows, xxh64."""
     msgs.sort()
     msgs = msgs[: keep_best(msgs)]
-    digest = extsort.write_run(store, rel, msgs)
+    digest = extsort.write_run(store, rel, msgs, low_bits=8)   # key << 8 | score: the byte apart
     return {"file": rel, "rows": int(msgs.shape[0]), "xxh64": digest}
 
 
 def _write_sorted_messages(store: Storage, rel: str, msgs: np.ndarray) -> dict:
     """:func:`write_messages` of messages already sorted, best per parent (the GPU's)."""
-    digest = extsort.write_run(store, rel, msgs)
+    digest = extsort.write_run(store, rel, msgs, low_bits=8)
     return {"file": rel, "rows": int(msgs.shape[0]), "xxh64": digest}
 
 
@@ -112,9 +112,11 @@ def emit_task(root: str, kernels: KernelSet, ply: int, info_json: dict, send_rel
 
 
 def verify_run_task(root: str, run: dict) -> bool:
-    """True if a message run and its fences are present and the run matches its xxh64."""
+    """True if a message run and its fences are present, of this version's run format, and the
+    run matches its xxh64."""
     store = open_storage(root)
     return (store.exists(run["file"]) and store.exists(run["file"] + ".fences")
+            and extsort.run_is_current(store, run["file"])
             and stored_xxh64(store, run["file"]) == run["xxh64"])
 
 
