@@ -43,7 +43,7 @@ def timed_build(board: str, out: Path) -> tuple[dict, int, float]:
 
     build_mod.Build.run_stage = run_stage
     try:
-        b = build_mod.open_build(board, out, workers=1)
+        b = build_mod.open_build(board, out, workers=1, quiet=True)
         build_mod.run_build(b)
         entries = b.manifest.total("entries", range(b.board.cells + 1))
     finally:
