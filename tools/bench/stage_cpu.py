@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """CPU per stage of a serial build (``--workers 1``: every task in this process), in seconds and
-in ns per table entry: forward, backward, merge, and the rest (imports, opening, closing).
+in ns per table entry: forward, backward, merge, and the rest (opening and closing the build;
+the imports before it are not counted).
 
     python tools/bench/stage_cpu.py 6x4 [--out DIR] [--repeat 2]
 
