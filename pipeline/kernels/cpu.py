@@ -19,6 +19,10 @@ from c4table.game.lines import _decode, _divmod_base, _has_line, _is_terminal  #
 DRAW, A_WINS, B_WINS = 0x00, 0x40, 0x80
 NO_CHILD = 0xFF  # marker in the child-result buffer: column not playable
 NO_KEY = np.uint64(0xFFFFFFFFFFFFFFFF)   # no quotient of a decoded key is this (_decode_near)
+#: ``expand``, ``resolve`` and ``emit_parents`` write their output as at most ``2 * width``
+#: sorted runs (:func:`_close_runs`), which a run-adaptive sort merges (``extsort.sort_runs``);
+#: the 3D kernels' output is in no such order.
+SORTED_RUNS = True
 
 
 @lru_cache(maxsize=16)
@@ -97,20 +101,45 @@ def _decode_near(key, low, w, base, codes, bits_a, bits_b, powers, stride, hq, h
 
 @njit(cache=True, inline="always")
 def _child_key(key, v2, code, new_code, c, w, powers):
-    """Canonical key of the child whose column ``c`` changes from ``code`` to ``new_code``:
-    only digit ``c`` of the reading ``v1 = key`` and digit ``w-1-c`` of the mirror reading
-    ``v2`` change, by the same amount."""
+    """The child whose column ``c`` changes from ``code`` to ``new_code``, read both ways: only
+    digit ``c`` of the reading ``v1 = key`` and digit ``w-1-c`` of the mirror reading ``v2``
+    change, by the same amount. Its key is the smaller."""
     delta = np.uint64(new_code - code)
-    c1 = key + delta * powers[c]
-    c2 = v2 + delta * powers[w - 1 - c]
-    return c1 if c1 < c2 else c2
+    return key + delta * powers[c], v2 + delta * powers[w - 1 - c]
+
+
+@njit(cache=True)
+def _close_runs(out, n, fill):
+    """Close the *runs layout* of ``out``: return how many values it holds, moved to its front.
+
+    A kernel called on ``n`` sorted keys stores each value it makes through column ``c`` (a
+    child, or a parent's message) in column ``c``'s region ``out[c*n : (c+1)*n]``: from its
+    front when the key's own reading gave it (``fill[c]`` so far), else from its back
+    (``fill[w + c]``). A column code and the code after a chip is dropped on it (or taken off it)
+    keep their order, so the values through one column of sorted keys, read unmirrored, come
+    out sorted: each region's front is a sorted run (its back, the mirrored ones, is in no
+    order). (The stores are written out in each kernel: a helper taking the arrays costs a
+    reference count per value, 2-3x the kernel's time.) In place: no value moves up."""
+    w = fill.shape[0] // 2
+    d = 0
+    for c in range(w):
+        s = c * n
+        for j in range(fill[c]):
+            out[d] = out[s + j]
+            d += 1
+        s = (c + 1) * n - fill[w + c]
+        for j in range(fill[w + c]):
+            out[d] = out[s + j]
+            d += 1
+    return d
 
 
 @njit(cache=True)
 def expand(keys, ply, w, stride, k, base, cells, child_code, bits_a, bits_b, powers,
            out, stats):
     """Write the canonical child keys of the non-terminal positions in ``keys`` (generation
-    ``ply``) to ``out`` (length >= ``len(keys) * w``); return how many were written.
+    ``ply``) to ``out`` (length >= ``len(keys) * w``), as sorted runs (:func:`_close_runs`, with
+    repeats); return how many were written.
 
     ``stats`` (int64[4]) accumulates: terminal entries, symmetric entries, symmetric
     terminal entries, entries. An empty ``out`` means: count only, write no children."""
@@ -119,8 +148,9 @@ def expand(keys, ply, w, stride, k, base, cells, child_code, bits_a, bits_b, pow
     codes = np.empty(w, np.int64)
     low = low_digits(keys, w, base)
     hq, ha, hb, hv = NO_KEY, np.uint64(0), np.uint64(0), np.uint64(0)   # see _decode_near
-    n = 0
-    for i in range(keys.shape[0]):
+    nk = keys.shape[0]
+    fill = np.zeros(2 * w, np.int64)   # the runs layout (_close_runs)
+    for i in range(nk):
         key = keys[i]
         bb_a, bb_b, v2, hq, ha, hb, hv = _decode_near(key, low, w, base, codes, bits_a, bits_b,
                                                      powers, stride, hq, ha, hb, hv)
@@ -140,9 +170,14 @@ def expand(keys, ply, w, stride, k, base, cells, child_code, bits_a, bits_b, pow
             nc = child_code[codes[c], mover]
             if nc < 0:
                 continue
-            out[n] = _child_key(key, v2, codes[c], nc, c, w, powers)
-            n += 1
-    return n
+            c1, c2 = _child_key(key, v2, codes[c], nc, c, w, powers)
+            if c1 <= c2:   # the runs layout (_close_runs)
+                out[c * nk + fill[c]] = c1
+                fill[c] += 1
+            else:
+                fill[w + c] += 1
+                out[(c + 1) * nk - fill[w + c]] = c2
+    return _close_runs(out, nk, fill) if emit else 0
 
 
 @njit(cache=True)
@@ -311,12 +346,12 @@ def _count(stats, o, symmetric):
 
 
 @njit(cache=True, inline="always")
-def _emit(key, v2, codes, o, ply, w, powers, parent_code, top_owner, out, n):
+def _emit(key, v2, codes, o, ply, w, powers, parent_code, top_owner, out, nk, fill):
     """Write one message ``parent_key << 8 | score`` per parent of the position (``key``, mirror
-    reading ``v2``, column ``codes``, outcome ``o``, generation ``ply``) to ``out[n:]``: each
-    column whose top chip is the last mover's, with that chip taken back. Parents that are not
-    in generation ``ply - 1`` (unreachable, or already decided) are dropped by the join.
-    Returns the new ``n``."""
+    reading ``v2``, column ``codes``, outcome ``o``, generation ``ply``) to the runs of ``out``
+    (:func:`_close_runs`, ``nk`` keys): each column whose top chip is the last mover's, with that
+    chip taken back. Parents that are not in generation ``ply - 1`` (unreachable, or already
+    decided) are dropped by the join."""
     last = 0 if ply % 2 == 1 else 1  # A made the last move at odd plies
     parent_win_bits = A_WINS if (ply - 1) % 2 == 0 else B_WINS
     score = np.uint64(_score(o, parent_win_bits))
@@ -327,10 +362,12 @@ def _emit(key, v2, codes, o, ply, w, powers, parent_code, top_owner, out, n):
         delta = np.uint64(code - parent_code[code])
         p1 = key - delta * powers[c]
         p2 = v2 - delta * powers[w - 1 - c]
-        pk = p1 if p1 < p2 else p2
-        out[n] = (pk << np.uint64(8)) | score
-        n += 1
-    return n
+        if p1 <= p2:   # the runs layout (_close_runs)
+            out[c * nk + fill[c]] = (p1 << np.uint64(8)) | score
+            fill[c] += 1
+        else:
+            fill[w + c] += 1
+            out[(c + 1) * nk - fill[w + c]] = (p2 << np.uint64(8)) | score
 
 
 @njit(cache=True)
@@ -346,8 +383,8 @@ def resolve(keys, msgs, ply, w, stride, k, base, cells, child_code, bits_a, bits
     sorted by ``key << 8 | score`` put each key's best score last in its run.
 
     ``emitted`` (length ``len(keys) * w``, or 0 at ply 0) receives this generation's messages
-    to its parents, unsorted. ``stats`` (int64[6]): for classes draw, A, B (index 0, 1, 2),
-    entries at ``2*cls`` and symmetric entries at ``2*cls + 1``. Returns ``(bad, n_emitted)``:
+    to its parents, as sorted runs (:func:`_close_runs`). ``stats`` (int64[6]): for classes draw,
+    A, B (index 0, 1, 2), entries at ``2*cls`` and symmetric entries at ``2*cls + 1``. Returns ``(bad, n_emitted)``:
     ``bad`` is -1, or the index of a non-terminal position no child sent a message to (its
     children are missing from the next generation: a corrupt or foreign input)."""
     emit = emitted.shape[0] > 0
@@ -356,37 +393,39 @@ def resolve(keys, msgs, ply, w, stride, k, base, cells, child_code, bits_a, bits
     hq, ha, hb, hv = NO_KEY, np.uint64(0), np.uint64(0), np.uint64(0)   # see _decode_near
     nm = msgs.shape[0]
     p = 0
-    ne = 0
-    for i in range(keys.shape[0]):
+    nk = keys.shape[0]
+    fill = np.zeros(2 * w, np.int64)   # the runs layout (_close_runs)
+    for i in range(nk):
         key = keys[i]
         bb_a, bb_b, v2, hq, ha, hb, hv = _decode_near(key, low, w, base, codes, bits_a, bits_b,
                                                      powers, stride, hq, ha, hb, hv)
         o, p = _decide(_is_terminal(ply, cells, bb_a, bb_b, stride, k), ply, msgs, nm, p, key)
         if o < 0:
-            return i, ne
+            return i, 0
         out[i] = o
         _count(stats, o, 1 if v2 == key else 0)
         if emit:
-            ne = _emit(key, v2, codes, o, ply, w, powers, parent_code, top_owner, emitted, ne)
-    return -1, ne
+            _emit(key, v2, codes, o, ply, w, powers, parent_code, top_owner, emitted, nk, fill)
+    return -1, _close_runs(emitted, nk, fill) if emit else 0
 
 
 @njit(cache=True)
 def emit_parents(keys, outcomes, ply, w, stride, k, base, cells, child_code, bits_a, bits_b,
                  powers, parent_code, top_owner, emitted):
     """The messages of annotated generation ``ply`` (``keys``, their ``outcomes``) to its
-    parents, as :func:`resolve` writes them; returns how many. Used to rebuild lost messages
+    parents, as :func:`resolve` writes them (sorted runs); returns how many. Used to rebuild lost messages
     from a finished backward shard."""
     codes = np.empty(w, np.int64)
     low = low_digits(keys, w, base)
     hq, ha, hb, hv = NO_KEY, np.uint64(0), np.uint64(0), np.uint64(0)   # see _decode_near
-    ne = 0
-    for i in range(keys.shape[0]):
+    nk = keys.shape[0]
+    fill = np.zeros(2 * w, np.int64)   # the runs layout (_close_runs)
+    for i in range(nk):
         key = keys[i]
         bb_a, bb_b, v2, hq, ha, hb, hv = _decode_near(key, low, w, base, codes, bits_a, bits_b,
                                                      powers, stride, hq, ha, hb, hv)
-        ne = _emit(key, v2, codes, outcomes[i], ply, w, powers, parent_code, top_owner, emitted, ne)
-    return ne
+        _emit(key, v2, codes, outcomes[i], ply, w, powers, parent_code, top_owner, emitted, nk, fill)
+    return _close_runs(emitted, nk, fill)
 
 
 @njit(cache=True)

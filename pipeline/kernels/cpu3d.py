@@ -18,7 +18,10 @@ from c4table.game.lines3d import (_decode, _has_line, _images, _is_terminal, boa
 from c4table.pipeline.kernels.cpu import A_WINS, B_WINS, _count, _decide, _score, unmove_tables
 
 __all__ = ["board_tables", "unmove_tables", "expand", "resolve", "emit_parents",
-           "classify", "has_lines"]
+           "classify", "has_lines", "SORTED_RUNS"]
+
+#: Their output is in key order, not in runs (:data:`c4table.pipeline.kernels.cpu.SORTED_RUNS`).
+SORTED_RUNS = False
 
 
 @njit(cache=True, inline="always")

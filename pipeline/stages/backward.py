@@ -36,10 +36,11 @@ def _tables(board: Board) -> tuple:
 
 
 # ------------------------------------------------------------------ message runs
-def write_messages(store: Storage, rel: str, msgs: np.ndarray) -> dict:
-    """Sort ``msgs``, keep each parent's best, and spill them as a run (:func:`extsort.write_run`)
-    at ``rel``. Returns the run's record: file, rows, xxh64."""
-    msgs.sort()
+def write_messages(store: Storage, rel: str, msgs: np.ndarray, runs: bool) -> dict:
+    """Sort ``msgs`` (``runs``: as the sorted runs a kernel wrote, :func:`extsort.sort_runs`),
+    keep each parent's best, and spill them as a run (:func:`extsort.write_run`) at ``rel``.
+    Returns the run's record: file, rows, xxh64."""
+    extsort.sort_runs(msgs, runs)
     msgs = msgs[: keep_best(msgs)]
     digest = extsort.write_run(store, rel, msgs, low_bits=8)   # key << 8 | score: the byte apart
     return {"file": rel, "rows": int(msgs.shape[0]), "xxh64": digest}
@@ -94,7 +95,8 @@ def annotate_task(root: str, kernels: KernelSet, ply: int, info_json: dict, runs
     if send_rel and n_sent < 0:
         run = _write_sorted_messages(store, send_rel, sent)
     else:
-        run = write_messages(store, send_rel, sent[:n_sent]) if send_rel else None
+        run = write_messages(store, send_rel, sent[:n_sent], kernels.cpu.SORTED_RUNS) \
+            if send_rel else None
     return Annotated(shard.to_json(), stats, run)
 
 
@@ -108,7 +110,7 @@ def emit_task(root: str, kernels: KernelSet, ply: int, info_json: dict, send_rel
                                       kernels.gpu.emit(keys, outs, ply, _tables(board), board.width))
     sent = np.empty(keys.shape[0] * board.width, np.uint64)
     n = kernels.cpu.emit_parents(keys, outs, ply, *_tables(board), sent)
-    return write_messages(store, send_rel, sent[:n])
+    return write_messages(store, send_rel, sent[:n], kernels.cpu.SORTED_RUNS)
 
 
 def verify_run_task(root: str, run: dict) -> bool:

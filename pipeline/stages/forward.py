@@ -71,7 +71,7 @@ def _expand(store, kernels: KernelSet, ply: int, held: list, run_rel: str | None
     if not run_rel:
         return Expanded(stats, 0, None, None)
     del keys
-    children = extsort.sort_unique(buf[:n])
+    children = extsort.sort_unique(buf[:n], runs=kern.SORTED_RUNS)
     digest = extsort.write_run(store, run_rel, children)
     return Expanded(stats, int(children.shape[0]), extsort.sample(children), digest)
 

@@ -1,0 +1,102 @@
+#!/usr/bin/env python3
+"""Price the sorts of the 2D kernels' output on the generations of a finished build: the
+children ``expand`` writes and the messages ``emit_parents`` writes (as ``resolve`` sends
+them), each sorted by numpy's quicksort and by its stable sort (timsort, which merges the
+sorted runs the kernels write: :data:`c4table.pipeline.kernels.cpu.SORTED_RUNS`). Prints per
+generation the kernel's CPU and each sort's, in ns per key of the generation, the output's
+descents (where it goes down: the runs' joins and the mirrored values, which are in no order)
+and checks that both sorts agree.
+
+    python tools/diag/sorted_runs.py /tmp/build-6x4 --plies 12 15 17 19
+
+CPU is ``thread_time``, the best of ``--repeat`` calls. A diagnostic, not a test.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+
+from c4table.builddir.shards import ShardInfo, read_shard
+from c4table.game.board import Board
+from c4table.io.storage import open_storage
+from c4table.pipeline.kernels import cpu
+
+
+def best_cpu(f, repeat: int) -> float:
+    """The least thread CPU seconds of ``repeat`` calls of ``f``."""
+    best = float("inf")
+    for _ in range(repeat):
+        t = time.thread_time()
+        f()
+        best = min(best, time.thread_time() - t)
+    return best
+
+
+def descents(x: np.ndarray) -> int:
+    """Places where ``x`` goes down: one less than its ascending runs."""
+    return int(np.count_nonzero(x[1:] < x[:-1]))
+
+
+def generation(root: Path, ply: int, stage: str = "forward", outcomes: bool = False):
+    """The keys (and outcomes) of generation ``ply`` of the build at ``root``."""
+    man = json.loads((root / "manifest.json").read_text())
+    store = open_storage(str(root))
+    infos = [ShardInfo.from_json(s) for s in man["steps"][stage][str(ply)]["shards"] if s["rows"]]
+    parts = [read_shard(store, s, with_outcome=outcomes) for s in infos]
+    if not outcomes:
+        return np.concatenate(parts)
+    return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
+
+
+def price(label: str, kernel, n_keys: int, repeat: int) -> None:
+    """Time ``kernel()`` (returning its output) and both sorts of that output; print a row."""
+    out = kernel()
+    t_kernel = best_cpu(kernel, repeat)
+    quick, stable = out.copy(), out.copy()
+    t_quick = best_cpu(lambda: out.copy().sort(kind="quicksort"), repeat)
+    t_stable = best_cpu(lambda: out.copy().sort(kind="stable"), repeat)
+    quick.sort(kind="quicksort")
+    stable.sort(kind="stable")
+    assert np.array_equal(quick, stable)
+    ns = 1e9 / n_keys
+    print(f"  {label:9s} {out.shape[0] / n_keys:5.2f} per key, {descents(out):8d} descents; "
+          f"kernel {t_kernel * ns:6.1f}  quicksort {t_quick * ns:6.1f}  stable {t_stable * ns:6.1f} "
+          f"ns/key  ({t_quick / t_stable:.1f}x)")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("root", type=Path, help="a finished build directory (its work/ kept)")
+    ap.add_argument("--plies", type=int, nargs="+", required=True)
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+    man = json.loads((args.root / "manifest.json").read_text())
+    board = Board.parse(man["board"])
+    if board.grid is not None:
+        raise SystemExit("a 2D board's build, please (the 3D kernels write no runs)")
+    tabs, untabs = cpu.board_tables(board), cpu.unmove_tables(board)
+    w = board.width
+    for ply in args.plies:
+        keys, outs = generation(args.root, ply, "backward", outcomes=True)
+        n = keys.shape[0]
+        print(f"{board.name} ply {ply}: {n} keys")
+
+        def children():
+            buf = np.empty(n * w, np.uint64)
+            return buf[: cpu.expand(keys, ply, *tabs, buf, np.zeros(4, np.int64))]
+
+        def messages():
+            buf = np.empty(n * w, np.uint64)
+            return buf[: cpu.emit_parents(keys, outs, ply, *tabs, *untabs, buf)]
+
+        price("children", children, n, args.repeat)
+        price("messages", messages, n, args.repeat)
+
+
+if __name__ == "__main__":
+    main()
