@@ -1,0 +1,142 @@
+"""Build a board larger than one session (6x6, 7x5) as ``--format c4z`` and keep the evidence
+across sessions: each call starts or resumes ``c4table build`` in DIR, samples the disk the
+build directory holds (total and per file kind) every ``--every`` seconds, and appends each
+sample and each session's CPU (user+sys of the build and its workers) to ``DIR.log.jsonl``
+beside the directory. ``--report`` prints what the log holds: peak disk in bytes per entry and
+per kind, CPU and wall summed over the sessions, bytes written and read (``DIR/stats.json``),
+and the finished table's record.
+
+    .venv/bin/python tools/bench/big_build.py 6x6 /work/build-6x6 --workers 2 --memory 16GiB
+    .venv/bin/python tools/bench/big_build.py 6x6 /work/build-6x6 --report
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+KINDS = {   # a file kind: a test on its path relative to the build directory
+    "key shards": lambda p: p.startswith("work/forward/"),
+    "outcome shards": lambda p: p.startswith("work/backward/"),
+    "child runs": lambda p: p.startswith("work/runs/"),
+    "messages": lambda p: p.startswith("work/messages/"),
+    "recycle bin": lambda p: p.startswith("work/recycle/"),
+    "table": lambda p: "/" not in p and (p.endswith((".dat", ".c4z")) or ".tmp" in p
+                                         or p.startswith("parts")),
+}
+
+
+def sample(root: Path) -> dict:
+    """Bytes the disk holds under ``root`` (allocated blocks), in total and per kind."""
+    kinds = dict.fromkeys(KINDS, 0)
+    total, raw = 0, 0
+    for dirpath, _, files in os.walk(root):
+        for f in files:
+            full = os.path.join(dirpath, f)
+            try:
+                size = os.stat(full).st_blocks * 512
+            except FileNotFoundError:
+                continue
+            rel = os.path.relpath(full, root)
+            total += size
+            raw += f.endswith(".dat")
+            for k, test in KINDS.items():
+                if test(rel):
+                    kinds[k] += size
+    return {"t": round(time.time(), 1), "bytes": total, "kinds": kinds, "raw_files": raw}
+
+
+def run(args, log: Path) -> int:
+    cmd = [str(Path(sys.executable).parent / "c4table"), "build", args.board, "--format", "c4z",
+           "--out", str(args.dir), "--workers", str(args.workers), "--memory", args.memory]
+    stop = threading.Event()
+
+    def sampler():
+        with log.open("a") as f:
+            while not stop.is_set():
+                if args.dir.exists():
+                    f.write(json.dumps(sample(args.dir)) + "\n")
+                    f.flush()
+                stop.wait(args.every)
+            f.write(json.dumps(sample(args.dir)) + "\n")   # the finished directory
+
+    t0, r0 = time.time(), resource.getrusage(resource.RUSAGE_CHILDREN)
+    th = threading.Thread(target=sampler, daemon=True)
+    th.start()
+    proc = subprocess.Popen(cmd)
+    try:
+        rc = proc.wait()
+    except KeyboardInterrupt:   # pass a stop on to the build, which keeps what it finished
+        proc.send_signal(signal.SIGINT)
+        rc = proc.wait()
+    stop.set()
+    th.join()
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+    with log.open("a") as f:
+        f.write(json.dumps({"session": {"start": round(t0), "wall_s": round(time.time() - t0, 1),
+                                        "cpu_s": round(cpu, 1), "rc": rc, "cmd": cmd[1:]}}) + "\n")
+    return rc
+
+
+def report(args, log: Path) -> None:
+    samples, sessions = [], []
+    for line in log.read_text().splitlines():
+        d = json.loads(line)
+        (sessions.append(d["session"]) if "session" in d else samples.append(d))
+    manifest = json.loads((args.dir / "manifest.json").read_text()) if (args.dir / "manifest.json").exists() else {}
+    table = manifest.get("table") or {}
+    entries = table.get("entries")
+    peak = max(samples, key=lambda s: s["bytes"]) if samples else None
+    out = {"board": args.board, "sessions": len(sessions),
+           "wall_s": round(sum(s["wall_s"] for s in sessions)),
+           "cpu_s": round(sum(s["cpu_s"] for s in sessions)),
+           "finished": bool(table), "entries": entries,
+           "peak_disk_bytes": peak and peak["bytes"],
+           "peak_kinds_bytes": {k: max(s["kinds"][k] for s in samples) for k in KINDS} if samples else {},
+           "raw_files_seen": max((s["raw_files"] for s in samples), default=0),
+           "samples": len(samples)}
+    if entries and peak:
+        out["peak_bytes_per_entry"] = round(peak["bytes"] / entries, 3)
+        out["peak_kinds_bytes_per_entry"] = {k: round(v / entries, 3)
+                                             for k, v in out["peak_kinds_bytes"].items()}
+    stats = args.dir / "stats.json"
+    if stats.exists():
+        st = json.loads(stats.read_text())["stages"]
+        out["bytes_written"] = sum(v["bytes_written"] for v in st.values())
+        out["bytes_read"] = sum(v["bytes_read"] for v in st.values())
+        out["stages_peak_stored_bytes"] = {k: v.get("peak_stored_bytes") for k, v in st.items()}
+    out["table"] = table
+    print(json.dumps(out, indent=1))
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("board")
+    ap.add_argument("dir", type=Path, help="the build directory (kept between sessions)")
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--memory", default="8GiB")
+    ap.add_argument("--every", type=float, default=5.0, help="disk sampling period (s)")
+    ap.add_argument("--report", action="store_true", help="print what the log holds; build nothing")
+    args = ap.parse_args(argv)
+    log = args.dir.with_name(args.dir.name + ".log.jsonl")
+    if args.report:
+        if not log.exists():
+            ap.error(f"no log at {log}")
+        report(args, log)
+        return 0
+    if shutil.disk_usage(args.dir.parent).free < 1 << 30:
+        ap.error(f"less than 1 GiB free under {args.dir.parent}")
+    return run(args, log)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
