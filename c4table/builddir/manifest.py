@@ -19,7 +19,10 @@ from c4table.io.storage import Storage, open_storage
 from c4table.io.files import background
 from c4table.game.root import Root
 
-FORMAT = "c4table-manifest/1"
+# Format 2: shards of :mod:`~c4table.builddir.shards` (format 1 held parquet shards, which
+# this version no longer reads: such a directory is refused with one line naming its format).
+FORMAT = "c4table-manifest/2"
+OLD_FORMATS = {"c4table-manifest/1": "parquet shards"}
 MANIFEST = "manifest.json"
 # A stage saves its finished steps once they hold this many entries (:meth:`Manifest.checkpoint`),
 # a few tenths of a second of one core's work (100-300 ns per entry and stage): each save makes
@@ -72,6 +75,10 @@ class Manifest:
         if not isinstance(data, dict):
             raise CorruptDataError(f"{path}: not a manifest (a JSON object is expected, found "
                                    f"{type(data).__name__})")
+        if data.get("format") in OLD_FORMATS:
+            raise BuildError(f"{path}: a build directory of manifest format {data['format']} "
+                                   f"({OLD_FORMATS[data['format']]}, an older c4table), which this "
+                                   f"version ({FORMAT}) does not read; rerun with --restart to rebuild it")
         if data.get("format") != FORMAT:
             raise CorruptDataError(f"{path}: unknown manifest format {data.get('format')!r}")
         recorded = data.pop("xxh64", None)
