@@ -24,7 +24,9 @@ def _keys(seed: int, n: int, top: int = 1 << 50) -> np.ndarray:
     return np.unique(np.random.default_rng(seed).integers(0, top, size=n, dtype=np.uint64))
 
 
-def test_keys_and_outcomes_read_back_whole_and_by_block(tmp_path):
+@pytest.mark.parametrize("tail", [shards.TAIL, 100])   # an index past the end's first read
+def test_keys_and_outcomes_read_back_whole_and_by_block(tmp_path, monkeypatch, tail):
+    monkeypatch.setattr(shards, "TAIL", tail)
     st = open_storage(tmp_path)
     keys = _keys(5, 300_000)
     keys[-1] = np.uint64((1 << 64) - 1)     # the widest delta a key can have

@@ -5,8 +5,9 @@ A shard file is ``MAGIC``, its blocks (each a zstd frame of keys, then one of ou
 possibly absent), the block index (one :data:`INDEX` record per block: offset, the two frames'
 lengths, rows, first and last key) and a footer (:data:`FOOTER`: where the index starts, the
 blocks, the rows, which streams the blocks hold, ``END``). The merge reads a shard by key range
-from its index (footer and index: two small reads) and the blocks it needs. A backward shard
-of outcomes only has the blocks of its forward shard (block ``i`` of both holds the same rows).
+from its index (footer and index: one read of the file's end) and the blocks it needs. A
+backward shard of outcomes only has the blocks of its forward shard (block ``i`` of both holds
+the same rows).
 
 Design notes: ``docs/modules.md`` (``c4table.builddir.shards``).
 """
@@ -35,6 +36,7 @@ FOOTER = struct.Struct("<QQQI4s")   # index offset, blocks, rows, streams (KEYS 
 INDEX = np.dtype([("offset", "<u8"), ("keys", "<u4"), ("outcomes", "<u4"), ("rows", "<u4"),
                   ("pad", "<u4"), ("first", "<u8"), ("last", "<u8")])
 KEYS, OUTCOMES = 1, 2
+TAIL = 1 << 16          # bytes read from a shard's end to find its footer and block index
 
 
 @dataclass
@@ -184,18 +186,23 @@ def _index_of(where: str, data: bytes) -> tuple[np.ndarray, int, int]:
 
 
 def _read_index(store: Storage, rel: str) -> np.ndarray:
-    """The checked block index of ``rel`` (two ranged reads: footer, index)."""
+    """The checked block index of ``rel``: one ranged read of the file's last :data:`TAIL`
+    bytes (footer and, but for a shard of over 200 M rows, the whole index), a second one for
+    the rest of a larger index."""
     where = store.display(rel)
     try:
         size = store.size(rel)
     except FileNotFoundError:
         raise _missing(store, rel) from None
-    tail = bytearray(FOOTER.size)
-    if size >= FOOTER.size:
-        store.read_into(rel, size - FOOTER.size, tail)
-    at, blocks, rows, _ = _parse_footer(where, size, bytes(tail))
+    tail = bytearray(min(size, TAIL))
+    if tail:
+        store.read_into(rel, size - len(tail), tail)
+    at, blocks, rows, _ = _parse_footer(where, size, bytes(tail[len(tail) - FOOTER.size:]))
     index = np.empty(blocks, INDEX)
-    if blocks:
+    start = at - (size - len(tail))     # where the index starts in the tail
+    if start >= 0:
+        index[:] = np.frombuffer(tail, INDEX, count=blocks, offset=start)
+    elif blocks:
         store.read_into(rel, at, index)
     return _check_index(where, index, at, rows)
 
