@@ -203,7 +203,7 @@ def _read_index(store: Storage, rel: str) -> np.ndarray:
     if start >= 0:
         index[:] = np.frombuffer(tail, INDEX, count=blocks, offset=start)
     elif blocks:
-        store.read_into(rel, at, index)
+        store.read_into(rel, at, index.view(np.uint8))
     return _check_index(where, index, at, rows)
 
 
