@@ -144,9 +144,32 @@ def test_damaged_and_older_shards_are_refused_naming_the_file(tmp_path, damage):
         open_row_groups(st, info)
 
 
-def test_a_build_directory_of_the_parquet_format_is_refused_in_one_line(tmp_path):
-    (tmp_path / "manifest.json").write_text(json.dumps({"format": "c4table-manifest/1", "board": "4x4"}))
+def test_a_build_directory_of_the_parquet_format_keeps_its_table_but_not_its_shards(d54, tmp_path):
+    """A finished build of manifest format 1 (parquet shards) still loads, so its table keeps
+    its checks; its shards are not read (export scans the table) and a build refuses to resume
+    it, in one line naming the format."""
+    import shutil
+
+    from c4table.analysis.export import export_positions
+    from c4table.builddir.manifest import checksum
+    from c4table.builddir.reader import BuildDir
+    from c4table.pipeline.stages.build import build_table
+    d = tmp_path / "old"
+    shutil.copytree(d54, d, ignore=shutil.ignore_patterns(".lock"))
+    data = json.loads((d / "manifest.json").read_text())
+    data.pop("xxh64")
+    data["format"] = "c4table-manifest/1"
+    data["xxh64"] = checksum(data)
+    (d / "manifest.json").write_text(json.dumps(data))
+    bd = BuildDir.load(d)
+    assert bd.table["file"] == "connect4_5x4.dat" and not bd.has_backward_files(8)
+    with pytest.raises(BuildError, match="c4table-manifest/1"):
+        next(iter(bd.read_backward(8)))
+    old = export_positions(d / "connect4_5x4.dat", tmp_path / "old.parquet", ply=8)
+    new = export_positions(d54 / "connect4_5x4.dat", tmp_path / "new.parquet", ply=8)
+    assert (old.source, new.source) == ("table", "shards") and old.rows == new.rows == 10076
+    assert pq.read_table(tmp_path / "old.parquet").equals(pq.read_table(tmp_path / "new.parquet"))
     with pytest.raises(BuildError) as e:
-        Manifest.load(tmp_path)
+        build_table("5x4", d, quiet=True, workers=1)
     msg = str(e.value)
     assert "\n" not in msg and "c4table-manifest/1" in msg and FORMAT in msg and "--restart" in msg
