@@ -152,6 +152,9 @@ def write_outcomes(store: Storage, rel: str, outcomes: np.ndarray, keys: ShardIn
     if outcomes.shape[0] != keys.rows:
         raise ValueError(f"{outcomes.shape[0]} outcomes for a shard of {keys.rows} keys")
     index = _read_index(store, keys.file)
+    if int(index["rows"].sum()) != keys.rows:
+        raise CorruptDataError(f"{store.display(keys.file)}: {int(index['rows'].sum())} rows, "
+                               f"manifest says {keys.rows}")
     data = _encode_file(None, outcomes, index["rows"].tolist(), index["first"], index["last"])
     return ShardInfo(rel, keys.rows, _put(store, rel, data), keys.first, keys.last, keys.file, keys.xxh64)
 
@@ -168,7 +171,10 @@ def _parse_footer(where: str, size: int, tail: bytes) -> tuple[int, int, int, in
 
 
 def _check_index(where: str, index: np.ndarray, at: int, rows: int) -> np.ndarray:
+    """``index`` if its blocks tile the file from the magic to the index and hold ``rows``."""
     ends = index["offset"] + index["keys"] + index["outcomes"]
+    if not index.shape[0] and (rows or at != len(MAGIC)):
+        raise CorruptDataError(f"{where}: unreadable shard (damaged block index)")
     if index.shape[0] and (int(index["offset"][0]) != len(MAGIC) or int(ends[-1]) != at or
                            np.any(index["offset"][1:] != ends[:-1]) or int(index["rows"].sum()) != rows
                            or np.any(index["rows"] == 0)):
