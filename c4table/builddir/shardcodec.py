@@ -15,6 +15,8 @@ True
 """
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import zstandard
 from numba import njit
@@ -74,22 +76,25 @@ def _undelta(buf, first, keys):
     return 0 if pos == m else -1
 
 
-_CCTX: dict[int, zstandard.ZstdCompressor] = {}
-_DCTX: list[zstandard.ZstdDecompressor] = []
+_CTX = threading.local()   # zstd contexts are not thread-safe: one set per thread
 
 
 def _compress(data, level: int) -> bytes:
-    c = _CCTX.get(level)
+    cs = getattr(_CTX, "c", None)
+    if cs is None:
+        cs = _CTX.c = {}
+    c = cs.get(level)
     if c is None:
-        c = _CCTX[level] = zstandard.ZstdCompressor(level=level, write_checksum=True)
+        c = cs[level] = zstandard.ZstdCompressor(level=level, write_checksum=True)
     return c.compress(data)
 
 
 def _decompress(frame, size_hint: int) -> bytes:
-    if not _DCTX:
-        _DCTX.append(zstandard.ZstdDecompressor())
+    d = getattr(_CTX, "d", None)
+    if d is None:
+        d = _CTX.d = zstandard.ZstdDecompressor()
     try:
-        return _DCTX[0].decompress(frame, max_output_size=size_hint)
+        return d.decompress(frame, max_output_size=size_hint)
     except zstandard.ZstdError as e:
         raise CorruptDataError(f"damaged block ({e})") from None
 
