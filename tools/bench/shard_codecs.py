@@ -226,7 +226,7 @@ def main(argv=None) -> int:
     if not a.keys_only:
         with_out = [(k, o) for k, o in pairs if o is not None]
         outs = [o for _, o in with_out]
-        out_cands = [(f"parquet binary(1), zstd 1 (before)", parquet_codec(None, "zstd", 1, "outcome", g))]
+        out_cands = [("parquet binary(1), zstd 1 (before)", parquet_codec(None, "zstd", 1, "outcome", g))]
         for lv in (1, 3, 9, 19):
             out_cands.append((f"zstd {lv}", zstd_codec(lv, g)))
         rows += [("outcomes", measure(n, c, outs, entries, same)) for n, c in out_cands]
