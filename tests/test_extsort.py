@@ -1,22 +1,14 @@
 """The build's sorting and encoding shortcuts against the plain numpy operations they replace:
-merging sorted runs (instead of sorting their concatenation), big-endian table entries in one
-numba pass (instead of ``astype('>u8')`` and slicing), and shards written and read through
-arrow buffers (the outcome column as one byte per entry; shards written by earlier versions,
-with a uint8 outcome column, still read the same), and backward shards of outcomes only that
-take their keys from the forward shard."""
+merging sorted runs (instead of sorting their concatenation) and big-endian table entries in
+one numba pass (instead of ``astype('>u8')`` and slicing). Shard files: ``test_shards.py``."""
 from __future__ import annotations
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 
-from c4table.errors import CorruptDataError
 from c4table.pipeline.sort import extsort
 from c4table.pipeline.sort.extsort import sorted_chunks
 from c4table.pipeline.stages.merge import entries_to_bytes
-from c4table.builddir.shards import (ROW_GROUP, ShardInfo, open_row_groups, read_row_groups, read_shard,
-                                     verify_shard_task, write_outcomes, write_shard)
 from c4table.io.storage import open_storage
 
 
@@ -94,122 +86,6 @@ def test_entries_to_bytes_equals_big_endian_low_bytes(entry_size):
     want = words.astype(">u8").view(np.uint8).reshape(-1, 8)[:, 8 - entry_size:]
     assert np.array_equal(entries_to_bytes(words, entry_size), want)
     assert entries_to_bytes(words[:0], entry_size).shape == (0, entry_size)
-
-
-def test_backward_shard_round_trip_and_older_uint8_shards(tmp_path):
-    st = open_storage(tmp_path)
-    rng = np.random.default_rng(5)
-    keys = np.unique(rng.integers(0, 1 << 50, size=300_000, dtype=np.uint64))
-    outs = rng.integers(0, 256, size=keys.shape[0], dtype=np.uint8)
-    info = write_shard(st, "b.parquet", keys, outs)
-    k2, o2 = read_shard(st, info, with_outcome=True)
-    assert np.array_equal(k2, keys) and np.array_equal(o2, outs) and o2.dtype == np.uint8
-    pf, groups = open_row_groups(st, info)
-    assert sum(g.rows for g in groups) == keys.shape[0] and len(groups) > 1
-    k3, o3 = read_row_groups(pf, [g.index for g in groups[1:3]])
-    start = groups[0].rows
-    assert np.array_equal(k3, keys[start:start + k3.shape[0]])
-    assert np.array_equal(o3, outs[start:start + k3.shape[0]])
-    # a shard as earlier versions wrote it: outcome as parquet's uint8 (INT32 physical)
-    old = pa.table({"key": pa.array(keys.view(np.int64)), "outcome": pa.array(outs, pa.uint8())})
-    pq.write_table(old, tmp_path / "old.parquet", compression="zstd",
-                   column_encoding={"key": "DELTA_BINARY_PACKED"}, use_dictionary=False)
-    from c4table.builddir.shards import file_xxh64
-    old_info = ShardInfo("old.parquet", int(keys.shape[0]), file_xxh64(tmp_path / "old.parquet"),
-                         int(keys[0]), int(keys[-1]))
-    k4, o4 = read_shard(st, old_info, with_outcome=True)
-    assert np.array_equal(k4, keys) and np.array_equal(o4, outs)
-
-
-def test_a_shard_with_a_wrong_column_type_is_corrupt_data(tmp_path):
-    st = open_storage(tmp_path)
-    bad = pa.table({"key": pa.array(np.arange(5, dtype=np.int32))})   # 32-bit keys: not ours
-    pq.write_table(bad, tmp_path / "bad.parquet")
-    from c4table.builddir.shards import file_xxh64
-    info = ShardInfo("bad.parquet", 5, file_xxh64(tmp_path / "bad.parquet"), 0, 4)
-    with pytest.raises(CorruptDataError, match="bad.parquet"):
-        read_shard(st, info)
-
-
-def test_outcome_only_backward_shard_reads_keys_from_its_forward_shard(tmp_path):
-    st = open_storage(tmp_path)
-    rng = np.random.default_rng(6)
-    keys = np.unique(rng.integers(0, 1 << 40, size=2 * ROW_GROUP + 1000, dtype=np.uint64))
-    outs = rng.integers(0, 256, size=keys.shape[0], dtype=np.uint8)
-    fwd = write_shard(st, "work/f.parquet", keys)
-    bwd = write_outcomes(st, "work/b.parquet", outs, fwd)
-    assert (bwd.keys, bwd.keys_xxh64, bwd.first, bwd.last, bwd.rows) == \
-        (fwd.file, fwd.xxh64, int(keys[0]), int(keys[-1]), keys.shape[0])
-    assert ShardInfo.from_json(bwd.to_json()) == bwd and "keys" not in fwd.to_json()
-    assert pq.ParquetFile(tmp_path / "work/b.parquet").schema_arrow.names == ["outcome"]
-    k2, o2 = read_shard(st, bwd, with_outcome=True)
-    assert np.array_equal(k2, keys) and np.array_equal(o2, outs)
-    assert np.array_equal(read_shard(st, bwd), keys)
-    shard, groups = open_row_groups(st, bwd)
-    assert len(groups) == 3 and groups[1].first == int(keys[ROW_GROUP])
-    k3, o3 = read_row_groups(shard, [1, 2])
-    assert np.array_equal(k3, keys[ROW_GROUP:]) and np.array_equal(o3, outs[ROW_GROUP:])
-    assert verify_shard_task(str(tmp_path), bwd.to_json()) == keys.shape[0]
-    # the forward shard is part of the backward shard: damage to it is found by either read
-    (tmp_path / "work/f.parquet").write_bytes(b"PAR1" + bytes(100) + b"PAR1")
-    with pytest.raises(CorruptDataError, match="f.parquet"):
-        read_shard(st, bwd, with_outcome=True)
-    with pytest.raises(CorruptDataError, match="f.parquet"):
-        verify_shard_task(str(tmp_path), bwd.to_json())
-
-
-def test_outcomes_cut_into_other_row_groups_than_their_keys_are_refused(tmp_path):
-    st = open_storage(tmp_path)
-    keys = np.arange(ROW_GROUP + 10, dtype=np.uint64)
-    fwd = write_shard(st, "work/f.parquet", keys)
-    pq.write_table(pa.table({"outcome": pa.array(np.zeros(keys.shape[0], np.uint8))}),
-                   tmp_path / "work/b.parquet", row_group_size=1000)
-    from c4table.builddir.shards import file_xxh64
-    bwd = ShardInfo("work/b.parquet", keys.shape[0], file_xxh64(tmp_path / "work/b.parquet"), 0,
-                    int(keys[-1]), fwd.file, fwd.xxh64)
-    with pytest.raises(CorruptDataError, match="row groups"):
-        open_row_groups(st, bwd)
-    with pytest.raises(ValueError):
-        write_outcomes(st, "work/c.parquet", np.zeros(3, np.uint8), fwd)
-
-
-def test_shards_are_written_non_nullable_and_nullable_ones_of_older_builds_read_the_same(tmp_path):
-    """Shards declare their fields non-nullable (no definition levels to encode and decode);
-    a forward shard and an outcomes-only backward shard as earlier versions wrote them
-    (nullable fields, the same encodings) read the same, whole and by row group."""
-    st = open_storage(tmp_path)
-    rng = np.random.default_rng(7)
-    keys = np.unique(rng.integers(0, 1 << 40, size=2 * ROW_GROUP + 500, dtype=np.uint64))
-    outs = rng.integers(0, 256, size=keys.shape[0], dtype=np.uint8)
-    fwd = write_shard(st, "new/f.parquet", keys)
-    bwd = write_outcomes(st, "new/b.parquet", outs, fwd)
-    for f in ("new/f.parquet", "new/b.parquet"):
-        pf = pq.ParquetFile(tmp_path / f)
-        assert [fl.nullable for fl in pf.schema_arrow] == [False]
-        assert pf.metadata.row_group(0).column(0).statistics is None or f.endswith("f.parquet")
-    from c4table.builddir.shards import _arrow, file_xxh64
-    (tmp_path / "old").mkdir()
-    pq.write_table(pa.table({"key": _arrow(keys.view(np.int64), pa.int64())}), tmp_path / "old/f.parquet",
-                   compression="none", use_dictionary=False, column_encoding={"key": "DELTA_BINARY_PACKED"},
-                   write_statistics=["key"], row_group_size=ROW_GROUP)
-    pq.write_table(pa.table({"outcome": _arrow(outs, pa.binary(1))}), tmp_path / "old/b.parquet",
-                   compression="zstd", compression_level=1, use_dictionary=False, write_statistics=False,
-                   row_group_size=ROW_GROUP)
-    assert pq.ParquetFile(tmp_path / "old/f.parquet").schema_arrow.field("key").nullable
-    ofwd = ShardInfo("old/f.parquet", fwd.rows, file_xxh64(tmp_path / "old/f.parquet"), fwd.first, fwd.last)
-    obwd = ShardInfo("old/b.parquet", bwd.rows, file_xxh64(tmp_path / "old/b.parquet"), bwd.first, bwd.last,
-                     ofwd.file, ofwd.xxh64)
-    for b in (bwd, obwd):
-        k, o = read_shard(st, b, with_outcome=True)
-        assert np.array_equal(k, keys) and np.array_equal(o, outs)
-        shard, groups = open_row_groups(st, b)
-        assert [g.first for g in groups] == [int(keys[i]) for i in range(0, keys.shape[0], ROW_GROUP)]
-        k2, o2 = read_row_groups(shard, [1, 2])
-        assert np.array_equal(k2, keys[ROW_GROUP:]) and np.array_equal(o2, outs[ROW_GROUP:])
-    # a backward shard written now beside an older forward shard (a build resumed across versions)
-    mixed = write_outcomes(st, "new/b2.parquet", outs, ofwd)
-    k3, o3 = read_shard(st, mixed, with_outcome=True)
-    assert np.array_equal(k3, keys) and np.array_equal(o3, outs)
 
 
 def test_dedup_sorted_and_keep_best_against_numpy():

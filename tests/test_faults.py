@@ -125,7 +125,7 @@ def test_resume_verifies_finished_shards_and_says_so(partial, reference, tmp_pat
 @pytest.mark.slow
 def test_restart_starts_over(reference, tmp_path):
     out = copy_build(reference[1], tmp_path / "b")
-    (out / "work" / "forward" / "ply_07" / "part-00000.parquet").write_bytes(b"junk")
+    (out / "work" / "forward" / "ply_07" / "part-00000.shard").write_bytes(b"junk")
     code, err = resume(out, "-q", "--restart")
     assert code == 0, err
     assert soak.sha256_file(out / TABLE) == reference[0]
@@ -133,7 +133,7 @@ def test_restart_starts_over(reference, tmp_path):
 
 # ------------------------------------------------------------------ corruption
 def _shard(d: Path, stage: str, ply: int) -> Path:
-    return d / "work" / stage / f"ply_{ply:02d}" / "part-00000.parquet"
+    return d / "work" / stage / f"ply_{ply:02d}" / "part-00000.shard"
 
 
 @pytest.mark.parametrize("damage", ["truncate", "flip", "delete"])
@@ -289,8 +289,8 @@ def test_damaged_or_partial_messages_are_never_reused(partial, reference, tmp_pa
         (later / "run-00001.u64").write_bytes(b"not in the manifest")
         junk = out / "work" / "backward" / "ply_09"
         junk.mkdir(parents=True)
-        (junk / "part-00000.parquet.tmp").write_bytes(b"partial")
-        (junk / "part-00001.parquet").write_bytes(b"not in the manifest")
+        (junk / "part-00000.shard.tmp").write_bytes(b"partial")
+        (junk / "part-00001.shard").write_bytes(b"not in the manifest")
         runs = out / "work" / "runs" / "ply_21"
         runs.mkdir(parents=True)
         (runs / "run-00000.u64").write_bytes(b"stale")
@@ -301,7 +301,7 @@ def test_damaged_or_partial_messages_are_never_reused(partial, reference, tmp_pa
     else:
         assert "removed 3 scratch files" in err
         assert not (out / "work" / "runs").exists()
-        assert not (junk / "part-00001.parquet").exists()   # unfinished step's dir was cleared
+        assert not (junk / "part-00001.shard").exists()   # unfinished step's dir was cleared
     assert not list((out / "work" / "messages").rglob("*.u64"))   # every run is deleted once used
     assert soak.sha256_file(out / TABLE) == reference[0]
 

@@ -72,7 +72,7 @@ def test_crosscheck_refuses_a_manifest_edited_without_its_checksum(d54, tmp_path
 def test_export_refuses_a_damaged_backward_shard(d54, tmp_path):
     d = tmp_path / "b"
     shutil.copytree(d54, d, ignore=shutil.ignore_patterns(".lock"))
-    (shard,) = sorted((d / "work" / "backward" / "ply_08").glob("*.parquet"))[:1]
+    (shard,) = sorted((d / "work" / "backward" / "ply_08").glob("*.shard"))[:1]
     data = bytearray(shard.read_bytes())
     data[len(data) // 2] ^= 0x10
     shard.write_bytes(data)
@@ -222,7 +222,7 @@ def test_every_single_bit_flip_is_detected_or_harmless(tmp_path):
     assert clean == _outputs(d, scratch)            # the outputs are deterministic
     assert REFUSED not in clean.values()
 
-    files = [d / "manifest.json"] + sorted((d / "work").rglob("*.parquet"))
+    files = [d / "manifest.json"] + sorted((d / "work").rglob("*.shard"))
     bits = 8 * sum(f.stat().st_size for f in files)
     tally = {"flips": 0, "detected": 0, "harmless": 0}
     end_to_end = 0

@@ -50,8 +50,8 @@ def test_a_write_goes_over_a_spent_file_and_is_exact(tmp_path, small_files):
     assert st.list_files("w") == [] and not (tmp_path / "w/runs/ply_01").exists()
     assert st.recycle_bytes() == 5300 and len(_bin(tmp_path)) == 2
     # the smallest spent file at least as long: the 5000-byte one, cut to 1000 bytes
-    st.write_atomic("w/forward/ply_02/part-00000.parquet", b"x" * 1000, durable=False)
-    got = tmp_path / "w/forward/ply_02/part-00000.parquet"
+    st.write_atomic("w/forward/ply_02/part-00000.shard", b"x" * 1000, durable=False)
+    got = tmp_path / "w/forward/ply_02/part-00000.shard"
     assert got.read_bytes() == b"x" * 1000 and got.stat().st_ino in inodes
     # none long enough: the longest left (300 bytes), extended
     chunks = [np.arange(100, dtype=np.uint64), b"tail"]
@@ -145,7 +145,7 @@ def test_builds_that_recycle_write_the_recorded_tables(tmp_path, small_files, mo
     claims = log.read_text().splitlines()
     names = {c.split()[1] for c in claims}
     assert any(n.endswith(".u64.tmp") for n in names)        # runs and messages
-    assert any(n.endswith(".parquet.tmp") for n in names)    # shards
+    assert any(n.endswith(".shard.tmp") for n in names)    # shards
     assert len({c.split()[0] for c in claims}) >= 2          # the pool's workers claimed too
 
 

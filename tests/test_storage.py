@@ -127,7 +127,7 @@ def test_damaged_shard_on_s3_is_reported(s3, built):
     uri = f"s3://{BUCKET}/bad"
     code, _, err = run_cli("forward", "4x4", "--out", uri, "-q", "--workers", "1")
     assert code == 0, err
-    key = f"{BUCKET}/bad/work/forward/ply_05/part-00000.parquet"
+    key = f"{BUCKET}/bad/work/forward/ply_05/part-00000.shard"
     data = bytearray(s3_bytes(s3, key.split("/", 1)[1]))
     data[len(data) // 2] ^= 0xFF
     with s3.open_output_stream(key) as f:
@@ -135,7 +135,7 @@ def test_damaged_shard_on_s3_is_reported(s3, built):
     code, _, err = run_cli("backward", "4x4", "--out", uri, "-q", "--workers", "1")
     assert code == 1
     assert len(err.strip().splitlines()) == 1
-    assert "s3://" in err and "ply_05/part-00000.parquet" in err
+    assert "s3://" in err and "ply_05/part-00000.shard" in err
 
 
 @pytest.mark.slow
@@ -145,14 +145,14 @@ def test_verify_reports_a_damaged_shard_of_a_build_on_s3(s3):
     assert code == 0, err
     code, out, _ = run_cli("verify", f"{uri}/connect4_4x4.dat", "-q")
     assert code == 0 and "sha256 matches" in out and "published" in out
-    key = f"{BUCKET}/v44/work/backward/ply_07/part-00000.parquet"
+    key = f"{BUCKET}/v44/work/backward/ply_07/part-00000.shard"
     data = bytearray(s3_bytes(s3, key.split("/", 1)[1]))
     data[-100] ^= 0xFF
     with s3.open_output_stream(key) as f:
         f.write(bytes(data))
     code, out, _ = run_cli("verify", f"{uri}/connect4_4x4.dat", "-q")
     assert code == 1
-    assert "MISMATCH" in out and f"{uri}/work/backward/ply_07/part-00000.parquet" in out
+    assert "MISMATCH" in out and f"{uri}/work/backward/ply_07/part-00000.shard" in out
 
 
 def test_unusable_storage_uri_is_one_line(s3):

@@ -19,7 +19,12 @@ from c4table.io.storage import Storage, open_storage
 from c4table.io.files import background
 from c4table.game.root import Root
 
-FORMAT = "c4table-manifest/1"
+# Format 2: shards of :mod:`~c4table.builddir.shards`. Format 1 (the same records; parquet
+# shards, which this version does not read) still loads, so that its finished table keeps its
+# checks; a build refuses to resume it and readers do not read its shards
+# (:meth:`Manifest.shard_problem`).
+FORMAT = "c4table-manifest/2"
+OLD_FORMATS = {"c4table-manifest/1": "parquet shards"}
 MANIFEST = "manifest.json"
 # A stage saves its finished steps once they hold this many entries (:meth:`Manifest.checkpoint`),
 # a few tenths of a second of one core's work (100-300 ns per entry and stage): each save makes
@@ -72,7 +77,7 @@ class Manifest:
         if not isinstance(data, dict):
             raise CorruptDataError(f"{path}: not a manifest (a JSON object is expected, found "
                                    f"{type(data).__name__})")
-        if data.get("format") != FORMAT:
+        if data.get("format") != FORMAT and data.get("format") not in OLD_FORMATS:
             raise CorruptDataError(f"{path}: unknown manifest format {data.get('format')!r}")
         recorded = data.pop("xxh64", None)
         if recorded is None and require_checksum:
@@ -87,6 +92,16 @@ class Manifest:
                                    "start over")
         return cls(store, data)
 
+    def shard_problem(self) -> str | None:
+        """Why this version cannot read the build's shards (a manifest of an older format, one
+        line naming it), or ``None``."""
+        fmt = self.data.get("format")
+        if fmt == FORMAT:
+            return None
+        return (f"{self.store.display(MANIFEST)}: a build directory of manifest format {fmt} "
+                f"({OLD_FORMATS.get(fmt, 'unknown shards')}, an older c4table), whose shards this "
+                f"version ({FORMAT}) does not read")
+
     @classmethod
     def open_or_create(cls, root, board: Board, origin=None) -> "Manifest":
         """Load the manifest of ``root`` (checking it is for ``board`` and, if ``origin`` (a
@@ -94,6 +109,8 @@ class Manifest:
         store = _storage(root)
         if store.exists(MANIFEST):
             m = cls.load(store)
+            if m.shard_problem():
+                raise BuildError(f"{m.shard_problem()}; rerun with --restart to rebuild it")
             if m.board != board:
                 raise BuildError(f"{store.display()}: holds a build of board {m.data['board']}, "
                                  f"not {board} (use another --out or --restart)")

@@ -117,12 +117,17 @@ class BuildDir:
     # ------------------------------------------------------------ shards
     def has_backward_files(self, ply: int) -> bool:
         """Whether the finished backward step of ``ply`` still has all its shard files."""
+        if self.manifest.shard_problem():
+            return False
         infos = self.backward_shards(ply)
         return infos is not None and all(self.store.exists(i.file) for i in infos)
 
     def read_backward(self, ply: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         """``(keys uint64, outcome bytes uint8)`` of each backward shard of ``ply``, in key
-        order; each shard's xxh64 and row count are checked before it is yielded."""
+        order; each shard's xxh64 and row count are checked before it is yielded. A build
+        directory of an older shard format is refused (:class:`BuildError`, one line)."""
+        if self.manifest.shard_problem():
+            raise BuildError(self.manifest.shard_problem())
         for info in self.backward_shards(ply) or []:
             keys, outs = read_shard(self.store, info, with_outcome=True)
             yield keys, np.asarray(outs, np.uint8)

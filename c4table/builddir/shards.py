@@ -1,25 +1,42 @@
-"""Shard files: sorted key ranges of one generation, stored as parquet, written atomically.
+"""Shard files: sorted key ranges of one generation (and the outcomes of a backward step),
+in blocks of :mod:`~c4table.builddir.shardcodec` with a block index, written atomically.
+
+A shard file is ``MAGIC``, its blocks (each a zstd frame of keys, then one of outcomes, either
+possibly absent), the block index (one :data:`INDEX` record per block: offset, the two frames'
+lengths, rows, first and last key) and a footer (:data:`FOOTER`: where the index starts, the
+blocks, the rows, which streams the blocks hold, ``END``). The merge reads a shard by key range
+from its index (footer and index: one read of the file's end) and the blocks it needs. A
+backward shard of outcomes only has the blocks of its forward shard (block ``i`` of both holds
+the same rows).
 
 Design notes: ``docs/modules.md`` (``c4table.builddir.shards``).
 """
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.parquet as pq
 import xxhash
 
+from c4table.builddir.shardcodec import decode_keys, decode_outcomes, encode_keys, encode_outcomes
 from c4table.errors import CorruptDataError
 from c4table.io.storage import Storage, open_storage
 
-# Shards are read by key range in the final merge: small row groups (each with its key min/max
-# statistics) bound what a range task reads beyond its range. A backward shard has the row
-# groups of its forward shard.
+# Shards are read by key range in the final merge: small blocks (each with its first and last
+# key in the index) bound what a range task reads beyond its range. A backward shard has the
+# blocks of its forward shard.
 ROW_GROUP = 1 << 17
 BACKWARD_ROW_GROUP = ROW_GROUP
+SUFFIX = ".shard"       # a shard file's name: part-NNNNN.shard
+MAGIC = b"C4SHARD1"
+END = b"C4SE"
+FOOTER = struct.Struct("<QQQI4s")   # index offset, blocks, rows, streams (KEYS | OUTCOMES), END
+INDEX = np.dtype([("offset", "<u8"), ("keys", "<u4"), ("outcomes", "<u4"), ("rows", "<u4"),
+                  ("pad", "<u4"), ("first", "<u8"), ("last", "<u8")])
+KEYS, OUTCOMES = 1, 2
+TAIL = 1 << 16          # bytes read from a shard's end to find its footer and block index
 
 
 @dataclass
@@ -78,105 +95,138 @@ def _missing(store: Storage, rel: str) -> CorruptDataError:
     return CorruptDataError(f"{store.display(rel)}: shard listed in the manifest is missing")
 
 
-def _arrow(values: np.ndarray, typ) -> pa.Array:
-    """A numpy array as an arrow array without copying. (``pa.array`` of a numpy array, like
-    ``to_numpy`` and ``pq.read_table``, imports pandas: 0.7 s of start-up the build does not
-    need, so shards go through buffers both ways.)"""
-    values = np.ascontiguousarray(values)
-    return pa.Array.from_buffers(typ, values.shape[0], [None, pa.py_buffer(values)])
+def shard_name(directory: str, part: int) -> str:
+    """The file of shard ``part`` of a step whose shards lie in ``directory``.
 
-
-def _table(cols: dict) -> pa.Table:
-    """The columns as a table whose fields are declared non-nullable: parquet then stores no
-    definition levels (a column here never holds a null). Measured on 5x6's ply 20 (18.5 M
-    keys): writing keys 5.9 -> 4.9 ns and reading them 1.9 -> 1.4 ns per key, outcomes 4.9 ->
-    3.7 and 2.7 -> 1.3 ns. Shards written with nullable fields (older builds) read the same.
-
-    >>> _table({"key": _arrow(np.array([3, 5], np.int64), pa.int64())}).schema.field("key").nullable
-    False
+    >>> shard_name("work/forward/ply_03", 1)
+    'work/forward/ply_03/part-00001.shard'
     """
-    return pa.table(cols, schema=pa.schema([pa.field(k, v.type, nullable=False) for k, v in cols.items()]))
+    return f"{directory}/part-{part:05d}{SUFFIX}"
 
 
-def column_numpy(table: pa.Table, name: str, dtype) -> np.ndarray:
-    """Column ``name`` of ``table`` (no nulls) as a numpy array of ``dtype``, from its buffers
-    (one chunk: no copy).
+def _encode_file(keys: np.ndarray | None, outcomes: np.ndarray | None, rows: list[int],
+                 firsts: np.ndarray, lasts: np.ndarray) -> bytes:
+    """A shard file of the given blocks (``rows`` per block)."""
+    index = np.zeros(len(rows), INDEX)
+    pieces, pos, lo = [MAGIC], len(MAGIC), 0
+    for i, n in enumerate(rows):
+        kf = encode_keys(keys[lo: lo + n]) if keys is not None else b""
+        of = encode_outcomes(outcomes[lo: lo + n]) if outcomes is not None else b""
+        index[i] = (pos, len(kf), len(of), n, 0, firsts[i], lasts[i])
+        pieces += [kf, of]
+        pos += len(kf) + len(of)
+        lo += n
+    streams = (KEYS if keys is not None else 0) | (OUTCOMES if outcomes is not None else 0)
+    pieces += [index.tobytes(), FOOTER.pack(pos, len(rows), lo, streams, END)]
+    return b"".join(pieces)
 
-    >>> t = pa.table({"key": _arrow(np.array([3, 5], np.int64), pa.int64())})
-    >>> column_numpy(t, "key", np.uint64)
-    array([3, 5], dtype=uint64)
-    """
-    dt = np.dtype(dtype)
-    parts = []
-    for chunk in table.column(name).chunks:
-        if chunk.null_count or chunk.type.bit_width != 8 * dt.itemsize:
-            raise CorruptDataError(f"column {name} has nulls or type {chunk.type}")
-        parts.append(np.frombuffer(chunk.buffers()[1], dt, count=len(chunk),
-                                   offset=chunk.offset * dt.itemsize))
-    if len(parts) == 1:
-        return parts[0]
-    return np.concatenate(parts) if parts else np.empty(0, dt)
+
+def _put(store: Storage, rel: str, data: bytes) -> str:
+    digest = xxhash.xxh64(data).hexdigest()
+    store.write_atomic(rel, data, durable=False)
+    return digest
 
 
 def write_shard(store: Storage, rel: str, keys: np.ndarray, outcomes: np.ndarray | None = None) -> ShardInfo:
-    """Write sorted uint64 ``keys`` (and optional uint8 ``outcomes``) to ``rel`` of ``store``:
-    encoded in memory, checksummed, then written atomically but not fsync'ed: the manifest
-    makes a shard durable when it records it (:meth:`~c4table.builddir.manifest.Manifest.save`,
-    one batch of fsyncs for the shards of many tasks)."""
-    cols = {"key": _arrow(keys.view(np.int64), pa.int64())}
-    enc = {"key": "DELTA_BINARY_PACKED"}
-    if outcomes is not None:
-        # one byte per value (fixed_size_binary(1)): parquet stores a uint8 column as INT32,
-        # four bytes to compress per value (measured: 20% smaller, writes 12% and reads 30%
-        # faster); :func:`column_numpy` reads either kind as uint8.
-        cols["outcome"] = _arrow(outcomes, pa.binary(1))
-    sink = pa.BufferOutputStream()
-    # No compression: DELTA_BINARY_PACKED alone keeps a generation's clustered keys at about
-    # 1.25 bytes (5x6), zstd level 1 took them to 0.6 but cost 3.7 ns more per key to write and
-    # 2 ns more to read (each key is read three times), measured on 5x6's ply 22.
-    pq.write_table(_table(cols), sink, compression="none",
-                   use_dictionary=False, column_encoding=enc, write_statistics=["key"],
-                   row_group_size=ROW_GROUP)
-    buf = sink.getvalue()
-    digest = xxhash.xxh64(buf).hexdigest()
-    store.write_atomic(rel, buf, durable=False)
+    """Write strictly increasing uint64 ``keys`` (and optional uint8 ``outcomes``) to ``rel`` of
+    ``store`` in blocks of :data:`ROW_GROUP`: encoded in memory, checksummed, then written
+    atomically but not fsync'ed: the manifest makes a shard durable when it records it
+    (:meth:`~c4table.builddir.manifest.Manifest.save`, one batch of fsyncs for the shards of
+    many tasks)."""
+    keys = np.ascontiguousarray(keys, np.uint64)
     n = int(keys.shape[0])
-    return ShardInfo(rel, n, digest, int(keys[0]) if n else -1, int(keys[-1]) if n else -1)
+    if outcomes is not None and outcomes.shape[0] != n:
+        raise ValueError(f"{outcomes.shape[0]} outcomes for {n} keys")
+    starts = np.arange(0, n, ROW_GROUP)
+    ends = np.minimum(starts + ROW_GROUP, n)
+    data = _encode_file(keys, outcomes, (ends - starts).tolist(), keys[starts], keys[ends - 1])
+    return ShardInfo(rel, n, _put(store, rel, data), int(keys[0]) if n else -1, int(keys[-1]) if n else -1)
 
 
 def write_outcomes(store: Storage, rel: str, outcomes: np.ndarray, keys: ShardInfo) -> ShardInfo:
     """Write the uint8 ``outcomes`` of the keys of forward shard ``keys`` (same order) to
-    ``rel`` as a backward shard of outcomes only, with the row groups of :func:`write_shard`
-    (so row group ``i`` of both files holds the same rows); return its record, which names the
-    forward shard. About 0.2 bytes per entry (zstd), and no second encoding of the keys.
-    Written like :func:`write_shard`: atomically, made durable when the manifest records it."""
+    ``rel`` as a backward shard of outcomes only, with the blocks of the forward shard (so
+    block ``i`` of both files holds the same rows); return its record, which names the forward
+    shard. No second encoding of the keys. Written like :func:`write_shard`: atomically, made
+    durable when the manifest records it."""
     if outcomes.shape[0] != keys.rows:
         raise ValueError(f"{outcomes.shape[0]} outcomes for a shard of {keys.rows} keys")
-    md = _open_parquet(store, keys.file).metadata   # its row groups (an older build's are larger)
-    group = md.row_group(0).num_rows if md.num_row_groups else ROW_GROUP
-    sink = pa.BufferOutputStream()
-    pq.write_table(_table({"outcome": _arrow(outcomes, pa.binary(1))}), sink,
-                   compression="zstd", compression_level=1, use_dictionary=False,
-                   write_statistics=False, row_group_size=max(1, group))
-    buf = sink.getvalue()
-    digest = xxhash.xxh64(buf).hexdigest()
-    store.write_atomic(rel, buf, durable=False)
-    return ShardInfo(rel, keys.rows, digest, keys.first, keys.last, keys.file, keys.xxh64)
+    index = _read_index(store, keys.file)
+    if int(index["rows"].sum()) != keys.rows:
+        raise CorruptDataError(f"{store.display(keys.file)}: {int(index['rows'].sum())} rows, "
+                               f"manifest says {keys.rows}")
+    data = _encode_file(None, outcomes, index["rows"].tolist(), index["first"], index["last"])
+    return ShardInfo(rel, keys.rows, _put(store, rel, data), keys.first, keys.last, keys.file, keys.xxh64)
+
+
+def _parse_footer(where: str, size: int, tail: bytes) -> tuple[int, int, int, int]:
+    """``(index offset, blocks, rows, streams)`` from a file's last :data:`FOOTER` bytes."""
+    if size < len(MAGIC) + FOOTER.size or len(tail) != FOOTER.size:
+        raise CorruptDataError(f"{where}: unreadable shard (too short)")
+    at, blocks, rows, streams, end = FOOTER.unpack(tail)
+    if end != END or at + blocks * INDEX.itemsize + FOOTER.size != size or at < len(MAGIC):
+        raise CorruptDataError(f"{where}: unreadable shard (no shard footer: an older build's "
+                               "parquet shard, or damaged)")
+    return at, blocks, rows, streams
+
+
+def _check_index(where: str, index: np.ndarray, at: int, rows: int) -> np.ndarray:
+    """``index`` if its blocks tile the file from the magic to the index and hold ``rows``."""
+    ends = index["offset"] + index["keys"] + index["outcomes"]
+    if not index.shape[0] and (rows or at != len(MAGIC)):
+        raise CorruptDataError(f"{where}: unreadable shard (damaged block index)")
+    if index.shape[0] and (int(index["offset"][0]) != len(MAGIC) or int(ends[-1]) != at or
+                           np.any(index["offset"][1:] != ends[:-1]) or int(index["rows"].sum()) != rows
+                           or np.any(index["rows"] == 0)):
+        raise CorruptDataError(f"{where}: unreadable shard (damaged block index)")
+    return index
+
+
+def _index_of(where: str, data: bytes) -> tuple[np.ndarray, int, int]:
+    """Block index, rows and streams of a whole shard file in memory."""
+    at, blocks, rows, streams = _parse_footer(where, len(data), data[len(data) - FOOTER.size:])
+    if data[:len(MAGIC)] != MAGIC:
+        raise CorruptDataError(f"{where}: unreadable shard (bad magic)")
+    index = np.frombuffer(data, INDEX, count=blocks, offset=at)
+    return _check_index(where, index, at, rows), rows, streams
+
+
+def _read_index(store: Storage, rel: str) -> np.ndarray:
+    """The checked block index of ``rel``: one ranged read of the file's last :data:`TAIL`
+    bytes (footer and, but for a shard of over 200 M rows, the whole index), a second one for
+    the rest of a larger index."""
+    where = store.display(rel)
+    try:
+        size = store.size(rel)
+    except FileNotFoundError:
+        raise _missing(store, rel) from None
+    tail = bytearray(min(size, TAIL))
+    if tail:
+        store.read_into(rel, size - len(tail), tail)
+    at, blocks, rows, _ = _parse_footer(where, size, bytes(tail[len(tail) - FOOTER.size:]))
+    index = np.empty(blocks, INDEX)
+    start = at - (size - len(tail))     # where the index starts in the tail
+    if start >= 0:
+        index[:] = np.frombuffer(tail, INDEX, count=blocks, offset=start)
+    elif blocks:
+        store.read_into(rel, at, index.view(np.uint8))
+    return _check_index(where, index, at, rows)
 
 
 def read_shard(store: Storage, info: ShardInfo, with_outcome: bool = False, check: bool = True):
     """Read a shard back as uint64 keys (and uint8 outcomes); verify checksums and row counts.
     A backward shard of outcomes only takes its keys from its forward shard."""
     if info.keys is not None:
-        keys = _read_columns(store, info.key_shard(), ("key",), check)[0]
+        keys = _read_stream(store, info.key_shard(), KEYS, check)
         if not with_outcome:
             return keys
-        return keys, _read_columns(store, info, ("outcome",), check)[0]
-    cols = _read_columns(store, info, ("key", "outcome") if with_outcome else ("key",), check)
-    return cols if with_outcome else cols[0]
+        return keys, _read_stream(store, info, OUTCOMES, check)
+    keys = _read_stream(store, info, KEYS, check)
+    return (keys, _read_stream(store, info, OUTCOMES, check)) if with_outcome else keys
 
 
-def _read_columns(store: Storage, info: ShardInfo, names: tuple, check: bool) -> list:
+def _read_stream(store: Storage, info: ShardInfo, stream: int, check: bool) -> np.ndarray:
+    """All the keys (``KEYS``) or outcomes (``OUTCOMES``) of a shard file, checked."""
     where = store.display(info.file)
     try:
         data = store.read_bytes(info.file)
@@ -186,31 +236,42 @@ def _read_columns(store: Storage, info: ShardInfo, names: tuple, check: bool) ->
         digest = xxhash.xxh64(data).hexdigest()
         if digest != info.xxh64:
             raise CorruptDataError(f"{where}: checksum {digest} does not match manifest {info.xxh64}")
+    index, rows, streams = _index_of(where, data)
+    if not streams & stream:
+        raise CorruptDataError(f"{where}: unreadable shard (it holds no "
+                               f"{'keys' if stream == KEYS else 'outcomes'})")
+    if rows != info.rows:
+        raise CorruptDataError(f"{where}: {rows} rows, manifest says {info.rows}")
+    out = np.empty(rows, np.uint64 if stream == KEYS else np.uint8)
+    view = memoryview(data)
     try:
-        table = pq.ParquetFile(pa.BufferReader(data)).read()
-    except Exception as e:  # pyarrow raises several types for damaged files
-        raise CorruptDataError(f"{where}: unreadable shard ({e.__class__.__name__}: {e})") from None
-    try:
-        cols = [column_numpy(table, n, np.uint64 if n == "key" else np.uint8) for n in names]
-    except (KeyError, CorruptDataError) as e:
+        _decode_blocks(view, index, 0, stream, out)
+    except CorruptDataError as e:
         raise CorruptDataError(f"{where}: unreadable shard ({e})") from None
-    if cols[0].shape[0] != info.rows:
-        raise CorruptDataError(f"{where}: {cols[0].shape[0]} rows, manifest says {info.rows}")
-    return cols
+    return out
 
 
-def _open_parquet(store: Storage, rel: str) -> pq.ParquetFile:
-    if not store.exists(rel):
-        raise _missing(store, rel)
-    try:
-        return pq.ParquetFile(store.open_input(rel))
-    except Exception as e:
-        raise CorruptDataError(f"{store.display(rel)}: unreadable shard ({e.__class__.__name__}: {e})") from None
+def _decode_blocks(data: memoryview, index: np.ndarray, base: int, stream: int, out: np.ndarray) -> None:
+    """Decode one stream of the blocks of ``index`` (whose bytes start at file offset ``base``
+    of ``data``) into ``out``, block after block."""
+    lo = 0
+    for off, kl, ol, n, first, last in zip(index["offset"].tolist(), index["keys"].tolist(),
+                                           index["outcomes"].tolist(), index["rows"].tolist(),
+                                           index["first"].tolist(), index["last"].tolist()):
+        at = off - base
+        if stream == KEYS:
+            keys = decode_keys(data[at: at + kl], first, n)
+            if int(keys[-1]) != last:
+                raise CorruptDataError("damaged block (its last key is not the index's)")
+            out[lo: lo + n] = keys
+        else:
+            out[lo: lo + n] = decode_outcomes(data[at + kl: at + kl + ol], n)
+        lo += n
 
 
 @dataclass
 class RowGroup:
-    """One row group of a shard, from its footer: index, key statistics and rows."""
+    """One block of a shard, from its index: its number, first and last key, and rows."""
 
     index: int
     first: int
@@ -220,52 +281,62 @@ class RowGroup:
 
 @dataclass
 class OpenShard:
-    """A backward shard opened for reading by row group: the parquet file of its keys and that
-    of its outcomes (the same file for an older shard with both columns)."""
+    """A backward shard opened for reading by block: its storage, the file of its keys and
+    that of its outcomes (the same file for a shard with both), and their block indexes."""
 
-    keys: pq.ParquetFile
-    outcomes: pq.ParquetFile
+    store: Storage
+    keys: str
+    keys_index: np.ndarray
+    outcomes: str
+    outcomes_index: np.ndarray
     where: str
 
 
 def open_row_groups(store: Storage, info: ShardInfo) -> tuple[OpenShard, list[RowGroup]]:
-    """A backward shard opened for reading by row group, and its non-empty row groups with
-    their key statistics (footers only: no data is read). A shard of outcomes only must have
-    the row groups of its forward shard."""
-    kf = _open_parquet(store, info.key_shard().file)
-    of = _open_parquet(store, info.file) if info.keys is not None else kf
-    md = kf.metadata
-    if info.keys is not None:
-        om = of.metadata
-        if om.num_row_groups != md.num_row_groups or any(
-                om.row_group(i).num_rows != md.row_group(i).num_rows for i in range(md.num_row_groups)):
-            raise CorruptDataError(f"{store.display(info.file)}: row groups do not match those "
-                                   f"of its keys' shard {store.display(info.keys)}")
-    groups = []
-    for i in range(md.num_row_groups):
-        rg = md.row_group(i)
-        if rg.num_rows:
-            st = rg.column(0).statistics
-            groups.append(RowGroup(i, int(st.min), int(st.max), rg.num_rows))
-    return OpenShard(kf, of, store.display(info.file)), groups
+    """A backward shard opened for reading by block, and its blocks with their first and last
+    keys (block indexes only: no data is read). A shard of outcomes only must have the blocks
+    of its forward shard."""
+    kfile = info.key_shard().file
+    ki = _read_index(store, kfile)
+    oi = _read_index(store, info.file) if info.keys is not None else ki
+    if info.keys is not None and (oi.shape[0] != ki.shape[0] or np.any(oi["rows"] != ki["rows"])):
+        raise CorruptDataError(f"{store.display(info.file)}: blocks do not match those "
+                               f"of its keys' shard {store.display(info.keys)}")
+    groups = [RowGroup(i, f, l, n) for i, (f, l, n) in enumerate(zip(
+        ki["first"].tolist(), ki["last"].tolist(), ki["rows"].tolist()))]
+    return OpenShard(store, kfile, ki, info.file, oi, store.display(info.file)), groups
+
+
+def _read_span(store: Storage, rel: str, index: np.ndarray) -> memoryview:
+    """The bytes from the first to the last of some blocks of ``rel`` (one ranged read)."""
+    lo = int(index["offset"][0])
+    hi = int(index["offset"][-1] + index["keys"][-1] + index["outcomes"][-1])
+    buf = bytearray(hi - lo)
+    store.read_into(rel, lo, buf)
+    return memoryview(buf)
 
 
 def read_row_groups(shard: OpenShard, indices: list[int]) -> tuple[np.ndarray, np.ndarray]:
-    """Keys and outcomes of some row groups of an opened backward shard. The checksums are not
-    checked here: the caller verifies the shards once (:func:`verify_shards`)."""
+    """Keys and outcomes of some blocks (in increasing order: consecutive ones, read in one
+    read per file) of an opened backward shard. The checksums are not checked here: the caller verifies the shards once
+    (:func:`verify_shards`)."""
+    if any(b <= a for a, b in zip(indices, indices[1:])):
+        raise ValueError(f"blocks {indices} are not in increasing order")
+    ki, oi = shard.keys_index[indices], shard.outcomes_index[indices]
+    n = int(ki["rows"].sum())
+    keys, outs = np.empty(n, np.uint64), np.empty(n, np.uint8)
+    if not n:
+        return keys, outs
     try:
-        if shard.keys is shard.outcomes:
-            table = shard.keys.read_row_groups(indices, columns=["key", "outcome"])
-            return column_numpy(table, "key", np.uint64), column_numpy(table, "outcome", np.uint8)
-        keys = column_numpy(shard.keys.read_row_groups(indices, columns=["key"]), "key", np.uint64)
-        outs = column_numpy(shard.outcomes.read_row_groups(indices, columns=["outcome"]),
-                            "outcome", np.uint8)
+        span = _read_span(shard.store, shard.keys, ki)
+        _decode_blocks(span, ki, int(ki["offset"][0]), KEYS, keys)
+        if shard.outcomes != shard.keys:
+            span = _read_span(shard.store, shard.outcomes, oi)
+        _decode_blocks(span, oi, int(oi["offset"][0]), OUTCOMES, outs)
     except CorruptDataError as e:
         raise CorruptDataError(f"{shard.where}: unreadable shard ({e})") from None
-    except Exception as e:
+    except (OSError, EOFError) as e:
         raise CorruptDataError(f"{shard.where}: unreadable shard ({e.__class__.__name__}: {e})") from None
-    if keys.shape[0] != outs.shape[0]:
-        raise CorruptDataError(f"{shard.where}: {outs.shape[0]} outcomes for {keys.shape[0]} keys")
     return keys, outs
 
 

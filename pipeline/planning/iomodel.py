@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from c4table.pipeline.sort.extsort import FENCE
 from c4table.pipeline.sort.partition import forward_ranges, merge_split, premerge_keys
-from c4table.builddir.shards import BACKWARD_ROW_GROUP, ROW_GROUP
+from c4table.builddir.shards import BACKWARD_ROW_GROUP
 from c4table.pipeline.sort.shuffle import group_size, max_reads_default
 from c4table.pipeline.kernels.cpu import key_bits
 from c4table.pipeline.stages.merge import READ_GROUPS, WRITE_CHUNK
@@ -30,13 +30,14 @@ IO_MODEL = {
     "child_dup": 1.40,
     # messages a task keeps per entry of its generation: base with one task, + extra with many
     "msg_base": 1.15, "msg_extra": 0.45,
-    # parquet bytes per key = zeta * (log2(key space / entries) + 1) / 8 (delta encoding): 0.48
-    # with zstd, fitted; forward shards are no longer compressed, which doubled their size on
-    # 5x6's ply 22 (0.61 -> 1.25 bytes per key), hence 0.98
-    "zeta_forward": 0.98,
-    # backward shards hold outcomes only (their keys are the forward shard's): zstd level 1,
-    # measured 0.23 bytes per entry on local 5x5 and 4x6 builds, 0.25 on 5x4
-    "outcome_bytes": 0.25,
+    # shard bytes per key = zeta * (log2(key space / entries) + 1) / 8 (delta-coded keys): 0.98
+    # fitted to 5x6 for parquet's DELTA_BINARY_PACKED shards; shards are now varint deltas in
+    # zstd frames (c4table/builddir/shards.py), 0.122x and 0.101x the parquet bytes on the same
+    # 5x5 and 6x4 builds (docs/measurements/2026-11-27-shard-codecs.md), hence 0.98 * 0.11
+    "zeta_forward": 0.11,
+    # backward shards hold outcomes only (their keys are the forward shard's): zstd level 3,
+    # measured 0.218 bytes per entry on local 5x5 and 6x4 builds (index and frames included)
+    "outcome_bytes": 0.22,
     # runs, message runs and pieces are bit-packed (pipeline/sort/runcodec.py): a value takes the
     # bits of its difference from the one before, about log2(key space / values in the run)
     # + run_extra_bits (the widest of each miniblock of 64), plus one width byte per 64 values;
@@ -127,9 +128,8 @@ def _merged(window_values: float, values: float, parts: int) -> float:
 
 
 def _keys_read(rows: float) -> float:
-    """Bytes of the keys :func:`read_shard` returns: a view of Arrow's column (not counted) for
-    one row group, a numpy copy when several row groups are concatenated."""
-    return 8 * rows if rows > ROW_GROUP else 0.0
+    """Bytes of the keys :func:`read_shard` returns: one array decoded from the shard's blocks."""
+    return 8 * rows
 
 
 def _window(run_bytes: float, ranges: int) -> float:

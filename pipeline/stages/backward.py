@@ -18,7 +18,8 @@ from c4table.pipeline.runtime import resources
 from c4table.pipeline.sort import shuffle
 from c4table.pipeline.kernels.cpu import keep_best
 from c4table.pipeline.kernels.kernelset import KernelSet, for_board
-from c4table.builddir.shards import ShardInfo, read_shard, stored_xxh64, verify_shards, write_outcomes
+from c4table.builddir.shards import (ShardInfo, read_shard, shard_name, stored_xxh64, verify_shards,
+                                     write_outcomes)
 from c4table.io.storage import Storage, open_storage
 
 def gen_dir(ply: int) -> str:
@@ -237,7 +238,7 @@ def run(build) -> None:
             per_task, group = premerged_runs(build, ply, runs, shards) if runs else \
                 ([runs] * len(shards), None)
             tasks = [(build.store.uri, build.kernels, ply, s.to_json(), per_task[i],
-                      f"{gen_dir(ply)}/part-{i:05d}.parquet",
+                      shard_name(gen_dir(ply), i),
                       f"{messages_dir(ply - 1)}/run-{i:05d}.u64" if ply > build.first_ply else None)
                      for i, s in enumerate(shards)]
             results = build.executor.map(annotate_task, tasks)

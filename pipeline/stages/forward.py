@@ -16,7 +16,7 @@ from c4table.pipeline.runtime import resources
 from c4table.pipeline.sort import shuffle
 from c4table.pipeline.kernels.kernelset import KernelSet
 from c4table.pipeline.sort.partition import forward_ranges
-from c4table.builddir.shards import ShardInfo, read_shard, verify_shards, write_shard
+from c4table.builddir.shards import ShardInfo, read_shard, shard_name, verify_shards, write_shard
 from c4table.io.storage import open_storage
 from c4table.progress import published_totals
 
@@ -101,7 +101,7 @@ def start(build) -> None:
     first = build.first_ply
     if build.manifest.shards("forward", first) is None:
         key = build.origin.key if build.origin is not None else 0
-        info = write_shard(build.store, f"{gen_dir(first)}/part-00000.parquet",
+        info = write_shard(build.store, shard_name(gen_dir(first), 0),
                            np.array([key], np.uint64))
         for p in range(first):
             build.manifest.finish_step("forward", p, [])
@@ -210,7 +210,7 @@ def _merge_runs(build, ply: int, run_rels: list[str], results, last: int):
     reads0 = build.slice_reads()
     reads, _, group = shuffle.two_level(build, runs, ranges, f"{runs_dir(ply)}/pre", unique=True)
     # shard r is range r: its task spills run r of generation ply + 1 (run_rel)
-    tasks = [(build.store.uri, reads[r], lo, hi, f"{gen_dir(ply)}/part-{r:05d}.parquet",
+    tasks = [(build.store.uri, reads[r], lo, hi, shard_name(gen_dir(ply), r),
               (build.kernels, ply, run_rel(ply + 1, r) if ply < last else None))
              for r, (lo, hi) in enumerate(ranges)]
     out = build.executor.map(merge_task, tasks)

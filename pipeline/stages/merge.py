@@ -1,8 +1,8 @@
 """Final merge: every annotated generation into the single sorted table file.
 
 Generations are disjoint (a position's ply is its chip count), so the table is their union
-sorted by key. The smallest keys of the backward shards' row groups (parquet footer
-statistics: no data read) cut the key space into ranges of about equal entry counts (locally,
+sorted by key. The smallest keys of the backward shards' blocks (their block
+indexes: no data read) cut the key space into ranges of about equal entry counts (locally,
 a single wave of them is cut into waves of growing size: :func:`~c4table.pipeline.sort.partition.merge_shares`). One task
 per range reads, from every generation, only the row groups overlapping its range, packs its
 entries as ``key << 8 | outcome`` words (each generation's slice already sorted), orders them

@@ -34,14 +34,16 @@ from c4table.pipeline.runtime.allocator import one_arena  # noqa: E402
 one_arena()   # as the command line does, before numpy and pyarrow load
 
 MODULES = ["c4table.pipeline.stages.forward", "c4table.pipeline.stages.backward", "c4table.pipeline.sort.extsort",
-           "c4table.pipeline.stages.merge", "c4table.builddir.shards", "c4table.pipeline.sort.runcodec",
+           "c4table.pipeline.stages.merge", "c4table.builddir.shards", "c4table.builddir.shardcodec",
+           "c4table.pipeline.sort.runcodec",
            "c4table.pipeline.sort.shuffle"]
 PYTHON_FUNCTIONS = {
     "write_shard", "write_outcomes", "read_shard", "write_run", "read_range_window",
     "merge_window", "sort_unique", "write_messages", "read_messages", "merge_range",
     "sorted_chunks", "_expand", "annotate_task", "merge_task", "expand_task", "range_task",
-    "_read_columns", "open_row_groups", "read_row_groups", "choose_splitters", "two_level",
-    "hash_ranges", "_merge_pairwise", "column_numpy"}
+    "_read_stream", "open_row_groups", "read_row_groups", "choose_splitters", "two_level",
+    "hash_ranges", "_merge_pairwise", "encode_keys", "decode_keys", "encode_outcomes",
+    "decode_outcomes"}
 
 _sums: dict = collections.defaultdict(lambda: [0, 0.0])   # name -> [calls, exclusive CPU s]
 _stack: list = []
