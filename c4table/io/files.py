@@ -270,14 +270,11 @@ class PositionalWriter:
 
 
 def read_span(path, start: int, end: int, direct: bool = True):
-    """Yield the bytes ``[start, end)`` of the file ``path`` in order (fewer if it ends
-    before), as memoryviews of two reused page-aligned buffers (:func:`aligned_buffers`): each
-    is valid until the next one is asked for, and the next one is read by this process's
-    background thread meanwhile. With ``direct`` (where the system has it) they are read
-    with ``O_DIRECT``, the whole blocks around the span, from the disk rather than the page
-    cache (pages of the file still dirty there are written back by the kernel first, so the
-    bytes are those of the file); where the file system refuses it, through the page cache.
-    Nothing at or past ``end`` is read into the page cache.
+    """Yield the bytes ``[start, end)`` of the file ``path`` in order (fewer if it ends before), as
+    memoryviews of two reused page-aligned buffers (:func:`aligned_buffers`), each valid until the
+    next is asked for (read meanwhile by a background thread). With ``direct``, read with
+    ``O_DIRECT`` from the disk where the file system takes it (dirty pages are written back
+    first), else through the page cache; nothing at or past ``end`` enters the page cache.
 
     >>> import tempfile, pathlib
     >>> p = pathlib.Path(tempfile.mkdtemp()) / "f"; _ = p.write_bytes(bytes(range(256)) * 40)

@@ -96,13 +96,11 @@ def merge_window(words: np.ndarray, starts: np.ndarray, ends: np.ndarray,
 
 def sorted_chunks(words: np.ndarray, starts: np.ndarray, ends: np.ndarray,
                   chunk: int | None = None):
-    """The values of the sorted runs ``words[starts[r]:ends[r]]``, in order, as consecutive
-    sorted arrays of about ``chunk`` values (default :data:`SORT_CHUNK`): splitters taken from
-    every run's values at a fixed step cut the key space, and each piece's slices of every run
-    are gathered (:func:`~c4table.pipeline.kernels.cpu.take_below`) into a buffer the size of the CPU
-    cache and sorted there (numpy's sort; on 5x6's merge, 31.7 M words of 29 generations:
-    7.2 ns per word sorted whole, 4.8-5.2 in pieces of 8-64 K words). Equal values land in
-    the same piece. A yielded array is overwritten by the next.
+    """The values of the sorted runs ``words[starts[r]:ends[r]]``, in order, as consecutive sorted
+    arrays of about ``chunk`` values (default :data:`SORT_CHUNK`): splitters from every run cut the
+    key space, and each piece's slices are gathered into a buffer the size of the CPU cache and
+    sorted there (figures: ``docs/modules.md``). Equal values land in the same piece. A yielded
+    array is overwritten by the next.
 
     >>> w = np.array([1, 4, 9, 2, 3, 10], np.uint64)
     >>> [c.tolist() for c in sorted_chunks(w, np.array([0, 3]), np.array([3, 6]), chunk=2)]
