@@ -6,9 +6,10 @@
 #   make forward BOARD=5x4    the forward pass alone
 #   make backward BOARD=5x4   the backward pass alone (after forward)
 #   make merge BOARD=5x4      the final merge alone (after backward)
-#   make test                 the whole suite, both tiers (what CI runs; about 17 minutes on 2 cores),
-#                             then its 25 slowest tests
+#   make test                 the whole suite, both tiers (what CI runs; about 39 minutes on 2 cores
+#                             under load, 22 CPU minutes), then its 25 slowest tests
 #   make check                the fast tier, pytest -m "not slow" (about 2 minutes on 2 cores)
+#   Both run on JOBS=2 processes (pytest-xdist; each test file on one of them).
 # Everything runs from a local virtualenv (.venv), created on first use: building needs the
 # package alone (pip install -e .); the tests add the test and bench extras.
 
@@ -17,6 +18,7 @@ MEMORY  ?= 4GiB
 PYTHON  ?= python3
 VENV    ?= .venv
 ROOT    ?=
+JOBS    ?= 2
 FORMAT  ?= dat
 OUT     ?= tables/$(BOARD)$(if $(ROOT),_root-$(ROOT))
 C4      := $(VENV)/bin/c4table
@@ -59,10 +61,10 @@ verify: $(STAMP)
 	$(C4) verify $(OUT)/connect4_$(BOARD)$(if $(ROOT),_root-$(ROOT)).$(FORMAT)
 
 test: $(TESTSTAMP)
-	$(VENV)/bin/python -m pytest -q --durations=25
+	$(VENV)/bin/python -m pytest -q -n $(JOBS) --dist loadfile --durations=25
 
 check: $(TESTSTAMP)
-	$(VENV)/bin/python -m pytest -q -p no:cacheprovider -m "not slow"
+	$(VENV)/bin/python -m pytest -q -p no:cacheprovider -n $(JOBS) --dist loadfile -m "not slow"
 
 clean:
 	rm -rf tables

@@ -48,16 +48,14 @@ __all__ = ["Board", "Outcome", "decode_outcome", "encode_outcome", "Position", "
 def build_table(board: "str | Board", out: "str | os.PathLike", memory: "str | int" = "4GiB",
                 workers: "int | None" = None, scheduler=None, quiet: bool = True,
                 restart: bool = False, keep_work: bool = True, root: "str | None" = None):
-    """Build (or finish building) the table of ``board`` (``"5x4"`` or a :class:`Board`) in
-    the directory ``out`` (or a ``pyarrow.fs`` URI such as ``s3://bucket/prefix``) and return
-    the table's path. ``memory``: budget shared by the workers (``"4GiB"``); ``workers``:
-    processes (default: all cores); ``scheduler``: a dask address, ``"local"`` or a
-    ``distributed.Client``; ``quiet``: no progress lines on stderr (the default from Python;
-    ``quiet=False`` shows them, as the command line does); ``restart``: discard a partial
-    build; ``keep_work``: keep ``out/work`` (the shards) after the merge; ``root``: a move
-    string or drawing, to build the rooted table of every position reachable from it
-    (:mod:`c4table.game.root`); ``"5x4k3"`` names a board with another connect length. See
-    :func:`c4table.pipeline.stages.build.build_table`.
+    """Build (or finish building) the table of ``board`` (``"5x4"``, ``"5x4k3"`` or a
+    :class:`Board`) in the directory ``out`` (or a ``pyarrow.fs`` URI such as
+    ``s3://bucket/prefix``) and return the table's path. ``memory``: budget shared by the workers
+    (``"4GiB"``); ``workers``: processes (default: all cores); ``scheduler``: a dask address,
+    ``"local"`` or a ``distributed.Client``; ``quiet=False`` shows progress lines on stderr;
+    ``restart``: discard a partial build; ``keep_work``: keep ``out/work`` after the merge;
+    ``root``: a move string or drawing, to build the rooted table of every position reachable
+    from it (:mod:`c4table.game.root`). See :func:`c4table.pipeline.stages.build.build_table`.
 
     >>> import c4table
     >>> c4table.build_table("4x4", "tables/4x4").name         # already built: returns at once

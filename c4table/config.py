@@ -1,11 +1,8 @@
-"""Every setting c4table reads from the environment, in one registry (:data:`SETTINGS`):
-name, default, meaning and parser of each ``C4TABLE_*`` variable. Code reads a setting through
-:func:`get` (``config.get("C4TABLE_RECYCLE")``), never through ``os.environ`` directly, so each
-variable is parsed one way and documented once (``docs/settings.md``, checked by
-``tests/test_settings.py``).
-
-Switches read one way: unset or empty is the default; ``0``, ``no``, ``off`` and ``false`` (any
-case) are off; any other value is on.
+"""Every setting c4table reads from the environment, in one registry (:data:`SETTINGS`): name,
+default, meaning and parser of each ``C4TABLE_*`` variable. Code reads a setting through
+:func:`get`, never ``os.environ``, so each is parsed one way and documented once
+(``docs/settings.md``, checked by ``tests/test_settings.py``). Switches: unset or empty is the
+default; ``0``, ``no``, ``off`` and ``false`` (any case) are off; any other value is on.
 
 >>> get("C4TABLE_SHUFFLE_MAX_READS", {"C4TABLE_SHUFFLE_MAX_READS": "2_000"})
 2000

@@ -18,6 +18,7 @@ import pytest
 from c4table.io import files as storage
 from c4table.pipeline.stages.build import build_table
 from c4table.io.files import PositionalWriter, read_span
+from c4table.io.options import DIRECT_ENV, IOOptions
 from c4table.table.known import known_tables
 
 BLOCK = storage.DIRECT_ALIGN
@@ -75,13 +76,19 @@ def use_mode(monkeypatch, mode):
     """Set up one of the ways the bytes may go: "direct" (O_DIRECT where the file system takes
     it), "off" (switched off by the environment), "refused-open", "refused-write"."""
     if mode == "off":
-        monkeypatch.setenv(storage.DIRECT_ENV, "off")
+        monkeypatch.setenv(DIRECT_ENV, "off")
     elif mode == "refused-open":
         refuse_direct_open(monkeypatch)
     elif mode == "refused-write":
         refuse_direct_writes(monkeypatch)
     else:
         assert mode == "direct"
+
+
+def asked() -> bool:
+    """Whether the settings ask for ``O_DIRECT``, read as a storage reads them when it opens
+    (the writer and reader do what their caller says)."""
+    return IOOptions.from_config().direct
 
 
 # Ranges of a file, as the merge's range tasks cut it: mid-block boundaries, ranges smaller
@@ -101,7 +108,7 @@ def test_positional_writer_places_every_byte(tmp_path, small_buffers, monkeypatc
     direct_bytes = 0
     for r in [5, 0, 10, 2, 7, 1, 9, 3, 8, 4, 6]:   # out of order, as the tasks finish
         lo, hi = starts[r], starts[r + 1]
-        with PositionalWriter(path, lo) as w:
+        with PositionalWriter(path, lo, asked()) as w:
             at = lo
             while at < hi:   # pieces of odd sizes, as the words of a range come
                 space = w.space(7)
@@ -150,13 +157,13 @@ def test_read_span_reads_exactly_the_span(tmp_path, small_buffers, monkeypatch, 
     spans = [(0, n), (1, 2), (BLOCK - 1, BLOCK + 1), (5000, 5000), (7, 3 * BLOCK),
              (3 * BLOCK, 9 * BLOCK + 5), (n - 10, n), (n - 10, n + 5000)]   # the last: past EOF
     for lo, hi in spans:
-        views = list(bytes(v) for v in read_span(path, lo, hi))
+        views = list(bytes(v) for v in read_span(path, lo, hi, asked()))
         assert b"".join(views) == data[lo:hi], (lo, hi)
     # stopped early (a generator closed after one piece): the reads in flight are waited for
-    g = read_span(path, 0, n)
+    g = read_span(path, 0, n, asked())
     assert bytes(next(g)) == data[: 3 * BLOCK]
     g.close()
-    assert b"".join(bytes(v) for v in read_span(path, 0, n)) == data
+    assert b"".join(bytes(v) for v in read_span(path, 0, n, asked())) == data
 
 
 def table_sha(path) -> str:

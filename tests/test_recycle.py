@@ -88,6 +88,7 @@ def test_small_files_and_recycling_off_are_plain_deletes(tmp_path, monkeypatch):
     assert st.recycle_bytes() == 0 and not (tmp_path / "w/a").exists()
     monkeypatch.setattr(storage, "RECYCLE_MIN_BYTES", 1)
     monkeypatch.setenv(recycle.RECYCLE_ENV, "0")
+    st = Storage(tmp_path)   # the switch is read when a storage opens
     st.write_atomic("w/b/f", b"b" * 100, durable=False)
     st.recycle_tree("w/b")
     assert st.recycle_bytes() == 0 and not (tmp_path / "w/b").exists()

@@ -1,10 +1,8 @@
 """Dataset export: every position of a ply (or of the whole table) as a parquet file, plus the
 vectorised decoding of table entries it needs (keys to column codes, cells, plies, lines,
-terminal flags and one move string per position), which :mod:`c4table.analysis.stats` reuses. The
-rules in that decoding are the build's own: the numba kernels of
-:mod:`c4table.pipeline.kernels.cpu` and the column and un-move tables of :mod:`c4table.game.board`.
-
-Design notes: ``docs/modules.md`` (``c4table.analysis.export``).
+terminal flags, a move string per position), which :mod:`c4table.analysis.stats` reuses, with
+the build's own rules (its numba kernels). Design notes: ``docs/modules.md``
+(``c4table.analysis.export``).
 
 >>> rep = export_positions("tables/5x4/connect4_5x4.dat", "ply8.parquet", ply=8)
 >>> rep.rows
@@ -295,14 +293,11 @@ def export_positions(table, out: str | os.PathLike, ply: int | None = None, *,
                      chunk_entries: int = 1 << 18, source: str = "auto", quiet: bool = True,
                      stream: TextIO | None = None) -> ExportReport:
     """Write every position of ``ply`` (all plies when ``None``) of ``table`` (a
-    :class:`~c4table.table.Table` or a path) to the parquet file ``out``; see the module
-    docstring for the columns. ``nonterminal`` drops finished games, ``mirror`` adds mirror
-    images, ``quiet_positions`` keeps only the quiet positions of :mod:`c4table.analysis.quiet` (nobody
-    has won, neither side can win with one move: John Tromp's 8-ply selection). ``per_move``
-    adds the label columns of :mod:`c4table.analysis.label` (value, score, move_scores,
-    move_distance, legal_mask, best_mask), ``planes`` (``"pettingzoo"`` or ``"openspiel"``) also
-    ``obs`` (:mod:`c4table.analysis.dataset`). Progress lines go to ``stream`` (stderr) unless
-    ``quiet``.
+    :class:`~c4table.table.Table` or a path) to the parquet file ``out`` (columns: the module
+    docstring). ``nonterminal`` drops finished games, ``mirror`` adds mirror images,
+    ``quiet_positions`` keeps the quiet ones (:mod:`c4table.analysis.quiet`), ``per_move`` adds the
+    labels of :mod:`c4table.analysis.label`, ``planes`` (``"pettingzoo"`` or ``"openspiel"``) also
+    ``obs``. Progress lines go to ``stream`` (stderr) unless ``quiet``.
 
     >>> export_positions("tables/5x4/connect4_5x4.dat", "p8.parquet", ply=8).rows
     10076

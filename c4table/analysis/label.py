@@ -1,31 +1,10 @@
 """Labelling positions a user has: the value, Pons' score and per-move labels of each move
 string, from any table c4table reads (``.dat``, ``.c4z`` local or remote, rooted tables).
 
-Everything runs on whole arrays. One numba kernel (:func:`c4table.table.fastprobe.replay`) replays
-every move string on bitboards and derives the canonical key of the position and of each child;
-the keys of a chunk are sorted once and looked up in one pass
-(:func:`c4table.table.search.search_sorted`: on a memory-mapped ``.dat`` each search gallops on
-from where the previous key was found, so neighbouring keys share pages, and each block is
-checked against its sum the first time it is touched); :func:`c4table.analysis.pons.label_kernel` turns the outcome bytes into
-the labels. A row the kernels do not take alone (a character that is not a column digit, an
-illegal move, a position outside a rooted table) goes through :meth:`Table.probe`, which gives
-either its answer or the error message that lands in the ``error`` column; the other rows are
-labelled all the same.
-
-Columns (the per-move columns are the ones ``c4table export --per-move`` writes):
-
-* ``moves`` (string): the input;
-* ``ply`` (uint8), ``outcome`` (``"A"``, ``"B"``, ``"draw"``), ``distance`` (uint8),
-  ``terminal`` (bool);
-* ``value`` (int8): +1 the side to move wins, 0 draw, -1 it loses;
-* ``score`` (int16): Pons' score for the side to move (:mod:`c4table.analysis.pons`);
-* ``move_scores`` (W x int16): the score of playing each column, -1000 where it cannot be
-  played; ``move_distance`` (W x uint8): plies to the result after playing it (the move
-  included), 255 where it cannot be played; ``legal_mask``, ``best_mask`` (W x bool): the
-  playable columns, and the optimal ones (the largest score);
-* with ``planes``: ``obs`` (uint8), the board as the library's agents see it
-  (:func:`observation_planes`);
-* ``error`` (string): null, or why the row could not be labelled (its other columns are null).
+Whole arrays at a time: one numba kernel replays the move strings, one sorted search looks the
+keys up, :func:`c4table.analysis.pons.label_kernel` makes the labels; a row the kernels do not
+take alone goes through :meth:`Table.probe` (its answer, or the message of its ``error``
+column). The columns and the design: ``docs/modules.md`` (``c4table.analysis.label``).
 """
 from __future__ import annotations
 

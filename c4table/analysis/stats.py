@@ -58,11 +58,12 @@ COLUMNS = [f.name for f in fields(PlyStats)]
 HEADERS = [{"won": "won_by_A", "lost": "lost_by_A"}.get(c, c) for c in COLUMNS]
 
 
-def stats_from_manifest(data: dict) -> list[PlyStats]:
-    """Per-ply rows from a parsed ``manifest.json`` (after the backward pass)."""
+def stats_from_manifest(build: BuildDir) -> list[PlyStats]:
+    """Per-ply rows from a build directory's checked manifest (after the backward pass)."""
     out = []
-    first = (data.get("root") or {}).get("ply", 0)   # a rooted build: its plies from the root's
-    for rec in data.get("plies", [])[first:]:
+    root = build.manifest.origin()
+    first = root.ply if root is not None else 0   # a rooted build: its plies from the root's
+    for rec in build.plies[first:]:
         if "a_wins" not in rec:
             raise TableError("the manifest has no outcome counts yet (run the backward pass)")
         out.append(PlyStats(rec["ply"], rec["a_wins"], rec["draws"], rec["b_wins"],
@@ -143,7 +144,7 @@ def ply_stats(path: str | os.PathLike, scan: bool = False, board: str | Board | 
     if p.is_dir() or p.name.endswith(".json"):
         has_manifest = p.is_file() or (p / "manifest.json").is_file()
         if has_manifest and not scan:
-            return stats_from_manifest(BuildDir.load(p).data)   # checked: refuses a damaged one
+            return stats_from_manifest(BuildDir.load(p))   # checked: refuses a damaged one
         table = _find_table(p) if p.is_dir() else None
         if table is None:
             raise MissingTableError(f"{p}: no manifest.json and no single connectK_WxH.dat to scan")
@@ -151,7 +152,7 @@ def ply_stats(path: str | os.PathLike, scan: bool = False, board: str | Board | 
         table = p
     with open_table(table, board) as t:   # refuses a truncated or renamed table
         if t.build is not None and t.build.plies and not scan:
-            return stats_from_manifest(t.build.data)
+            return stats_from_manifest(t.build)
         return scan_stats(t, quiet)
 
 

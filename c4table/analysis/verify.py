@@ -1,14 +1,9 @@
 """Verifying a table file: one streaming read that hashes it (sha256, md5) and checks its
-structure (whole entries, keys strictly increasing from the empty board's key 0, keys below
-``B**w``, valid outcome bytes), then compares it with every reference it can find: the
-manifest beside it, the package's list of known tables (``data/known_tables.json``: Cadot's
-published 7x6 and 6x5 hashes, the 4x4 one, and boards built and cross-checked here, each with
-its provenance) and a hash given
-by the user. When the file sits in a build directory, the manifest's own checksum and layout
-are checked too, and so is every shard it lists under ``work/`` (presence and xxh64), so a
-damaged build directory is reported before a resumed build would trip over it. A rooted
-table (:mod:`c4table.game.root`) starts at its root's key instead of 0 and is compared with its
-manifest and ``--sha256`` only (the known tables are full ones).
+structure (whole entries, keys strictly increasing from the first, keys below ``B**w``, valid
+outcome bytes), then compares it with every reference it can find: the manifest beside it
+(and, in a build directory, the shards it lists), the known tables (``data/known_tables.json``)
+and a hash given by the user. Which references apply when: ``docs/modules.md``
+(``c4table.analysis.verify``).
 
 >>> r = verify_table("tables/4x4/connect4_4x4.dat", quiet=True)
 >>> r.ok, r.verdict()

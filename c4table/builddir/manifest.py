@@ -213,6 +213,11 @@ class Manifest:
             return None
         return Root.from_json(self.board, rec)
 
+    def root_record(self) -> dict | None:
+        """The ``"root"`` record of a rooted build as stored (moves, ply, key), or None for a
+        full build: what a ``.c4z`` header copies."""
+        return self.data.get("root")
+
     def step(self, stage: str, ply: int) -> dict | None:
         """The record of a finished step (``shards`` and what its stage added: ``run_keys``,
         ``messages``, ``premerged``), or None if the step is not finished."""

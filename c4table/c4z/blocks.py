@@ -31,16 +31,11 @@ def encode_block(raw, board: Board, level: int = DEFAULT_LEVEL,
                  sym_dict: bytes | None = None, check_outcomes: bool = False
                  ) -> tuple[int, bytes]:
     """``(first key, block bytes)`` of raw table bytes (whole entries, keys strictly
-    increasing), in parts of ``part_entries`` entries (the last one fewer): a head (the
-    number ``p`` of parts, u16; the lengths of the key frame and of the symbol frame, u32;
-    the end of every part but the last in the decoded key stream, u32; the first key of
-    every part but the first, u64), then the key frame and the symbol frame. Each frame is
-    one zstd frame (with ``key_dict`` / ``sym_dict``) whose zstd blocks end where the parts
-    end (:func:`zstd_frame`): the frame keeps its whole history, and a probe of a key of
-    part 0 decodes the frames only up to the end of part 0. ``check_outcomes``: a
-    :class:`~c4table.errors.TableError` if an outcome byte is none that the entry's ply
-    allows (symbol 65 or more: neither the draw at distance ``cells - ply`` nor a win whose
-    distance has the winner's parity; see :mod:`c4table.c4z.codec`).
+    increasing), in parts of ``part_entries`` entries: a head, then a key frame and a symbol
+    frame, each one zstd frame (with ``key_dict`` / ``sym_dict``) whose zstd blocks end where the
+    parts end, so a probe decodes only up to the end of its part (layout: ``docs/modules.md``,
+    ``c4table.c4z.blocks``). ``check_outcomes``: a :class:`~c4table.errors.TableError` if an
+    outcome byte is none that the entry's ply allows (see :mod:`c4table.c4z.codec`).
 
     >>> first, block = encode_block(bytes([0, 0, 0, 16, 0, 0, 1, 0x4f]), Board.parse("4x4"), part_entries=1)
     >>> first, decode_block_bytes(block, Board.parse("4x4"), 2, first, part_entries=1)[1].tolist()

@@ -1,14 +1,8 @@
-"""Game rules on one position at a time: dropping chips, detecting the end of the game (k in a
-row: :func:`line_through`, :func:`line_owners`), taking a chip back (:meth:`Position.unmoves`),
-keys, parsing move strings. This is the one plain, per-position statement of the rules
-(FORMAT.md "Board"); the build and the readers apply the same rules to whole arrays with the
-numba kernels of :mod:`c4table.pipeline.kernels.cpu`, over the column tables of
-:mod:`c4table.game.board`. ``tests/test_rules.py`` checks the two against each other on every
-position of small boards.
-
-A move string is a sequence of 1-based column digits played from the empty board (``""`` is
-the empty board). Boards wider than 9 columns are not addressable by single digits; there, use
-:meth:`Position.from_columns` with 0-based column indices.
+"""Game rules on one position at a time: dropping chips, the end of the game (k in a row:
+:func:`line_through`, :func:`line_owners`), taking a chip back (:meth:`Position.unmoves`),
+keys, move strings (1-based column digits from the empty board ``""``; past 9 columns,
+:meth:`Position.from_columns`): the one plain statement of the rules (FORMAT.md "Board"),
+checked against the build's kernels by ``tests/test_rules.py``.
 
 >>> from c4table.game.board import Board
 >>> p = Position.from_moves(Board.parse("7x6"), "4453")

@@ -1,6 +1,6 @@
 """Bytes to and from local files around the page cache: the table written with ``O_DIRECT``
 (:class:`PositionalWriter`) and read back for hashing (:func:`read_span`) where the file system
-allows it (``C4TABLE_DIRECT_IO=off`` turns it off), writeback started early
+allows it and the caller asks (:class:`~c4table.io.options.IOOptions`), writeback started early
 (:func:`start_writeback`), fsyncs (:func:`fsync_path`), and the background threads that do it
 (:func:`background`)."""
 from __future__ import annotations
@@ -14,7 +14,6 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 
-import c4table.config as config
 from c4table.io.counting import active
 
 _background: dict[str, tuple[int, ThreadPoolExecutor]] = {}   # name: (pid, its thread)
@@ -70,31 +69,20 @@ def _sync_file_range():
 # ------------------------------------------------ bytes written and read without the page cache
 DIRECT_ALIGN = 4096        # O_DIRECT: offsets, lengths and buffer addresses are multiples of it
 DIRECT_BUFFER = 8 << 20    # bytes of each aligned buffer (two per writer, two per reader)
-DIRECT_ENV = "C4TABLE_DIRECT_IO"   # "off": every write and read through the page cache
-
-
-def direct_io_allowed() -> bool:
-    """Whether :class:`PositionalWriter` and :func:`read_span` may try ``O_DIRECT`` (Linux, and
-    unless the environment sets ``C4TABLE_DIRECT_IO=off``); where the file system then refuses
-    it, they fall back to the page cache by themselves.
-
-    >>> direct_io_allowed() == (hasattr(os, "O_DIRECT") and config.get(DIRECT_ENV))
-    True
-    """
-    return hasattr(os, "O_DIRECT") and config.get(DIRECT_ENV)
+HAS_O_DIRECT = hasattr(os, "O_DIRECT")   # Linux; elsewhere every byte goes through the page cache
 
 
 def direct_io_takes(path) -> bool:
-    """Whether the file ``path`` can be opened with ``O_DIRECT`` (and :func:`direct_io_allowed`):
-    what a caller deciding between the two ways asks first (a write may still be refused,
-    which :class:`PositionalWriter` handles by itself).
+    """Whether the file ``path`` can be opened with ``O_DIRECT``: what a caller deciding
+    between the two ways asks first (a write may still be refused, which
+    :class:`PositionalWriter` handles by itself).
 
     >>> import tempfile, pathlib
     >>> p = pathlib.Path(tempfile.mkdtemp()) / "f"; _ = p.write_bytes(b"x")
     >>> direct_io_takes(p) in (True, False), direct_io_takes(p.with_name("missing"))
     (True, False)
     """
-    if not direct_io_allowed():
+    if not HAS_O_DIRECT:
         return False
     try:
         fd = os.open(path, os.O_RDONLY | os.O_DIRECT)
@@ -140,22 +128,12 @@ def _pwrite_all(fd: int, view: memoryview, pos: int) -> None:
 
 class PositionalWriter:
     """Fills an existing local file from byte ``offset`` on, in order, through buffers it lends
-    the caller (:meth:`space`, then :meth:`commit` of the bytes put there), so the caller
-    converts its data straight into them and no memory is fresh: two page-aligned buffers
-    (:func:`aligned_buffers`) per process, reused by its later writers.
-
-    With ``direct`` (and :func:`direct_io_allowed`) the whole aligned blocks are written with
-    ``O_DIRECT``, not through the page cache (on a virtual machine whose freed memory goes back
-    to the host, every new page-cache page costs a fault on the host), by this process's
-    background thread while the caller fills the other buffer (such a write waits for the
-    device); the partial blocks at either end, shared with whoever fills the bytes beside,
-    with an ordinary ``pwrite`` (the kernel writes such dirty pages back before a later
-    ``O_DIRECT`` read or write of them, so the file stays coherent). Where the file system
-    refuses ``O_DIRECT`` (``EINVAL`` at the open or at a write: tmpfs on old kernels,
-    overlayfs, some FUSE file systems), or without ``direct``, every byte goes through an
-    ordinary ``pwrite``. :meth:`close` writes the rest, waits for the writes in flight and
-    returns the bytes written; the caller fsyncs the file. Use it as a context manager: on an
-    error the writes in flight are waited for (their buffers are lent again later).
+    the caller (:meth:`space`, then :meth:`commit` of the bytes put there): two page-aligned
+    buffers (:func:`aligned_buffers`) per process, so no memory is fresh. With ``direct`` the
+    whole aligned blocks go with ``O_DIRECT`` from a background thread, the partial ones at either
+    end with ``pwrite``; where the file system refuses ``O_DIRECT``, every byte with ``pwrite``
+    (why and how: ``docs/modules.md``, ``c4table.io.files``). :meth:`close` returns the bytes
+    written; the caller fsyncs. Use it as a context manager.
 
     >>> import tempfile, pathlib
     >>> p = pathlib.Path(tempfile.mkdtemp()) / "f"; _ = p.write_bytes(bytes(10000))
@@ -163,13 +141,12 @@ class PositionalWriter:
     ...     w.space(5000)[:5000] = b"x" * 5000
     ...     w.commit(5000)
     >>> w.written, p.read_bytes() == bytes(4000) + b"x" * 5000 + bytes(1000)
-    (5000, True)
-    """
+    (5000, True)"""
 
     def __init__(self, path, offset: int, direct: bool = True):
         self.fd = os.open(path, os.O_WRONLY)
         self.dfd = -1   # the O_DIRECT descriptor, if the file system took it
-        if direct and direct_io_allowed():
+        if direct and HAS_O_DIRECT:
             try:
                 self.dfd = os.open(path, os.O_WRONLY | os.O_DIRECT)
             except OSError:
@@ -293,14 +270,11 @@ class PositionalWriter:
 
 
 def read_span(path, start: int, end: int, direct: bool = True):
-    """Yield the bytes ``[start, end)`` of the file ``path`` in order (fewer if it ends
-    before), as memoryviews of two reused page-aligned buffers (:func:`aligned_buffers`): each
-    is valid until the next one is asked for, and the next one is read by this process's
-    background thread meanwhile. With ``direct`` (and :func:`direct_io_allowed`) they are read
-    with ``O_DIRECT``, the whole blocks around the span, from the disk rather than the page
-    cache (pages of the file still dirty there are written back by the kernel first, so the
-    bytes are those of the file); where the file system refuses it, through the page cache.
-    Nothing at or past ``end`` is read into the page cache.
+    """Yield the bytes ``[start, end)`` of the file ``path`` in order (fewer if it ends before), as
+    memoryviews of two reused page-aligned buffers (:func:`aligned_buffers`), each valid until the
+    next is asked for (read meanwhile by a background thread). With ``direct``, read with
+    ``O_DIRECT`` from the disk where the file system takes it (dirty pages are written back
+    first), else through the page cache; nothing at or past ``end`` enters the page cache.
 
     >>> import tempfile, pathlib
     >>> p = pathlib.Path(tempfile.mkdtemp()) / "f"; _ = p.write_bytes(bytes(range(256)) * 40)
@@ -308,7 +282,7 @@ def read_span(path, start: int, end: int, direct: bool = True):
     b'\\x88\\x89\\x8a\\x8b'
     """
     fds = {}
-    if direct and direct_io_allowed():
+    if direct and HAS_O_DIRECT:
         try:
             fds["direct"] = os.open(path, os.O_RDONLY | os.O_DIRECT)
         except OSError:

@@ -5,17 +5,6 @@ from __future__ import annotations
 import hashlib
 from concurrent.futures import ThreadPoolExecutor
 
-import c4table.config as config
-
-
-def table_md5() -> bool:
-    """Whether a build's merge also computes the table's md5 (``C4TABLE_TABLE_MD5``, off by
-    default); the schedule model and the calibration ask the same. Each digest is a serial
-    pass over the table in key order on one core whatever the workers (md5 about 1.6 ns per
-    byte, sha256 0.7 with SHA instructions): with many workers the md5 would be the merge's
-    longest part."""
-    return config.get("C4TABLE_TABLE_MD5")
-
 
 def sha256_of(path) -> str:
     """sha256 of a local file, read in 4 MiB blocks (tools and benchmarks; tables are verified
@@ -30,7 +19,7 @@ def sha256_of(path) -> str:
 class Hashes:
     """sha256 and md5 of a stream of chunks, the two digests computed on two cores (hashlib
     releases the GIL on large buffers), so hashing a table costs the slower of the two; with
-    ``md5=False`` the sha256 alone (a build's merge, unless asked: ``C4TABLE_TABLE_MD5``).
+    ``md5=False`` the sha256 alone (a build's merge, unless its settings ask: ``C4TABLE_TABLE_MD5``).
     ``sums`` (a :class:`~c4table.table.sums.BlockSums`), if given, is fed the same bytes.
 
     >>> h = Hashes(md5=False); h.update(b"abc"); sorted(h.result())

@@ -4,7 +4,8 @@ Writing a new file on some VMs costs far more CPU than writing over one whose pa
 cached (the guest gives freed memory back to the host, and touching it again faults there).
 Spent scratch files (runs, messages) therefore go to a bin (``work/recycle/``) instead of being
 unlinked, and a new scratch file of known size is written over a spent one (same inode) and
-truncated to its length. ``C4TABLE_RECYCLE=0`` turns it off. Deleted directories are renamed
+truncated to its length, unless the storage's options say not to
+(``C4TABLE_RECYCLE=0``: :class:`~c4table.io.options.IOOptions`). Deleted directories are renamed
 aside and removed by a background thread (:func:`settle_deletes` waits for them).
 """
 from __future__ import annotations
@@ -14,26 +15,16 @@ import os
 import shutil
 from pathlib import Path
 
-import c4table.config as config
 from c4table.io.files import _background, background
+from c4table.io.options import RECYCLE_ENV  # noqa: F401  (where the tests and docs look for it)
 
 
 
 RECYCLE_DIR = "work/recycle"   # the recycle bin of a local build directory (Storage.recycle_tree)
 RECYCLE_MIN_BYTES = 1 << 20    # smaller spent files are unlinked, smaller writes go to new files
-RECYCLE_ENV = "C4TABLE_RECYCLE"
 
 
 _trash_seq = itertools.count()   # names of set-aside directories and binned files
-
-
-def recycling() -> bool:
-    """Whether spent scratch files are recycled (``C4TABLE_RECYCLE=0`` turns it off).
-
-    >>> isinstance(recycling(), bool)
-    True
-    """
-    return config.get(RECYCLE_ENV)
 
 
 def _bin_sizes(bin_dir: Path) -> dict[str, int]:

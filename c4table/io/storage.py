@@ -20,8 +20,9 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 from c4table.io.counting import _CountingInput, _CountingOutput, _CountingStream, active
 from c4table.io.recycle import _trash_seq
-from c4table.io.files import PositionalWriter, fsync_dir, fsync_path, read_span
-from c4table.io.recycle import RECYCLE_DIR, RECYCLE_MIN_BYTES, _bin_sizes, _is_trash, _set_aside, recycling
+from c4table.io.files import PositionalWriter, direct_io_takes, fsync_dir, fsync_path, read_span
+from c4table.io.recycle import RECYCLE_DIR, RECYCLE_MIN_BYTES, _bin_sizes, _is_trash, _set_aside
+from c4table.io.options import DIRECT_ENV, IOOptions, current  # noqa: F401  (DIRECT_ENV: for the tests)
 
 
 
@@ -38,7 +39,8 @@ def is_url(where) -> bool:
 class Storage:
     """A build directory, local or remote; paths are relative to it (``/``-separated)."""
 
-    def __init__(self, where: str | Path):
+    def __init__(self, where: str | Path, options: IOOptions | None = None):
+        self.options = options if options is not None else current()   # read once, here
         s = str(where)
         if is_url(s):
             try:
@@ -67,7 +69,7 @@ class Storage:
         return f"Storage({self.uri!r})"
 
     def __reduce__(self):   # tasks receive storages; rebuild (and cache) them on arrival
-        return (open_storage, (self.uri,))
+        return (open_storage, (self.uri, self.options))
 
     def path(self, rel: str) -> str:
         """Full path of ``rel`` for this storage's file system."""
@@ -251,7 +253,12 @@ class Storage:
         Local storage only."""
         if self.root is None:
             raise NotImplementedError("writer_at: positional writes need a local directory")
-        return PositionalWriter(self.root / rel, offset, direct)
+        return PositionalWriter(self.root / rel, offset, direct and self.options.direct)
+
+    def direct_io_takes(self, rel: str) -> bool:
+        """Whether the local file ``rel`` is to be written and read with ``O_DIRECT``: this
+        storage's options allow it and the file system takes it."""
+        return self.root is not None and self.options.direct and direct_io_takes(self.root / rel)
 
     def read_chunks(self, rel: str, start: int, end: int, direct: bool = True):
         """Yield the bytes ``[start, end)`` of the local file ``rel`` in order, as memoryviews
@@ -261,7 +268,7 @@ class Storage:
         if self.root is None:
             raise NotImplementedError("read_chunks: needs a local directory")
         got = 0
-        for view in read_span(self.root / rel, start, end, direct):
+        for view in read_span(self.root / rel, start, end, direct and self.options.direct):
             got += len(view)
             yield view
         active().add_read(got, ranged=True)
@@ -341,8 +348,8 @@ class Storage:
         least :data:`RECYCLE_MIN_BYTES` in the recycle bin (:data:`RECYCLE_DIR`) for later
         writes to go over. Files of the bin no write took since the last call are surplus
         and unlinked first, so the bin holds at most one spent directory's files. On an
-        object store, or with ``C4TABLE_RECYCLE=0``, this is :meth:`delete_tree`."""
-        if self.root is None or not recycling():
+        object store, or with recycling off (``C4TABLE_RECYCLE=0``), this is :meth:`delete_tree`."""
+        if self.root is None or not self.options.recycle:
             self.delete_tree(rel)
             return
         d = self.root / rel
@@ -394,7 +401,7 @@ class Storage:
         the smallest at least that long, else the longest. False if the bin has none (or the
         write is under :data:`RECYCLE_MIN_BYTES`). Several processes may claim at once: the
         rename gives each file to one of them."""
-        if size < RECYCLE_MIN_BYTES or not recycling():
+        if size < RECYCLE_MIN_BYTES or not self.options.recycle:
             return False
         bin_dir = self.root / RECYCLE_DIR
         sizes = _bin_sizes(bin_dir)
@@ -414,6 +421,7 @@ class Storage:
 
 
 @lru_cache(maxsize=64)
-def open_storage(where: str | Path) -> Storage:
-    """The :class:`Storage` for ``where`` (a path or URI), one per process and location."""
-    return Storage(where)
+def open_storage(where: str | Path, options: IOOptions | None = None) -> Storage:
+    """The :class:`Storage` for ``where`` (a path or URI) with ``options`` (default: this
+    process's, :func:`c4table.io.options.current`)."""
+    return Storage(where, options)

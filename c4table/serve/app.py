@@ -1,23 +1,8 @@
 """The probe server's HTTP side: the Starlette application of ``c4table serve`` (the JSON API's
 routes, error answers, CORS, the request body limit, the outermost layer that counts requests
 and answers the hot path) and the function that runs it under uvicorn. The answers come from
-:class:`~c4table.serve.service.ProbeService`, the tables from :mod:`c4table.serve.tables`, the
-counters from :mod:`c4table.serve.metrics`, the description from :mod:`c4table.serve.openapi`
-and the web board from :mod:`c4table.serve.page`.
-
-Routes (see ``README.md``, section "Serving"):
-
-* ``GET /api/{board}?moves=M``: the ``lookup --json`` object of position ``M``.
-* ``GET /api/{board}/mainline?moves=M``: the perfect-play continuation to the end of the game.
-* ``POST /api/{board}/batch``: a JSON list of up to 10,000 move strings, answered in order.
-* ``GET /solve?pos=M[&board=WxH]``: Pons' web API shape ``{"pos": M, "score": [W ints]}``.
-* ``GET /api/boards``, ``/healthz``, ``/metrics`` (Prometheus text), ``/openapi.json``.
-* ``GET /``: the web board (``c4table/serve/web/``), plain HTML, CSS and JavaScript.
-
-Errors are JSON ``{"error": "..."}``: 400 bad input, 404 a board that is not served or a
-position outside the table (a rooted table), 405 wrong method, 413 a body too large, 431
-request headers too large. A client that goes away before its batch's body has arrived gets
-nothing and counts as status 499 (nginx's "client closed request"), not as an error.
+:class:`~c4table.serve.service.ProbeService`, the tables from :mod:`c4table.serve.tables`.
+Routes and error answers: ``README.md`` ("Serving") and ``docs/modules.md`` (``c4table.serve.app``).
 
 >>> from starlette.testclient import TestClient
 >>> app = create_app(["tables/5x4/connect4_5x4.dat"])

@@ -1,17 +1,9 @@
 """Checks a table file must pass when it is opened, before any answer is given: they cost a
-``stat`` and two key reads, whatever the table's size.
-
-* **Size**: a whole number of entries, and exactly the size its reference records: the
-  ``manifest.json`` beside it when that describes the file, else the known table of its board
-  (``known_tables()`` of :mod:`c4table.analysis.verify`). A table truncated on an entry boundary, or a
-  table of another board under this board's name (a 4x5 table called ``connect4_5x4.dat``), is
-  refused here; the message names the known table of that size, if there is one.
-* **First and last keys**: the first key is 0 (the empty board; a rooted table's first key is
-  its root's), the last is below ``B**w``
-  and, when the build's backward shards are listed, equal to the largest key they hold.
-
-A table with no reference (a board with no known table, no manifest beside it) is checked for
-its structure only. Each refusal is one :class:`~c4table.errors.TableError` line.
+``stat`` and two key reads, whatever the table's size. Its size must be a whole number of
+entries and that of its reference (the manifest beside it, else the known table of its board);
+its first and last keys must be those of its board (or root). A table with no reference is
+checked for its structure only. Each refusal is one :class:`~c4table.errors.TableError` line.
+The checks in full: ``docs/modules.md`` (``c4table.table.check``).
 
 >>> from c4table.game.board import Board
 >>> check_size(Path("connect4_4x4.dat"), Board(4, 4), 322164 - 4, None)

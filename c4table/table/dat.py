@@ -2,25 +2,14 @@
 
 A table never gets loaded into memory: :class:`DatTable` maps the file and compares big-endian key
 bytes, so Cadot's 14.4 TiB ``connect4_7x6.dat`` answers as fast as a small one (about 41 probes
-of 7 bytes per lookup).
+of 7 bytes per lookup). Opening checks the file (:mod:`c4table.table.check`); every answer goes
+through the checked search of :mod:`c4table.table.search`. How the board is found, and the
+checks: ``docs/modules.md`` (``c4table.table.dat``).
 
 >>> t = DatTable("tables/5x4/connect4_5x4.dat")
 >>> p = t.probe("3344")
 >>> p.outcome, p.distance, [m.column for m in p.best_moves()]
 ('A', 3, [2])
-
-The board of a table is taken from, in order: the ``board`` argument, the ``manifest.json``
-beside the file, the file name ``connect{K}_WxH.dat`` (Cadot's ``connect${CONNECT_Q}_WxH.dat``:
-``connect3_5x4.dat`` is 5x4 with three in a row to win; or ``connect{K}_WxH_root-MOVES.dat``). A
-``board`` given as ``"WxH"`` takes the connect length from the file name, ``"WxHkK"`` names it. A
-rooted table (:mod:`c4table.game.root`) knows its root (:attr:`DatTable.root`) and answers a position
-outside its subtree with :class:`~c4table.game.root.NotReachableError`. Opening checks the file
-against what is known of it (:mod:`c4table.table.check`): its size against the manifest beside it
-or the known table of its board, its first and last keys; a truncated or renamed table is
-refused there, not after a few answers. Every read that answers goes through the checked search
-of :mod:`c4table.table.search`: each block is checked against the sidecar ``TABLE.dat.sums``
-(:mod:`c4table.table.sums`) the first time it is touched, and a damaged one is refused
-(:class:`~c4table.errors.TableDamaged`); a table without sums says once that it is unchecked.
 """
 from __future__ import annotations
 

@@ -1,17 +1,10 @@
 """Probing many positions at once: the answers of :meth:`c4table.table.Table.probe`, computed by
 numba kernels over whole arrays of move strings (the probe server's batches and cache misses).
 
-:meth:`Table.probe` replays a move string chip by chip in Python and binary-searches the file
-once per position and child (about 100 us a position). Here one kernel replays every move
-string on bitboards (legality, k in a row) and derives each position's canonical key and its
-children's keys by the digit arithmetic of :mod:`c4table.pipeline.kernels.cpu`; a second kernel
-binary-searches all keys in the memory-mapped file (:func:`c4table.table.search.search`, which
-checks each block against its sum the first time; an outcome byte a ply cannot have is
-refused too: :class:`~c4table.errors.TableDamaged`, raised, not answered). Anything this path does not handle alone
-(a drawing, a character that is not a column digit, an illegal move, a key absent from the
-table, a table that is not a plain memory-mapped file) is answered by :meth:`Table.probe`
-itself, so messages and errors are the same. ``tests/test_serve.py`` checks the answers
-against ``c4table lookup --json``.
+One kernel replays every move string on bitboards and derives the keys of each position and
+its children; a second searches them all in the memory-mapped file (:mod:`c4table.table.search`).
+Anything this path does not handle alone is answered by :meth:`Table.probe` itself, so messages
+and errors are the same. Why and how: ``docs/modules.md`` (``c4table.table.fastprobe``).
 
 >>> from c4table import open_table
 >>> fp = FastProber.for_table(open_table("tables/5x4/connect4_5x4.dat"))

@@ -1,20 +1,10 @@
 """The one binary search over a memory-mapped ``.dat`` (numba kernels), which checks each block
 of the file against its checksum the first time it touches it.
 
-Every reader of a ``.dat`` goes through here: :meth:`~c4table.table.dat.DatTable.outcome_byte`
-and :meth:`~c4table.table.dat.DatTable.probe_keys` (lookup, best, play, the Python API),
-:class:`~c4table.table.fastprobe.FastProber` (serve) and
-:class:`~c4table.analysis.label.Labeller` (label, export's per-move columns);
-:meth:`~c4table.table.dat.DatTable.iter_entries` (export, stats) checks whole ranges with
-:func:`check_blocks`. A :class:`~c4table.table.sums.Guard` carries what the kernels need: the
-per-block xxh64 of the sidecar (an empty array when the table has none) and the blocks already
-checked (a uint8 per block, kept for the life of the open table). :func:`first_impossible`
-finds, in one pass, an outcome byte a batch's ply cannot have.
-
-A kernel stops at the first damage it meets and reports it in ``bad``: ``bad[0]`` is
-:data:`BLOCK` (``bad[1]`` the block whose bytes do not match their sum) or :data:`OUTCOME`
-(``bad[1]`` the entry whose outcome byte has the unused class ``0xC0``); the caller raises
-:class:`~c4table.errors.TableDamaged`.
+Every reader of a ``.dat`` goes through here (lookup, best, play, the Python API, serve, label,
+export). A :class:`~c4table.table.sums.Guard` carries what the kernels need; a kernel stops at
+the first damage it meets and reports it in ``bad``, and the caller raises
+:class:`~c4table.errors.TableDamaged`. Details: ``docs/modules.md`` (``c4table.table.search``).
 """
 from __future__ import annotations
 

@@ -4,13 +4,8 @@ A reader (:class:`~c4table.table.dat.DatTable` over a memory-mapped ``.dat``,
 :class:`~c4table.c4z.table.C4zTable` over the blocks of a ``.c4z``, local or remote) gives the
 raw access of :class:`Table` (``key_at``, ``outcome_byte``, ``probe_keys``, ``iter_entries``,
 ``entries_array``, ``close``) and inherits the probing built on it (``probe``, ``best_moves``,
-``wdl``, ``wdl_many``, ``drawing``). :func:`c4table.open.open_table` chooses the reader.
-
-The board of a table file is taken from, in order: the ``board`` argument, the ``manifest.json``
-beside the file, the file name ``connect{K}_WxH.dat`` (Cadot's ``connect${CONNECT_Q}_WxH.dat``:
-``connect3_5x4.dat`` is 5x4 with three in a row to win; or ``connect{K}_WxH_root-MOVES.dat``),
-the file's size when it is that of exactly one known table (a renamed copy). A
-``board`` given as ``"WxH"`` takes the connect length from the file name, ``"WxHkK"`` names it.
+``wdl``, ``wdl_many``, ``drawing``). :func:`c4table.open.open_table` chooses the reader. How a
+table's board is found: ``docs/modules.md`` (``c4table.table.source``).
 """
 from __future__ import annotations
 

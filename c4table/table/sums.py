@@ -2,12 +2,8 @@
 is written (:class:`BlockSums`, fed the table's bytes in order by the merge and by ``c4table
 verify --write-sums``), and how a reader uses it (:class:`Guard`: each block checked the first
 time a search touches it, remembered for the life of the open table; an outcome byte its
-position's ply cannot have refused with or without sums).
-
-Sidecar layout (little-endian; docs/FORMAT.md): a 64-byte header -- magic ``C4SUMS\\r\\n``,
-version (u32, 1), entries per block (u32), entry size (u32), 0 (u32), table bytes (u64), blocks
-(u64), xxh64 of the sums (u64), 0 (u64), xxh64 of the 56 bytes before it (u64) -- then one xxh64
-(seed 0, u64) per block of ``entries per block`` entries (the last block may be shorter).
+position's ply cannot have refused with or without sums). Layout: docs/FORMAT.md and
+``docs/modules.md`` (``c4table.table.sums``).
 
 >>> s = BlockSums(4, block_entries=2); s.update(b"abcdefghijkl")   # 3 entries: 2 blocks
 >>> len(s.finish())

@@ -1,10 +1,7 @@
-"""One contract every table reader must keep (as zarr's ``testing/store.py`` ``StoreTests`` is
-reused by each store's tests): :class:`TableContract` checks a reader's raw access and probing
-against the independent brute-force oracle (:mod:`c4table.testing.oracle`), entry by entry.
-
-A test module (``tests/test_table_contract.py``, or the tests of a new table source) subclasses
-it once per reader and defines the ``table`` fixture (an open :class:`c4table.table.source.Table`
-of the 4x4 board, or of ``board = (w, h)``); pytest is needed to run it::
+"""One contract every table reader must keep (as zarr's ``testing/store.py`` ``StoreTests``):
+:class:`TableContract` checks a reader's raw access and probing against the brute-force oracle
+(:mod:`c4table.testing.oracle`), entry by entry. Subclass it once per reader with a ``table``
+fixture (an open 4x4 :class:`c4table.table.source.Table`, or of ``board = (w, h)``)::
 
     class TestMySource(TableContract):
         @pytest.fixture

@@ -1,17 +1,9 @@
 """Independent reference implementation ("oracle") of Cadot's Connect-4 lookup table.
 
 Deliberately written in the most plain, obviously-correct style and sharing no code with
-``c4table`` (including ``c4table.pipeline``).  Rules: docs/FORMAT.md and Cadot's README
-(github.com/sidneycadot/connect4, 7x6/README.txt), section 3.
-
-* A position is a tuple of ``w`` columns; each column is a tuple of chips, bottom to top,
-  1 for player A and 2 for player B.  Empty cells are simply absent.
-* Player A moves at even plies (the empty board is ply 0).
-* A position with k in a row is terminal (the owner of the line won, d = 0);
-  a full board without a line is a terminal draw (d = 0).  Terminal positions are never
-  expanded.
-* Every other position: each child's d counts +1.  Winning moves -> win with the smallest d;
-  else a drawing move -> draw (d = number of empty cells); else loss with the largest d.
+``c4table`` (including ``c4table.pipeline``). Rules: docs/FORMAT.md and Cadot's README
+(github.com/sidneycadot/connect4, 7x6/README.txt), section 3; as this module applies them:
+``docs/modules.md`` (``c4table.testing.oracle``).
 
 Usage: ``python -m c4table.testing.oracle W H [K]`` prints entries, byte count and sha256.
 """

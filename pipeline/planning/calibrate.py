@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from c4table.config import cache_dir
-from c4table.io.hashes import table_md5
+import c4table.config as config
 from c4table.pipeline.planning.schedule import SORTED_PER_ENTRY, MachineCosts, forward_shards, simulate, sort_ns
 
 CALIBRATION_BOARD = "5x5"
@@ -276,7 +276,7 @@ def calibrate(board: str = CALIBRATION_BOARD, workers: int | None = None, memory
     # the driver's serial work per task (sending it, taking its result and counts)
     driver_task_s = sum(run["driver_cpu_s"][s] for s in fb) / max(1, sum(tasks[s] for s in fb))
     per = {s: max(0.0, cpu[s] - task_s * tasks[s]) / E for s in wall}
-    digests = sha + (md5 if table_md5() else 0.0)   # what its merge hashed
+    digests = sha + (md5 if config.get("C4TABLE_TABLE_MD5") else 0.0)   # what its merge hashed
     per["merge"] = max(0.1 * per["merge"], per["merge"] - digests * 1e-9 * entry_size)
     ref = mean_sort_ns(entries, run["board"].width, workers, run["task_memory"], fit)
     load = (load0 + os.getloadavg()[0]) / 2

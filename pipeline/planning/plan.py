@@ -294,10 +294,10 @@ def make_plan(board: str | Board, workers: int, memory_per_worker: int,
     for g, (pos, ent) in enumerate(small_plies(board)[:n]):
         exact[g] = (pos, ent, "exact (enumerated)")
     if from_dir is not None:
-        m = BuildDir.load(from_dir).data      # checked: a damaged manifest is refused
-        if m.get("board") != board.name:
-            raise BuildError(f"{from_dir}: manifest is for board {m.get('board')}, not {board}")
-        for p in m["plies"]:
+        m = BuildDir.load(from_dir)      # checked: a damaged manifest is refused
+        if m.board.name != board.name:
+            raise BuildError(f"{from_dir}: manifest is for board {m.board.name}, not {board}")
+        for p in m.plies:
             if "positions" in p and "entries" in p:
                 exact[p["ply"]] = (p["positions"], p["entries"], "measured")
     published = _profile_7x6() if (board.width, board.height, board.k) == (7, 6, 4) else None

@@ -72,10 +72,10 @@ def make_plan3d(board: str | Board, workers: int, memory_per_worker: int,
     exact = small_plies3d(board, limit)[: cells + 1]
     source = "exact (enumerated)"
     if from_dir is not None:
-        m = BuildDir.load(from_dir).data      # checked: a damaged manifest is refused
-        if m.get("board") != board.name:
-            raise BuildError(f"{from_dir}: manifest is for board {m.get('board')}, not {board}")
-        measured = [(p["positions"], p["entries"]) for p in m["plies"]
+        m = BuildDir.load(from_dir)      # checked: a damaged manifest is refused
+        if m.board.name != board.name:
+            raise BuildError(f"{from_dir}: manifest is for board {m.board.name}, not {board}")
+        measured = [(p["positions"], p["entries"]) for p in m.plies
                     if "positions" in p and "entries" in p]
         if len(measured) > len(exact):
             exact, source = measured[: cells + 1], "measured"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, field
 
-from c4table.io.hashes import table_md5
+import c4table.config as config
 from c4table.pipeline.sort.partition import MIN_PARALLEL_ROWS, forward_ranges, merge_shares, merge_split
 
 STRAGGLER = 1.15   # the largest task of a forward or backward list over the mean (assumed; the
@@ -174,7 +174,7 @@ def simulate(entries: list[int], width: int, cells: int, workers: int, task_memo
     worker), at ``costs``; ``disk_bytes`` (stage -> bytes written) adds the disk bound; ``md5``
     (default: ``C4TABLE_TABLE_MD5``, as the build) whether the merge also computes the md5."""
     if md5 is None:
-        md5 = table_md5()
+        md5 = config.get("C4TABLE_TABLE_MD5")
     cores = cores or workers
     sched = Schedule(workers, cores, startup_s=costs.startup_s)
     shards = forward_shards(entries, width, workers, task_memory)

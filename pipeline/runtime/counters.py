@@ -64,14 +64,10 @@ def _tracked() -> int:
 
 def run_counted(fn, *args):
     """Run ``fn(*args)`` under fresh counts; return ``(result, counts)``. The counts include
-    the task's peak memory: the peak of the bytes held by numpy arrays and Python objects
-    during the task (``tracemalloc``) above what the process held when it started, so what
-    the task's own arrays need, at their allocated size. Arrow's buffers (parquet decoding and
-    encoding) and what the allocator keeps are not counted: the process's resident set is not
-    a per-task figure (the first task of each kind in a process warms allocator and Arrow
-    pools by tens of MiB, whatever its size). A process's first task also loads the compiled
-    kernels and libraries: it is not traced (that would double its time) and its rise of the
-    resident set is kept apart, as ``first_task_memory``.
+    the task's peak memory: the peak of the bytes numpy arrays and Python objects held during the
+    task (``tracemalloc``) above what the process held at its start. A process's first task (it
+    loads the kernels) is not traced; its rise of the resident set is ``first_task_memory``.
+    Why these measures: ``docs/modules.md`` (``c4table.pipeline.runtime.counters``).
 
     >>> import numpy as np
     >>> _, c = run_counted(lambda: np.ones(1 << 20).sum())
@@ -84,12 +80,9 @@ def run_counted(fn, *args):
 
 def run_counted_here(fn, *args, memory: bool = True):
     """:func:`run_counted` for a task run in the driver's own process (one worker, no pool):
-    never traced, since tracemalloc once started stays on (see :func:`_tracked`) and would slow
-    everything else that process does (the CLI, a test session). With ``memory`` the task
-    memory is then the rise of the resident set, as for a first task (a build with one worker
-    has no other measure); without it (a stage of a single task in a build that has worker
-    processes) no task memory is reported, since a resident-set rise there is the driver's
-    pools warming, not the task.
+    never traced (tracemalloc, once started, would slow everything else the process does). With
+    ``memory`` the task memory is the rise of the resident set; without it none is reported
+    (``docs/modules.md``, ``c4table.pipeline.runtime.counters``).
 
     >>> r, c = run_counted_here(len, "abc")
     >>> r, c.tasks, c.ranged_reads

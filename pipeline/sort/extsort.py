@@ -105,14 +105,11 @@ def merge_window(words: np.ndarray, starts: np.ndarray, ends: np.ndarray,
 
 def sorted_chunks(words: np.ndarray, starts: np.ndarray, ends: np.ndarray,
                   chunk: int | None = None):
-    """The values of the sorted runs ``words[starts[r]:ends[r]]``, in order, as consecutive
-    sorted arrays of about ``chunk`` values (default :data:`SORT_CHUNK`): splitters taken from
-    every run's values at a fixed step cut the key space, and each piece's slices of every run
-    are gathered (:func:`~c4table.pipeline.kernels.cpu.take_below`) into a buffer the size of the CPU
-    cache and sorted there (on 5x6's merge, 31.7 M words of 29 generations: 7.2 ns per word
-    sorted whole, 4.8-5.2 in pieces of 8-64 K words). The piece is the runs' slices one after
-    the other, so a timsort merges them (:func:`sort_runs`; the final merge of 6x4 on 1 worker:
-    2.8 -> 1.0 CPU-s against a quicksort here). Equal values land in the same piece. A yielded
+    """The values of the sorted runs ``words[starts[r]:ends[r]]``, in order, as consecutive sorted
+    arrays of about ``chunk`` values (default :data:`SORT_CHUNK`): splitters from every run cut the
+    key space, and each piece's slices are gathered into a buffer the size of the CPU cache and
+    merged there by a timsort (:func:`sort_runs`; figures: ``docs/modules.md``). Equal values
+    land in the same piece. A yielded
     array is overwritten by the next.
 
     >>> w = np.array([1, 4, 9, 2, 3, 10], np.uint64)

@@ -1,13 +1,8 @@
 """How a build cuts its work into tasks: shard sizes and range counts, from the memory one
-task may hold and the number of workers. The pipeline (:mod:`c4table.pipeline.stages.forward`,
-:mod:`c4table.pipeline.stages.merge`, :class:`c4table.pipeline.stages.build.Build`) and the planner
-(:mod:`c4table.pipeline.planning.plan`) call the same functions, so a plan counts the tasks, runs and
-ranged reads a build will make.
-
-The shuffles of the forward and backward passes make one ranged read per (task, run of the
-step before) pair: their cost grows with the square of the task count. So tasks are sized
-from the worker's memory alone, as big as it allows (no fixed row cap): on 64 workers of
-16 GiB the largest 7x6 generation is 1,850 tasks, not 14,801.
+task may hold and the number of workers. The stages and the planner
+(:mod:`c4table.pipeline.planning.plan`) call the same functions, so a plan counts the tasks,
+runs and ranged reads a build will make. Tasks are as big as a worker's memory allows (why:
+``docs/modules.md``, ``c4table.pipeline.sort.partition``).
 
 >>> shard_rows_for(16 * 2**30, 7)
 134217728
@@ -97,11 +92,9 @@ def _hash_waves(entries: int, task_memory: int, workers: int, local: bool) -> bo
 
 def merge_shares(entries: int, task_memory: int, workers: int, local: bool = True) -> list[float]:
     """The share of the entries each range task of the final merge takes, in key order: the
-    :func:`merge_ranges` ranges, equal; but a local merge of a single wave on several workers is
-    cut into waves of growing size (:data:`HASH_WAVES`, ``workers`` equal ranges each), so that
-    its hashing starts early and overlaps the later waves.
-    (For a build: one share per task. The planner, whose boards may need more tasks than a list
-    can hold, asks :func:`merge_split`.)
+    :func:`merge_ranges` ranges, equal; a local merge of a single wave on several workers is cut
+    into waves of growing size (:data:`HASH_WAVES`), so its hashing overlaps the later waves.
+    (The planner asks :func:`merge_split`.)
 
     >>> merge_shares(10_000_000, 64 * 2**20, 4, local=False)
     [0.25, 0.25, 0.25, 0.25]

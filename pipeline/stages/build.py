@@ -34,6 +34,9 @@ from c4table.builddir.manifest import Manifest
 from c4table.pipeline.sort.partition import MIN_PARALLEL_ROWS, shard_rows_for
 from c4table.progress import Progress
 from c4table.io.storage import Storage, open_storage
+from c4table.io import options as io_options
+from c4table.io.options import IOOptions
+import c4table.config as config
 from c4table.io.recycle import settle_deletes
 
 DEFAULT_MEMORY = "4GiB"
@@ -52,6 +55,8 @@ class Build:
     origin: Root | None = None   # the root position of a rooted build (None: the empty board)
     device: str = "cpu"          # where the tasks' kernels run (:attr:`kernels`)
     table_format: str = "dat"    # what the merge writes: "dat" (raw) or "c4z" (merge_c4z)
+    io: IOOptions = field(default_factory=IOOptions.from_config)   # direct I/O, recycle bin
+    table_md5: bool = field(default_factory=lambda: config.get("C4TABLE_TABLE_MD5"))
     manifest: Manifest = field(init=False)
     store: Storage = field(init=False)                  # where the files live
     verified: set = field(init=False, default_factory=set)  # what this process has checked
@@ -60,6 +65,7 @@ class Build:
     shuffle_max_reads: int = field(default_factory=lambda: shuffle.max_reads_default())
     shuffles: list = field(init=False, default_factory=list)  # this run's shuffles, measured
     stage_seconds: dict = field(init=False, default_factory=dict)  # wall time of this run's stages
+    _io_before: IOOptions | None = field(init=False, default=None)  # put back by close()
 
     def __post_init__(self) -> None:
         self.board.check_buildable()   # a 3D board too large for 64-bit bitboards
@@ -74,19 +80,21 @@ class Build:
                              f"--memory {format_size(least).replace(' ', '')} or more, or fewer --workers")
         self.executor.prepare(self._warm_kernels)   # before the workers fork
         self.executor.prepare(runcodec.warm)   # the runs' codec, likewise
-        self.store = open_storage(self.root)
+        self.store = open_storage(self.root, self.io)
         if self.store.local:
             self.root = self.store.root
             self.root.mkdir(parents=True, exist_ok=True)
             resources.lock_build_dir(self.root)
         else:
             self.root = self.store.uri
+        self._io_before = io_options.use(self.io)   # the workers, forked later, open with them
         try:
             self.manifest = Manifest.open_or_create(self.store, self.board, self.origin)
             self.origin = self.manifest.origin()   # a resumed rooted build keeps its root
             n = resources.remove_scratch(self.store)
         except BaseException:
             self._unlock()
+            io_options.use(self._io_before)
             raise
         if n:
             self.note("build", f"removed {count(n, 'scratch file')} left by an interrupted run")
@@ -116,6 +124,7 @@ class Build:
         finally:
             self.executor = None
             self._unlock()
+            io_options.use(self._io_before)
 
     def keeps_spent(self) -> bool:
         """Whether spent scratch files go to the recycle bin (:meth:`Storage.recycle_tree
@@ -283,6 +292,9 @@ class BuildSettings:
     origin: Root | None = None     # a rooted build's root
     device: str = "cpu"            # where the tasks' kernels run (``gpu``: pipeline/kernels/gpu)
     table_format: str = "dat"      # what the merge writes: "dat" (raw) or "c4z" (merge_c4z)
+    # the settings of the environment, read here (when the build opens), not where they are used
+    io: IOOptions = field(default_factory=IOOptions.from_config)   # C4TABLE_DIRECT_IO, C4TABLE_RECYCLE
+    table_md5: bool = field(default_factory=lambda: config.get("C4TABLE_TABLE_MD5"))
 
     @classmethod
     def parse(cls, board: str | Board, out: str | Path, memory: str | int = DEFAULT_MEMORY,
@@ -320,7 +332,7 @@ def open_build(board: str | Board, out: str | Path, memory: str | int = DEFAULT_
 def open_with(s: BuildSettings) -> Build:
     """:func:`open_build` of settings read already."""
     try:
-        store = open_storage(s.out)
+        store = open_storage(s.out, s.io)
     except ValueError as e:
         raise BuildError(str(e)) from None
     if not store.local:
@@ -359,7 +371,7 @@ def _open_locked(store, s: BuildSettings) -> Build:
                              start_method="fork" if store.local else "spawn")
     try:
         b = Build(board, store.root if store.local else store.uri, s.memory, executor, s.quiet,
-                  origin, s.device, s.table_format)
+                  origin, s.device, s.table_format, s.io, s.table_md5)
     except BaseException:
         executor.close()
         raise

@@ -15,7 +15,7 @@ writes them around the page cache (``O_DIRECT``: the whole blocks from two reuse
 buffers, the partial blocks it shares with its neighbours through the page cache;
 :class:`~c4table.io.storage.PositionalWriter`), since new page-cache pages are what
 writing a table cost on a virtual machine that hands freed memory back to its host. The
-driver hashes each range (sha256; md5 too with ``C4TABLE_TABLE_MD5``: :func:`~c4table.io.hashes.table_md5`) once
+driver hashes each range (sha256; md5 too with ``C4TABLE_TABLE_MD5``, read when the build opens) once
 it and those before it are written (read back the same way,
 :func:`~c4table.io.storage.read_span`), then fsyncs the file, records its size and
 hashes in the manifest, and only then renames it into place (see :func:`run` for what a
@@ -34,7 +34,7 @@ import numpy as np
 from c4table.wording import count
 from c4table.game.board import Board
 from c4table.errors import BuildError
-from c4table.io.hashes import Hashes, table_md5
+from c4table.io.hashes import Hashes
 from c4table.table.sums import BlockSums, write_sums
 from c4table.pipeline.runtime import resources
 from c4table.pipeline.sort.extsort import sorted_chunks
@@ -42,7 +42,7 @@ from c4table.pipeline.kernels.cpu import pack_entries, strictly_increasing_keys,
 from c4table.pipeline.sort.partition import merge_shares
 from c4table.builddir.shards import ShardInfo, open_row_groups, read_row_groups, verify_shards
 from c4table.io.storage import Storage, open_storage
-from c4table.io.files import background, direct_io_takes, fsync_path, start_writeback
+from c4table.io.files import background, fsync_path, start_writeback
 
 READ_GROUPS = 8          # row groups decoded at a time by a range task (~1 M entries)
 WRITE_CHUNK = 1 << 22    # entries converted to bytes at a time
@@ -301,7 +301,7 @@ def run(build):
     if missing:
         raise BuildError(f"{build.root}: the backward pass is not finished (plies {missing[:5]}... missing)")
     t0 = time.perf_counter()
-    md5 = table_md5()
+    md5 = build.table_md5
     sums = BlockSums(board.entry_size)   # the table's per-block xxh64, hashed with its sha256
     shards = [s for p in plies for s in m.shards("backward", p) if s.rows]
     total = sum(s.rows for s in shards)
@@ -327,7 +327,7 @@ def run(build):
                 f.truncate(total * E)
             # each range task finds its offset itself: the entries of the shards wholly below
             # its range (here, from their records) and those below it in its own shards
-            direct = direct_io_takes(store.root / target)   # around the page cache if it can
+            direct = store.direct_io_takes(target)   # around the page cache if it can
             tasks = [(store.uri, mine[r], bounds[r], bounds[r + 1], target, E,
                       sum(s.rows for s in shards if s.last < bounds[r]), direct)
                      for r in range(n_r)]

@@ -38,7 +38,6 @@ from c4table.c4z.format import DEFAULT_BLOCK_ENTRIES, default_c4z_name
 from c4table.errors import BuildError, CorruptDataError
 from c4table.game.board import Board
 from c4table.io.files import fsync_dir
-from c4table.io.hashes import table_md5
 from c4table.io.storage import open_storage
 from c4table.pipeline.kernels.cpu import words_to_entries
 from c4table.pipeline.runtime import resources
@@ -203,8 +202,8 @@ def run(build):
                           f"{merge.PARTS}/blocks-{r:05d}.bin", board, DEFAULT_BLOCK_ENTRIES,
                           level))
         digests = assemble(store, store.root / tmp, board, total, n_r, level,
-                           build.executor.imap(range_blocks_task, tasks), table_md5(),
-                           file=build.table_name, root=m.data.get("root"))
+                           build.executor.imap(range_blocks_task, tasks), build.table_md5,
+                           file=build.table_name, root=m.root_record())
         if digests["bytes"] != total * board.entry_size:
             raise BuildError(f"{tmp}: {digests['bytes']:,} raw bytes hashed, expected "
                              f"{total * board.entry_size:,}")
