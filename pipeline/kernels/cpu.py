@@ -374,19 +374,12 @@ def _emit(key, v2, codes, o, ply, w, powers, parent_code, top_owner, out, nk, fi
 def resolve(keys, msgs, ply, w, stride, k, base, cells, child_code, bits_a, bits_b, powers,
             parent_code, top_owner, out, emitted, stats):
     """Outcome byte of every position in ``keys`` (generation ``ply``, sorted) from the
-    messages its children sent (``msgs``: sorted ``key << 8 | score`` words, any number per
-    key, extra keys allowed), and the messages for generation ``ply - 1``.
-
-    Rules (FORMAT.md "Outcome byte"): terminal positions are decided on the board with d = 0;
-    otherwise the best score among its messages decides (:func:`_score`: each child's d
-    counts +1; the mover takes its fastest win, else a draw, else its slowest loss). Messages
-    sorted by ``key << 8 | score`` put each key's best score last in its run.
-
-    ``emitted`` (length ``len(keys) * w``, or 0 at ply 0) receives this generation's messages
-    to its parents, as sorted runs (:func:`_close_runs`). ``stats`` (int64[6]): for classes draw,
-    A, B (index 0, 1, 2), entries at ``2*cls`` and symmetric entries at ``2*cls + 1``. Returns ``(bad, n_emitted)``:
-    ``bad`` is -1, or the index of a non-terminal position no child sent a message to (its
-    children are missing from the next generation: a corrupt or foreign input)."""
+    messages its children sent (``msgs``: sorted ``key << 8 | score`` words, so each key's best
+    score comes last; the rules: FORMAT.md "Outcome byte", :func:`_score`), and the messages
+    for generation ``ply - 1`` written to ``emitted`` as sorted runs (:func:`_close_runs`).
+    ``stats`` (int64[6]) counts entries and symmetric entries per class. Returns ``(bad,
+    n_emitted)``: ``bad`` is -1, or the index of a non-terminal position no child sent a
+    message to (its children are missing from the next generation: a corrupt or foreign input)."""
     emit = emitted.shape[0] > 0
     codes = np.empty(w, np.int64)
     low = low_digits(keys, w, base)
