@@ -219,6 +219,27 @@ def forget_state(store, tmp: str) -> None:
     store.delete(idx_path(store.root / tmp).name)
 
 
+def resume_point(build, shards, tmp: str, digest: str) -> MergeState | None:
+    """The merge state to continue from (None: the merge starts afresh), after deleting the
+    shards it has passed (again: a crash may have come first) and verifying the others."""
+    store, prog = build.store, build.progress("merge")
+    state = load_state(store, tmp, digest)
+    if state is None:
+        store.delete(state_name(tmp))
+        live = shards
+    else:
+        below = state.bounds[state.done]
+        drop_shards(store, shards, below)
+        live = [s for s in shards if s.last >= below]
+        prog.note(f"resuming the merge after {count(state.done, 'range')} of "
+                  f"{len(state.bounds) - 1} ({state.at.entries:,} entries in {tmp})")
+    if "backward" not in build.verified:
+        n = verify_shards(build.executor, store, live)
+        prog.note(f"verified {n} backward shard(s) (xxh64)")
+        build.verified.add("backward")
+    return state
+
+
 def complete(build, rec: dict) -> bool:
     """True if the ``.c4z`` the manifest's table record ``rec`` names is there, of its size and
     sha256 (hashed once per process); False if it is missing; an error naming it if it
@@ -278,20 +299,8 @@ def run(build):
     resources.check_free(store, need, f"the table {name}")
     with resources.disk_full_guard(store, f"the table {name}", "every generation"):
         digest = shards_digest(shards, board)
-        state = load_state(store, tmp, digest)
+        state = resume_point(build, shards, tmp, digest)
         done = state.done if state is not None else 0
-        if state is None:
-            store.delete(state_name(tmp))
-            live = shards
-        else:
-            drop_shards(store, shards, state.bounds[done])
-            live = [s for s in shards if s.last >= state.bounds[done]]
-            prog.note(f"resuming the merge after {count(done, 'range')} of "
-                      f"{len(state.bounds) - 1} ({state.at.entries:,} entries in {tmp})")
-        if "backward" not in build.verified:
-            n = verify_shards(build.executor, store, live)
-            prog.note(f"verified {n} backward shard(s) (xxh64)")
-            build.verified.add("backward")
         store.delete_tree(merge.PARTS)
         (store.root / merge.PARTS).mkdir(parents=True, exist_ok=True)
         if state is None:
