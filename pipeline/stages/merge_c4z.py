@@ -32,7 +32,9 @@ Once the table is in place, ``build`` and ``merge`` delete the build's intermedi
 Durability mirrors the ``.dat`` merge: the finished file is fsync'ed, its hashes (the raw
 table's sha256 and size, and the container's own sha256 and size) are recorded in the
 manifest, and only then is it renamed into place; a rerun finding the recorded ``.tmp``
-checks its sha256 and renames it, and anything unrecorded is merged again.
+checks its sha256 and renames it (the merge state and the ``.tmp.idx`` side file go only
+after the rename), and anything unrecorded is continued from the merge state, or merged again
+if there is none.
 """
 from __future__ import annotations
 
