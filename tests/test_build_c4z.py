@@ -9,17 +9,21 @@ from __future__ import annotations
 import json
 import random
 import shutil
+import signal
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
 import pytest
+import xxhash
 
 from c4table.testing import faults as soak
 from c4table.c4z.format import MAGIC, TRAILER
 from c4table.c4z.writer import compress_table
 from c4table.io.hashes import sha256_of
 from c4table.table.known import known_tables
-from test_faults import SEED, cli
+from test_faults import ROOT, SEED, cli, one_line_error
 
 C4Z_CMD = ("--format", "c4z")
 
@@ -137,31 +141,144 @@ def test_rerun_of_a_finished_c4z_build_is_a_no_op_and_damage_is_named(c4z54, tmp
     assert code != 0 and "connect4_5x4.c4z" in err and "does not match" in err
 
 
-@pytest.mark.parametrize("tmp_ok", [True, False])
-def test_c4z_merge_killed_after_manifest_save_before_rename(c4z54, tmp_path, tmp_ok):
-    """The manifest records the .c4z before the rename (and the shards go only after it): a
-    .tmp that matches is renamed, one that does not is written again (the same bytes)."""
+@pytest.mark.parametrize("damage", [None, "trailer", "block"])
+def test_c4z_merge_killed_after_manifest_save_before_rename(c4z54, tmp_path, damage):
+    """The manifest records the .c4z before the rename (its merge state and index side file
+    go only after it): a .tmp that matches is renamed; one whose index or trailer differs is
+    cut back to the merge state and finished again (the same bytes); one whose blocks differ
+    is named (its shards are gone: nothing answers from it)."""
     from c4table.pipeline.stages import backward, forward, merge_c4z
     from c4table.pipeline.stages.build import open_build
     out = tmp_path / "b"
     b = open_build("5x4", out, workers=2, quiet=True, table_format="c4z")
     try:
-        for stage in (forward, backward, merge_c4z):
+        for stage in (forward, backward):
             stage.run(b)
+
+        def crash(*a):
+            raise RuntimeError("crash before the rename")
+        b.store.rename = crash
+        with pytest.raises(RuntimeError):
+            merge_c4z.run(b)
     finally:
         b.close()
     z = out / "connect4_5x4.c4z"
-    assert (out / "work").is_dir() and sha256_of(z) == sha256_of(c4z54[0] / z.name)
-    ref = sha256_of(z)
     tmp = out / (z.name + ".tmp")
-    z.rename(tmp)
-    if not tmp_ok:
+    assert not z.exists() and sha256_of(tmp) == sha256_of(c4z54[0] / z.name)
+    assert (out / (tmp.name + ".state")).exists() and not list((out / "work").rglob("*.shard"))
+    ref = sha256_of(tmp)
+    if damage:
         data = bytearray(tmp.read_bytes())
-        data[777] ^= 0xFF
+        data[777 if damage == "block" else len(data) - 30] ^= 0xFF
         tmp.write_bytes(bytes(data))
     code, err = build_c4z("5x4", out)
+    if damage == "block":
+        assert code != 0 and one_line_error(err) and tmp.name in err and "--restart" in err
+        return
     assert code == 0, err
     assert sha256_of(z) == ref and not tmp.exists()
+    assert not list(out.glob("*.tmp*")) and not (out / "work").exists()
+
+
+KILL_AT = """
+import os, runpy, signal, sys
+from c4table.c4z.assemble import Assembler
+from c4table.pipeline.stages import merge_c4z
+where, when, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+seen = [0]
+def hooked(orig):
+    def f(*a, **k):
+        if when == "before":
+            seen[0] += 1
+            if seen[0] == n:
+                os.killpg(0, signal.SIGKILL)
+        r = orig(*a, **k)
+        if when == "after":
+            seen[0] += 1
+            if seen[0] == n:
+                os.killpg(0, signal.SIGKILL)
+        return r
+    return f
+if where in ("add_block", "finish"):
+    setattr(Assembler, where, hooked(getattr(Assembler, where)))
+else:
+    setattr(merge_c4z, where, hooked(getattr(merge_c4z, where)))
+sys.argv = ["c4table", *sys.argv[4:]]
+runpy.run_module("c4table.cli.main", run_name="__main__")
+"""
+SMALL = ("--memory", "4MiB")    # several shards per generation and many merge ranges
+
+
+@pytest.fixture(scope="module")
+def staged54(tmp_path_factory):
+    """A 5x4 build directory whose forward and backward passes are done (small shards)."""
+    from c4table.pipeline.stages import backward, forward
+    from c4table.pipeline.stages.build import open_build
+    out = tmp_path_factory.mktemp("staged54") / "b"
+    b = open_build("5x4", out, memory=SMALL[1], workers=2, quiet=True, table_format="c4z")
+    try:
+        forward.run(b)
+        backward.run(b)
+    finally:
+        b.close()
+    return out
+
+
+def merge_killed(staged: Path, out: Path, where: str, when: str, n: int) -> None:
+    """Copy the staged build to ``out`` and run its merge with a SIGKILL of the whole process
+    group at the ``n``-th call of ``where`` (``before`` or ``after`` it)."""
+    shutil.copytree(staged, out, ignore=shutil.ignore_patterns(".lock"))
+    cmd = [sys.executable, "-c", KILL_AT, where, when, str(n), "build", "5x4", "--out", str(out),
+           "-q", "--workers", "2", *SMALL, *C4Z_CMD]
+    p = subprocess.Popen(cmd, start_new_session=True, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, cwd=ROOT)
+    _, err = p.communicate(timeout=300)
+    assert p.returncode == -signal.SIGKILL, f"{where} {when} {n}: not killed: {err.decode()}"
+
+
+def shard_files(out: Path) -> set[str]:
+    return {str(p.relative_to(out)) for p in (out / "work").rglob("*.shard")}
+
+
+@pytest.mark.parametrize("where,when,n", [("add_block", "before", 9), ("save_state", "after", 2),
+                                          ("drop_shards", "after", 5), ("finish", "after", 1),
+                                          ("save_state", "before", 1)])
+def test_sigkill_at_points_of_the_c4z_merge_then_resume_writes_the_same_bytes(
+        c4z54, staged54, tmp_path, where, when, n):
+    """SIGKILL of the merge at a chosen point (inside a range, after its state is saved and
+    before or after its shards are dropped, after the trailer is written), then a rerun (with
+    another memory budget: the recorded ranges are kept): the same .c4z bytes as a build that
+    was never stopped, and no shard, side file or work directory left."""
+    out = tmp_path / "b"
+    merge_killed(staged54, out, where, when, n)
+    with RawWatch(out) as watch:
+        code, err = build_c4z("5x4", out)
+    assert code == 0, f"{where} {when} {n}: {err}"
+    assert not watch.seen, f"raw table files appeared: {watch.seen}"
+    assert sha256_of(out / "connect4_5x4.c4z") == sha256_of(c4z54[0] / "connect4_5x4.c4z")
+    assert not list(out.glob("*.tmp*")) and not (out / "work").exists()
+
+
+def test_shards_go_as_the_c4z_merge_passes_them(staged54, tmp_path):
+    """Killed after the merge appended some of its ranges: the shards (key and outcome) whose
+    keys lie below the next range are deleted, the others are all there and intact; the
+    state names the ranges done and the .tmp holds exactly the bytes it records."""
+    out = tmp_path / "b"
+    before = shard_files(staged54)
+    merge_killed(staged54, out, "drop_shards", "after", 4)
+    state = json.loads((out / "connect4_5x4.c4z.tmp.state").read_text())
+    assert state["done"] == 4 and len(state["bounds"]) > 6
+    m = json.loads((out / "manifest.json").read_text())
+    recs = [s for step in m["steps"]["backward"].values() for s in step["shards"] if s["rows"]]
+    below = state["bounds"][state["done"]]
+    gone = {f for s in recs if s["last"] < below for f in (s["file"], s["keys"])}
+    kept = {f for s in recs if s["last"] >= below for f in (s["file"], s["keys"])}
+    left = shard_files(out)
+    assert gone and kept and not gone & left and kept <= left and left < before
+    for s in recs:   # what is left is intact
+        if s["last"] >= below:
+            assert xxhash.xxh64((out / s["file"]).read_bytes()).hexdigest() == s["xxh64"]
+    assert (out / "connect4_5x4.c4z.tmp").stat().st_size >= state["at"]["part_bytes"]
 
 
 @pytest.mark.slow

@@ -6,9 +6,14 @@ once their entries are all in, and hashes the raw table as it passes (sha256; md
 asked): each compressed block is decoded again for that, so the hashes are those of what the
 file holds, and the keys are checked strictly increasing across blocks. :meth:`Assembler.finish`
 appends the index, header and trailer (:func:`~c4table.c4z.writer.finish_part`); publishing the
-file is the caller's (a build records it in its manifest first)."""
+file is the caller's (a build records it in its manifest first). :meth:`Assembler.checkpoint`
+makes what was added durable and returns where it stands (:class:`Checkpoint`);
+:meth:`Assembler.reopen` continues from one after a crash, hashing the blocks already written
+again (decoded, as when they were added) so that the digests are those of the whole file."""
 from __future__ import annotations
 
+import os
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -17,14 +22,31 @@ import xxhash
 from c4table.c4z.blocks import decode_block_bytes, default_part_entries, encode_block, rows_of
 from c4table.c4z.format import IDX_RECORD, MAGIC
 from c4table.c4z.writer import c4z_header, finish_part
-from c4table.errors import BuildError
+from c4table.errors import BuildError, CorruptDataError
 from c4table.game.board import Board
 from c4table.io.hashes import Hashes
+
+
+RESTART = "the shards below it may be gone: rerun with --restart to build it again"
 
 
 def idx_path(part: Path) -> Path:
     """The side file of block index records of the part file ``part``."""
     return part.with_name(part.name + ".idx")
+
+
+@dataclass
+class Checkpoint:
+    """Where an :class:`Assembler` stands: ``entries`` placed, the first ``blocks`` blocks
+    written (``part_bytes`` bytes of the part file, their index records in the side file),
+    ``last_key`` the last key of those blocks (-1: none) and ``pending`` the raw entries of
+    the partial block after them."""
+
+    entries: int
+    blocks: int
+    part_bytes: int
+    last_key: int
+    pending: bytes
 
 
 class Assembler:
@@ -34,7 +56,8 @@ class Assembler:
     the ranges); ``md5``: hash the md5 too."""
 
     def __init__(self, part: Path, board: Board, block_entries: int, level: int,
-                 part_entries: int | None = None, md5: bool = False):
+                 part_entries: int | None = None, md5: bool = False,
+                 reopen: Checkpoint | None = None):
         self.part, self.board, self.level = Path(part), board, level
         self.block_entries = block_entries
         self.part_entries = part_entries or default_part_entries(block_entries)
@@ -44,10 +67,63 @@ class Assembler:
         self.entries = 0             # entries placed so far (whole blocks and pending)
         self.blocks = 0
         self.last_key = -1
-        self.f = open(self.part, "wb")
-        self.f.write(MAGIC)
         self.first_offset = self.part_bytes = len(MAGIC)
-        self.fidx = open(idx_path(self.part), "wb")
+        if reopen is None:
+            self.f = open(self.part, "wb")
+            self.f.write(MAGIC)
+            self.fidx = open(idx_path(self.part), "wb")
+        else:
+            self._reopen(reopen)
+
+    @classmethod
+    def reopen(cls, part: Path, board: Board, block_entries: int, level: int, at: Checkpoint,
+               part_entries: int | None = None, md5: bool = False) -> "Assembler":
+        """The part file ``part`` (and its side file) cut back to the checkpoint ``at`` and open
+        for adding what follows it; its blocks are read, checked (xxh64, keys increasing) and
+        hashed again. :class:`BuildError` if the files do not hold what ``at`` records."""
+        return cls(part, board, block_entries, level, part_entries, md5, reopen=at)
+
+    def _reopen(self, at: Checkpoint) -> None:
+        idxf = idx_path(self.part)
+        if not (self.part.exists() and idxf.exists()) or self.part.stat().st_size < at.part_bytes \
+                or idxf.stat().st_size < at.blocks * IDX_RECORD.size \
+                or at.entries != at.blocks * self.block_entries + len(at.pending) // self.E:
+            raise CorruptDataError(f"{self.part.name}: does not hold the {at.blocks:,} blocks "
+                                   f"its checkpoint records; {RESTART}")
+        self.f, self.fidx = open(self.part, "r+b"), open(idxf, "r+b")
+        try:
+            recs = np.frombuffer(self.fidx.read(at.blocks * IDX_RECORD.size), "<u8").reshape(-1, 3)
+            self.f.seek(self.first_offset)
+            start = self.first_offset
+            for first, end, x in recs.tolist():
+                comp = self.f.read(end - start)
+                if end <= start or len(comp) != end - start or xxhash.xxh64_intdigest(comp) != x:
+                    raise CorruptDataError(f"{self.part.name}: block {self.blocks:,} differs "
+                                           f"from its index record (damaged); {RESTART}")
+                self._hash_block(comp, first)
+                self.blocks += 1
+                start = end
+            if start != at.part_bytes or self.last_key != at.last_key:
+                raise CorruptDataError(f"{self.part.name}: its {at.blocks:,} blocks end at byte "
+                                       f"{start:,}, key {self.last_key}, not where its checkpoint "
+                                       f"says; {RESTART}")
+            for f, size in ((self.f, at.part_bytes), (self.fidx, at.blocks * IDX_RECORD.size)):
+                f.truncate(size)
+                f.seek(size)
+        except BaseException:
+            self.close()
+            raise
+        self.part_bytes, self.entries = at.part_bytes, at.blocks * self.block_entries
+        self.add_raw(at.pending)
+
+    def checkpoint(self) -> Checkpoint:
+        """Make the blocks written so far durable (fsync of both files) and say where they end
+        (the partial block's raw entries are the caller's to keep)."""
+        for f in (self.f, self.fidx):
+            f.flush()
+            os.fsync(f.fileno())
+        return Checkpoint(self.entries, self.blocks, self.part_bytes, self.last_key,
+                          bytes(self.pending))
 
     def add_raw(self, raw) -> None:
         """Raw entries (``E``-byte rows, in key order) that follow what was added before."""
@@ -70,20 +146,25 @@ class Assembler:
         if xxh64 is not None and xxhash.xxh64_intdigest(comp) != xxh64:
             raise BuildError(f"{self.part.name}: block {self.blocks:,} changed after it was "
                              "compressed (xxh64 differs)")
+        self._hash_block(comp, first)
+        self.entries += self.block_entries
+        self._write(comp, first)
+
+    def _hash_block(self, comp: bytes, first: int) -> None:
+        """Decode a whole block, check its keys follow those before it, hash its raw entries."""
         try:
             keys, outs = decode_block_bytes(comp, self.board, self.block_entries, first,
                                             part_entries=self.part_entries)
         except Exception as e:   # zstd or the block's own checks
             raise BuildError(f"{self.part.name}: block {self.blocks:,} does not decode: {e}") from None
-        raw = rows_of(keys, outs, self.E)
         self._check_order(int(keys[0]), int(keys[-1]))
-        self.hashes.update(raw)
-        self.entries += self.block_entries
-        self._write(comp, first)
+        self.hashes.update(rows_of(keys, outs, self.E))
 
-    def finish(self, *, file: str, root=None, **extra) -> dict:
+    def finish(self, *, file: str, root=None, keep_idx: bool = False, **extra) -> dict:
         """Compress the last (partial) block, append index, header and trailer, fsync and
-        close; return the raw table's digests (``sha256``, ``md5`` if asked, ``bytes``)."""
+        close; return the raw table's digests (``sha256``, ``md5`` if asked, ``bytes``).
+        ``keep_idx``: leave the side file of index records (a rerun from a checkpoint needs
+        it until the file is published; :func:`idx_path`)."""
         if self.pending:
             self._emit_raw(bytes(self.pending))
             self.pending = bytearray()
@@ -96,7 +177,8 @@ class Assembler:
         with self.f, self.fidx:
             finish_part(self.f, self.fidx, idx_path(self.part), self.part_bytes, self.blocks,
                         self.first_offset, header)
-        idx_path(self.part).unlink(missing_ok=True)
+        if not keep_idx:
+            idx_path(self.part).unlink(missing_ok=True)
         return digests
 
     def close(self) -> None:

@@ -363,7 +363,7 @@ def _open_locked(store, s: BuildSettings) -> Build:
             names.add(old["file"])
         names |= {n[:-4] + ".c4z" for n in names if n.endswith(".dat")}   # --format c4z
         for name in ("manifest.json", *(n + x for n in sorted(names)
-                                        for x in ("", ".tmp", ".tmp.idx"))):
+                                        for x in ("", ".tmp", ".tmp.idx", ".tmp.state"))):
             store.delete(name)
     allocator.tune()   # before the workers fork: they inherit it (pipeline/runtime/allocator.py)
     # The AWS SDK behind pyarrow's S3 is not fork-safe: remote builds start workers fresh.

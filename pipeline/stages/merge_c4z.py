@@ -16,23 +16,38 @@ part file once appended. The file's bytes depend only on the table and the grid 
 is compressed alone, deterministically), not on how the ranges were cut: a rerun after a crash
 writes the same file.
 
+Nothing is kept past its last reader, and a rerun after a crash continues: once the driver has
+appended range ``r``, it makes the file durable and records where it stands in
+``connect4_WxH.c4z.tmp.state`` (atomically: the ranges' bounds, the ranges done, the blocks
+and bytes written, the raw entries of the partial block; :class:`MergeState`), and then
+deletes every backward shard and its forward (key) shard whose keys all lie below the ranges
+still to come: no later range reads them (their manifest records stay: the later ranges'
+offsets count their rows). A rerun finding a state that matches the manifest's shards cuts
+the ``.tmp`` back to it, hashes its blocks again (decoded, as when appended: the sha256 state
+cannot be saved) and merges the remaining ranges with the recorded bounds and level, so it
+writes the same bytes; the shards below them may be gone, and are not checked.
+
 Once the table is in place, ``build`` and ``merge`` delete the build's intermediate files
 (``DIR/work``): no later step reads them (a ``.dat`` build keeps them unless ``--clean``).
 Durability mirrors the ``.dat`` merge: the finished file is fsync'ed, its hashes (the raw
 table's sha256 and size, and the container's own sha256 and size) are recorded in the
 manifest, and only then is it renamed into place; a rerun finding the recorded ``.tmp``
-checks its sha256 and renames it, and anything unrecorded is merged again.
+checks its sha256 and renames it (the merge state and the ``.tmp.idx`` side file go only
+after the rename), and anything unrecorded is continued from the merge state, or merged again
+if there is none.
 """
 from __future__ import annotations
 
+import base64
+import json
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 import xxhash
 
 import c4table.config as config
-from c4table.c4z.assemble import Assembler
+from c4table.c4z.assemble import Assembler, Checkpoint, idx_path
 from c4table.c4z.blocks import default_part_entries, encode_entries
 from c4table.c4z.format import DEFAULT_BLOCK_ENTRIES, default_c4z_name
 from c4table.errors import BuildError, CorruptDataError
@@ -46,6 +61,7 @@ from c4table.pipeline.stages import merge
 from c4table.wording import count
 from c4table.builddir.shards import verify_shards
 
+STATE_VERSION = 1
 C4Z_SHARE = 0.10         # disk the .c4z and its parts may need, as a share of the raw table (with margin)
 
 
@@ -129,6 +145,102 @@ def _raw(words: np.ndarray, entry_size: int) -> bytes:
     return b.tobytes()
 
 
+@dataclass
+class MergeState:
+    """What the driver records after appending a range (module docstring): the merge of the
+    shards whose records hash to ``shards`` cut at ``bounds`` with zstd ``level``; its
+    first ``done`` ranges are in the ``.tmp`` up to ``at``."""
+
+    shards: str
+    bounds: list
+    level: int
+    done: int
+    at: Checkpoint
+
+    def to_json(self) -> bytes:
+        d = asdict(self)
+        d["at"]["pending"] = base64.b64encode(self.at.pending).decode()
+        return json.dumps({"version": STATE_VERSION, **d}).encode()
+
+    @classmethod
+    def from_json(cls, data: bytes) -> "MergeState":
+        d = json.loads(data)
+        if d.pop("version") != STATE_VERSION:
+            raise ValueError("another version's merge state")
+        d["at"]["pending"] = base64.b64decode(d["at"]["pending"])
+        return cls(**{**d, "at": Checkpoint(**d["at"])})
+
+
+def state_name(tmp: str) -> str:
+    """The merge state file beside the ``.c4z``'s temporary file ``tmp``."""
+    return tmp + ".state"
+
+
+def shards_digest(shards, board: Board) -> str:
+    """A digest of the backward shards' records (and the grid): a state made from other shards
+    is not continued."""
+    recs = [s.to_json() for s in shards]
+    return xxhash.xxh64(json.dumps([board.name, DEFAULT_BLOCK_ENTRIES, recs],
+                                   sort_keys=True).encode()).hexdigest()
+
+
+def load_state(store, tmp: str, digest: str) -> MergeState | None:
+    """The merge state of ``tmp`` if there is one for the shards of ``digest``, else None."""
+    name = state_name(tmp)
+    if not (store.exists(name) and store.exists(tmp)):
+        return None
+    try:
+        with store.open_input_stream(name) as f:
+            st = MergeState.from_json(f.read())
+    except (ValueError, KeyError, TypeError):
+        return None
+    return st if st.shards == digest else None
+
+
+def drop_shards(store, shards, below: int) -> int:
+    """Delete the backward shards whose keys all lie below ``below``, and their forward (key)
+    shards; return how many shard records that covers (their files may be gone already)."""
+    n = 0
+    for s in shards:
+        if s.last < below:
+            store.delete(s.file)
+            if s.keys is not None:
+                store.delete(s.keys)
+            n += 1
+    return n
+
+def save_state(store, tmp: str, st: MergeState) -> None:
+    """Record ``st`` beside ``tmp``, atomically and durably."""
+    store.write_atomic(state_name(tmp), st.to_json(), durable=True)
+
+
+def forget_state(store, tmp: str) -> None:
+    """Drop the merge state and index side file of ``tmp`` (its table is published)."""
+    store.delete(state_name(tmp))
+    store.delete(idx_path(store.root / tmp).name)
+
+
+def resume_point(build, shards, tmp: str, digest: str) -> MergeState | None:
+    """The merge state to continue from (None: the merge starts afresh), after deleting the
+    shards it has passed (again: a crash may have come first) and verifying the others."""
+    store, prog = build.store, build.progress("merge")
+    state = load_state(store, tmp, digest)
+    if state is None:
+        store.delete(state_name(tmp))
+        live = shards
+    else:
+        below = state.bounds[state.done]
+        drop_shards(store, shards, below)
+        live = [s for s in shards if s.last >= below]
+        prog.note(f"resuming the merge after {count(state.done, 'range')} of "
+                  f"{len(state.bounds) - 1} ({state.at.entries:,} entries in {tmp})")
+    if "backward" not in build.verified:
+        n = verify_shards(build.executor, store, live)
+        prog.note(f"verified {n} backward shard(s) (xxh64)")
+        build.verified.add("backward")
+    return state
+
+
 def complete(build, rec: dict) -> bool:
     """True if the ``.c4z`` the manifest's table record ``rec`` names is there, of its size and
     sha256 (hashed once per process); False if it is missing; an error naming it if it
@@ -165,11 +277,14 @@ def run(build):
         return store.root / build.table_name
     if rec is not None and rec.get("format") == "c4z":
         if complete(build, rec):
+            forget_state(store, tmp)
             return final
         if store.exists(tmp) and store.size(tmp) == rec["c4z"]["bytes"]:
             build.progress("merge").note(f"found the finished table under {tmp}; verifying it")
             if merge.hash_stored(store, tmp, md5=False)["sha256"] == rec["c4z"]["sha256"]:
                 store.rename(tmp, name)
+                fsync_dir(store.root)
+                forget_state(store, tmp)
                 build.verified.add("table")
                 return final
     board: Board = build.board
@@ -184,25 +299,33 @@ def run(build):
     need = resources.with_margin(int(total * board.entry_size * C4Z_SHARE))
     resources.check_free(store, need, f"the table {name}")
     with resources.disk_full_guard(store, f"the table {name}", "every generation"):
-        if "backward" not in build.verified:
-            n = verify_shards(build.executor, store, shards)
-            prog.note(f"verified {n} backward shard(s) (xxh64)")
-            build.verified.add("backward")
+        digest = shards_digest(shards, board)
+        state = resume_point(build, shards, tmp, digest)
+        done = state.done if state is not None else 0
         store.delete_tree(merge.PARTS)
         (store.root / merge.PARTS).mkdir(parents=True, exist_ok=True)
-        shares = merge_shares(total, build.task_memory, build.executor.workers, True)
-        bounds = merge.choose_ranges(store, shards, len(shares), shares)
+        if state is None:
+            shares = merge_shares(total, build.task_memory, build.executor.workers, True)
+            bounds = merge.choose_ranges(store, shards, len(shares), shares)
+            level = build_level()
+        else:
+            bounds, level = state.bounds, state.level
         n_r = len(bounds) - 1
-        level = build_level()
         tasks = []
-        for r in range(n_r):
+        for r in range(done, n_r):
             mine = [s.to_json() for s in shards if s.last >= bounds[r] and s.first < bounds[r + 1]]
             below = sum(s.rows for s in shards if s.last < bounds[r])
             tasks.append((store.uri, mine, bounds[r], bounds[r + 1], below,
                           f"{merge.PARTS}/blocks-{r:05d}.bin", board, DEFAULT_BLOCK_ENTRIES,
                           level))
+
+        def appended(k: int, at: Checkpoint) -> None:   # ranges 0..k-1 are in the .tmp
+            save_state(store, tmp, MergeState(digest, bounds, level, k, at))
+            drop_shards(store, shards, bounds[k])
+
         digests = assemble(store, store.root / tmp, board, total, n_r, level,
                            build.executor.imap(range_blocks_task, tasks), build.table_md5,
+                           resume=state, appended=appended,
                            file=build.table_name, root=m.root_record())
         if digests["bytes"] != total * board.entry_size:
             raise BuildError(f"{tmp}: {digests['bytes']:,} raw bytes hashed, expected "
@@ -217,6 +340,7 @@ def run(build):
         m.save()
     store.rename(tmp, name)
     fsync_dir(store.root)
+    forget_state(store, tmp)
     build.verified.add("table")
     secs = time.perf_counter() - t0
     prog.note(f"{name}: {zhash['bytes']:,} bytes ({100 * zhash['bytes'] / max(1, digests['bytes']):.2f}% "
@@ -226,16 +350,23 @@ def run(build):
 
 
 def assemble(store, part, board: Board, total: int, n_ranges: int, level: int, results,
-             md5: bool, **header) -> dict:
+             md5: bool, resume: MergeState | None = None, appended=None, **header) -> dict:
     """Write the ``.c4z`` part file ``part`` from the range tasks' ``results``
     (:class:`RangeBlocks`, in range order, e.g. :meth:`Executor.imap` while later ranges
-    still run), deleting each task's part file once appended; fsync it. Returns the raw
-    table's digests. Raises :class:`BuildError` if a range does not start where the one
-    before it ended, or the ranges do not add up to ``total``."""
-    a = Assembler(part, board, DEFAULT_BLOCK_ENTRIES, level, md5=md5)
+    still run), deleting each task's part file once appended; fsync it. With ``resume`` (a
+    :class:`MergeState`) the file is continued from its checkpoint and ``results`` are those
+    of the ranges after it. After each range, ``appended(k, checkpoint)`` is called with the
+    count of ranges now in the file, made durable. Returns the raw table's digests. Raises
+    :class:`BuildError` if a range does not start where the one before it ended, or the
+    ranges do not add up to ``total``."""
+    if resume is None:
+        a, r0 = Assembler(part, board, DEFAULT_BLOCK_ENTRIES, level, md5=md5), 0
+    else:
+        a = Assembler.reopen(part, board, DEFAULT_BLOCK_ENTRIES, level, resume.at, md5=md5)
+        r0 = resume.done
     try:
-        at = ranges = 0
-        for r, res in enumerate(results):
+        at, ranges = a.entries, r0
+        for r, res in enumerate(results, r0):
             ranges += 1
             if r >= n_ranges or res.offset != at:
                 where = f"starts at entry {res.offset:,} where the ranges before it end at {at:,}" \
@@ -252,12 +383,14 @@ def assemble(store, part, board: Board, total: int, n_ranges: int, level: int, r
             store.delete(res.part)
             a.add_raw(res.tail)
             at += res.count
+            if appended is not None:
+                appended(r + 1, a.checkpoint())
         if ranges != n_ranges or at != total:
             raise BuildError(f"the merge's {ranges} of {n_ranges} ranges hold {at:,} entries "
                              f"where {total:,} were counted")
         if a.entries != total:
             raise BuildError(f"{part.name}: {a.entries:,} entries placed, expected {total:,}")
-        return a.finish(**header)
+        return a.finish(keep_idx=resume is not None or appended is not None, **header)
     except BaseException:
         a.close()
         raise
