@@ -86,6 +86,7 @@ class IOPlan:
     stages: dict = field(default_factory=lambda: {s: {f: 0 for f in FIELDS} for s in STAGES})
     shuffles: list = field(default_factory=list)   # (stage, ply, tasks, runs, ranged reads, group)
     max_reads: int = 0    # the threshold of a two-level shuffle (pipeline/sort/shuffle.py)
+    run_bytes: float = 0.0   # stored bytes of every child run, message run and piece written
 
     @property
     def largest_shuffle_reads(self) -> int:
@@ -115,9 +116,9 @@ def run_value_bytes(space_bits: float, values: float, kind: str = "child") -> fl
     the measured share of run format v3 (:mod:`c4table.pipeline.sort.runcodec`; at most 8).
 
     >>> round(run_value_bytes(40, 2**30), 2)   # gaps of about 2**10: 12 bits and a width byte
-    0.21
+    0.2
     >>> round(run_value_bytes(48, 2**30, "message"), 2)
-    0.33
+    0.41
     """
     share = IO_MODEL["message_run_share" if kind == "message" else "child_run_share"]
     return share * bitpacked_value_bytes(space_bits, values)
@@ -260,6 +261,7 @@ def _predict_forward(io: IOPlan, s: _Shape) -> tuple[list, list, float]:
         f["objects_written"] += 2 * runs
         vb = run_value_bytes(kb, k / runs)   # a run: the children of one task
         f["bytes_written"] += k * vb + _index_bytes(k)
+        io.run_bytes += k * vb + _index_bytes(k)
         R = max(1, min(forward_ranges(int(k), m, w, W), e[g + 1]))
         shards[g + 1] = R
         fbytes[g + 1] = _shard_bytes(e[g + 1], e[g + 1], kb, M["zeta_forward"])
@@ -275,6 +277,7 @@ def _predict_forward(io: IOPlan, s: _Shape) -> tuple[list, list, float]:
         f["objects_written"] += R
         f["bytes_written"] += fbytes[g + 1]
         io.shuffles.append(("forward", g + 1, R, runs, reads, grp))
+        io.run_bytes += extra
         stored_now = stored + fbytes[g + 1] + k * vb + _index_bytes(k) + extra
         if g + 1 < last and e[g + 2]:   # the range tasks also spill generation g + 1's runs
             k2 = e[g + 2] * (1 + (M["child_dup"] - 1) * (1 - 1 / R))
@@ -314,6 +317,7 @@ def _predict_backward(io: IOPlan, s: _Shape, shards: list, fbytes: list, stored:
             reads, extra, grp, window, parts = _shuffle(b, T, in_runs, incoming, incoming, W,
                                                         max_reads, task_memory=m, vb=in_vb)
             io.shuffles.append(("backward", g, T, in_runs, reads, grp))
+            io.run_bytes += extra
             msg_mem = _merged(window, msgs, parts)
         out, out_vb, out_stored = 0.0, 8.0, 0.0
         if g > first:
@@ -322,6 +326,7 @@ def _predict_backward(io: IOPlan, s: _Shape, shards: list, fbytes: list, stored:
             out_vb = run_value_bytes(kb + 8, out / 8 / T, "message")
             out_stored = out / 8 * out_vb + _index_bytes(out / 8)
             b["bytes_written"] += out_stored
+            io.run_bytes += out_stored
             b["objects_written"] += 2 * T
         stored += bb
         b["peak_stored_bytes"] = max(b["peak_stored_bytes"],
