@@ -26,6 +26,7 @@ CALIBRATION_BOARD = "5x5"
 STEP_BOARD = "4x4"
 CALIBRATION_RUNS = 2   # builds of CALIBRATION_BOARD; the one with the least CPU is kept
 SORT_SIZES = (1 << 16, 1 << 19, 1 << 22, 1 << 25)
+SORT_RUNS = 7   # sorted runs a kernel writes: one per column (7x6's width; 5x5 and 6x4: 5, 6)
 HASH_BYTES = 64 << 20
 DISK_BYTES = 256 << 20
 
@@ -121,18 +122,33 @@ def tree_cpu(pid: int | None = None) -> float:
     return total
 
 
-def sort_fit(sizes=None, seed: int = 1) -> tuple[tuple[float, float], dict]:
-    """numpy's sort of random uint64 at ``sizes``: the least-squares fit ``(a, b)`` of ns per
-    key against ``log2(n)``, and the measured ns per key per size (best of 2 runs)."""
+def sorted_runs_keys(n: int, runs: int, rng) -> np.ndarray:
+    """``n`` random uint64 as the kernels write them (:mod:`c4table.pipeline.kernels.cpu`):
+    ``runs`` sorted runs one after the other, each over the whole key range (a column's
+    children, or parents, of a sorted generation), with about 10% of the values apart at
+    random in between (the mirrored ones: 5-14% of 6x4's children)."""
+    x = rng.integers(0, 2**63, size=n, dtype=np.uint64)
+    mirrored = n // 10
+    cut = np.linspace(0, n - mirrored, runs + 1).astype(np.int64)
+    for a, b in zip(cut[:-1], cut[1:]):
+        x[a:b].sort()
+    return x
+
+
+def sort_fit(sizes=None, seed: int = 1, runs: int = SORT_RUNS) -> tuple[tuple[float, float], dict]:
+    """The build's sort (:func:`c4table.pipeline.sort.extsort.sort_runs`: numpy's stable sort,
+    a timsort that finds the runs and merges them) of ``runs`` sorted runs and a tenth of the
+    values apart (:func:`sorted_runs_keys`) at ``sizes``: the least-squares fit ``(a, b)`` of
+    ns per key against ``log2(n)``, and the measured ns per key per size (best of 2 runs)."""
     rng = np.random.default_rng(seed)
     out = {}
     for n in sizes or SORT_SIZES:
-        base = rng.integers(0, 2**63, size=n, dtype=np.uint64)
+        base = sorted_runs_keys(n, runs, rng)
         best = float("inf")
         for _ in range(2):
             x = base.copy()
             t = time.perf_counter()
-            x.sort()
+            x.sort(kind="stable")
             best = min(best, time.perf_counter() - t)
         out[n] = best / n * 1e9
     xs = np.log2(np.array(list(out), float))
@@ -284,7 +300,7 @@ def calibrate(board: str = CALIBRATION_BOARD, workers: int | None = None, memory
         machine=cpu_model(), version=f"{version()} code {code_digest()}", cores=default_workers(),
         source=(f"c4table plan --calibrate {time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC: "
                 f"{board} on {workers} workers, {sum(cpu.values()):.1f} CPU-s in "
-                f"{sum(wall.values()):.1f} s, load {load:.1f}; numpy sort "
+                f"{sum(wall.values()):.1f} s, load {load:.1f}; sort of {SORT_RUNS} sorted runs "
                 f"{1e3 / sorts[max(sorts)]:.0f} M keys/s at {max(sorts):,}"),
         forward_s=per["forward"], backward_s=per["backward"], merge_s=per["merge"],
         sort_ns=fit, ref_sort_ns={"forward": ref, "backward": ref},

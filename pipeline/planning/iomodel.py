@@ -38,17 +38,32 @@ IO_MODEL = {
     # backward shards hold outcomes only (their keys are the forward shard's): zstd level 3,
     # measured 0.218 bytes per entry on local 5x5 and 6x4 builds (index and frames included)
     "outcome_bytes": 0.22,
-    # runs, message runs and pieces are bit-packed (pipeline/sort/runcodec.py): a value takes the
-    # bits of its difference from the one before, about log2(key space / values in the run)
-    # + run_extra_bits (the widest of each miniblock of 64), plus one width byte per 64 values;
-    # fitted to local 4-worker builds of 5x5 and 6x4 (256 MiB): bytes written 0.99-1.09x
+    # runs, message runs and pieces (run format v3, pipeline/sort/runcodec.py): varint
+    # differences through zstd level 1 per block of 65,536 values, a message's score byte as a
+    # stream of its own. Modelled as a share of what the bit-packed codec before it took (a
+    # value: the bits of its difference from the one before, about log2(key space / values in
+    # the run) + run_extra_bits, plus a width byte per 64 values; that model was within
+    # 0.99-1.09x of the bytes written by 4-worker builds of 5x5 and 6x4), so that a run's bytes
+    # still grow with the gaps between its values on larger boards (an assumption: the boards
+    # measured have gaps of about 2**9 to 2**11, 7x6's runs about 2**21).
     "run_extra_bits": 2.0,
+    # v3 over bit-packed, measured on every run of 5x5 and 6x4 c4z builds (2 workers,
+    # docs/measurements/2026-11-27-run-codecs.md): child runs 0.197 / 1.369 and 0.172 / 1.368,
+    # messages 0.398 / 2.361 and 0.370 / 2.359; fitted to the bytes those builds wrote
+    # (docs/measurements/2026-11-27-plan-vs-builds.md)
+    "child_run_share": 0.135, "message_run_share": 0.163,
     # the largest forward shard (a range of the splitters) over the mean: 1.30-1.37 in local
     # 4-worker builds of 5x4 and 4x6 at 32 and 64 MiB per task (splitters weighted by run size)
     "shard_skew": 1.35,
     # the share of its group's values the largest pre-merge task takes (a group's runs cover
     # few of its chunks): fitted to local 4-worker builds of 4x6 at 32 and 64 MiB per task
     "premerge_share": 0.75,
+    # merge: bytes read of the shards (keys and outcomes) over their stored bytes: they are
+    # verified once and gathered once, and the range tasks read more (footers, indexes, the
+    # row groups straddling their ends): 3.7 (5x5) and 3.4 (6x4) measured by local 2-worker
+    # c4z builds' counters (docs/measurements/2026-11-27-plan-vs-builds.md); fitted, the
+    # reads beyond the first two not traced one by one
+    "merge_shard_reads": 3.5,
     # merge: ranged reads per (range task, backward shard) pair: footer and row groups, of the
     # outcomes' file and of the keys' (forward) file
     "merge_reads_per_pair": 4.0,
@@ -71,6 +86,7 @@ class IOPlan:
     stages: dict = field(default_factory=lambda: {s: {f: 0 for f in FIELDS} for s in STAGES})
     shuffles: list = field(default_factory=list)   # (stage, ply, tasks, runs, ranged reads, group)
     max_reads: int = 0    # the threshold of a two-level shuffle (pipeline/sort/shuffle.py)
+    run_bytes: float = 0.0   # stored bytes of every child run, message run and piece written
 
     @property
     def largest_shuffle_reads(self) -> int:
@@ -94,11 +110,25 @@ class IOPlan:
                              for s in self.shuffles]}
 
 
-def run_value_bytes(space_bits: float, values: float) -> float:
-    """Stored bytes per value of a bit-packed run of ``values`` sorted values spread over a
-    key space of ``2**space_bits`` (:mod:`c4table.pipeline.sort.runcodec`; at most 8, raw).
+def run_value_bytes(space_bits: float, values: float, kind: str = "child") -> float:
+    """Stored bytes per value of a run (``kind`` "child" or "message") of ``values`` sorted
+    values spread over a key space of ``2**space_bits``: the bit-packed model's bytes times
+    the measured share of run format v3 (:mod:`c4table.pipeline.sort.runcodec`; at most 8).
 
     >>> round(run_value_bytes(40, 2**30), 2)   # gaps of about 2**10: 12 bits and a width byte
+    0.2
+    >>> round(run_value_bytes(48, 2**30, "message"), 2)
+    0.41
+    """
+    share = IO_MODEL["message_run_share" if kind == "message" else "child_run_share"]
+    return share * bitpacked_value_bytes(space_bits, values)
+
+
+def bitpacked_value_bytes(space_bits: float, values: float) -> float:
+    """Bytes per value of the bit-packed run codec (run format v2) on ``values`` sorted values
+    over ``2**space_bits``: a difference's bits, and a width byte per 64 values (at most 8).
+
+    >>> round(bitpacked_value_bytes(40, 2**30), 2)
     1.52
     """
     if values <= 1:
@@ -231,6 +261,7 @@ def _predict_forward(io: IOPlan, s: _Shape) -> tuple[list, list, float]:
         f["objects_written"] += 2 * runs
         vb = run_value_bytes(kb, k / runs)   # a run: the children of one task
         f["bytes_written"] += k * vb + _index_bytes(k)
+        io.run_bytes += k * vb + _index_bytes(k)
         R = max(1, min(forward_ranges(int(k), m, w, W), e[g + 1]))
         shards[g + 1] = R
         fbytes[g + 1] = _shard_bytes(e[g + 1], e[g + 1], kb, M["zeta_forward"])
@@ -246,6 +277,7 @@ def _predict_forward(io: IOPlan, s: _Shape) -> tuple[list, list, float]:
         f["objects_written"] += R
         f["bytes_written"] += fbytes[g + 1]
         io.shuffles.append(("forward", g + 1, R, runs, reads, grp))
+        io.run_bytes += extra
         stored_now = stored + fbytes[g + 1] + k * vb + _index_bytes(k) + extra
         if g + 1 < last and e[g + 2]:   # the range tasks also spill generation g + 1's runs
             k2 = e[g + 2] * (1 + (M["child_dup"] - 1) * (1 - 1 / R))
@@ -285,14 +317,16 @@ def _predict_backward(io: IOPlan, s: _Shape, shards: list, fbytes: list, stored:
             reads, extra, grp, window, parts = _shuffle(b, T, in_runs, incoming, incoming, W,
                                                         max_reads, task_memory=m, vb=in_vb)
             io.shuffles.append(("backward", g, T, in_runs, reads, grp))
+            io.run_bytes += extra
             msg_mem = _merged(window, msgs, parts)
         out, out_vb, out_stored = 0.0, 8.0, 0.0
         if g > first:
             out = 8 * e[g] * (M["msg_base"] + M["msg_extra"] * (1 - 1 / T))
             # a message is parent_key << 8 | score: its key space is 8 bits wider
-            out_vb = run_value_bytes(kb + 8, out / 8 / T)
+            out_vb = run_value_bytes(kb + 8, out / 8 / T, "message")
             out_stored = out / 8 * out_vb + _index_bytes(out / 8)
             b["bytes_written"] += out_stored
+            io.run_bytes += out_stored
             b["objects_written"] += 2 * T
         stored += bb
         b["peak_stored_bytes"] = max(b["peak_stored_bytes"],
@@ -332,7 +366,7 @@ def _predict_merge(io: IOPlan, s: _Shape, board, shards: list, fbytes: list, sto
     # plus, per pair, about one row group that straddles the range's ends
     group = sum(min(BACKWARD_ROW_GROUP, e[g] / t) * per_key[g]
                 * min(R * t, t + R - 1) for g, t in enumerate(shards) if t) / max(1, R)
-    mg["bytes_read"] = bshards + group + table
+    mg["bytes_read"] = M["merge_shard_reads"] * bshards + group + table
     mg["get_requests"] = R
     # locally the tasks write the table in place; remotely (or as .c4z) they write parts, appended
     mg["bytes_written"] = 2 * table if remote or c4z else table

@@ -49,10 +49,17 @@ from c4table.builddir.manifest import Manifest
 # messages_per_entry: 1.15-1.17 kept per sending entry on 5x5 and 6x4 with 2 workers; each task
 # keeps one message per parent, so more, smaller tasks keep more: 2.0 allows for that.
 # parallel_efficiency is an assumption for a cluster, not a measurement.
+# The kernels now write sorted runs per column and a timsort merges them (2026-11-27): the
+# fast machine's figures above scaled by the ratio of the same benchmark on the 2-core VM,
+# old code (3b80bbc) against new (bb72ceb), tools/bench/stage_cpu.py 6x4, serial, best of 2
+# each, alternated, load 5-7 (docs/measurements/2026-11-27-plan-vs-builds.md): forward 249 ->
+# 97 ns (2.57x), backward 268 -> 101 (2.65x), merge 59 -> 19 (3.1x; its hashing, about 10 ns
+# of the 25, left as it was). Not measured on the fast machine itself: the VM ran the old
+# code 3.6-4.7x slower per stage than these figures (a loaded VM, and older code behind them).
 COSTS = {
-    "forward_core_s": 0.053e-6,
-    "backward_core_s": 0.074e-6,
-    "merge_core_s": 0.025e-6,
+    "forward_core_s": 0.0206e-6,
+    "backward_core_s": 0.0279e-6,
+    "merge_core_s": 0.0148e-6,
     "children_per_entry": 2.15,   # child keys emitted per distinct next-generation entry (5x5)
     "forward_shard_bytes": 3.2,   # parquet delta+zstd per key, 48-bit keys (engineering notes;
     # forward shards are no longer compressed: the I/O model, pipeline/planning/iomodel.py, says more)
@@ -142,10 +149,9 @@ class Plan:
     @property
     def shuffle_bytes(self) -> int:
         """Bytes that tasks write for tasks of other key ranges to read: the forward pass's
-        child-key runs and the backward pass's messages."""
-        later = sum(p.entries for p in self.plies[1:])
-        return int(later * (COSTS["children_per_entry"] * 8
-                            + COSTS["messages_per_entry"] * COSTS["message_bytes"]))
+        child-key runs, the backward pass's messages and their pre-merged pieces, as stored
+        (run format v3: the I/O model, :meth:`io`)."""
+        return int(self.io().run_bytes)
 
     @property
     def peak_disk(self) -> int:

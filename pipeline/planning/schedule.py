@@ -76,11 +76,14 @@ def sort_ns(fit: tuple, n: float) -> float:
 
 # The per-entry costs of plan.COSTS (53 / 74 / 25 ns, the merge's hashing included: about 10 ns
 # of it), measured with tools/bench/bench_build.py on a 7x4 build on the fast development machine
-# (numpy sorting 110-200 M keys/s). No sort fit: no correction for the size of the tasks.
+# (numpy sorting 110-200 M keys/s), scaled by the ratio the sorted-run kernels gave per stage
+# on the same benchmark side by side on the 2-core VM (plan.COSTS says how): 20.6 / 27.9 / 4.8
+# ns. No sort fit: no correction for the size of the tasks.
 FAST_MACHINE = MachineCosts(
     machine="the fast development machine of plan.COSTS (numpy sort 110-200 M keys/s)",
-    source="plan.COSTS: tools/bench/bench_build.py, 7x4, 2 workers, idle",
-    forward_s=0.053e-6, backward_s=0.074e-6, merge_s=0.015e-6)
+    source="plan.COSTS: tools/bench/bench_build.py, 7x4, 2 workers, idle; scaled by the sorted-run "
+           "kernels' per-stage ratio on the 2-core VM (tools/bench/stage_cpu.py 6x4)",
+    forward_s=0.0206e-6, backward_s=0.0279e-6, merge_s=0.0048e-6)
 
 
 @dataclass
