@@ -1,9 +1,9 @@
-"""Build a board larger than one session (6x6, 7x5) as ``--format c4z`` and keep the evidence
-across sessions: each call starts or resumes ``c4table build`` in DIR, samples the disk the
+"""Build a board too large for one sitting (6x6, 7x5) as ``--format c4z`` and keep the evidence
+across stops: each call starts or resumes ``c4table build`` in DIR, samples the disk the
 build directory holds (total and per file kind) every ``--every`` seconds, and appends each
-sample and each session's CPU (user+sys of the build and its workers) to ``DIR.log.jsonl``
+sample and each call's CPU (user+sys of the build and its workers) to ``DIR.log.jsonl``
 beside the directory. ``--report`` prints what the log holds: peak disk in bytes per entry and
-per kind, CPU and wall summed over the sessions, bytes written and read (``DIR/stats.json``),
+per kind, CPU and wall summed over the calls, bytes written and read (``DIR/stats.json``),
 and the finished table's record.
 
     .venv/bin/python tools/bench/big_build.py 6x6 /work/build-6x6 --workers 2 --memory 16GiB
@@ -82,23 +82,23 @@ def run(args, log: Path) -> int:
     r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
     with log.open("a") as f:
-        f.write(json.dumps({"session": {"start": round(t0), "wall_s": round(time.time() - t0, 1),
+        f.write(json.dumps({"run": {"start": round(t0), "wall_s": round(time.time() - t0, 1),
                                         "cpu_s": round(cpu, 1), "rc": rc, "cmd": cmd[1:]}}) + "\n")
     return rc
 
 
 def report(args, log: Path) -> None:
-    samples, sessions = [], []
+    samples, runs = [], []
     for line in log.read_text().splitlines():
         d = json.loads(line)
-        (sessions.append(d["session"]) if "session" in d else samples.append(d))
+        (runs.append(d["run"]) if "run" in d else samples.append(d))
     manifest = json.loads((args.dir / "manifest.json").read_text()) if (args.dir / "manifest.json").exists() else {}
     table = manifest.get("table") or {}
     entries = table.get("entries")
     peak = max(samples, key=lambda s: s["bytes"]) if samples else None
-    out = {"board": args.board, "sessions": len(sessions),
-           "wall_s": round(sum(s["wall_s"] for s in sessions)),
-           "cpu_s": round(sum(s["cpu_s"] for s in sessions)),
+    out = {"board": args.board, "runs": len(runs),
+           "wall_s": round(sum(s["wall_s"] for s in runs)),
+           "cpu_s": round(sum(s["cpu_s"] for s in runs)),
            "finished": bool(table), "entries": entries,
            "peak_disk_bytes": peak and peak["bytes"],
            "peak_kinds_bytes": {k: max(s["kinds"][k] for s in samples) for k in KINDS} if samples else {},
@@ -121,7 +121,7 @@ def report(args, log: Path) -> None:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("board")
-    ap.add_argument("dir", type=Path, help="the build directory (kept between sessions)")
+    ap.add_argument("dir", type=Path, help="the build directory (kept between stops)")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--memory", default="8GiB")
     ap.add_argument("--every", type=float, default=5.0, help="disk sampling period (s)")
