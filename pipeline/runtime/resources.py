@@ -26,8 +26,12 @@ SKIP_ENV = "C4TABLE_SKIP_DISK_CHECK"
 MARGIN_BYTES = 1 << 20        # added to every estimate (file system slack, manifest, headers)
 MARGIN_FRACTION = 0.10        # and this share of the estimate
 MESSAGES_PER_ENTRY = 4.0      # backward messages a position sends, kept (measured up to ~3.5)
-MESSAGE_BYTES = 8             # bytes per message at most (runs are compressed: 0.4-0.6 measured)
-RUN_BYTES_PER_KEY = 8         # bytes per run key at most (compressed, pipeline/sort/runcodec.py)
+# Runs are varint differences through zstd (pipeline/sort/runcodec.py): 0.37-0.40 bytes per
+# message and 0.17-0.20 per child key measured on 5x5 and 6x4 (more where keys lie farther
+# apart). The check allows about five times that; a write the disk refuses anyway is still
+# caught (disk_full_guard) and the step resumes.
+MESSAGE_BYTES = 2             # bytes per message allowed
+RUN_BYTES_PER_KEY = 1         # bytes per run key allowed
 LOCK_NAME = ".lock"
 WHOLE_SCRATCH = ("runs", "merge", "cache", "recycle")   # trees no finished step ever refers to
 _DISK_FULL = {errno.ENOSPC, errno.EDQUOT}
@@ -85,13 +89,13 @@ def _files_bytes(store: Storage, infos) -> int:
 
 def forward_need(build, ply: int, and_next: bool = False, runs_written: int | None = None) -> int:
     """Bytes that expanding generation ``ply`` into ``ply + 1`` will write at its peak: the runs
-    (at most 8 bytes a key: runs are compressed) and generation ``ply + 1``'s shards. Both are
+    (:data:`RUN_BYTES_PER_KEY` a key: runs are compressed) and generation ``ply + 1``'s shards. Both are
     generation ``ply``'s figures times its growth over generation ``ply - 1``. With ``and_next``,
     also the runs of generation ``ply + 2``, which the tasks writing ``ply + 1``'s shards spill at
     the same time (:func:`c4table.pipeline.stages.forward.merge_task`): ``ply + 1``'s runs times the
     growth again. ``runs_written`` is the size of ``ply + 1``'s runs when they are already on disk
     (the previous step's merge tasks spilled them): they are not counted again, and ``ply + 2``'s
-    runs are estimated from their real size rather than the 8 bytes a key bound."""
+    runs are estimated from their real size rather than that allowance."""
     m = build.manifest
     cur = m.shards("forward", ply) or []
     rows = sum(s.rows for s in cur)
@@ -111,7 +115,7 @@ def forward_need(build, ply: int, and_next: bool = False, runs_written: int | No
 def backward_need(build, ply: int) -> int:
     """Bytes that annotating generation ``ply`` will write: its backward shards (its forward
     shards' size times the backward/forward size ratio of the generation annotated before it)
-    and its messages to generation ``ply - 1`` (8 bytes each at most; the runs it reads are deleted after
+    and its messages to generation ``ply - 1`` (:data:`MESSAGE_BYTES` each; the runs it reads are deleted after
     the step)."""
     m = build.manifest
     fwd = m.shards("forward", ply) or []
