@@ -36,7 +36,7 @@ PARTS = ("forward kernel", "forward sort", "forward copy",
          "backward kernel", "backward sort", "backward copy")
 
 
-def child(board: str, out: str, memory: str, workers: str, result: str) -> None:
+def child(board: str, out: str, memory: str, workers: str, result: str, fmt: str = "dat") -> None:
     """Run ``c4table build BOARD --device gpu --workers N`` in this process; write the GPU's
     times and memory pool's size to ``result`` (JSON; with one worker the tasks run in this
     process, so these are the build's; with more, the workers' are not collected)."""
@@ -45,7 +45,7 @@ def child(board: str, out: str, memory: str, workers: str, result: str) -> None:
     code = 0
     try:
         main(["build", board, "--out", out, "-q", "--device", "gpu", "--memory", memory,
-              "--workers", workers])
+              "--workers", workers, "--format", fmt])
     except SystemExit as e:
         code = e.code if isinstance(e.code, int) else 1
     Path(result).write_text(json.dumps({"code": code, "timings": device.timings,
@@ -63,24 +63,31 @@ def _disk(out: Path) -> tuple[int, int]:
             sum(s.get("bytes_read", 0) for s in st.values()))
 
 
-def _sha(out: Path, board: str) -> str:
+def _sha(out: Path, board: str, fmt: str) -> str:
+    """The raw table's sha256: hashed from the ``.dat``, or the one a ``.c4z`` build recorded
+    (the build hashes the raw entries as they pass; ``c4table verify`` checks it)."""
+    if fmt == "c4z":
+        from c4table.c4z.reader import open_c4z
+        return open_c4z(out / f"connect4_{board}.c4z").header["sha256"]
     from c4table.io.hashes import sha256_of
     return sha256_of(out / f"connect4_{board}.dat")
 
 
-def run_one(board: str, device: str, workers: int, memory: str, work: Path) -> dict:
+def run_one(board: str, device: str, workers: int, memory: str, work: Path,
+            fmt: str = "dat") -> dict:
     out = work / f"{board}-{device}{workers}"
     shutil.rmtree(out, ignore_errors=True)
     cpu0, t0 = _children_cpu(), time.perf_counter()
     if device == "gpu":
         res = work / f"{board}-gpu{workers}.json"
-        cmd = [sys.executable, __file__, "--child", board, str(out), memory, str(workers), str(res)]
+        cmd = [sys.executable, __file__, "--child", board, str(out), memory, str(workers), str(res),
+               fmt]
     else:
         cmd = [sys.executable, "-m", "c4table.cli.main", "build", board, "--out", str(out), "-q",
-               "--workers", str(workers), "--memory", memory]
+               "--workers", str(workers), "--memory", memory, "--format", fmt]
     p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
     wall = time.perf_counter() - t0
-    row = {"board": board, "device": device, "workers": workers,
+    row = {"board": board, "device": device, "workers": workers, "format": fmt,
            "wall_s": round(wall, 2), "host_cpu_s": round(_children_cpu() - cpu0, 2)}
     if device == "gpu":
         got = json.loads(res.read_text()) if res.exists() else {"code": p.returncode}
@@ -93,7 +100,9 @@ def run_one(board: str, device: str, workers: int, memory: str, work: Path) -> d
         row["error"] = (p.stderr.strip().splitlines() or ["?"])[-1]
         return row
     row["disk_written"], row["disk_read"] = _disk(out)
-    row["sha256"] = _sha(out, board)
+    row["peak_stored"] = max(s.get("peak_stored_bytes", 0) for s in
+                             json.loads((out / "stats.json").read_text())["stages"].values())
+    row["sha256"] = _sha(out, board, fmt)
     shutil.rmtree(out, ignore_errors=True)   # the lent machine's disk holds one build at a time
     return row
 
@@ -112,24 +121,25 @@ def _gb(n) -> str:
 
 
 def table(rows: list[dict], known: dict) -> str:
-    head = (f"{'board':<6}{'device':<8}{'wall s':>8}{'host CPU s':>11}{'GPU kern s':>11}"
+    head = (f"{'board':<6}{'device':<10}{'wall s':>8}{'host CPU s':>11}{'GPU kern s':>11}"
             f"{'GPU sort s':>11}{'copy s':>8}{'GPU GB':>8}{'disk w GB':>10}{'disk r GB':>10}"
-            f"  sha256")
+            f"{'peak GB':>9}  sha256")
     lines = [head]
     for r in rows:
         g = r.get("gpu_s", {})
         kern = sum(v for k, v in g.items() if k.endswith("kernel"))
         sort = sum(v for k, v in g.items() if k.endswith("sort"))
         copy = sum(v for k, v in g.items() if k.endswith("copy"))
-        dev = f"{r['device']}{r['workers']}"
+        dev = f"{r['device']}{r['workers']}" + ("" if r.get("format", "dat") == "dat" else " c4z")
         sha = r.get("sha256")
         ok = "ERROR " + r.get("error", "") if sha is None else \
             ("ok (known)" if sha == known.get(r["board"]) else
              "DIFFERS from known" if known.get(r["board"]) else sha[:16] + "…")
         gpu_cols = (f"{kern:>11.2f}{sort:>11.2f}{copy:>8.2f}{_gb(r.get('gpu_pool_bytes')):>8}"
                     if r["device"] == "gpu" and r["workers"] == 1 else f"{'-':>11}{'-':>11}{'-':>8}{'-':>8}")
-        lines.append(f"{r['board']:<6}{dev:<8}{r['wall_s']:>8.2f}{r['host_cpu_s']:>11.2f}"
-                     f"{gpu_cols}{_gb(r.get('disk_written')):>10}{_gb(r.get('disk_read')):>10}  {ok}")
+        lines.append(f"{r['board']:<6}{dev:<10}{r['wall_s']:>8.2f}{r['host_cpu_s']:>11.2f}"
+                     f"{gpu_cols}{_gb(r.get('disk_written')):>10}{_gb(r.get('disk_read')):>10}"
+                     f"{_gb(r.get('peak_stored')):>9}  {ok}")
     return "\n".join(lines)
 
 
@@ -143,8 +153,10 @@ def main(argv=None) -> int:
     ap.add_argument("--memory", default="48GiB", help="host memory budget of every build")
     ap.add_argument("--work", default=None, help="where the builds go (default: a temp dir)")
     ap.add_argument("--no-cpu", action="store_true", help="GPU builds only")
+    ap.add_argument("--format", default="dat", help="dat, c4z, or both: dat,c4z (each build "
+                    "runs once per format)")
     ap.add_argument("--json", action="store_true", help="the rows as one JSON object at the end")
-    ap.add_argument("--child", nargs=5, help=argparse.SUPPRESS)
+    ap.add_argument("--child", nargs=6, help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.child:
         child(*a.child)
@@ -160,8 +172,10 @@ def main(argv=None) -> int:
         print(f"{b}: predicted on one H100 (plan --device gpu): {predicted(b)}", flush=True)
         pair = []
         runs = [("gpu", int(n)) for n in a.gpu_workers.split(",") if n]
-        for dev, n in runs + ([] if a.no_cpu else [("cpu", a.workers)]):
-            r = run_one(b, dev, n, a.memory, work)
+        jobs = [(fmt, dev, n) for fmt in a.format.split(",")
+                for dev, n in runs + ([] if a.no_cpu else [("cpu", a.workers)])]
+        for fmt, dev, n in jobs:
+            r = run_one(b, dev, n, a.memory, work, fmt)
             print(json.dumps(r), flush=True)
             rows.append(r)
             pair.append(r.get("sha256"))
