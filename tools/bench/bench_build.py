@@ -32,6 +32,8 @@ else:
     one_arena()
 
 import numpy as np  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from diskuse import disk_bytes  # noqa: E402
 
 try:
     import psutil
@@ -93,7 +95,7 @@ class Sampler(threading.Thread):
             st = self.stage
             self.stage_pss[st] = max(self.stage_pss.get(st, 0), pss)
             self.stage_anon[st] = max(self.stage_anon.get(st, 0), anon)
-            self.peak_disk = max(self.peak_disk, dir_size(self.root))
+            self.peak_disk = max(self.peak_disk, disk_bytes(self.root, allocated=False))
             time.sleep(self.period)
 
     def stop(self) -> None:
@@ -117,17 +119,6 @@ def tree_cpu(sampler: threading.Thread | None = None) -> float:
             total += t.user + t.system
         except psutil.Error:
             pass
-    return total
-
-
-def dir_size(root: Path) -> int:
-    total = 0
-    for dirpath, _, files in os.walk(root):
-        for f in files:
-            try:
-                total += os.stat(os.path.join(dirpath, f)).st_size
-            except OSError:
-                pass
     return total
 
 

@@ -19,66 +19,54 @@ import shutil
 import signal
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
-KINDS = {   # a file kind: a test on its path relative to the build directory
-    "key shards": lambda p: p.startswith("work/forward/"),
-    "outcome shards": lambda p: p.startswith("work/backward/"),
-    "child runs": lambda p: p.startswith("work/runs/"),
-    "messages": lambda p: p.startswith("work/messages/"),
-    "recycle bin": lambda p: p.startswith("work/recycle/"),
-    "table": lambda p: "/" not in p and (p.endswith((".dat", ".c4z")) or ".tmp" in p
-                                         or p.startswith("parts")),
-}
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from diskuse import KINDS, DiskSampler  # noqa: E402
 
 
-def sample(root: Path) -> dict:
-    """Bytes the disk holds under ``root`` (allocated blocks), in total and per kind."""
-    kinds = dict.fromkeys(KINDS, 0)
-    total, raw = 0, 0
-    for dirpath, _, files in os.walk(root):
-        for f in files:
-            full = os.path.join(dirpath, f)
-            try:
-                size = os.stat(full).st_blocks * 512
-            except FileNotFoundError:
-                continue
-            rel = os.path.relpath(full, root)
-            total += size
-            raw += f.endswith(".dat")
-            for k, test in KINDS.items():
-                if test(rel):
-                    kinds[k] += size
-    return {"t": round(time.time(), 1), "bytes": total, "kinds": kinds, "raw_files": raw}
+def tree_cpu(pid: int) -> float:
+    """CPU seconds (user+sys) of process ``pid`` and all its live descendants, with what each
+    already reaped of its own children: a run killed at a stop keeps its CPU in the samples."""
+    parent, times = {}, {}
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            f = (d / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parent[int(d.name)] = int(f[1])
+        times[int(d.name)] = sum(int(x) for x in f[11:15])   # utime stime cutime cstime
+    tree, todo = set(), [pid]
+    while todo:
+        p = todo.pop()
+        tree.add(p)
+        todo.extend(c for c, pp in parent.items() if pp == p and c not in tree)
+    return sum(times.get(p, 0) for p in tree) / os.sysconf("SC_CLK_TCK")
 
 
 def run(args, log: Path) -> int:
     cmd = [str(Path(sys.executable).parent / "c4table"), "build", args.board, "--format", "c4z",
            "--out", str(args.dir), "--workers", str(args.workers), "--memory", args.memory]
-    stop = threading.Event()
-
-    def sampler():
-        with log.open("a") as f:
-            while not stop.is_set():
-                if args.dir.exists():
-                    f.write(json.dumps(sample(args.dir)) + "\n")
-                    f.flush()
-                stop.wait(args.every)
-            f.write(json.dumps(sample(args.dir)) + "\n")   # the finished directory
-
     t0, r0 = time.time(), resource.getrusage(resource.RUSAGE_CHILDREN)
-    th = threading.Thread(target=sampler, daemon=True)
-    th.start()
-    proc = subprocess.Popen(cmd)
-    try:
-        rc = proc.wait()
-    except KeyboardInterrupt:   # pass a stop on to the build, which keeps what it finished
-        proc.send_signal(signal.SIGINT)
-        rc = proc.wait()
-    stop.set()
-    th.join()
+    proc = None
+
+    def record(sample: dict) -> None:
+        sample["started"] = round(t0)
+        if proc is not None:
+            sample["cpu_s"] = round(tree_cpu(proc.pid), 1)
+        f.write(json.dumps(sample) + "\n")
+        f.flush()
+
+    with log.open("a") as f, DiskSampler(args.dir, args.every, record):
+        proc = subprocess.Popen(cmd)
+        try:
+            rc = proc.wait()
+        except KeyboardInterrupt:   # pass a stop on to the build, which keeps what it finished
+            proc.send_signal(signal.SIGINT)
+            rc = proc.wait()
     r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
     with log.open("a") as f:
@@ -92,6 +80,13 @@ def report(args, log: Path) -> None:
     for line in log.read_text().splitlines():
         d = json.loads(line)
         (runs.append(d["run"]) if "run" in d else samples.append(d))
+    # a run killed at a stop wrote no record: its CPU is the most its samples saw
+    ended = {r["start"] for r in runs}
+    for start in sorted({s["started"] for s in samples if "started" in s} - ended):
+        seen = [s for s in samples if s.get("started") == start and "cpu_s" in s]
+        if seen:
+            runs.append({"start": start, "wall_s": seen[-1]["t"] - start,
+                         "cpu_s": max(s["cpu_s"] for s in seen), "rc": None})
     manifest = json.loads((args.dir / "manifest.json").read_text()) if (args.dir / "manifest.json").exists() else {}
     table = manifest.get("table") or {}
     entries = table.get("entries")

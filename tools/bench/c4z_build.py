@@ -18,64 +18,11 @@ import resource
 import shutil
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
-KINDS = {   # a file kind: a test on its path relative to the build directory
-    "forward key shards": lambda p: p.startswith("work/forward/"),
-    "backward outcome shards": lambda p: p.startswith("work/backward/"),
-    "child runs": lambda p: p.startswith("work/runs/"),
-    "backward messages": lambda p: p.startswith("work/messages/"),
-    "recycle bin": lambda p: p.startswith("work/recycle/"),
-    "table": lambda p: "/" not in p and (p.endswith((".dat", ".c4z")) or ".tmp" in p),
-}
-
-
-class DiskSampler:
-    """Samples the bytes under a directory (total and per kind) every ``every`` seconds."""
-
-    def __init__(self, root: Path, every: float):
-        self.root, self.every = root, every
-        self.peak = 0
-        self.peak_kind = dict.fromkeys(KINDS, 0)
-        self.raw_seen: set[str] = set()
-        self._stop = threading.Event()
-        self._t = threading.Thread(target=self._run, daemon=True)
-
-    def sample(self) -> None:
-        total, kinds = 0, dict.fromkeys(KINDS, 0)
-        for dirpath, _, files in os.walk(self.root):
-            for f in files:
-                full = os.path.join(dirpath, f)
-                try:
-                    size = os.stat(full).st_blocks * 512   # what the disk holds (sparse files)
-                except FileNotFoundError:
-                    continue
-                rel = os.path.relpath(full, self.root)
-                if ".dat" in f:
-                    self.raw_seen.add(rel)
-                total += size
-                for k, test in KINDS.items():
-                    if test(rel):
-                        kinds[k] += size
-        self.peak = max(self.peak, total)
-        for k, v in kinds.items():
-            self.peak_kind[k] = max(self.peak_kind[k], v)
-
-    def _run(self):
-        while not self._stop.is_set():
-            self.sample()
-            self._stop.wait(self.every)
-
-    def __enter__(self):
-        self._t.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._stop.set()
-        self._t.join()
-        self.sample()
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from diskuse import KINDS, DiskSampler  # noqa: E402
 
 
 def run_build(board: str, out: Path, workers: int, memory: str, fmt: str, level: int | None,
@@ -100,8 +47,7 @@ def run_build(board: str, out: Path, workers: int, memory: str, fmt: str, level:
     entries = t["entries"]
     size = t["c4z"]["bytes"] if t.get("format") == "c4z" else t["bytes"]
     work = {k: sum(f.stat().st_size for f in (out / d).rglob("*") if f.is_file())
-            for k, d in (("forward key shards", "work/forward"),
-                         ("backward outcome shards", "work/backward"))}
+            for k, d in (("key shards", "work/forward"), ("outcome shards", "work/backward"))}
     return {"format": fmt if level is None else f"{fmt} (level {level})", "entries": entries,
             "wall_s": wall, "cpu_s": (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime),
             "peak_disk": disk.peak, "peak_kind": disk.peak_kind, "table_bytes": size,
@@ -138,7 +84,7 @@ def main(argv=None) -> None:
         Path(a.as_json).write_text(json.dumps(res, indent=1))
     if a.no_dat:
         return
-    print(f"\nCPU against the .dat build: " + ", ".join(
+    print("\nCPU against the .dat build: " + ", ".join(
         f"{r['format']} {r['cpu_s'] / base['cpu_s']:.3f}x" for r in res[1:]))
     print(f"all sha256 equal: {len({r['sha256'] for r in res}) == 1} ({base['sha256']})")
     n = base["entries"]

@@ -67,6 +67,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+from diskuse import disk_bytes  # noqa: E402
+
 from c4table.analysis.peers import (Wdl, bock_to_a_view, check_pseudo, compare_exact,
                                      our_counts, parse_bock_csv, parse_jh85_reachtally,
                                      parse_jh85_solve)
@@ -136,18 +139,6 @@ def _pss(pid: int) -> int:
             return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
     except OSError:
         return 0
-
-
-def disk_bytes(path: Path) -> int:
-    """Bytes allocated to the files under ``path`` (blocks, so sparse files count what they hold)."""
-    total = 0
-    for dirpath, _, files in os.walk(path):
-        for name in files:
-            try:
-                total += os.lstat(os.path.join(dirpath, name)).st_blocks * 512
-            except OSError:
-                pass
-    return total
 
 
 class _Sampler(threading.Thread):

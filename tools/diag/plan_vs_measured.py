@@ -24,7 +24,9 @@ import threading
 import time
 from pathlib import Path
 
-from c4table.pipeline.runtime.counters import load_stats
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+from diskuse import disk_bytes  # noqa: E402
+from c4table.pipeline.runtime.counters import load_stats  # noqa: E402
 from c4table.pipeline.planning.iomodel import FIELDS, STAGES, predict_io
 from c4table.pipeline.planning.plan import make_plan
 from c4table.io.storage import open_storage
@@ -35,18 +37,6 @@ def fmt(field: str, v: int) -> str:
     return format_size(v) if "bytes" in field or "memory" in field else f"{v:,}"
 
 
-def dir_bytes(root: Path) -> int:
-    """Bytes of the files under ``root`` now (files vanishing meanwhile are skipped)."""
-    total = 0
-    for dirpath, _dirs, files in os.walk(root):
-        for f in files:
-            try:
-                total += os.stat(os.path.join(dirpath, f)).st_size
-            except OSError:
-                pass
-    return total
-
-
 def build_sampled(board: str, out: str, workers: int, fmt: str, every: float = 0.05) -> dict:
     """Run ``c4table build`` into ``out``, sampling its bytes; returns the peak sampled and
     the CPU (user + sys of the build's process tree) and wall seconds."""
@@ -54,7 +44,7 @@ def build_sampled(board: str, out: str, workers: int, fmt: str, every: float = 0
 
     def sample():
         while not done.is_set():
-            peak[0] = max(peak[0], dir_bytes(Path(out)))
+            peak[0] = max(peak[0], disk_bytes(Path(out), allocated=False))
             time.sleep(every)
     t = threading.Thread(target=sample, daemon=True)
     t.start()

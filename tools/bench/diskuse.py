@@ -1,0 +1,99 @@
+"""What a build directory holds on disk, in total and per file kind, sampled while it runs.
+
+The benchmarks that report a build's peak disk (``big_build.py``, ``c4z_build.py``,
+``tools/diag/plan_vs_measured.py``, ``bench_build.py``, ``tools/compare/bench_peers.py``) share
+these: :func:`disk_bytes` (one directory's bytes now), :func:`sample` (per kind) and
+:class:`DiskSampler` (a thread sampling every few seconds and keeping the peaks).
+
+Sizes are allocated blocks (``st_blocks * 512``: what the disk holds, sparse files counted by
+what they hold) unless ``allocated=False`` asks for the files' lengths.
+"""
+from __future__ import annotations
+
+import os
+import threading
+import time
+from pathlib import Path
+
+KINDS = {   # a file kind: a test on its path relative to the build directory
+    "key shards": lambda p: p.startswith("work/forward/"),
+    "outcome shards": lambda p: p.startswith("work/backward/"),
+    "child runs": lambda p: p.startswith("work/runs/"),
+    "messages": lambda p: p.startswith("work/messages/"),
+    "recycle bin": lambda p: p.startswith("work/recycle/"),
+    "table": lambda p: "/" not in p and (p.endswith((".dat", ".c4z")) or ".tmp" in p
+                                         or p.startswith("parts")),
+}
+
+
+def _files(root: Path, allocated: bool):
+    """(path relative to ``root``, bytes) of each file under ``root``; files that vanish
+    while the walk goes on are skipped."""
+    for dirpath, _, files in os.walk(root):
+        for f in files:
+            full = os.path.join(dirpath, f)
+            try:
+                st = os.lstat(full)
+            except OSError:
+                continue
+            yield os.path.relpath(full, root), (st.st_blocks * 512 if allocated else st.st_size)
+
+
+def disk_bytes(root: Path, allocated: bool = True) -> int:
+    """Bytes of the files under ``root`` now."""
+    return sum(n for _, n in _files(root, allocated))
+
+
+def sample(root: Path) -> dict:
+    """Bytes the disk holds under ``root``, in total and per kind, and the raw ``.dat`` files
+    seen, as one JSON-ready record: ``{"t", "bytes", "kinds", "raw_files", "raw_names"}``."""
+    kinds = dict.fromkeys(KINDS, 0)
+    total, raw = 0, []
+    for rel, size in _files(root, True):
+        total += size
+        if rel.endswith(".dat") or ".dat." in rel:
+            raw.append(rel)
+        for k, test in KINDS.items():
+            if test(rel):
+                kinds[k] += size
+    return {"t": round(time.time(), 1), "bytes": total, "kinds": kinds, "raw_files": len(raw),
+            "raw_names": raw}
+
+
+class DiskSampler:
+    """Samples ``root`` every ``every`` seconds in a thread while the ``with`` block runs (once
+    more at its end), keeping the peak total, the peak of each kind and every raw file seen;
+    ``on_sample`` (if given) receives each record, e.g. to append it to a log."""
+
+    def __init__(self, root: Path, every: float, on_sample=None):
+        self.root, self.every, self.on_sample = Path(root), every, on_sample
+        self.peak = 0
+        self.peak_kind = dict.fromkeys(KINDS, 0)
+        self.raw_seen: set[str] = set()
+        self._stop = threading.Event()
+        self._t = threading.Thread(target=self._run, daemon=True)
+
+    def sample(self) -> None:
+        if not self.root.exists():
+            return
+        s = sample(self.root)
+        self.peak = max(self.peak, s["bytes"])
+        for k, v in s["kinds"].items():
+            self.peak_kind[k] = max(self.peak_kind[k], v)
+        self.raw_seen.update(s["raw_names"])
+        if self.on_sample is not None:
+            self.on_sample(s)
+
+    def _run(self):
+        while not self._stop.is_set():
+            self.sample()
+            self._stop.wait(self.every)
+
+    def __enter__(self):
+        self._t.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._t.join()
+        self.sample()
