@@ -1,4 +1,5 @@
-"""The shuffle's requests: fences read once per process (cached by run record), and the
+"""The shuffle's requests: fences read once per process (cached by run record, and counted
+apart, so that the other counts do not depend on which process ran which task), and the
 two-level shuffle (:mod:`c4table.pipeline.sort.shuffle`) that keeps a shuffle's ranged reads under
 a bound, with tables byte-identical to the known ones."""
 from __future__ import annotations
@@ -37,6 +38,10 @@ def test_fences_are_read_once_per_run_record_and_never_stale(tmp_path):
     assert (second.head_requests, second.get_requests, second.ranged_reads) == (0, 0, 1)
     blocks = -(-vals.shape[0] // extsort.FENCE)   # the index: 4 header words, fences, offsets
     assert by_path.bytes_read - second.bytes_read == 8 * (4 + 2 * blocks + 1)
+    # the read kept for later tasks is counted apart: the rest is the same for either task
+    assert (by_path.cached_reads, first.cached_reads, second.cached_reads) == (0, 1, 0)
+    assert first.cached_bytes_read == 8 * (4 + 2 * blocks + 1)
+    assert first.task_bytes_read == second.task_bytes_read == second.bytes_read
     other = _values(2, 2 * extsort.FENCE + 5)
     rec2 = extsort.run_record("r.u64", other, extsort.write_run(st, "r.u64", other))
     assert rec2["xxh64"] != rec["xxh64"]
@@ -131,3 +136,32 @@ def test_premerged_messages_are_reused_after_an_interruption(tmp_path):
     b.executor.map = lambda fn, tasks: calls.append(fn) or real_map(fn, tasks)
     assert sha256_of(run_build(b)) == known_sha256("5x4")
     assert calls.index(backward.annotate_task) < calls.index(shuffle.premerge_task)
+
+
+def test_counts_do_not_depend_on_which_process_ran_which_task(tmp_path, monkeypatch):
+    """5x4 planned for 2 workers, run once on 2 local processes and once with every task in
+    the driver's process (the same tasks, each run index then read once in all): the counts
+    per stage are the same but for the reads each process caches for its later tasks (run
+    indexes: ``cached_reads``, ``cached_bytes_read``), which are counted apart, and the memory
+    measured. (Counted with the rest, the index GETs made forward and backward ``bytes_read``
+    depend on the schedule, and so did counting the build's own ``stats.json``, whose size
+    depends on the counts it holds: it is not counted.)"""
+    from c4table.io.counting import IOCounts
+    from c4table.pipeline.runtime.execution import Executor
+    from c4table.pipeline.stages import build as build_mod
+    pool = build_stats("5x4", tmp_path / "p", 30, monkeypatch)
+    monkeypatch.setattr(build_mod, "make_executor",
+                        lambda workers, scheduler, start_method: Executor(None, workers, "serial"))
+    here = build_stats("5x4", tmp_path / "h", 30, monkeypatch)
+    assert (pool["workers"], here["workers"], here["executor"]) == (2, 2, "serial")
+    memory = {"peak_task_memory", "task_memory_sum", "first_task_memory"}
+    cached = {"cached_reads", "cached_bytes_read", "bytes_read", "get_requests", "requests"}
+    for st in ("forward", "backward", "merge"):
+        p, h = pool["stages"][st], here["stages"][st]
+        assert {k: v for k, v in p.items() if k not in memory | cached} == \
+               {k: v for k, v in h.items() if k not in memory | cached}, st
+        cp, ch = IOCounts.from_json(p), IOCounts.from_json(h)
+        assert cp.task_bytes_read == ch.task_bytes_read, st
+        assert cp.get_requests - cp.cached_reads == ch.get_requests - ch.cached_reads, st
+        assert cp.cached_reads >= ch.cached_reads, st   # each process reads an index once
+    assert here["stages"]["forward"]["cached_reads"] > 0

@@ -25,6 +25,8 @@ class IOCounts:
     get_requests: int = 0        # whole-object reads (GET without a range)
     ranged_reads: int = 0        # reads of part of an object (ranged GET / pread)
     slice_reads: int = 0         # of which: windows of sorted runs read by a shuffle
+    cached_reads: int = 0        # of which: reads a process keeps for its later tasks (run
+    cached_bytes_read: int = 0   # indexes), so their number depends on which worker ran which task
     head_requests: int = 0       # size/existence queries (HEAD / stat)
     list_requests: int = 0
     delete_requests: int = 0
@@ -44,6 +46,20 @@ class IOCounts:
             self.ranged_reads += 1
         else:
             self.get_requests += 1
+
+    def add_cached_read(self, n: int, ranged: bool) -> None:
+        """Count a read whose result this process keeps for its later tasks: how many are made
+        depends on which worker ran which task, so they are also counted apart
+        (:attr:`task_bytes_read` leaves them out)."""
+        self.add_read(n, ranged)
+        self.cached_reads += 1
+        self.cached_bytes_read += int(n)
+
+    @property
+    def task_bytes_read(self) -> int:
+        """The bytes read but for the cached reads: what the tasks read for themselves, the
+        same whichever worker ran which task."""
+        return self.bytes_read - self.cached_bytes_read
 
     @property
     def requests(self) -> int:
@@ -91,6 +107,15 @@ def counting(c: IOCounts):
         yield c
     finally:
         stack.pop()
+
+
+@contextmanager
+def uncounted():
+    """Count the requests of the block nowhere (a throwaway :class:`IOCounts`): for the
+    counters' own file, whose size depends on the counts it holds (so counting it would make
+    the counts depend on themselves)."""
+    with counting(IOCounts()):
+        yield
 
 
 class _CountingStream:

@@ -125,9 +125,16 @@ class Storage:
         return {i.path[n:]: i.size for i in self.fs.get_file_info(sel) if i.type == pafs.FileType.File}
 
     # ------------------------------------------------------------------ reads
-    def read_bytes(self, rel: str) -> bytes:
+    def read_bytes(self, rel: str, cached: bool = False) -> bytes:
+        """The whole file ``rel`` (one GET). ``cached``: the caller keeps the bytes for the
+        process's later tasks, so how many such reads a stage makes depends on which worker ran
+        which task; they are counted apart too (:meth:`IOCounts.add_cached_read`)."""
         data = self._read_bytes(rel)
-        active().add_read(len(data), ranged=False)
+        c = active()
+        if cached:
+            c.add_cached_read(len(data), ranged=False)
+        else:
+            c.add_read(len(data), ranged=False)
         return data
 
     def _read_bytes(self, rel: str) -> bytes:

@@ -19,7 +19,7 @@ from c4table.pipeline.runtime import allocator
 
 from c4table.builddir.manifest import checksum
 from c4table.errors import BuildError, CorruptDataError
-from c4table.io.counting import IOCounts, active, counting, driver_counts  # noqa: F401
+from c4table.io.counting import IOCounts, active, counting, driver_counts, uncounted  # noqa: F401
 from c4table.units import format_size
 
 STATS = "stats.json"

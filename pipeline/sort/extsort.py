@@ -267,7 +267,9 @@ def _index(store: Storage, run) -> _Index:
     """The :class:`_Index` of a run given by its path (an index GET and a size HEAD) or by its
     record (:func:`run_record`): then the index is read once per process and kept in an LRU of
     :data:`FENCE_CACHE_BYTES` keyed by the storage, the file, its xxh64 and its rows, so a run
-    written again under the same name is never served a stale index. Raises
+    written again under the same name is never served a stale index. How many of these reads a
+    stage makes depends on which worker ran which task, so they are counted apart
+    (:meth:`~c4table.io.counting.IOCounts.add_cached_read`). Raises
     :class:`FileNotFoundError` for a missing run and :class:`~c4table.errors.CorruptDataError`
     for an index that does not fit its run or is of an older format."""
     global _fence_cache_bytes
@@ -279,7 +281,7 @@ def _index(store: Storage, run) -> _Index:
         if got is not None:
             _fence_cache.move_to_end(key)
             return got
-    raw = store.read_bytes(rel + ".fences")
+    raw = store.read_bytes(rel + ".fences", cached=key is not None)   # kept: counted apart
     try:
         parsed = runcodec.parse_index(raw)
     except ValueError as e:

@@ -167,21 +167,25 @@ class Build:
 
     def save_stats(self) -> None:
         """Write the counts of this run's stages to ``DIR/stats.json``, keeping the stages an
-        earlier run recorded and this one did not run (a build run stage by stage)."""
+        earlier run recorded and this one did not run (a build run stage by stage). Its own
+        requests are not counted: the file's size depends on the counts it holds (timings,
+        memory, the executor's name), and the next stage would count reading it."""
         mine = {k: v for k, v in self.executor_counts.items()
                 if k != "setup" and v["tasks"]}
         if not mine:
             return
-        try:
-            old = counters.load_stats(self.store)["stages"] if self.store.exists(counters.STATS) else {}
-        except C4Error:
-            old = {}
-        old.update(mine)
-        counters.save_stats(self.store, self.board.name, self.executor.workers, self.executor.name,
-                            old, {"memory": self.memory, "task_memory": self.task_memory,
-                             "storage": "local" if self.store.local else "remote",
-                             "shuffle_max_reads": self.shuffle_max_reads,
-                             "shuffles": self.shuffles})
+        with counters.uncounted():
+            try:
+                old = counters.load_stats(self.store)["stages"] if self.store.exists(counters.STATS) else {}
+            except C4Error:
+                old = {}
+            old.update(mine)
+            counters.save_stats(self.store, self.board.name, self.executor.workers,
+                                self.executor.name, old,
+                                {"memory": self.memory, "task_memory": self.task_memory,
+                                 "storage": "local" if self.store.local else "remote",
+                                 "shuffle_max_reads": self.shuffle_max_reads,
+                                 "shuffles": self.shuffles})
 
     def slice_reads(self) -> int:
         """Run-slice reads counted so far in the current stage (see :meth:`log_shuffle`)."""
