@@ -1,14 +1,15 @@
-"""Comparison of BDD figures with an explicit table's ``manifest.json``.
+"""Comparison of BDD figures with the per-ply counts an explicit build recorded
+(``manifest.json``, read through :class:`c4table.builddir.BuildDir`).
 
 Design notes: ``docs/modules.md`` (``c4table.bdd.crosscheck``).
 
     >>> from c4table.bdd.results import BddSolution, PlyResult
+    >>> from c4table.builddir.reader import PlyCounts
     >>> sol = BddSolution("1x1", "compressed", [PlyResult(0, 1, 0, 3, 0, 1, 0),
     ...                                          PlyResult(1, 1, 0, 3, 0, 1, 0)])
-    >>> man = {"board": "1x1", "plies": [
-    ...     {"ply": 0, "positions": 1, "terminal": 0, "a_wins": 0, "draws": 1, "b_wins": 0},
-    ...     {"ply": 1, "positions": 1, "terminal": 1, "a_wins": 1, "draws": 0, "b_wins": 0}]}
-    >>> r = compare(sol, man)
+    >>> plies = [PlyCounts(0, positions=1, terminal=0, a_wins=0, draws=1, b_wins=0),
+    ...          PlyCounts(1, positions=1, terminal=1, a_wins=1, draws=0, b_wins=0)]
+    >>> r = compare(sol, plies)
     >>> [str(d) for d in r.diffs]
     ['ply 1: won: bdd 0, table 1', 'ply 1: drawn: bdd 1, table 0']
 """
@@ -19,14 +20,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from c4table.bdd.results import WON_GAMES, BddCounts
-from c4table.game.board import Board
 from c4table.errors import BuildError, C4Error, CorruptDataError
-from c4table.builddir.reader import BuildDir
+from c4table.builddir.reader import BuildDir, PlyCounts
 
 FIELDS = (("positions", "positions"), ("terminal", "terminal"), ("won", "a_wins"),
           ("drawn", "draws"), ("lost", "b_wins"))
-"""(BDD field, manifest field) pairs compared per ply."""
-WDL_FIELDS = ("a_wins", "draws", "b_wins")
+"""(BDD field, :class:`~c4table.builddir.reader.PlyCounts` field) pairs compared per ply."""
 
 
 class ManifestError(C4Error):
@@ -68,7 +67,7 @@ class CrosscheckResult:
         return not self.diffs
 
 
-def load_manifest(path: str | Path) -> tuple[dict, Path]:
+def load_manifest(path: str | Path) -> tuple[BuildDir, Path]:
     """Read ``path/manifest.json`` (or ``path`` itself if it is a file) through
     :class:`~c4table.builddir.BuildDir`, which checks it: :class:`ManifestError` if there is
     none, :class:`~c4table.errors.CorruptDataError` (one line naming the file) if it is
@@ -94,58 +93,47 @@ def load_manifest(path: str | Path) -> tuple[dict, Path]:
         except OSError as e:
             raise ManifestError(f"cannot read manifest {p}: {e.strerror or e}") from None
     try:   # the one checked reader: format, own checksum, layout
-        man = BuildDir.load(p).data
+        bd = BuildDir.load(p)
     except CorruptDataError as e:
         raise CorruptManifestError(f"{e}; its figures are not trusted") from None
     except BuildError as e:
         raise ManifestError(str(e)) from None
-    return man, p
+    return bd, p
 
 
-def manifest_board(man: dict) -> Board:
-    """The board a manifest is for, from ``board`` (and ``k``) or ``width``/``height``."""
-    k = man.get("k", 4)
-    if "board" in man:
-        spec = str(man["board"]).split("k")[0]   # a Board.name may carry a "k5" suffix
-        return Board.parse(spec, int(k))
-    if "width" in man and "height" in man:
-        return Board(int(man["width"]), int(man["height"]), int(k))
-    raise ManifestError("manifest names no board ('board' or 'width'/'height')")
-
-
-def last_ply(man: dict) -> int:
-    """The last ply a manifest has counts for (``-1`` if none): a partial build
+def last_ply(plies: list[PlyCounts]) -> int:
+    """The last ply a build has counts for (``-1`` if none): a partial build
     (``forward --max-ply N``) stops early.
 
-    >>> last_ply({"plies": [{"ply": 0, "positions": 1}, {"ply": 1, "positions": 5}]})
+    >>> last_ply([PlyCounts(0, positions=1), PlyCounts(1, positions=5), PlyCounts(2)])
     1
     """
-    return max((row["ply"] for row in man.get("plies", []) if "positions" in row), default=-1)
+    return max((row.ply for row in plies if row.positions is not None), default=-1)
 
 
-def has_wdl(man: dict) -> bool:
-    """Whether every ply row of the manifest has ``a_wins``, ``draws`` and ``b_wins``."""
-    rows = man.get("plies", [])
-    return bool(rows) and all(all(f in row for f in WDL_FIELDS) for row in rows)
+def has_wdl(plies: list[PlyCounts]) -> bool:
+    """Whether the backward pass counted the outcomes of every ply."""
+    return bool(plies) and all(row.solved for row in plies)
 
 
-def compare(result: BddCounts, man: dict) -> CrosscheckResult:
-    """Compare the BDD per-ply figures of ``result`` with the manifest ``man``: positions and
-    terminal always, won/drawn/lost when the manifest has them and ``result`` is solved."""
+def compare(result: BddCounts, plies: list[PlyCounts]) -> CrosscheckResult:
+    """Compare the BDD per-ply figures of ``result`` with a build's counts ``plies``
+    (:meth:`c4table.builddir.BuildDir.ply_counts`): positions and terminal always,
+    won/drawn/lost when the build has them and ``result`` is solved."""
     solved = bool(result.plies) and result.plies[0].won is not None
     fields = [f for f in FIELDS if f[0] in ("positions", "terminal")
-              or (solved and has_wdl(man))]
+              or (solved and has_wdl(plies))]
     out = CrosscheckResult(result.board, fields=tuple(f for f, _ in fields))
-    if not (solved and has_wdl(man)):
+    if not (solved and has_wdl(plies)):
         out.notes.append("won/drawn/lost absent from the manifest: compared positions and "
                          f"{WON_GAMES} only")
-    rows = {row["ply"]: row for row in man["plies"]}
+    rows = {row.ply: row for row in plies}
     last = result.plies[-1].ply
     for res in result.plies:
         row = rows.pop(res.ply, None)
         for ours, theirs in fields:
             mine = getattr(res, ours)
-            other = None if row is None else row.get(theirs)
+            other = None if row is None else getattr(row, theirs)
             out.compared += 1
             if (ours == "terminal" and res.ply == last and other == res.positions
                     and mine != other):
@@ -159,6 +147,6 @@ def compare(result: BddCounts, man: dict) -> CrosscheckResult:
                 out.diffs.append(Diff(res.ply, ours, mine, other))
     for ply, row in sorted(rows.items()):       # plies the BDD does not have
         for ours, theirs in fields:
-            if row.get(theirs, 0) != 0:
-                out.diffs.append(Diff(ply, ours, None, row.get(theirs)))
+            if getattr(row, theirs) not in (None, 0):
+                out.diffs.append(Diff(ply, ours, None, getattr(row, theirs)))
     return out

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, NamedTuple
 
 import numpy as np
 
@@ -22,6 +22,25 @@ from c4table.errors import BuildError
 from c4table.builddir.manifest import MANIFEST, Manifest
 from c4table.builddir.shards import ShardInfo, read_shard, stored_xxh64
 from c4table.io.storage import Storage, is_url, open_storage
+
+
+class PlyCounts(NamedTuple):
+    """What a build recorded for one ply, in positions (mirror images counted apart, as in
+    Böck's tables); a field is None where the build has not counted it (``positions`` and
+    ``terminal`` after the forward step, ``a_wins``/``draws``/``b_wins`` after the backward
+    one)."""
+
+    ply: int
+    positions: int | None = None
+    terminal: int | None = None
+    a_wins: int | None = None
+    draws: int | None = None
+    b_wins: int | None = None
+
+    @property
+    def solved(self) -> bool:
+        """Whether the backward pass counted this ply's outcomes."""
+        return None not in (self.a_wins, self.draws, self.b_wins)
 
 
 class BuildDir:
@@ -83,6 +102,22 @@ class BuildDir:
     def table(self) -> dict | None:
         """The finished table's record (file, entries, bytes, sha256, md5), or ``None``."""
         return self.manifest.table
+
+    def ply_counts(self) -> list[PlyCounts]:
+        """The counts of every ply the build recorded, ply 0 first.
+
+        >>> BuildDir.load("tables/5x4").ply_counts()[4]
+        PlyCounts(ply=4, positions=345, terminal=0, a_wins=44, draws=231, b_wins=70)
+        """
+        return [PlyCounts(r["ply"], *(r.get(f) for f in PlyCounts._fields[1:]))
+                for r in self.manifest.plies]
+
+    @property
+    def root_moves(self) -> str | None:
+        """The moves from the empty board to the root of a rooted build, or None for a
+        build of the whole board."""
+        root = self.manifest.root_record()
+        return None if not isinstance(root, dict) else str(root.get("moves") or "")
 
     def describes(self, table_name: str) -> bool:
         """Whether this build is the one of the table file called ``table_name``: its table

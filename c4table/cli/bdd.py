@@ -19,7 +19,7 @@ import time
 import click
 
 from c4table.bdd.crosscheck import (CorruptManifestError, ManifestError, compare, has_wdl,
-                                    last_ply, load_manifest, manifest_board)
+                                    last_ply, load_manifest)
 from c4table.bdd.encoding import ENCODINGS
 from c4table.bdd.engine import DEFAULT_NODES, FLAVOURS, BddCapacityError, DDMemoryError
 from c4table.bdd.results import WON_GAMES, BddCounts
@@ -195,26 +195,27 @@ def crosscheck(path, encoding, nodes, threads, flavour, terminal, image, quiet, 
     """
     ctx = click.get_current_context()
     try:
-        man, mpath = load_manifest(path)
-        board = manifest_board(man)
+        bd, mpath = load_manifest(path)
+        board = bd.board
     except CorruptManifestError as e:
         _fail(str(e), 1)
     except (ManifestError, BoardError, ValueError, TypeError) as e:
         _fail(str(e), 2)
-    if isinstance(man.get("root"), dict):   # c4table.game.root: counts of a subtree, not the board's
-        _fail(f"{mpath}: a build rooted at {man['root'].get('moves') or '(empty)'}; the BDD "
+    if bd.root_moves is not None:   # c4table.game.root: counts of a subtree, not the board's
+        _fail(f"{mpath}: a build rooted at {bd.root_moves or '(empty)'}; the BDD "
                    "counts every position of the board, so crosscheck compares full builds only", 2)
     if connect is not None and connect != board.k:
         _fail(f"{mpath} is a build of board {board.width}x{board.height} with connect "
                    f"length {board.k}, not --connect {connect}", 2)
     t0 = time.perf_counter()
-    last = last_ply(man)
+    plies = bd.ply_counts()
+    last = last_ply(plies)
     if last < board.cells:
         click.echo(f"note: partial build: the manifest has plies 0-{last} of {board.cells}; "
                    f"comparing up to ply {last}")
-    result = _run(ctx, board, has_wdl(man), encoding, nodes, threads, flavour, terminal,
+    result = _run(ctx, board, has_wdl(plies), encoding, nodes, threads, flavour, terminal,
                   image, quiet, max_ply=last if last < board.cells else None)
-    res = compare(result, man)
+    res = compare(result, plies)
     for note in res.notes:
         click.echo(f"note: {note}")
     for d in res.diffs:
