@@ -102,8 +102,10 @@ def test_c4z_build_decompresses_to_the_dat_build_and_known_sha256(board, built, 
     # the same blocks as compress of the .dat at the build's settings: the merge's ranges
     # are stitched onto the file's grid exactly
     from c4table.pipeline.stages.merge_c4z import build_level
+    from c4table.c4z.format import BUILD_BLOCK_ENTRIES, BUILD_PART_ENTRIES
     ref = compress_table(dat, tmp_path / "ref.c4z", level=build_level(), key_dict=False,
-                         sym_dict=False, quiet=True)
+                         sym_dict=False, quiet=True, block_entries=BUILD_BLOCK_ENTRIES,
+                         part_entries=BUILD_PART_ENTRIES)
     assert blocks_region(z) == blocks_region(ref)
     assert blocks_region(z).startswith(MAGIC)
 

@@ -5,7 +5,7 @@ The key space is cut into ranges as for the ``.dat`` (:func:`~c4table.pipeline.s
 and each range task gathers its entries in key order and finds its offset in the table as the
 ``.dat`` merge's tasks do (:func:`~c4table.pipeline.stages.merge.gather_range`). The ``.c4z``'s blocks lie
 on a fixed grid (block ``i`` holds entries ``i*B ..``), which a range seldom starts or ends
-on: a task compresses the whole blocks inside its range (:func:`~c4table.c4z.blocks.encode_entries`,
+on: a task compresses the whole blocks inside its range (:func:`~c4table.c4z.blocks.encode_words`,
 at the level :func:`build_level` says, no trained dictionaries) into a part file ``work/merge/blocks-R.bin``
 and returns the raw entries before the first and after the last of them (fewer than ``B``
 each). The driver takes the tasks' results in range order while later ranges still run and
@@ -48,8 +48,8 @@ import xxhash
 
 import c4table.config as config
 from c4table.c4z.assemble import Assembler, Checkpoint, idx_path
-from c4table.c4z.blocks import default_part_entries, encode_entries
-from c4table.c4z.format import DEFAULT_BLOCK_ENTRIES, default_c4z_name
+from c4table.c4z.blocks import encode_words
+from c4table.c4z.format import BUILD_BLOCK_ENTRIES, BUILD_PART_ENTRIES, default_c4z_name
 from c4table.errors import BuildError, CorruptDataError
 from c4table.game.board import Board
 from c4table.io.files import fsync_dir
@@ -84,8 +84,10 @@ class RangeBlocks:
 
 
 def build_level() -> int:
-    """The zstd level of a build's blocks (``C4TABLE_C4Z_LEVEL``, default 3: the sizes and
-    CPU of each level are in ``docs/settings.md``)."""
+    """The zstd level of a build's blocks (``C4TABLE_C4Z_LEVEL``, default 5: the sizes and
+    CPU of each level are in ``docs/settings.md``). The blocks are
+    :data:`~c4table.c4z.format.BUILD_BLOCK_ENTRIES` entries in parts of
+    :data:`~c4table.c4z.format.BUILD_PART_ENTRIES`."""
     return config.get("C4TABLE_C4Z_LEVEL")
 
 
@@ -104,16 +106,14 @@ def range_blocks_task(root: str, shards: list[dict], lo: int, hi: int, below: in
     store = open_storage(root)
     rw = merge.gather_range(store, shards, lo, hi, below)
     B, E = block_entries, board.entry_size
-    part_entries = default_part_entries(B)
+    part_entries = BUILD_PART_ENTRIES
     head_n = min(rw.count, (-rw.under) % B)
     out = RangeBlocks(rw.under, rw.count, b"", b"", rel)
     buf = np.empty(B, np.uint64)
     n, want, in_head = 0, head_n, head_n > 0
     with open(store.root / rel, "wb") as f:
         def flush_block():
-            keys = buf >> np.uint64(8)
-            outs = (buf & np.uint64(0xFF)).astype(np.uint8)
-            first, comp = encode_entries(keys, outs, board, level, part_entries)
+            first, comp = encode_words(buf, board, level, part_entries)
             f.write(comp)
             out.firsts.append(first)
             out.lengths.append(len(comp))
@@ -180,7 +180,7 @@ def shards_digest(shards, board: Board) -> str:
     """A digest of the backward shards' records (and the grid): a state made from other shards
     is not continued."""
     recs = [s.to_json() for s in shards]
-    return xxhash.xxh64(json.dumps([board.name, DEFAULT_BLOCK_ENTRIES, recs],
+    return xxhash.xxh64(json.dumps([board.name, BUILD_BLOCK_ENTRIES, BUILD_PART_ENTRIES, recs],
                                    sort_keys=True).encode()).hexdigest()
 
 
@@ -316,7 +316,7 @@ def run(build):
             mine = [s.to_json() for s in shards if s.last >= bounds[r] and s.first < bounds[r + 1]]
             below = sum(s.rows for s in shards if s.last < bounds[r])
             tasks.append((store.uri, mine, bounds[r], bounds[r + 1], below,
-                          f"{merge.PARTS}/blocks-{r:05d}.bin", board, DEFAULT_BLOCK_ENTRIES,
+                          f"{merge.PARTS}/blocks-{r:05d}.bin", board, BUILD_BLOCK_ENTRIES,
                           level))
 
         def appended(k: int, at: Checkpoint) -> None:   # ranges 0..k-1 are in the .tmp
@@ -360,9 +360,10 @@ def assemble(store, part, board: Board, total: int, n_ranges: int, level: int, r
     :class:`BuildError` if a range does not start where the one before it ended, or the
     ranges do not add up to ``total``."""
     if resume is None:
-        a, r0 = Assembler(part, board, DEFAULT_BLOCK_ENTRIES, level, md5=md5), 0
+        a, r0 = Assembler(part, board, BUILD_BLOCK_ENTRIES, level, BUILD_PART_ENTRIES, md5=md5), 0
     else:
-        a = Assembler.reopen(part, board, DEFAULT_BLOCK_ENTRIES, level, resume.at, md5=md5)
+        a = Assembler.reopen(part, board, BUILD_BLOCK_ENTRIES, level, resume.at,
+                             BUILD_PART_ENTRIES, md5=md5)
         r0 = resume.done
     try:
         at, ranges = a.entries, r0
