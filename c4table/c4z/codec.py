@@ -206,8 +206,14 @@ def _decode_rows(kv, syms, first, n, base, width, heights, inv, key_bytes, rows)
     m = kv.shape[0]
     for j in range(n):
         if j:
-            d, pos = _varint_at(kv, pos, m)
-            if pos < 0 or d == 0:
+            if pos < m and kv[pos] < 128:      # the usual case: a one-byte delta
+                d = np.uint64(kv[pos])
+                pos += 1
+            else:
+                d, pos = _varint_at(kv, pos, m)
+                if pos < 0:
+                    return -1
+            if d == 0:
                 return -1
             key += d
             add = np.int64(d)
