@@ -7,7 +7,7 @@ bytes per entry of each kind of intermediate file it keeps (key shards, outcome 
 the peak bytes per entry of each kind of scratch file (child runs, backward messages),
 sampled as they come and go.
 
-    .venv/bin/python tools/bench/c4z_build.py 5x5 --workers 2 --levels 3 9 [--repeat 3]
+    .venv/bin/python tools/bench/c4z_build.py 5x5 --workers 2 --levels 3:65536 5 [--repeat 3]
 
 ``--repeat N`` builds every format N times, round by round (.dat, then each level), and
 compares the least CPU of each format (a loaded machine adds to CPU time, seldom takes away).
@@ -90,13 +90,16 @@ class DiskSampler:
         self.sample()
 
 
-def run_build(board: str, out: Path, workers: int, memory: str, fmt: str, level: int | None,
+def run_build(board: str, out: Path, workers: int, memory: str, fmt: str, level: str | None,
               every: float) -> dict:
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
     env = dict(os.environ)
-    if level is not None:
-        env["C4TABLE_C4Z_LEVEL"] = str(level)
+    if level is not None:   # LEVEL or LEVEL:BLOCK_ENTRIES
+        lv, _, block = level.partition(":")
+        env["C4TABLE_C4Z_LEVEL"] = lv
+        if block:
+            env["C4TABLE_C4Z_BLOCK_ENTRIES"] = block
     cmd = [str(Path(sys.executable).with_name("c4table")), "build", board, "--out", str(out),
            "--workers", str(workers), "--memory", memory, "-q", "--format", fmt]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -172,7 +175,8 @@ def main(argv=None) -> None:
     ap.add_argument("board")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--memory", default="4GiB")
-    ap.add_argument("--levels", type=int, nargs="*", default=[3])
+    ap.add_argument("--levels", nargs="*", default=["5"],
+                    help="zstd levels of the c4z builds, each LEVEL or LEVEL:BLOCK_ENTRIES")
     ap.add_argument("--every", type=float, default=0.2, help="disk sampling period (s)")
     ap.add_argument("--dir", default="/tmp/c4z-bench")
     ap.add_argument("--json", dest="as_json", help="also write the results to this file")
