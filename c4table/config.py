@@ -48,6 +48,14 @@ def positive_count(value: str) -> int:
     return n
 
 
+def c4z_block_entries(value: str) -> int:
+    """Entries of a ``.c4z`` block written by a build: 1,024 to 16,777,216."""
+    n = positive_count(value)
+    if not 1024 <= n <= 1 << 24:
+        raise ValueError("give a block size from 1,024 to 16,777,216 entries")
+    return n
+
+
 @dataclass(frozen=True)
 class Setting:
     """One environment variable: its ``name``, the ``default`` it takes when unset or empty
@@ -80,9 +88,13 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
             "pass over the table in key order, one core, beside the sha256: on a large table "
             "it is the merge's longest serial part). `c4table verify` prints the md5 anyway.",
             switch),
-    Setting("C4TABLE_C4Z_LEVEL", 3, "zstd level (1-22) of the blocks a `build --format c4z` "
-            "writes (higher: smaller and slower; `c4table compress` uses 19).", zstd_level,
+    Setting("C4TABLE_C4Z_LEVEL", 5, "zstd level (1-22) of the blocks a `build --format c4z` "
+            "writes (262,144 entries each; higher: smaller and slower; `c4table compress` uses "
+            "19).", zstd_level,
             BuildError),
+    Setting("C4TABLE_C4Z_BLOCK_ENTRIES", 1 << 18, "Entries of the blocks a `build --format c4z` "
+            "writes (default 262,144, in parts of 65,536: bigger blocks, smaller files, slower "
+            "single probes).", c4z_block_entries, BuildError),
     Setting("C4TABLE_SKIP_DISK_CHECK", False, "Switch: skip the free-disk checks of a local build "
             "(tests and file systems whose free space is not what statvfs says).", switch),
     Setting("C4TABLE_TRACEBACK", False, "Switch: let an internal error show its Python traceback "

@@ -7,6 +7,7 @@ after SIGKILL in the merge writes the same bytes."""
 from __future__ import annotations
 
 import json
+import os
 import random
 import shutil
 import signal
@@ -26,6 +27,17 @@ from c4table.table.known import known_tables
 from test_faults import ROOT, SEED, cli, one_line_error
 
 C4Z_CMD = ("--format", "c4z")
+SMALL_GRID = "16384"   # blocks of the tests' builds: a 5x4 merge range holds whole blocks
+
+
+@pytest.fixture(scope="module", autouse=True)
+def small_grid():
+    """The builds here write 16,384-entry blocks (two parts each), so that the merge's ranges
+    of small boards compress whole blocks, as a big board's do with the default grid (the
+    default profile: :func:`test_default_profile_is_the_build_grid_of_compress`)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("C4TABLE_C4Z_BLOCK_ENTRIES", SMALL_GRID)
+        yield
 
 
 class RawWatch:
@@ -101,9 +113,11 @@ def test_c4z_build_decompresses_to_the_dat_build_and_known_sha256(board, built, 
     assert m["c4z"]["sha256"] == sha256_of(z) and m["c4z"]["bytes"] == z.stat().st_size
     # the same blocks as compress of the .dat at the build's settings: the merge's ranges
     # are stitched onto the file's grid exactly
-    from c4table.pipeline.stages.merge_c4z import build_level
+    from c4table.pipeline.stages.merge_c4z import build_grid, build_level
+    B, P = build_grid()
+    assert (B, P) == (16384, 9216)
     ref = compress_table(dat, tmp_path / "ref.c4z", level=build_level(), key_dict=False,
-                         sym_dict=False, quiet=True)
+                         sym_dict=False, quiet=True, block_entries=B, part_entries=P)
     assert blocks_region(z) == blocks_region(ref)
     assert blocks_region(z).startswith(MAGIC)
 
@@ -224,14 +238,14 @@ def staged54(tmp_path_factory):
     return out
 
 
-def merge_killed(staged: Path, out: Path, where: str, when: str, n: int) -> None:
+def merge_killed(staged: Path, out: Path, where: str, when: str, n: int, env=None) -> None:
     """Copy the staged build to ``out`` and run its merge with a SIGKILL of the whole process
-    group at the ``n``-th call of ``where`` (``before`` or ``after`` it)."""
+    group at the ``n``-th call of ``where`` (``before`` or ``after`` it); ``env``: settings."""
     shutil.copytree(staged, out, ignore=shutil.ignore_patterns(".lock"))
     cmd = [sys.executable, "-c", KILL_AT, where, when, str(n), "build", "5x4", "--out", str(out),
            "-q", "--workers", "2", *SMALL, *C4Z_CMD]
     p = subprocess.Popen(cmd, start_new_session=True, stdout=subprocess.DEVNULL,
-                         stderr=subprocess.PIPE, cwd=ROOT)
+                         stderr=subprocess.PIPE, cwd=ROOT, env=dict(os.environ, **(env or {})))
     _, err = p.communicate(timeout=300)
     assert p.returncode == -signal.SIGKILL, f"{where} {when} {n}: not killed: {err.decode()}"
 
@@ -257,6 +271,76 @@ def test_sigkill_at_points_of_the_c4z_merge_then_resume_writes_the_same_bytes(
     assert not watch.seen, f"raw table files appeared: {watch.seen}"
     assert sha256_of(out / "connect4_5x4.c4z") == sha256_of(c4z54[0] / "connect4_5x4.c4z")
     assert not list(out.glob("*.tmp*")) and not (out / "work").exists()
+
+
+def test_a_resumed_c4z_merge_keeps_the_grid_it_began_on(staged54, tmp_path, built):
+    """Killed after two ranges of a merge on 32,768-entry blocks, then rerun with another
+    block size set: the rerun continues on the recorded grid, and the file is compress's of
+    the .dat on that grid (its raw sha256 the known one)."""
+    from c4table.c4z.reader import open_c4z
+    from c4table.pipeline.stages.merge_c4z import build_level
+    out = tmp_path / "b"
+    merge_killed(staged54, out, "save_state", "after", 2, env={"C4TABLE_C4Z_BLOCK_ENTRIES": "32768"})
+    state = json.loads((out / "connect4_5x4.c4z.tmp.state").read_text())
+    assert state["version"] == 2 and (state["block_entries"], state["part_entries"]) == (32768, 18432)
+    code, err = build_c4z("5x4", out)   # C4TABLE_C4Z_BLOCK_ENTRIES=16384 here
+    assert code == 0, err
+    z = out / "connect4_5x4.c4z"
+    with open_c4z(z) as f:
+        assert (f.block_entries, f.part_entries) == (32768, 18432)
+        assert f.header["sha256"] == known_tables()["5x4"]["sha256"]
+    ref = compress_table(built("5x4") / "connect4_5x4.dat", tmp_path / "ref.c4z",
+                         level=build_level(), block_entries=32768, part_entries=18432,
+                         key_dict=False, sym_dict=False, quiet=True)
+    assert blocks_region(z) == blocks_region(ref)
+
+
+def test_a_merge_state_of_the_first_version_is_continued_on_its_grid():
+    """A state written before the grid was recorded (version 1: 65,536-entry blocks, 36,864-entry
+    parts) reads with that grid, and its digest of the shards is the one it was written with."""
+    from c4table.pipeline.stages.merge_c4z import MergeState, shards_digest
+
+    class Rec:
+        def __init__(self, i):
+            self.i = i
+
+        def to_json(self):
+            return {"file": f"part-{self.i}.shard", "rows": 10}
+
+    recs = [Rec(0), Rec(1)]
+    from c4table.game.board import Board
+    board = Board.parse("5x4")
+    v1 = xxhash.xxh64(json.dumps([board.name, 65536, [r.to_json() for r in recs]],
+                                 sort_keys=True).encode()).hexdigest()
+    assert shards_digest(recs, board, 65536, 36864) == v1
+    assert shards_digest(recs, board, 262144, 65536) != v1
+    st = MergeState.from_json(json.dumps({
+        "version": 1, "shards": v1, "bounds": [0, 5, 9], "level": 3, "done": 1,
+        "at": {"entries": 5, "blocks": 0, "part_bytes": 8, "last_key": -1, "pending": ""}}).encode())
+    assert (st.block_entries, st.part_entries, st.level) == (65536, 36864, 3)
+    again = MergeState.from_json(st.to_json())
+    assert again == st and json.loads(st.to_json())["version"] == 2
+
+
+def test_default_profile_is_the_build_grid_of_compress(tmp_path, built, monkeypatch):
+    """Without the tests' setting: 262,144-entry blocks in parts of 65,536 at zstd level 5, the
+    same bytes as compress of the .dat with those settings, and decompress gives the .dat."""
+    from c4table.c4z.reader import open_c4z
+    monkeypatch.delenv("C4TABLE_C4Z_BLOCK_ENTRIES")
+    monkeypatch.delenv("C4TABLE_C4Z_LEVEL", raising=False)
+    out = tmp_path / "b"
+    code, err = build_c4z("5x4", out)
+    assert code == 0, err
+    z = out / "connect4_5x4.c4z"
+    with open_c4z(z) as f:
+        assert (f.block_entries, f.part_entries, f.header["level"]) == (262144, 65536, 5)
+    dat = built("5x4") / "connect4_5x4.dat"
+    ref = compress_table(dat, tmp_path / "ref.c4z", level=5, block_entries=262144,
+                         part_entries=65536, key_dict=False, sym_dict=False, quiet=True)
+    assert blocks_region(z) == blocks_region(ref)
+    code, _, err = cli("decompress", z, "-o", tmp_path / "back.dat")
+    assert code == 0, err
+    assert sha256_of(tmp_path / "back.dat") == sha256_of(dat)
 
 
 def test_shards_go_as_the_c4z_merge_passes_them(staged54, tmp_path):

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import xxhash
 
-from c4table.c4z.blocks import decode_block_bytes, default_part_entries, encode_block, rows_of
+from c4table.c4z.blocks import decode_block_rows, default_part_entries, encode_block
 from c4table.c4z.format import IDX_RECORD, MAGIC
 from c4table.c4z.writer import c4z_header, finish_part
 from c4table.errors import BuildError, CorruptDataError
@@ -153,12 +153,12 @@ class Assembler:
     def _hash_block(self, comp: bytes, first: int) -> None:
         """Decode a whole block, check its keys follow those before it, hash its raw entries."""
         try:
-            keys, outs = decode_block_bytes(comp, self.board, self.block_entries, first,
-                                            part_entries=self.part_entries)
+            rows, last = decode_block_rows(comp, self.board, self.block_entries, first,
+                                           part_entries=self.part_entries)
         except Exception as e:   # zstd or the block's own checks
             raise BuildError(f"{self.part.name}: block {self.blocks:,} does not decode: {e}") from None
-        self._check_order(int(keys[0]), int(keys[-1]))
-        self.hashes.update(rows_of(keys, outs, self.E))
+        self._check_order(first, last)
+        self.hashes.update(rows)
 
     def finish(self, *, file: str, root=None, keep_idx: bool = False, **extra) -> dict:
         """Compress the last (partial) block, append index, header and trailer, fsync and

@@ -11,7 +11,7 @@ import numpy as np
 import xxhash
 import zstandard
 
-from c4table.c4z.codec import BlockCodec, _decode, _rows
+from c4table.c4z.codec import BlockCodec, _decode, _decode_rows, _rows
 from c4table.c4z.format import (
     DEFAULT_LEVEL,
     DICT_SAMPLES,
@@ -71,12 +71,41 @@ def encode_entries(keys: np.ndarray, outs: np.ndarray, board: Board, level: int 
         sys_.append(sy)
         if o:
             firsts.append(int(keys[o]))
+    return int(keys[0]), _block(kvs, sys_, firsts, level, key_dict, sym_dict)
+
+
+def encode_words(words: np.ndarray, board: Board, level: int = DEFAULT_LEVEL,
+                 part_entries: int | None = None) -> tuple[int, bytes]:
+    """:func:`encode_entries` of a block given as ``key << 8 | outcome`` words (uint64, keys
+    strictly increasing: the caller's), as a build's merge tasks gather them: the same bytes,
+    without splitting the words first.
+
+    >>> w = np.array([16, 1 << 8 | 0x4f], np.uint64)
+    >>> b = Board.parse("4x4")
+    >>> encode_words(w, b, 3, 1) == encode_entries(np.array([0, 1], np.uint64), np.array([16, 0x4f], np.uint8), b, 3, 1)
+    True
+    """
+    n = words.shape[0]
+    part_entries = part_entries or default_part_entries(n)
+    codec = _codec(board)
+    kvs, sys_, firsts = [], [], []
+    for o in range(0, n, part_entries):
+        kv, sy = codec.encode_words(words[o: o + part_entries])
+        kvs.append(kv)
+        sys_.append(sy)
+        if o:
+            firsts.append(int(words[o]) >> 8)
+    return int(words[0]) >> 8, _block(kvs, sys_, firsts, level, None, None)
+
+
+def _block(kvs: list, sys_: list, firsts: list, level: int, key_dict, sym_dict) -> bytes:
+    """A block's bytes from its parts' key and symbol streams (:func:`encode_block`)."""
     ends = np.cumsum([len(k) for k in kvs]).tolist()
     kf = zstd_frame(_cctx(level, key_dict), kvs)
     sf = zstd_frame(_cctx(level, sym_dict), sys_)
     p = len(kvs)
     head = struct.pack(f"<HII{p - 1}I{p - 1}Q", p, len(kf), len(sf), *ends[:-1], *firsts)
-    return int(keys[0]), head + kf + sf
+    return head + kf + sf
 
 
 def zstd_frame(cctx, pieces: list[bytes]) -> bytes:
@@ -153,6 +182,45 @@ def decode_block_bytes(block: bytes, board: Board, n: int, first: int,
         if q and not keys[lo - 1] < keys[lo]:
             raise ValueError(f"part {q} starts before part {q - 1} ends")
     return keys, outs.astype(np.uint8)
+
+
+def decode_block_rows(block: bytes, board: Board, n: int, first: int,
+                      part_entries: int | None = None) -> tuple[memoryview, int]:
+    """The raw table rows of a block of ``n`` entries (no trained dictionaries, as a build
+    writes them) and its last key: :func:`decode_block_bytes` then :func:`rows_of` in one
+    pass; ValueError or ZstdError if it does not decode to exactly that.
+
+    >>> b = Board.parse("4x4")
+    >>> first, block = encode_block(bytes([0, 0, 0, 16, 0, 0, 1, 0x4f]), b, part_entries=1)
+    >>> rows, last = decode_block_rows(block, b, 2, first, part_entries=1)
+    >>> bytes(rows) == bytes([0, 0, 0, 16, 0, 0, 1, 0x4f]), last
+    (True, 1)
+    """
+    kf, sf, ends, firsts = split_block(block)
+    part_entries = part_entries or default_part_entries(n)
+    p = len(ends) + 1
+    if p != -(-n // part_entries):
+        raise ValueError(f"{p} parts for {n} entries")
+    kv = np.frombuffer(_dctx(None).decompress(kf), np.uint8)
+    sy = np.frombuffer(_dctx(None).decompress(sf), np.uint8)
+    if sy.shape[0] != n or not all(0 <= a <= b for a, b in zip([0] + ends, ends + [kv.shape[0]])):
+        raise ValueError("the streams do not fit the parts")
+    codec = _codec(board)
+    E = board.entry_size
+    rows = np.empty(n * E, np.uint8)
+    bounds = [0] + ends + [kv.shape[0]]
+    last = -1
+    for q in range(p):
+        lo, hi = q * part_entries, min(n, (q + 1) * part_entries)
+        start = firsts[q - 1] if q else first
+        if q and not last < start:
+            raise ValueError(f"part {q} starts before part {q - 1} ends")
+        last = _decode_rows(kv[bounds[q]: bounds[q + 1]], sy[lo:hi], np.uint64(start), hi - lo,
+                            codec.base, codec.width, codec.heights, codec.inv, E - 1,
+                            rows[lo * E: hi * E])
+        if last < 0:
+            raise ValueError(f"the streams of part {q} do not hold {hi - lo} entries")
+    return memoryview(rows), int(last)
 
 
 _codecs: dict = {}

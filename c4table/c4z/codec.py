@@ -94,6 +94,58 @@ def _plies(keys, base, width, heights, out):
 
 
 @njit(cache=True, nogil=True)
+def _encode(src, outs, packed, base, width, heights, fwd, kv, syms):
+    """Both streams of a block in one pass: the LEB128 key deltas into ``kv`` (large enough;
+    returns their length) and each entry's symbol ``fwd[ply, outcome]`` into ``syms``, the ply
+    followed key by key as :func:`_plies` does. ``packed``: ``src`` holds ``key << 8 |
+    outcome`` words (as a build's merge does) and ``outs`` is unused; else ``src`` holds the
+    keys and ``outs`` their outcome bytes. The same bytes as :func:`_varint_encode` of the
+    deltas and :func:`_plies` through ``fwd``, without their temporary arrays."""
+    n = src.shape[0]
+    if n == 0:
+        return 0
+    sh = np.uint64(8) if packed else np.uint64(0)
+    digits = np.zeros(width + 1, np.int64)
+    prev = src[0] >> sh
+    x = np.int64(prev)
+    ply = 0
+    for i in range(width):
+        digits[i] = x % base
+        x //= base
+        ply += heights[digits[i]]
+    syms[0] = fwd[ply, (src[0] & np.uint64(255)) if packed else outs[0]]
+    pos = 0
+    for j in range(1, n):
+        key = src[j] >> sh
+        d = key - prev
+        prev = key
+        v = d
+        while v >= np.uint64(128):
+            kv[pos] = (v & np.uint64(127)) | np.uint64(128)
+            v >>= np.uint64(7)
+            pos += 1
+        kv[pos] = v
+        pos += 1
+        add = np.int64(d)
+        i = 0
+        while add > 0 and i < width:
+            if add < base:
+                s = digits[i] + add
+                add = 0
+            else:
+                s = digits[i] + add % base
+                add //= base
+            if s >= base:
+                s -= base
+                add += 1
+            ply += heights[s] - heights[digits[i]]
+            digits[i] = s
+            i += 1
+        syms[j] = fwd[ply, (src[j] & np.uint64(255)) if packed else outs[j]]
+    return pos
+
+
+@njit(cache=True, nogil=True)
 def _varint_at(kv, pos, m):
     """The LEB128 varint at ``kv[pos]`` (``m`` bytes in all) and the position after it;
     position -1 if the stream ends inside it or it is longer than a uint64 (damaged)."""
@@ -131,6 +183,63 @@ def _decode(kv, syms, first, n, base, width, heights, inv, keys, outs):
         p = outs[j]
         outs[j] = inv[p, syms[j]]
     return 0
+
+
+@njit(cache=True, nogil=True)
+def _decode_rows(kv, syms, first, n, base, width, heights, inv, key_bytes, rows):
+    """:func:`_decode` of a part straight into raw table rows (big-endian key, outcome byte;
+    ``rows`` holds ``n`` of them), the ply followed key by key as :func:`_encode` does, with no
+    key or outcome array; returns the last key, or -1 if the streams do not fit ``n`` entries
+    exactly (a damaged block)."""
+    if syms.shape[0] != n or n < 1:
+        return -1
+    e = key_bytes + 1
+    digits = np.zeros(width + 1, np.int64)
+    key = first
+    x = np.int64(first)
+    ply = 0
+    for i in range(width):
+        digits[i] = x % base
+        x //= base
+        ply += heights[digits[i]]
+    pos = 0
+    m = kv.shape[0]
+    for j in range(n):
+        if j:
+            if pos < m and kv[pos] < 128:      # the usual case: a one-byte delta
+                d = np.uint64(kv[pos])
+                pos += 1
+            else:
+                d, pos = _varint_at(kv, pos, m)
+                if pos < 0:
+                    return -1
+            if d == 0:
+                return -1
+            key += d
+            add = np.int64(d)
+            i = 0
+            while add > 0 and i < width:
+                if add < base:
+                    s = digits[i] + add
+                    add = 0
+                else:
+                    s = digits[i] + add % base
+                    add //= base
+                if s >= base:
+                    s -= base
+                    add += 1
+                ply += heights[s] - heights[digits[i]]
+                digits[i] = s
+                i += 1
+        y = key
+        at = j * e
+        for b in range(key_bytes - 1, -1, -1):
+            rows[at + b] = y & np.uint64(255)
+            y >>= np.uint64(8)
+        rows[at + key_bytes] = inv[ply, syms[j]]
+    if pos != m:
+        return -1
+    return np.int64(key)
 
 
 @njit(cache=True, nogil=True)
@@ -185,6 +294,9 @@ def _rows(keys, outs, key_bytes, rows):
         rows[base + key_bytes] = outs[j]
 
 
+_NO_OUTS = np.zeros(1, np.uint8)
+
+
 class BlockCodec:
     """Encoder and decoder of blocks of one board (module docstring)."""
 
@@ -208,11 +320,25 @@ class BlockCodec:
 
     def encode(self, keys: np.ndarray, outs: np.ndarray) -> tuple[bytes, bytes]:
         """The key stream and the symbol stream of increasing keys and their outcome bytes."""
-        d = np.diff(keys)
-        buf = np.empty(max(1, 10 * d.shape[0]), np.uint8)
-        m = _varint_encode(d, buf)
-        syms = self.fwd[self.plies(keys), outs]
-        return buf[:m].tobytes(), syms.tobytes()
+        return self._encode(np.ascontiguousarray(keys, np.uint64),
+                            np.ascontiguousarray(outs, np.uint8), False)
+
+    def encode_words(self, words: np.ndarray) -> tuple[bytes, bytes]:
+        """:meth:`encode` of entries given as ``key << 8 | outcome`` words (uint64).
+
+        >>> codec = BlockCodec(Board.parse("4x4"))
+        >>> w = np.array([16, 1 << 8 | 0x4f, 3 << 8 | 0x8e, 40 << 8 | 0x4d], np.uint64)
+        >>> codec.encode_words(w) == codec.encode(w >> np.uint64(8), (w & np.uint64(255)).astype(np.uint8))
+        True
+        """
+        return self._encode(np.ascontiguousarray(words, np.uint64), _NO_OUTS, True)
+
+    def _encode(self, src: np.ndarray, outs: np.ndarray, packed: bool) -> tuple[bytes, bytes]:
+        n = src.shape[0]
+        kv = np.empty(max(1, 10 * (n - 1)), np.uint8)
+        syms = np.empty(n, np.uint8)
+        m = _encode(src, outs, packed, self.base, self.width, self.heights, self.fwd, kv, syms)
+        return kv[:m].tobytes(), syms.tobytes()
 
     def decode(self, kv: bytes, syms: bytes, first: int, n: int) -> tuple[np.ndarray, np.ndarray]:
         """Keys and outcome bytes of a block; ValueError if the streams do not fit ``n``."""

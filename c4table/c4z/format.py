@@ -30,6 +30,7 @@ TAIL_BYTES = 1 << 16                    # bytes a reader fetches from the end of
 CACHE_BLOCKS = 64                       # decoded blocks kept per open file (LRU) ...
 CACHE_ENTRIES = 64 << 16                # ... and at most this many entries (big archive blocks)
 PART_SHARE = (9, 16)                    # a block's first part: 9/16 of its entries (default)
+BUILD_PART_ENTRIES = 1 << 16            # build --format c4z: parts of its blocks (C4TABLE_C4Z_BLOCK_ENTRIES)
 KEY_DICT_BYTES = 112640                 # trained zstd dictionary of the key frames (at most)
 SYM_DICT_BYTES = 32768                  # trained zstd dictionary of the symbol frames (at most)
 KEY_DICT_SHARE = 500                    # ... and at most 1/500 of the table (key dictionary)

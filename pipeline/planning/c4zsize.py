@@ -52,18 +52,18 @@ ARCHIVE_BLOCK_ENTRIES = 1 << 24     # c4table.c4z.ARCHIVE_BLOCK_ENTRIES
 ARCHIVE_RATIO = {"5x6": 0.796 * 0.845, "6x5": 0.791 * 0.860, "7x4": 0.766 * 0.761}
 
 
-# A build's own .c4z (build --format c4z: zstd level 3, no dictionaries) over compress's
-# default (level 19, dictionaries), whole files of the same table
-# (tools/bench/c4z_build.py; docs/measurements/2026-11-27-c4z-build.md).
-BUILD_OVER_COMPRESS = {"5x5": 13_807_213 / (34_888_367 * 0.2961),
-                       "6x5": 490_643_303 / (1_409_488_535 * 0.2524)}
+# A build's own .c4z (build --format c4z: zstd level 5 on 262,144-entry blocks, no
+# dictionaries) over compress's default (level 19, dictionaries), whole files of the same
+# table (tools/bench/c4z_build.py; docs/measurements/2026-11-27-c4z-build-profile.md).
+BUILD_OVER_COMPRESS = {"5x5": 11_165_540 / (34_888_367 * 0.2961),
+                       "6x5": 383_818_864 / (1_409_488_535 * 0.2524)}
 
 
 def build_ratio() -> float:
     """How much bigger a ``build --format c4z`` file is than ``compress``'s: the mean of
     :data:`BUILD_OVER_COMPRESS`.
 
-    >>> 1.2 < build_ratio() < 1.5
+    >>> 1.05 < build_ratio() < 1.15
     True
     """
     return sum(BUILD_OVER_COMPRESS.values()) / len(BUILD_OVER_COMPRESS)

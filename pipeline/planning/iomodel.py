@@ -17,6 +17,7 @@ import math
 from typing import NamedTuple
 from dataclasses import dataclass, field
 
+import c4table.config as config
 from c4table.pipeline.sort.extsort import FENCE
 from c4table.pipeline.sort.partition import forward_ranges, merge_split, premerge_keys
 from c4table.builddir.shards import BACKWARD_ROW_GROUP
@@ -370,6 +371,9 @@ def _predict_merge(io: IOPlan, s: _Shape, board, shards: list, fbytes: list, sto
     mg["get_requests"] = R
     # locally the tasks write the table in place; remotely (or as .c4z) they write parts, appended
     mg["bytes_written"] = 2 * table if remote or c4z else table
+    if c4z:   # after each range, the merge state with the raw entries of the partial block
+        B = min(E, config.get("C4TABLE_C4Z_BLOCK_ENTRIES"))   # (base64: 4/3), half a block on average
+        mg["bytes_written"] += int(R * B / 2 * board.entry_size * 4 / 3)
     mg["objects_written"] = R + 2
     mg["peak_stored_bytes"] = int(stored + table)
     # a range task: one word per entry, the keys and outcomes of READ_GROUPS row groups

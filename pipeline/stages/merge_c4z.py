@@ -5,8 +5,8 @@ The key space is cut into ranges as for the ``.dat`` (:func:`~c4table.pipeline.s
 and each range task gathers its entries in key order and finds its offset in the table as the
 ``.dat`` merge's tasks do (:func:`~c4table.pipeline.stages.merge.gather_range`). The ``.c4z``'s blocks lie
 on a fixed grid (block ``i`` holds entries ``i*B ..``), which a range seldom starts or ends
-on: a task compresses the whole blocks inside its range (:func:`~c4table.c4z.blocks.encode_entries`,
-at the level :func:`build_level` says, no trained dictionaries) into a part file ``work/merge/blocks-R.bin``
+on: a task compresses the whole blocks inside its range (:func:`~c4table.c4z.blocks.encode_words`,
+on the grid of :func:`build_grid` at the level of :func:`build_level`, no trained dictionaries) into a part file ``work/merge/blocks-R.bin``
 and returns the raw entries before the first and after the last of them (fewer than ``B``
 each). The driver takes the tasks' results in range order while later ranges still run and
 feeds them to an :class:`~c4table.c4z.assemble.Assembler`: it compresses the partial blocks
@@ -18,14 +18,14 @@ writes the same file.
 
 Nothing is kept past its last reader, and a rerun after a crash continues: once the driver has
 appended range ``r``, it makes the file durable and records where it stands in
-``connect4_WxH.c4z.tmp.state`` (atomically: the ranges' bounds, the ranges done, the blocks
-and bytes written, the raw entries of the partial block; :class:`MergeState`), and then
+``connect4_WxH.c4z.tmp.state`` (atomically: the ranges' bounds, the grid, the ranges done,
+the blocks and bytes written, the raw entries of the partial block; :class:`MergeState`), and then
 deletes every backward shard and its forward (key) shard whose keys all lie below the ranges
 still to come: no later range reads them (their manifest records stay: the later ranges'
 offsets count their rows). A rerun finding a state that matches the manifest's shards cuts
 the ``.tmp`` back to it, hashes its blocks again (decoded, as when appended: the sha256 state
-cannot be saved) and merges the remaining ranges with the recorded bounds and level, so it
-writes the same bytes; the shards below them may be gone, and are not checked.
+cannot be saved) and merges the remaining ranges with the recorded bounds, grid and level, so
+it writes the same bytes; the shards below them may be gone, and are not checked.
 
 Once the table is in place, ``build`` and ``merge`` delete the build's intermediate files
 (``DIR/work``): no later step reads them (a ``.dat`` build keeps them unless ``--clean``).
@@ -48,8 +48,8 @@ import xxhash
 
 import c4table.config as config
 from c4table.c4z.assemble import Assembler, Checkpoint, idx_path
-from c4table.c4z.blocks import default_part_entries, encode_entries
-from c4table.c4z.format import DEFAULT_BLOCK_ENTRIES, default_c4z_name
+from c4table.c4z.blocks import default_part_entries, encode_words
+from c4table.c4z.format import BUILD_PART_ENTRIES, default_c4z_name
 from c4table.errors import BuildError, CorruptDataError
 from c4table.game.board import Board
 from c4table.io.files import fsync_dir
@@ -61,7 +61,7 @@ from c4table.pipeline.stages import merge
 from c4table.wording import count
 from c4table.builddir.shards import verify_shards
 
-STATE_VERSION = 1
+STATE_VERSION = 2        # 2: the state records the file's grid (1: 65,536-entry blocks, 36,864-entry parts)
 C4Z_SHARE = 0.10         # disk the .c4z and its parts may need, as a share of the raw table (with margin)
 
 
@@ -84,9 +84,17 @@ class RangeBlocks:
 
 
 def build_level() -> int:
-    """The zstd level of a build's blocks (``C4TABLE_C4Z_LEVEL``, default 3: the sizes and
+    """The zstd level of a build's blocks (``C4TABLE_C4Z_LEVEL``, default 5: the sizes and
     CPU of each level are in ``docs/settings.md``)."""
     return config.get("C4TABLE_C4Z_LEVEL")
+
+
+def build_grid() -> tuple[int, int]:
+    """``(block entries, part entries)`` of a build's ``.c4z``: ``C4TABLE_C4Z_BLOCK_ENTRIES``
+    (default 262,144) in parts of :data:`~c4table.c4z.format.BUILD_PART_ENTRIES` (65,536;
+    blocks of at most that many: 9/16 of the block, then the rest)."""
+    B = config.get("C4TABLE_C4Z_BLOCK_ENTRIES")
+    return B, BUILD_PART_ENTRIES if B > BUILD_PART_ENTRIES else default_part_entries(B)
 
 
 def c4z_name(build) -> str:
@@ -95,7 +103,8 @@ def c4z_name(build) -> str:
 
 
 def range_blocks_task(root: str, shards: list[dict], lo: int, hi: int, below: int, rel: str,
-                      board: Board, block_entries: int, level: int) -> RangeBlocks:
+                      board: Board, block_entries: int, level: int,
+                      part_entries: int) -> RangeBlocks:
     """Gather the entries with ``lo <= key < hi`` of the given backward shards
     (:func:`~c4table.pipeline.stages.merge.gather_range`: ``below`` is the count of those in
     shards wholly under ``lo``), compress the whole blocks of the file's grid that lie inside
@@ -104,16 +113,13 @@ def range_blocks_task(root: str, shards: list[dict], lo: int, hi: int, below: in
     store = open_storage(root)
     rw = merge.gather_range(store, shards, lo, hi, below)
     B, E = block_entries, board.entry_size
-    part_entries = default_part_entries(B)
     head_n = min(rw.count, (-rw.under) % B)
     out = RangeBlocks(rw.under, rw.count, b"", b"", rel)
     buf = np.empty(B, np.uint64)
     n, want, in_head = 0, head_n, head_n > 0
     with open(store.root / rel, "wb") as f:
         def flush_block():
-            keys = buf >> np.uint64(8)
-            outs = (buf & np.uint64(0xFF)).astype(np.uint8)
-            first, comp = encode_entries(keys, outs, board, level, part_entries)
+            first, comp = encode_words(buf, board, level, part_entries)
             f.write(comp)
             out.firsts.append(first)
             out.lengths.append(len(comp))
@@ -148,14 +154,18 @@ def _raw(words: np.ndarray, entry_size: int) -> bytes:
 @dataclass
 class MergeState:
     """What the driver records after appending a range (module docstring): the merge of the
-    shards whose records hash to ``shards`` cut at ``bounds`` with zstd ``level``; its
-    first ``done`` ranges are in the ``.tmp`` up to ``at``."""
+    shards whose records hash to ``shards`` cut at ``bounds`` with zstd ``level`` on the grid
+    of ``block_entries``-entry blocks in parts of ``part_entries``; its first ``done`` ranges
+    are in the ``.tmp`` up to ``at``. A rerun continues on the state's grid, whatever the
+    build's profile is now (a state of version 1 has the grid of its time)."""
 
     shards: str
     bounds: list
     level: int
     done: int
     at: Checkpoint
+    block_entries: int = 1 << 16
+    part_entries: int = 36864
 
     def to_json(self) -> bytes:
         d = asdict(self)
@@ -165,7 +175,7 @@ class MergeState:
     @classmethod
     def from_json(cls, data: bytes) -> "MergeState":
         d = json.loads(data)
-        if d.pop("version") != STATE_VERSION:
+        if d.pop("version") not in (1, STATE_VERSION):
             raise ValueError("another version's merge state")
         d["at"]["pending"] = base64.b64decode(d["at"]["pending"])
         return cls(**{**d, "at": Checkpoint(**d["at"])})
@@ -176,16 +186,19 @@ def state_name(tmp: str) -> str:
     return tmp + ".state"
 
 
-def shards_digest(shards, board: Board) -> str:
-    """A digest of the backward shards' records (and the grid): a state made from other shards
+def shards_digest(shards, board: Board, block_entries: int, part_entries: int) -> str:
+    """A digest of the backward shards' records and the grid: a state made from other shards
     is not continued."""
     recs = [s.to_json() for s in shards]
-    return xxhash.xxh64(json.dumps([board.name, DEFAULT_BLOCK_ENTRIES, recs],
-                                   sort_keys=True).encode()).hexdigest()
+    # the grid of version 1 (the only one it knew) goes in as version 1 wrote it
+    grid = [block_entries] if (block_entries, part_entries) == (1 << 16, 36864) else \
+        [block_entries, part_entries]
+    return xxhash.xxh64(json.dumps([board.name, *grid, recs], sort_keys=True).encode()).hexdigest()
 
 
-def load_state(store, tmp: str, digest: str) -> MergeState | None:
-    """The merge state of ``tmp`` if there is one for the shards of ``digest``, else None."""
+def load_state(store, tmp: str, shards, board: Board) -> MergeState | None:
+    """The merge state of ``tmp`` if there is one for ``shards`` (on the grid it records),
+    else None."""
     name = state_name(tmp)
     if not (store.exists(name) and store.exists(tmp)):
         return None
@@ -194,7 +207,8 @@ def load_state(store, tmp: str, digest: str) -> MergeState | None:
             st = MergeState.from_json(f.read())
     except (ValueError, KeyError, TypeError):
         return None
-    return st if st.shards == digest else None
+    return st if st.shards == shards_digest(shards, board, st.block_entries, st.part_entries) \
+        else None
 
 
 def drop_shards(store, shards, below: int) -> int:
@@ -220,11 +234,11 @@ def forget_state(store, tmp: str) -> None:
     store.delete(idx_path(store.root / tmp).name)
 
 
-def resume_point(build, shards, tmp: str, digest: str) -> MergeState | None:
+def resume_point(build, shards, tmp: str) -> MergeState | None:
     """The merge state to continue from (None: the merge starts afresh), after deleting the
     shards it has passed (again: a crash may have come first) and verifying the others."""
     store, prog = build.store, build.progress("merge")
-    state = load_state(store, tmp, digest)
+    state = load_state(store, tmp, shards, build.board)
     if state is None:
         store.delete(state_name(tmp))
         live = shards
@@ -299,28 +313,27 @@ def run(build):
     need = resources.with_margin(int(total * board.entry_size * C4Z_SHARE))
     resources.check_free(store, need, f"the table {name}")
     with resources.disk_full_guard(store, f"the table {name}", "every generation"):
-        digest = shards_digest(shards, board)
-        state = resume_point(build, shards, tmp, digest)
+        state = resume_point(build, shards, tmp)
         done = state.done if state is not None else 0
         store.delete_tree(merge.PARTS)
         (store.root / merge.PARTS).mkdir(parents=True, exist_ok=True)
         if state is None:
             shares = merge_shares(total, build.task_memory, build.executor.workers, True)
             bounds = merge.choose_ranges(store, shards, len(shares), shares)
-            level = build_level()
+            level, (B, P) = build_level(), build_grid()
         else:
-            bounds, level = state.bounds, state.level
+            bounds, level, B, P = state.bounds, state.level, state.block_entries, state.part_entries
+        digest = shards_digest(shards, board, B, P)
         n_r = len(bounds) - 1
         tasks = []
         for r in range(done, n_r):
             mine = [s.to_json() for s in shards if s.last >= bounds[r] and s.first < bounds[r + 1]]
             below = sum(s.rows for s in shards if s.last < bounds[r])
             tasks.append((store.uri, mine, bounds[r], bounds[r + 1], below,
-                          f"{merge.PARTS}/blocks-{r:05d}.bin", board, DEFAULT_BLOCK_ENTRIES,
-                          level))
+                          f"{merge.PARTS}/blocks-{r:05d}.bin", board, B, level, P))
 
         def appended(k: int, at: Checkpoint) -> None:   # ranges 0..k-1 are in the .tmp
-            save_state(store, tmp, MergeState(digest, bounds, level, k, at))
+            save_state(store, tmp, MergeState(digest, bounds, level, k, at, B, P))
             drop_shards(store, shards, bounds[k])
 
         digests = assemble(store, store.root / tmp, board, total, n_r, level,
@@ -360,9 +373,11 @@ def assemble(store, part, board: Board, total: int, n_ranges: int, level: int, r
     :class:`BuildError` if a range does not start where the one before it ended, or the
     ranges do not add up to ``total``."""
     if resume is None:
-        a, r0 = Assembler(part, board, DEFAULT_BLOCK_ENTRIES, level, md5=md5), 0
-    else:
-        a = Assembler.reopen(part, board, DEFAULT_BLOCK_ENTRIES, level, resume.at, md5=md5)
+        B, P = build_grid()
+        a, r0 = Assembler(part, board, B, level, P, md5=md5), 0
+    else:   # the grid the file was begun on
+        a = Assembler.reopen(part, board, resume.block_entries, level, resume.at,
+                             resume.part_entries, md5=md5)
         r0 = resume.done
     try:
         at, ranges = a.entries, r0

@@ -4,7 +4,7 @@ and numba kernels wrapped in timers, and print each one's exclusive CPU (``threa
 + system of the calling thread, its wrapped callees' time taken out), summed over the driver
 and every worker process.
 
-    python tools/bench/profile_build.py 6x4 --workers 2 [--memory 4GiB]
+    python tools/bench/profile_build.py 6x4 --workers 2 [--memory 4GiB] [--format c4z]
 
 The wrappers keep each function's name and module, so the pool's workers (forked from this
 process) run them and pickle them by reference; each process writes its sums to a temporary
@@ -36,14 +36,16 @@ one_arena()   # as the command line does, before numpy and pyarrow load
 MODULES = ["c4table.pipeline.stages.forward", "c4table.pipeline.stages.backward", "c4table.pipeline.sort.extsort",
            "c4table.pipeline.stages.merge", "c4table.builddir.shards", "c4table.builddir.shardcodec",
            "c4table.pipeline.sort.runcodec",
-           "c4table.pipeline.sort.shuffle"]
+           "c4table.pipeline.sort.shuffle", "c4table.pipeline.stages.merge_c4z",
+           "c4table.c4z.blocks", "c4table.c4z.codec", "c4table.c4z.assemble"]
 PYTHON_FUNCTIONS = {
     "write_shard", "write_outcomes", "read_shard", "write_run", "read_range_window",
     "merge_window", "sort_unique", "write_messages", "read_messages", "merge_range",
     "sorted_chunks", "_expand", "annotate_task", "merge_task", "expand_task", "range_task",
     "_read_stream", "open_row_groups", "read_row_groups", "choose_splitters", "two_level",
     "hash_ranges", "_merge_pairwise", "encode_keys", "decode_keys", "encode_outcomes",
-    "decode_outcomes"}
+    "decode_outcomes", "range_blocks_task", "encode_entries", "decode_block_bytes",
+    "encode_words", "rows_of", "decode_block_rows", "gather_range", "assemble", "hash_stored", "zstd_frame"}
 
 _sums: dict = collections.defaultdict(lambda: [0, 0.0])   # name -> [calls, exclusive CPU s]
 _stack: list = []
@@ -93,6 +95,7 @@ def main() -> int:
     ap.add_argument("board")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--memory", default="4GiB")
+    ap.add_argument("--format", default="dat", choices=["dat", "c4z"])
     a = ap.parse_args()
     _out = Path(tempfile.mkdtemp(prefix="c4-profile-"))
     out_dir = Path(tempfile.mkdtemp(prefix="c4-profile-build-"))
@@ -101,7 +104,7 @@ def main() -> int:
     t0 = time.perf_counter()
     try:
         cli(["build", a.board, "--out", str(out_dir), "--workers", str(a.workers),
-             "--memory", a.memory, "--quiet"])
+             "--memory", a.memory, "--quiet", "--format", a.format])
     except SystemExit as e:
         if e.code:
             raise
