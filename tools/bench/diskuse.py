@@ -6,10 +6,15 @@ these: :func:`disk_bytes` (one directory's bytes now), :func:`sample` (per kind)
 :class:`DiskSampler` (a thread sampling every few seconds and keeping the peaks).
 
 Sizes are allocated blocks (``st_blocks * 512``: what the disk holds, sparse files counted by
-what they hold) unless ``allocated=False`` asks for the files' lengths.
+what they hold) unless ``allocated=False`` asks for the files' lengths. Run alone, it prints
+what a build directory holds now, per kind::
+
+    python tools/bench/diskuse.py /path/to/build-dir
 """
 from __future__ import annotations
 
+import argparse
+import json
 import os
 import threading
 import time
@@ -97,3 +102,17 @@ class DiskSampler:
         self._stop.set()
         self._t.join()
         self.sample()
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description="What a build directory holds on disk, per file kind.")
+    ap.add_argument("dir", type=Path, help="a build directory")
+    a = ap.parse_args(argv)
+    if not a.dir.is_dir():
+        ap.error(f"no directory {a.dir}")
+    print(json.dumps(sample(a.dir), indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
