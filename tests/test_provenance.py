@@ -83,3 +83,25 @@ def test_record_known_refuses_another_hash(built, tmp_path):
     with pytest.raises(TableError, match="differs"):
         record_build(built("4x4"), None, known, force=False)
 
+
+
+def test_record_known_of_a_c4z_build_without_a_raw_file(tmp_path):
+    """A build --format c4z writes no raw table: its record takes the md5 that verify printed,
+    or none (never a hash of a file that is not there); sha256 is the build's own."""
+    import hashlib
+    from c4table.c4z.writer import decompress_table
+    from c4table.pipeline.stages.build import build_table
+    build_table("4x4", tmp_path / "b", quiet=True, workers=1, table_format="c4z")
+    assert not (tmp_path / "b" / "connect4_4x4.dat").exists()
+    known = json.loads(json.dumps(known_tables()))
+    del known["4x4"]
+    record_build(tmp_path / "b", None, known)
+    e = known["4x4"]
+    assert e["provenance"] == "built" and "md5" not in e
+    assert e["sha256"] == published_tables()["4x4"]["sha256"]
+    raw = tmp_path / "raw.dat"
+    decompress_table(tmp_path / "b" / "connect4_4x4.c4z", raw)
+    md5 = hashlib.md5(raw.read_bytes()).hexdigest()
+    del known["4x4"]
+    record_build(tmp_path / "b", None, known, md5=md5)
+    assert known["4x4"]["md5"] == md5 and not (tmp_path / "b" / "connect4_4x4.dat").exists()

@@ -51,12 +51,16 @@ def c4table_version() -> str:
         return "unknown"
 
 
-def record_build(build_dir: Path, note: str | None, known: dict, force: bool = False) -> str:
+def record_build(build_dir: Path, note: str | None, known: dict, force: bool = False,
+                 md5: str | None = None) -> str:
     """Record the finished build in ``build_dir`` in ``known`` (a copy of :func:`known_tables`,
     changed in place); return a one-line summary. Its figures are marked built (version, date):
     a build's figure is never called published. A board known from a published source keeps
     its figures and provenance and gains the built per-ply counts; a board known with another
-    sha256 is a :class:`TableError` unless ``force`` (which replaces it by a built entry)."""
+    sha256 is a :class:`TableError` unless ``force`` (which replaces it by a built entry).
+    The md5 is the manifest's, else ``md5`` (what ``c4table verify`` printed for a ``.c4z``
+    build, which writes no raw file), else hashed from the raw table file; a ``.c4z`` build
+    with none of these is recorded without one."""
     build_dir = Path(build_dir)
     m = json.loads((build_dir / "manifest.json").read_text())
     table = m.get("table")
@@ -72,9 +76,12 @@ def record_build(build_dir: Path, note: str | None, known: dict, force: bool = F
     if same and old.get("provenance") == "published":
         entry = dict(old)                    # the published figures stay as they are
     else:
-        md5 = table.get("md5") or _md5(build_dir / table["file"])   # builds record it on request
+        raw = build_dir / table["file"]
+        md5 = table.get("md5") or md5 or (_md5(raw) if table.get("format") != "c4z" or raw.exists()
+                                          else None)
         entry = {**built, **({"note": note} if note else {}),
-                 **{k: table[k] for k in ("entries", "bytes", "sha256")}, "md5": md5}
+                 **{k: table[k] for k in ("entries", "bytes", "sha256")},
+                 **({"md5": md5} if md5 else {})}
         if same:                             # keep what an earlier record said beyond the figures
             entry = {**{k: v for k, v in old.items() if k not in entry}, **entry}
     entry["plies_provenance"] = built
