@@ -97,7 +97,7 @@ def make_gpu_plan(board: str | Board, gpu_memory: int = 80 * 2**30,
     ('disk', 248.3)
     >>> c = make_gpu_plan("7x6", table_format="c4z")   # no raw table: less disk, more host CPU
     >>> c.bound, c.disk_bytes["peak_stored"] < p.disk_bytes["peak_stored"] / 2   # runs at v3
-    ('disk', True)
+    ('host', True)
     """
     r = {**GPU_RATES, **(rates or {})}
     board = Board.parse(board)

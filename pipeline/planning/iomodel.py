@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import c4table.config as config
 from c4table.pipeline.sort.extsort import FENCE
 from c4table.pipeline.sort.partition import forward_ranges, merge_split, premerge_keys
-from c4table.builddir.shards import BACKWARD_ROW_GROUP
+from c4table.builddir.shards import BACKWARD_ROW_GROUP, TAIL
 from c4table.pipeline.sort.shuffle import group_size, max_reads_default
 from c4table.pipeline.kernels.cpu import key_bits
 from c4table.pipeline.stages.merge import READ_GROUPS, WRITE_CHUNK
@@ -36,35 +36,30 @@ IO_MODEL = {
     # zstd frames (c4table/builddir/shards.py), 0.122x and 0.101x the parquet bytes on the same
     # 5x5 and 6x4 builds (docs/measurements/2026-11-27-shard-codecs.md), hence 0.98 * 0.11
     "zeta_forward": 0.11,
-    # backward shards hold outcomes only (their keys are the forward shard's): zstd level 3,
-    # measured 0.218 bytes per entry on local 5x5 and 6x4 builds (index and frames included)
-    "outcome_bytes": 0.22,
+    # backward shards hold outcomes only (their keys are the forward shard's), zstd level 3:
+    # bytes per entry by the board's entries, sampled at the end of 2-worker c4z builds (index
+    # and frames included): interpolated in log2(entries) between them, held at the ends
+    # (:func:`outcome_bytes`; docs/measurements/2026-11-27-plan-refit.md)
+    "outcome_bytes": ((34_888_367, 0.218), (47_455_869, 0.217), (1_409_488_535, 0.183),
+                      (34_586_522_319, 0.143)),
     # runs, message runs and pieces (run format v3, pipeline/sort/runcodec.py): varint
     # differences through zstd level 1 per block of 65,536 values, a message's score byte as a
-    # stream of its own. Modelled as a share of what the bit-packed codec before it took (a
-    # value: the bits of its difference from the one before, about log2(key space / values in
-    # the run) + run_extra_bits, plus a width byte per 64 values; that model was within
-    # 0.99-1.09x of the bytes written by 4-worker builds of 5x5 and 6x4), so that a run's bytes
-    # still grow with the gaps between its values on larger boards (an assumption: the boards
-    # measured have gaps of about 2**9 to 2**11, 7x6's runs about 2**21).
-    "run_extra_bits": 2.0,
-    # v3 over bit-packed, measured on every run of 5x5 and 6x4 c4z builds (2 workers,
-    # docs/measurements/2026-11-27-run-codecs.md): child runs 0.197 / 1.369 and 0.172 / 1.368,
-    # messages 0.398 / 2.361 and 0.370 / 2.359; fitted to the bytes those builds wrote
-    # (docs/measurements/2026-11-27-plan-vs-builds.md)
-    "child_run_share": 0.135, "message_run_share": 0.163,
+    # stream of its own. Bytes per value = a + b * (gap bits: log2(key space / values in the
+    # run)), fitted (relative least squares) to the bytes written by 2-worker c4z builds of
+    # 5x5, 6x4, 6x5 and 6x6 (gaps of 2**9 to 2**15 for child runs, 2**17 to 2**23 for
+    # messages; docs/measurements/2026-11-27-plan-refit.md): the values are children of sorted
+    # parents, not random keys, so their bytes grow far slower than the gap's bits.
+    "child_run_bytes": (0.1326, 0.0050), "message_run_bytes": (0.2553, 0.0045),
+    # merge: bytes read of the shards (keys and outcomes) over their stored bytes: verified
+    # once and gathered once (1.96 on 6x5, 2.05 on 6x6); the row groups straddling a range's
+    # ends are counted apart (the small boards' reads beyond twice the shards)
+    "merge_shard_reads": 2.0,
     # the largest forward shard (a range of the splitters) over the mean: 1.30-1.37 in local
     # 4-worker builds of 5x4 and 4x6 at 32 and 64 MiB per task (splitters weighted by run size)
     "shard_skew": 1.35,
     # the share of its group's values the largest pre-merge task takes (a group's runs cover
     # few of its chunks): fitted to local 4-worker builds of 4x6 at 32 and 64 MiB per task
     "premerge_share": 0.75,
-    # merge: bytes read of the shards (keys and outcomes) over their stored bytes: they are
-    # verified once and gathered once, and the range tasks read more (footers, indexes, the
-    # row groups straddling their ends): 3.7 (5x5) and 3.4 (6x4) measured by local 2-worker
-    # c4z builds' counters (docs/measurements/2026-11-27-plan-vs-builds.md); fitted, the
-    # reads beyond the first two not traced one by one
-    "merge_shard_reads": 3.5,
     # merge: ranged reads per (range task, backward shard) pair: footer and row groups, of the
     # outcomes' file and of the keys' (forward) file
     "merge_reads_per_pair": 4.0,
@@ -113,29 +108,34 @@ class IOPlan:
 
 def run_value_bytes(space_bits: float, values: float, kind: str = "child") -> float:
     """Stored bytes per value of a run (``kind`` "child" or "message") of ``values`` sorted
-    values spread over a key space of ``2**space_bits``: the bit-packed model's bytes times
-    the measured share of run format v3 (:mod:`c4table.pipeline.sort.runcodec`; at most 8).
+    values spread over a key space of ``2**space_bits`` (run format v3,
+    :mod:`c4table.pipeline.sort.runcodec`): ``a + b * gap bits`` as fitted (at most 8).
 
-    >>> round(run_value_bytes(40, 2**30), 2)   # gaps of about 2**10: 12 bits and a width byte
-    0.2
+    >>> round(run_value_bytes(40, 2**30), 2)   # gaps of about 2**10
+    0.18
     >>> round(run_value_bytes(48, 2**30, "message"), 2)
-    0.41
-    """
-    share = IO_MODEL["message_run_share" if kind == "message" else "child_run_share"]
-    return share * bitpacked_value_bytes(space_bits, values)
-
-
-def bitpacked_value_bytes(space_bits: float, values: float) -> float:
-    """Bytes per value of the bit-packed run codec (run format v2) on ``values`` sorted values
-    over ``2**space_bits``: a difference's bits, and a width byte per 64 values (at most 8).
-
-    >>> round(bitpacked_value_bytes(40, 2**30), 2)
-    1.52
+    0.34
     """
     if values <= 1:
         return 8.0
-    bits = max(0.0, space_bits - math.log2(values)) + IO_MODEL["run_extra_bits"]
-    return min(8.0, bits / 8 + 1 / 64)
+    a, b = IO_MODEL["message_run_bytes" if kind == "message" else "child_run_bytes"]
+    return min(8.0, a + b * max(0.0, space_bits - math.log2(values)))
+
+
+def outcome_bytes(entries: float) -> float:
+    """Stored bytes per entry of a board's outcome shards, by its entries (interpolated in
+    ``log2`` between the measured boards, the nearest one's outside them).
+
+    >>> outcome_bytes(1e6), round(outcome_bytes(5e9), 3), outcome_bytes(2e12)
+    (0.218, 0.167, 0.143)
+    """
+    pts = IO_MODEL["outcome_bytes"]
+    x = math.log2(max(1.0, entries))
+    for (e0, b0), (e1, b1) in zip(pts, pts[1:]):
+        x0, x1 = math.log2(e0), math.log2(e1)
+        if x <= x1:
+            return b0 if x <= x0 else b0 + (b1 - b0) * (x - x0) / (x1 - x0)
+    return pts[-1][1]
 
 
 def _index_bytes(values: float) -> float:
@@ -309,7 +309,7 @@ def _predict_backward(io: IOPlan, s: _Shape, shards: list, fbytes: list, stored:
         b["head_requests"] += M["heads_per_backward_task"] * T
         b["get_requests"] += T
         b["bytes_read"] += fbytes[g]
-        bb = M["outcome_bytes"] * e[g]
+        bb = outcome_bytes(sum(e)) * e[g]
         b["bytes_written"] += bb
         b["objects_written"] += T + 1
         extra = 0.0
@@ -341,6 +341,20 @@ def _predict_backward(io: IOPlan, s: _Shape, shards: list, fbytes: list, stored:
     return stored
 
 
+def _merge_peak(stored: float, table: float, R: int, W: int, shards: list, fbytes: list,
+                e: list, ob: float) -> float:
+    """Bytes stored at the peak of a ``.c4z`` merge: after its first ``k`` of ``R`` ranges it
+    has deleted each shard whose keys all lie below them (a generation cut into ``t`` shards
+    has lost ``floor(k t / R)`` of them), holds ``k / R`` of the table, and its ``W`` tasks'
+    parts in flight (``stored``: what the backward pass left)."""
+    peak = 0.0
+    for k in range(R + 1):
+        dropped = sum((fbytes[g] + ob * e[g]) * math.floor(k * t / R) / t
+                      for g, t in enumerate(shards) if t)
+        peak = max(peak, stored - dropped + table * (k + min(W, R - k)) / R)
+    return peak
+
+
 def _predict_merge(io: IOPlan, s: _Shape, board, shards: list, fbytes: list, stored: float,
                    plan) -> None:
     """The merge's counts into ``io`` (``plan``: its table's format and size)."""
@@ -362,12 +376,17 @@ def _predict_merge(io: IOPlan, s: _Shape, board, shards: list, fbytes: list, sto
     mg["head_requests"] = 2 * (pairs + nb) * (2 if remote else 1)   # two files per shard
     mg["ranged_reads"] = pairs * M["merge_reads_per_pair"] + nb
     # a backward shard is read with its forward shard (the keys)
-    bshards = sum(fbytes) + M["outcome_bytes"] * E
-    per_key = [_shard_bytes(e[g], 1, kb, M["zeta_forward"]) + M["outcome_bytes"] for g in range(len(e))]
-    # plus, per pair, about one row group that straddles the range's ends
-    group = sum(min(BACKWARD_ROW_GROUP, e[g] / t) * per_key[g]
-                * min(R * t, t + R - 1) for g, t in enumerate(shards) if t) / max(1, R)
-    mg["bytes_read"] = M["merge_shard_reads"] * bshards + group + table
+    ob = outcome_bytes(E)
+    bshards = sum(fbytes) + ob * E
+    per_key = [_shard_bytes(e[g], 1, kb, M["zeta_forward"]) + ob for g in range(len(e))]
+    # plus, per pair beyond one per shard, the row group straddling a range's end, read by
+    # both ranges; and per pair the end of each of its two files (footer and block index:
+    # TAIL bytes, the whole file when smaller), what the small boards' reads are mostly made of
+    group = sum((min(R * t, t + R - 1) - t) * min(BACKWARD_ROW_GROUP, e[g] / t) * per_key[g]
+                for g, t in enumerate(shards) if t)
+    tails = sum(min(R * t, t + R - 1) * (min(TAIL, fbytes[g] / t) + min(TAIL, ob * e[g] / t))
+                for g, t in enumerate(shards) if t)
+    mg["bytes_read"] = M["merge_shard_reads"] * bshards + group + tails + table
     mg["get_requests"] = R
     # locally the tasks write the table in place; remotely (or as .c4z) they write parts, appended
     mg["bytes_written"] = 2 * table if remote or c4z else table
@@ -375,7 +394,8 @@ def _predict_merge(io: IOPlan, s: _Shape, board, shards: list, fbytes: list, sto
         B = min(E, config.get("C4TABLE_C4Z_BLOCK_ENTRIES"))   # (base64: 4/3), half a block on average
         mg["bytes_written"] += int(R * B / 2 * board.entry_size * 4 / 3)
     mg["objects_written"] = R + 2
-    mg["peak_stored_bytes"] = int(stored + table)
+    mg["peak_stored_bytes"] = int(_merge_peak(stored, table, R, W, shards, fbytes, e, ob)
+                                  if c4z else stored + table)
     # a range task: one word per entry, the keys and outcomes of READ_GROUPS row groups
     # (concatenated: 9 bytes a row), and one chunk of entries converted to bytes
     n = E * largest

@@ -3,6 +3,9 @@
     python tools/diag/plan_vs_measured.py DIR [DIR ...]     # build directories with stats.json
     python tools/diag/plan_vs_measured.py --build 5x5 --format c4z --workers 2 DIR   # build, then compare
 
+A directory built by ``tools/bench/big_build.py`` has its disk samples in ``DIR.log.jsonl``
+beside it: their largest is the peak compared.
+
 With ``--build BOARD``: runs ``c4table build BOARD --out DIR`` (its ``--format`` and
 ``--workers``) first, sampling the directory's bytes every 50 ms: the peak sampled is compared
 with the plan's peak disk (the build's counters do not see the ``.c4z`` merge's part files
@@ -17,6 +20,7 @@ with the ratio predicted / measured; ``--markdown`` prints README tables.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -95,6 +99,16 @@ def compare(where: str, peak_sampled: int | None = None) -> list[tuple]:
     return rows
 
 
+def logged_peak(where: str) -> int | None:
+    """The largest disk sample of ``big_build.py``'s log beside ``where``, if there is one."""
+    log = Path(str(where).rstrip("/") + ".log.jsonl")
+    if not log.exists():
+        return None
+    peaks = [json.loads(line).get("bytes", 0) for line in log.read_text().splitlines()
+             if line.startswith('{"t"')]
+    return max(peaks, default=None)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("dirs", nargs="+")
@@ -114,7 +128,8 @@ def main(argv=None) -> int:
     if a.markdown:
         print("| board | stage | figure | plan | measured | plan/measured |\n|---|---|---|---:|---:|---:|")
     for d in a.dirs:
-        for board, stage, f, p, m, r in compare(d, sampled if d == a.dirs[0] else None):
+        peak = sampled if d == a.dirs[0] and sampled else logged_peak(d)
+        for board, stage, f, p, m, r in compare(d, peak):
             off = not (1 - a.tolerance <= r <= 1 + a.tolerance)
             bad += off
             if a.markdown:
