@@ -2,7 +2,7 @@
 the middle of a stage and resumed reports, per stage, the counts of both runs summed
 (``runs`` 2), exactly what the killed run had saved plus what the resuming run counted; the
 stages the killed run never reached count the same as in a build that was never stopped; a
-rerun of a finished build leaves the file as it was."""
+rerun of a finished build leaves the file as it was, and ``--restart`` starts it over."""
 from __future__ import annotations
 
 import json
@@ -87,6 +87,13 @@ def test_a_build_killed_mid_stage_and_resumed_reports_both_runs(tmp_path):
     b = open_build("5x4", out, memory=SMALL, workers=2, quiet=True)
     run_build(b)
     assert (out / STATS).read_bytes() == before
+
+    # --restart starts the counts over too: one run of each stage, as the build never stopped
+    build_table("5x4", out, memory=SMALL, workers=2, restart=True)
+    again = json.loads((out / STATS).read_text())["stages"]
+    for stage, v in again.items():
+        assert v["runs"] == 1 and {k: v[k] for k in SCHEDULED} == \
+            {k: whole[stage][k] for k in SCHEDULED}, stage
 
 
 def test_stats_of_the_first_format_read_as_one_run_each(tmp_path):
