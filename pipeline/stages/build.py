@@ -224,10 +224,16 @@ class Build:
 
     def saving(self, results):
         """Yield the items of ``results`` (a stage's task results), saving the counts
-        (:meth:`save_stats`) after the caller has taken each in."""
-        for r in results:
-            yield r
-            self.save_stats()
+        (:meth:`save_stats`) after the caller has taken each in. Closing it closes
+        ``results`` (:meth:`Executor.imap <c4table.pipeline.runtime.execution.Executor.imap>`
+        then cancels the tasks not started)."""
+        try:
+            for r in results:
+                yield r
+                self.save_stats()
+        finally:
+            if hasattr(results, "close"):
+                results.close()
 
     def slice_reads(self) -> int:
         """Run-slice reads counted so far in the current stage (see :meth:`log_shuffle`)."""
