@@ -254,6 +254,52 @@ def shard_files(out: Path) -> set[str]:
     return {str(p.relative_to(out)) for p in (out / "work").rglob("*.shard")}
 
 
+def test_c4z_merge_counts_its_part_files_and_container(tmp_path, monkeypatch):
+    """The merge's counters see the files it writes by plain file I/O: the part files the
+    tasks write (their sizes on disk, taken as the driver receives each range), read back and
+    deleted by the driver, and the ``.c4z`` it writes: bytes written at least the container and
+    the parts, read at least the parts and the container (hashed once finished), and the
+    peak stored at least the container."""
+    from c4table.pipeline.stages import merge_c4z
+    from c4table.pipeline.stages.build import build_table
+    parts, real = [], merge_c4z.assemble
+
+    def sizing(store, part, board, total, n, level, results, *a, **k):
+        def tee():
+            for r in results:
+                parts.append((store.root / r.part).stat().st_size)
+                yield r
+        return real(store, part, board, total, n, level, tee(), *a, **k)
+    monkeypatch.setattr(merge_c4z, "assemble", sizing)
+    out = tmp_path / "b"
+    path = build_table("5x4", out, workers=2, memory=SMALL[1], table_format="c4z")
+    size = path.stat().st_size
+    st = json.loads((out / "stats.json").read_text())
+    mg = st["stages"]["merge"]
+    assert st["c4z_counted"] and len(parts) == mg["tasks"] > 1 and sum(parts) > size / 2
+    assert mg["bytes_written"] >= size + sum(parts)
+    assert mg["bytes_read"] >= sum(parts) + size
+    assert mg["bytes_deleted"] >= sum(parts)
+    assert mg["peak_stored_bytes"] >= size
+    assert st["stored_bytes"] == sum(p.stat().st_size for p in out.iterdir()
+                                     if p.name != "stats.json")   # the ledger: what is left
+
+
+def test_c4z_merge_killed_and_resumed_counts_both_runs(staged54, tmp_path):
+    """SIGKILL of the merge after its second range is recorded, then a rerun: the merge's
+    counts are of both runs (``runs`` 2), the container and its parts counted."""
+    out = tmp_path / "b"
+    merge_killed(staged54, out, "save_state", "after", 2)
+    killed = json.loads((out / "stats.json").read_text())["stages"]["merge"]
+    code, err = build_c4z("5x4", out, *SMALL)
+    assert code == 0, err
+    mg = json.loads((out / "stats.json").read_text())["stages"]["merge"]
+    size = (out / "connect4_5x4.c4z").stat().st_size
+    assert (killed["runs"], mg["runs"]) == (1, 2)
+    assert mg["tasks"] > killed["tasks"] > 0 and mg["bytes_written"] >= killed["bytes_written"] + size / 2
+    assert mg["peak_stored_bytes"] >= size
+
+
 @pytest.mark.parametrize("where,when,n", [("add_block", "before", 9), ("save_state", "after", 2),
                                           ("drop_shards", "after", 5), ("finish", "after", 1),
                                           ("save_state", "before", 1)])

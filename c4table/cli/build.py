@@ -137,7 +137,8 @@ def _echo_counts(b, quiet: bool) -> None:
     stages = {k: v for k, v in b.executor_counts.items() if v["tasks"]}
     if quiet or not stages:
         return
-    click.echo(f"storage and tasks of this run (also in {b.store.display('stats.json')}):")
+    click.echo(f"storage and tasks of this run ({b.store.display('stats.json')} sums every "
+               "run of each stage):")
     for line in format_stats(stages):
         click.echo("  " + line)
 

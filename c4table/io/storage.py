@@ -41,6 +41,9 @@ class Storage:
 
     def __init__(self, where: str | Path, options: IOOptions | None = None):
         self.options = options if options is not None else current()   # read once, here
+        # {rel: bytes} of the files write_atomic wrote here (an object store's overwrite frees
+        # them); not carried to the tasks' copies
+        self._put_sizes: dict[str, int] = {}
         s = str(where)
         if is_url(s):
             try:
@@ -205,7 +208,8 @@ class Storage:
         discard or check anyway (runs, messages, merge parts) and for files made durable later
         in a batch (:meth:`sync`: shards, before a manifest records them). ``size``, the bytes
         to be written if known, lets a local write go over a spent file of the recycle bin
-        (:meth:`recycle_tree`) rather than into a new one."""
+        (:meth:`recycle_tree`) rather than into a new one. A file it replaces counts as
+        deleted bytes (no request): on an object store, one this storage wrote before."""
         counts = active()
         if self.root is None:
             n = 0
@@ -213,6 +217,8 @@ class Storage:
                 for c in chunks:
                     n += f.write(c)
             counts.add_write(n)
+            counts.bytes_deleted += self._put_sizes.get(rel, 0)   # what the write replaced
+            self._put_sizes[rel] = n
             return
         path = self.root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -231,6 +237,10 @@ class Storage:
         except BaseException:
             tmp.unlink(missing_ok=True)
             raise
+        try:   # what the write replaces
+            counts.bytes_deleted += os.stat(path).st_size
+        except FileNotFoundError:
+            pass
         os.replace(tmp, path)
         counts.add_write(n)
         if durable:
@@ -289,6 +299,8 @@ class Storage:
         return _CountingOutput(self.fs.open_output_stream(self.path(rel)), active())
 
     def rename(self, src: str, dst: str) -> None:
+        self._put_sizes.pop(src, None)
+        self._put_sizes.pop(dst, None)
         if self.root is not None:
             os.replace(self.root / src, self.root / dst)
             fsync_dir((self.root / dst).parent)
@@ -298,6 +310,7 @@ class Storage:
     def delete(self, rel: str) -> None:
         """Delete file ``rel`` if it exists."""
         c = active()
+        self._put_sizes.pop(rel, None)
         if self.root is not None:
             p = self.root / rel
             try:
@@ -323,6 +336,8 @@ class Storage:
         deletes a spent directory of runs or messages after every generation."""
         files = self._list_sizes(rel)
         c = active()
+        for f in files:
+            self._put_sizes.pop(f, None)
         c.delete_requests += len(files)
         c.bytes_deleted += sum(files.values())
         if self.root is not None:

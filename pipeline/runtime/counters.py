@@ -23,8 +23,10 @@ from c4table.io.counting import IOCounts, active, counting, driver_counts, uncou
 from c4table.units import format_size
 
 STATS = "stats.json"
-STATS_FORMAT = "c4table-stats/1"
-
+# 2: each stage's counts are summed over every run that worked on it (``runs``), and a
+# ``--format c4z`` merge counts its part files and container (``c4z_counted``)
+STATS_FORMAT = "c4table-stats/2"
+STATS_FORMAT_1 = "c4table-stats/1"   # read still: the last run's counts per stage
 
 
 def _status_kib(field: str) -> int:
@@ -144,6 +146,12 @@ class StageCounts:
     def sample(self) -> None:
         self._take_driver()
 
+    def rebase(self, stored: int) -> None:
+        """Start the stored-bytes ledger from ``stored`` (what the build directory holds
+        when this run starts), dropping what the driver's setup moved it by."""
+        self._take_driver()
+        self.stored = stored
+
     def set_stage(self, stage: str) -> None:
         self._take_driver()
         self.stage = stage
@@ -156,9 +164,29 @@ class StageCounts:
         return out
 
 
+def add_run(earlier: dict | None, mine: dict) -> dict:
+    """The counts of a stage over the runs of ``earlier`` (totals as :func:`load_stats` gives
+    them, or None) and this run's ``mine`` (:meth:`StageCounts.to_json`): every count summed,
+    the peaks (task memory, stored bytes) the larger, ``runs`` one more.
+
+    >>> a = {**IOCounts(bytes_written=5, tasks=2, peak_task_memory=9).to_json(), "peak_stored_bytes": 7}
+    >>> t = add_run(add_run(None, a), {**a, "peak_stored_bytes": 3})
+    >>> t["bytes_written"], t["tasks"], t["peak_task_memory"], t["peak_stored_bytes"], t["runs"]
+    (10, 4, 9, 7, 2)
+    """
+    c = IOCounts.from_json(mine)
+    if earlier is not None:
+        c.merge(IOCounts.from_json(earlier))
+    before = earlier or {}
+    return {**c.to_json(),
+            "peak_stored_bytes": max(before.get("peak_stored_bytes", 0), mine.get("peak_stored_bytes", 0)),
+            "runs": before.get("runs", 0) + 1}
+
+
 def save_stats(store, board: str, workers: int, executor: str, stages: dict, extra: dict | None = None) -> None:
-    """Write ``DIR/stats.json`` (the counts of the last run, per stage), checksummed like the
-    manifest so that :func:`load_stats` can refuse a damaged one."""
+    """Write ``DIR/stats.json`` (per stage, the counts summed over the runs that worked on it:
+    :func:`add_run`), checksummed like the manifest so that :func:`load_stats` can refuse a
+    damaged one."""
     data = {"format": STATS_FORMAT, "board": board, "workers": workers, "executor": executor,
             "stages": stages, **(extra or {})}
     data["xxh64"] = checksum(data)
@@ -166,7 +194,9 @@ def save_stats(store, board: str, workers: int, executor: str, stages: dict, ext
 
 
 def load_stats(store) -> dict:
-    """The checked ``stats.json`` of a build directory (a :class:`Storage`)."""
+    """The checked ``stats.json`` of a build directory (a :class:`Storage`). One of format 1
+    (the counts of the last run of each stage) reads as one run per stage that did not
+    count a ``.c4z`` merge's files (``runs`` 1, ``c4z_counted`` false)."""
     where = store.display(STATS)
     try:
         data = json.loads(store.read_bytes(STATS).decode())
@@ -174,10 +204,13 @@ def load_stats(store) -> dict:
         raise BuildError(f"{where}: no stats (build it with this version of c4table)") from None
     except (ValueError, UnicodeDecodeError) as e:
         raise CorruptDataError(f"{where}: not valid JSON ({e})") from None
-    if not isinstance(data, dict) or data.get("format") != STATS_FORMAT:
+    if not isinstance(data, dict) or data.get("format") not in (STATS_FORMAT, STATS_FORMAT_1):
         raise CorruptDataError(f"{where}: not a c4table stats file")
     if data.get("xxh64") != checksum(data) or not isinstance(data.get("stages"), dict):
         raise CorruptDataError(f"{where}: checksum does not match (damaged or edited by hand)")
+    if data["format"] == STATS_FORMAT_1:
+        data["stages"] = {k: {**v, "runs": 1} for k, v in data["stages"].items()}
+        data["c4z_counted"] = False
     return data
 
 

@@ -258,6 +258,7 @@ def run(build) -> None:
             m.checkpoint(n)
             build.verified.add(f"messages {ply - 1}")
         build.spent(messages_dir(ply))   # spent: recycled or deleted (Build.spent)
+        build.save_stats()   # a killed run loses only this generation's counts
         rec = m.ply_counts(ply)
         prog.step(f"ply {ply}", n, entries=n, a_wins=rec["a_wins"], draws=rec["draws"],
                   b_wins=rec["b_wins"], sent=sum(r["rows"] for r in sent),

@@ -37,7 +37,7 @@ from c4table.io.storage import Storage, open_storage
 from c4table.io import options as io_options
 from c4table.io.options import IOOptions
 import c4table.config as config
-from c4table.io.recycle import settle_deletes
+from c4table.io.recycle import RECYCLE_DIR, settle_deletes
 
 DEFAULT_MEMORY = "4GiB"
 MIN_TASK_MEMORY = 1 << 20
@@ -66,6 +66,7 @@ class Build:
     shuffles: list = field(init=False, default_factory=list)  # this run's shuffles, measured
     stage_seconds: dict = field(init=False, default_factory=dict)  # wall time of this run's stages
     _io_before: IOOptions | None = field(init=False, default=None)  # put back by close()
+    _earlier: dict = field(init=False, default_factory=dict)   # stats.json as this run found it
 
     def __post_init__(self) -> None:
         self.board.check_buildable()   # a 3D board too large for 64-bit bitboards
@@ -98,6 +99,34 @@ class Build:
             raise
         if n:
             self.note("build", f"removed {count(n, 'scratch file')} left by an interrupted run")
+        self._earlier = self._load_earlier()
+        self._start_ledger()
+
+    def _load_earlier(self) -> dict:
+        """``DIR/stats.json`` as the earlier runs left it ({}: none, or damaged)."""
+        with counters.uncounted():
+            try:
+                return counters.load_stats(self.store) if self.store.exists(counters.STATS) else {}
+            except C4Error:
+                return {}
+
+    def _start_ledger(self) -> None:
+        """Start this run's stored-bytes ledger from what the build directory holds now (after
+        the scratch of an interrupted run is gone), so that a resumed run's peak is what the
+        disk held, not a rise from zero. Locally that is measured: the bytes of the directory's
+        files but ``stats.json`` (never counted) and the recycle bin (counted as deleted). On
+        an object store (a LIST of a big build is many requests) it is the ledger the earlier
+        runs left in ``stats.json`` (``stored_bytes``; it drifts by the scratch files a resume
+        deletes, which no earlier run counted as deleted), or the setup's counts if none."""
+        with counters.uncounted():
+            if self.store.local:
+                held = self.store.tree_size("") - self.store.tree_size(RECYCLE_DIR)
+                if self.store.exists(counters.STATS):
+                    held -= self.store.size(counters.STATS)
+            else:
+                held = self._earlier.get("stored_bytes")
+        if held is not None:
+            self.executor.counts.rebase(held)
 
     def _warm_kernels(self) -> None:
         """Load the kernels (:func:`warm`), saying so when they must be compiled first: the
@@ -150,7 +179,8 @@ class Build:
 
     def run_stage(self, stage: str, fn, *args):
         """Run ``fn(*args)`` (a stage's driver) with its requests, bytes and tasks counted
-        under ``stage``; then record the counts of this run in ``DIR/stats.json``."""
+        under ``stage``; then record the counts in ``DIR/stats.json`` (:meth:`save_stats`; the
+        stages also do after each generation or merge range)."""
         self._counts = self.executor.counts
         self._counts.set_stage(stage)
         t0 = time.perf_counter()
@@ -166,26 +196,44 @@ class Build:
         return self._counts.to_json() if self._counts is not None else {}
 
     def save_stats(self) -> None:
-        """Write the counts of this run's stages to ``DIR/stats.json``, keeping the stages an
-        earlier run recorded and this one did not run (a build run stage by stage). Its own
-        requests are not counted: the file's size depends on the counts it holds (timings,
-        memory, the executor's name), and the next stage would count reading it."""
+        """Write ``DIR/stats.json``: per stage, the counts of the runs before this one (as this
+        run found them) plus this run's so far, with ``runs`` one more (:func:`counters.add_run
+        <c4table.pipeline.runtime.counters.add_run>`), for the stages this run ran tasks in;
+        the others as found. Called often (after each generation and merge range): a run killed
+        loses only the counts since. A stage with nothing left to do runs no task and adds no
+        run. Its own requests are not counted: the file's size depends on the counts it holds
+        (timings, memory, the executor's name), and the next stage would count reading it."""
         mine = {k: v for k, v in self.executor_counts.items()
                 if k != "setup" and v["tasks"]}
         if not mine:
             return
+        before = self._earlier.get("stages", {})
+        stages = {**before, **{k: counters.add_run(before.get(k), v) for k, v in mine.items()}}
         with counters.uncounted():
-            try:
-                old = counters.load_stats(self.store)["stages"] if self.store.exists(counters.STATS) else {}
-            except C4Error:
-                old = {}
-            old.update(mine)
             counters.save_stats(self.store, self.board.name, self.executor.workers,
-                                self.executor.name, old,
+                                self.executor.name, stages,
                                 {"memory": self.memory, "task_memory": self.task_memory,
                                  "storage": "local" if self.store.local else "remote",
                                  "shuffle_max_reads": self.shuffle_max_reads,
-                                 "shuffles": self.shuffles})
+                                 "shuffles": self._earlier.get("shuffles", []) + self.shuffles,
+                                 # the ledger now (a remote resume starts from it)
+                                 "stored_bytes": self._counts.stored,
+                                 # the .c4z merge's files are counted (format 1 did not)
+                                 "c4z_counted": self._earlier.get("c4z_counted", True)
+                                 or "merge" not in before})
+
+    def saving(self, results):
+        """Yield the items of ``results`` (a stage's task results), saving the counts
+        (:meth:`save_stats`) after the caller has taken each in. Closing it closes
+        ``results`` (:meth:`Executor.imap <c4table.pipeline.runtime.execution.Executor.imap>`
+        then cancels the tasks not started)."""
+        try:
+            for r in results:
+                yield r
+                self.save_stats()
+        finally:
+            if hasattr(results, "close"):
+                results.close()
 
     def slice_reads(self) -> int:
         """Run-slice reads counted so far in the current stage (see :meth:`log_shuffle`)."""
@@ -366,7 +414,7 @@ def _open_locked(store, s: BuildSettings) -> Build:
         if old and isinstance(old.get("file"), str) and "/" not in old["file"]:
             names.add(old["file"])
         names |= {n[:-4] + ".c4z" for n in names if n.endswith(".dat")}   # --format c4z
-        for name in ("manifest.json", *(n + x for n in sorted(names)
+        for name in ("manifest.json", counters.STATS, *(n + x for n in sorted(names)
                                         for x in ("", ".tmp", ".tmp.idx", ".tmp.state"))):
             store.delete(name)
     allocator.tune()   # before the workers fork: they inherit it (pipeline/runtime/allocator.py)

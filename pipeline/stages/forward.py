@@ -181,6 +181,7 @@ def run(build, max_ply: int | None = None) -> None:
             build.manifest.set_forward_counts(ply, entries, sym, terminal, term_sym)
             build.manifest.checkpoint(entries)
         build.spent(rdir)   # spent: recycled or deleted (Build.spent)
+        build.save_stats()   # a killed run loses only this generation's counts
         rec = build.manifest.ply_counts(ply)
         prog.step(f"ply {ply}/{last}", rec["positions"], entries=entries,
                   positions=rec["positions"], finished=rec["terminal"],

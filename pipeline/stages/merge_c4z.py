@@ -49,9 +49,10 @@ import xxhash
 import c4table.config as config
 from c4table.c4z.assemble import Assembler, Checkpoint, idx_path
 from c4table.c4z.blocks import default_part_entries, encode_words
-from c4table.c4z.format import BUILD_PART_ENTRIES, default_c4z_name
+from c4table.c4z.format import BUILD_PART_ENTRIES, IDX_RECORD, MAGIC, default_c4z_name
 from c4table.errors import BuildError, CorruptDataError
 from c4table.game.board import Board
+from c4table.io.counting import active
 from c4table.io.files import fsync_dir
 from c4table.io.storage import open_storage
 from c4table.pipeline.kernels.cpu import words_to_entries
@@ -138,6 +139,7 @@ def range_blocks_task(root: str, shards: list[dict], lo: int, hi: int, below: in
                 elif not in_head and n == B:
                     flush_block()
                     n = 0
+    active().add_write(sum(out.lengths))   # the part file (plain file I/O: counted here)
     if in_head and n:   # cannot happen: the head is at most the range
         raise BuildError(f"range [{lo}, {hi}): {n} entries of {want} in its first block")
     out.tail = _raw(buf[:n], E)
@@ -336,8 +338,8 @@ def run(build):
             save_state(store, tmp, MergeState(digest, bounds, level, k, at, B, P))
             drop_shards(store, shards, bounds[k])
 
-        digests = assemble(store, store.root / tmp, board, total, n_r, level,
-                           build.executor.imap(range_blocks_task, tasks), build.table_md5,
+        results = build.saving(build.executor.imap(range_blocks_task, tasks))   # counts saved
+        digests = assemble(store, store.root / tmp, board, total, n_r, level, results, build.table_md5,
                            resume=state, appended=appended,
                            file=build.table_name, root=m.root_record())
         if digests["bytes"] != total * board.entry_size:
@@ -376,9 +378,17 @@ def assemble(store, part, board: Board, total: int, n_ranges: int, level: int, r
         B, P = build_grid()
         a, r0 = Assembler(part, board, B, level, P, md5=md5), 0
     else:   # the grid the file was begun on
+        held = _file_size(part) + _file_size(idx_path(part))
         a = Assembler.reopen(part, board, resume.block_entries, level, resume.at,
                              resume.part_entries, md5=md5)
         r0 = resume.done
+    # the container and its side file (plain file I/O) are counted here, by the driver: as
+    # far as counted (by the earlier run up to its checkpoint), what was cut off past it, and
+    # what reopening read back
+    counted = _counted_at(a) if resume is not None else (0, 0)
+    if resume is not None:
+        active().bytes_deleted += max(0, held - sum(counted))
+        active().add_read(sum(counted) - len(MAGIC), ranged=False)
     try:
         at, ranges = a.entries, r0
         for r, res in enumerate(results, r0):
@@ -395,9 +405,13 @@ def assemble(store, part, board: Board, total: int, n_ranges: int, level: int, r
                         if len(comp) != length:
                             raise BuildError(f"{res.part}: ends inside block of key {first}")
                         a.add_block(comp, first, x)
+                active().add_read(sum(res.lengths), ranged=False)   # the part file
             store.delete(res.part)
             a.add_raw(res.tail)
             at += res.count
+            now = _counted_at(a)
+            active().bytes_written += sum(now) - sum(counted)   # one object each: at the end
+            counted = now
             if appended is not None:
                 appended(r + 1, a.checkpoint())
         if ranges != n_ranges or at != total:
@@ -405,7 +419,29 @@ def assemble(store, part, board: Board, total: int, n_ranges: int, level: int, r
                              f"where {total:,} were counted")
         if a.entries != total:
             raise BuildError(f"{part.name}: {a.entries:,} entries placed, expected {total:,}")
-        return a.finish(keep_idx=resume is not None or appended is not None, **header)
+        keep = resume is not None or appended is not None
+        digests = a.finish(keep_idx=keep, **header)
     except BaseException:
         a.close()
         raise
+    c, idx = active(), a.blocks * IDX_RECORD.size
+    c.add_write(_file_size(part) - counted[0])   # the container (index, header, trailer too)
+    c.add_write(idx - counted[1])                # its side file of index records
+    c.add_read(idx, ranged=False)                # read back for the container's index
+    if not keep:                                 # unlinked by finish
+        c.delete_requests += 1
+        c.bytes_deleted += idx
+    return digests
+
+
+def _counted_at(a: Assembler) -> tuple[int, int]:
+    """The bytes of the ``.c4z`` part file and of its side file of index records that
+    ``a`` has written so far (the blocks, from the magic on; a record per block)."""
+    return a.part_bytes, a.blocks * IDX_RECORD.size
+
+
+def _file_size(path) -> int:
+    try:
+        return path.stat().st_size
+    except FileNotFoundError:
+        return 0

@@ -3,7 +3,8 @@ across stops: each call starts or resumes ``c4table build`` in DIR, samples the 
 build directory holds (total and per file kind) every ``--every`` seconds, and appends each
 sample and each call's CPU (user+sys of the build and its workers) to ``DIR.log.jsonl``
 beside the directory. ``--report`` prints what the log holds: peak disk in bytes per entry and
-per kind, CPU and wall summed over the calls, bytes written and read (``DIR/stats.json``),
+per kind, CPU and wall summed over the calls, bytes written and read (``DIR/stats.json``: summed
+over every call that worked on a stage; a file of format 1 held only each stage's last call),
 and the finished table's record.
 
     .venv/bin/python tools/bench/big_build.py 6x6 /work/build-6x6 --workers 2 --memory 16GiB
@@ -109,6 +110,7 @@ def report(args, log: Path) -> None:
         out["bytes_written"] = sum(v["bytes_written"] for v in st.values())
         out["bytes_read"] = sum(v["bytes_read"] for v in st.values())
         out["stages_peak_stored_bytes"] = {k: v.get("peak_stored_bytes") for k, v in st.items()}
+        out["stages_runs"] = {k: v.get("runs", 1) for k, v in st.items()}   # runs summed per stage
     out["table"] = table
     print(json.dumps(out, indent=1))
 

@@ -8,9 +8,10 @@ beside it: their largest is the peak compared.
 
 With ``--build BOARD``: runs ``c4table build BOARD --out DIR`` (its ``--format`` and
 ``--workers``) first, sampling the directory's bytes every 50 ms: the peak sampled is compared
-with the plan's peak disk (the build's counters do not see the ``.c4z`` merge's part files
-and container, written and read by plain file I/O; the tool adds the container's size to the
-merge's bytes written twice, as part files and as the container, and read once, the parts).
+with the plan's peak disk. A ``.c4z`` merge's part files and container are counted by the
+build (``stats.json`` with ``c4z_counted``); for older stats, which did not see them, the tool
+adds the container's size to the merge's bytes written twice (as part files and as the
+container), read once (the parts) and to its peak stored.
 
 For each directory: the plan of its board for the workers and task memory the run used
 (``stats.json``), its I/O prediction (:func:`c4table.pipeline.planning.iomodel.predict_io`) and the
@@ -69,6 +70,7 @@ def compare(where: str, peak_sampled: int | None = None) -> list[tuple]:
     c4z = sorted(Path(where).glob("*.c4z"))
     if c4z:
         plan.table_format = "c4z"
+    if c4z and not st.get("c4z_counted"):   # stats of format 1: the .c4z merge's files uncounted
         size = c4z[0].stat().st_size
         mg = st["stages"]["merge"]
         mg["bytes_written"] += 2 * size
