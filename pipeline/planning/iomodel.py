@@ -393,7 +393,9 @@ def _predict_merge(io: IOPlan, s: _Shape, board, shards: list, fbytes: list, sto
     if c4z:   # after each range, the merge state with the raw entries of the partial block
         B = min(E, config.get("C4TABLE_C4Z_BLOCK_ENTRIES"))   # (base64: 4/3), half a block on average
         mg["bytes_written"] += int(R * B / 2 * board.entry_size * 4 / 3)
-    mg["objects_written"] = R + 2
+    # the tasks' parts (or the table's ranges), the manifest and the stats; a .c4z merge also
+    # saves its state after each range and writes the container and its index side file
+    mg["objects_written"] = 2 * R + 3 if c4z else R + 2
     mg["peak_stored_bytes"] = int(_merge_peak(stored, table, R, W, shards, fbytes, e, ob)
                                   if c4z else stored + table)
     # a range task: one word per entry, the keys and outcomes of READ_GROUPS row groups
