@@ -6,6 +6,7 @@ import ctypes
 import os
 import struct
 import threading
+from dataclasses import dataclass
 
 import numpy as np
 import xxhash
@@ -75,10 +76,12 @@ def encode_entries(keys: np.ndarray, outs: np.ndarray, board: Board, level: int 
 
 
 def encode_words(words: np.ndarray, board: Board, level: int = DEFAULT_LEVEL,
-                 part_entries: int | None = None) -> tuple[int, bytes]:
+                 part_entries: int | None = None, sym_level: int | None = None
+                 ) -> tuple[int, bytes]:
     """:func:`encode_entries` of a block given as ``key << 8 | outcome`` words (uint64, keys
     strictly increasing: the caller's), as a build's merge tasks gather them: the same bytes,
-    without splitting the words first.
+    without splitting the words first. ``sym_level``: the zstd level of the symbol frame
+    (None: ``level``, as for the key frame).
 
     >>> w = np.array([16, 1 << 8 | 0x4f], np.uint64)
     >>> b = Board.parse("4x4")
@@ -95,14 +98,16 @@ def encode_words(words: np.ndarray, board: Board, level: int = DEFAULT_LEVEL,
         sys_.append(sy)
         if o:
             firsts.append(int(words[o]) >> 8)
-    return int(words[0]) >> 8, _block(kvs, sys_, firsts, level, None, None)
+    return int(words[0]) >> 8, _block(kvs, sys_, firsts, level, None, None, sym_level)
 
 
-def _block(kvs: list, sys_: list, firsts: list, level: int, key_dict, sym_dict) -> bytes:
-    """A block's bytes from its parts' key and symbol streams (:func:`encode_block`)."""
+def _block(kvs: list, sys_: list, firsts: list, level: int, key_dict, sym_dict,
+           sym_level: int | None = None) -> bytes:
+    """A block's bytes from its parts' key and symbol streams (:func:`encode_block`); the
+    symbol frame at ``sym_level`` (None: ``level``)."""
     ends = np.cumsum([len(k) for k in kvs]).tolist()
     kf = zstd_frame(_cctx(level, key_dict), kvs)
-    sf = zstd_frame(_cctx(level, sym_dict), sys_)
+    sf = zstd_frame(_cctx(level if sym_level is None else sym_level, sym_dict), sys_)
     p = len(kvs)
     head = struct.pack(f"<HII{p - 1}I{p - 1}Q", p, len(kf), len(sf), *ends[:-1], *firsts)
     return head + kf + sf
@@ -155,11 +160,31 @@ def split_block(block: bytes) -> tuple[bytes, bytes, list[int], list[int]]:
     return block[hl: hl + kl], block[hl + kl:], ends, firsts
 
 
-def decode_block_bytes(block: bytes, board: Board, n: int, first: int,
-                       key_dict: bytes | None = None, sym_dict: bytes | None = None,
-                       part_entries: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Keys (uint64) and outcome bytes of a block of ``n`` entries; ValueError or ZstdError
-    if it does not decode to exactly that."""
+@dataclass
+class _Streams:
+    """A block's two decompressed streams (:func:`_streams`): ``kv`` the key stream, ``sy`` the
+    symbols; part ``q`` holds entries ``q * part_entries ..`` from key ``starts[q]``, its keys
+    ``kv[bounds[q]: bounds[q + 1]]``."""
+
+    kv: np.ndarray
+    sy: np.ndarray
+    n: int
+    part_entries: int
+    bounds: list
+    starts: list
+
+    def parts(self):
+        """Per part: its key stream, its symbols, its first and end entry, its first key."""
+        P = self.part_entries
+        for q, start in enumerate(self.starts):
+            lo, hi = q * P, min(self.n, (q + 1) * P)
+            yield self.kv[self.bounds[q]: self.bounds[q + 1]], self.sy[lo:hi], lo, hi, start
+
+
+def _streams(block: bytes, n: int, first: int, part_entries: int | None, key_dict,
+             sym_dict) -> _Streams:
+    """Split and decompress a block of ``n`` entries (first key ``first``); ValueError or
+    ZstdError if its parts and streams do not fit ``n`` entries."""
     kf, sf, ends, firsts = split_block(block)
     part_entries = part_entries or default_part_entries(n)
     p = len(ends) + 1
@@ -169,15 +194,21 @@ def decode_block_bytes(block: bytes, board: Board, n: int, first: int,
     sy = np.frombuffer(_dctx(sym_dict).decompress(sf), np.uint8)
     if sy.shape[0] != n or not all(0 <= a <= b for a, b in zip([0] + ends, ends + [kv.shape[0]])):
         raise ValueError("the streams do not fit the parts")
+    return _Streams(kv, sy, n, part_entries, [0] + ends + [kv.shape[0]], [first] + firsts)
+
+
+def decode_block_bytes(block: bytes, board: Board, n: int, first: int,
+                       key_dict: bytes | None = None, sym_dict: bytes | None = None,
+                       part_entries: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Keys (uint64) and outcome bytes of a block of ``n`` entries; ValueError or ZstdError
+    if it does not decode to exactly that."""
+    st = _streams(block, n, first, part_entries, key_dict, sym_dict)
     codec = _codec(board)
     keys = np.empty(n, np.uint64)
     outs = np.empty(n, np.int64)
-    bounds = [0] + ends + [kv.shape[0]]
-    for q in range(p):
-        lo, hi = q * part_entries, min(n, (q + 1) * part_entries)
-        if _decode(kv[bounds[q]: bounds[q + 1]], sy[lo:hi], np.uint64(firsts[q - 1] if q else first),
-                   hi - lo, codec.base, codec.width, codec.heights, codec.inv,
-                   keys[lo:hi], outs[lo:hi]) < 0:
+    for q, (kv, sy, lo, hi, start) in enumerate(st.parts()):
+        if _decode(kv, sy, np.uint64(start), hi - lo, codec.base, codec.width, codec.heights,
+                   codec.inv, keys[lo:hi], outs[lo:hi]) < 0:
             raise ValueError(f"the streams of part {q} do not hold {hi - lo} entries")
         if q and not keys[lo - 1] < keys[lo]:
             raise ValueError(f"part {q} starts before part {q - 1} ends")
@@ -196,28 +227,16 @@ def decode_block_rows(block: bytes, board: Board, n: int, first: int,
     >>> bytes(rows) == bytes([0, 0, 0, 16, 0, 0, 1, 0x4f]), last
     (True, 1)
     """
-    kf, sf, ends, firsts = split_block(block)
-    part_entries = part_entries or default_part_entries(n)
-    p = len(ends) + 1
-    if p != -(-n // part_entries):
-        raise ValueError(f"{p} parts for {n} entries")
-    kv = np.frombuffer(_dctx(None).decompress(kf), np.uint8)
-    sy = np.frombuffer(_dctx(None).decompress(sf), np.uint8)
-    if sy.shape[0] != n or not all(0 <= a <= b for a, b in zip([0] + ends, ends + [kv.shape[0]])):
-        raise ValueError("the streams do not fit the parts")
+    st = _streams(block, n, first, part_entries, None, None)
     codec = _codec(board)
     E = board.entry_size
     rows = np.empty(n * E, np.uint8)
-    bounds = [0] + ends + [kv.shape[0]]
     last = -1
-    for q in range(p):
-        lo, hi = q * part_entries, min(n, (q + 1) * part_entries)
-        start = firsts[q - 1] if q else first
+    for q, (kv, sy, lo, hi, start) in enumerate(st.parts()):
         if q and not last < start:
             raise ValueError(f"part {q} starts before part {q - 1} ends")
-        last = _decode_rows(kv[bounds[q]: bounds[q + 1]], sy[lo:hi], np.uint64(start), hi - lo,
-                            codec.base, codec.width, codec.heights, codec.inv, E - 1,
-                            rows[lo * E: hi * E])
+        last = _decode_rows(kv, sy, np.uint64(start), hi - lo, codec.base, codec.width,
+                            codec.heights, codec.inv, E - 1, rows[lo * E: hi * E])
         if last < 0:
             raise ValueError(f"the streams of part {q} do not hold {hi - lo} entries")
     return memoryview(rows), int(last)
