@@ -14,8 +14,9 @@ compares the least CPU of each format (a loaded machine adds to CPU time, seldom
 
 ``--blocks TABLE.dat`` builds nothing: it samples ``--samples`` stretches of the finished
 table, evenly spread, and prints for each block profile (``--profiles``, each
-``ENTRIES:PART:LEVEL``, e.g. ``262144:65536:5``) the size as a share of the raw entries and the
-CPU (one core, ``process_time``) of what a c4z build does per block: encode (the merge's range
+``ENTRIES:PART:LEVEL[:SYMLEVEL]``, e.g. ``262144:65536:5`` or ``262144:65536:5:1``: the key frame
+at ``LEVEL``, the symbol frame at ``SYMLEVEL``, default ``LEVEL``) the size as a share of the raw
+entries (both frames, and each apart) and the CPU (one core, ``process_time``) of what a c4z build does per block: encode (the merge's range
 tasks, from ``key << 8 | outcome`` words) and decode back to raw rows (the driver, before
 hashing them), in ns per entry.
 
@@ -79,7 +80,7 @@ def block_profiles(board_name: str, dat: Path, profiles: list[str], samples: int
     """The ``--blocks`` mode (module docstring)."""
     import numpy as np
 
-    from c4table.c4z.blocks import decode_block_rows, encode_words
+    from c4table.c4z.blocks import decode_block_rows, encode_words, split_block
     from c4table.game.board import Board
     from c4table.table.source import keys_of_rows
     board = Board.parse(board_name)
@@ -96,24 +97,31 @@ def block_profiles(board_name: str, dat: Path, profiles: list[str], samples: int
     encode_words(w0, board, 1, 8)      # compile or load the kernels outside the timings
     print(f"{board_name}: {samples} stretches of {span:,} entries ({samples * span:,} of "
           f"{n_all:,}), load {os.getloadavg()[0]:.1f}")
-    print(f"{'block':>9} {'part':>7} {'level':>5} {'% of raw':>9} {'encode ns':>10} {'decode ns':>10}")
+    print(f"{'block':>9} {'part':>7} {'level':>5} {'sym':>4} {'% of raw':>9} {'keys %':>7} "
+          f"{'syms %':>7} {'encode ns':>10} {'decode ns':>10}")
     for prof in profiles:
-        B, P, level = (int(x) for x in prof.split(":"))
-        size = enc = dec = 0.0
+        B, P, level, *sl = (int(x) for x in prof.split(":"))
+        sym_level = sl[0] if sl else level
+        size = ksize = ssize = enc = dec = 0.0
         for w in words:
             blocks = []
             t = time.process_time()
             for o in range(0, span, B):
-                blocks.append(encode_words(w[o: o + B], board, level, P))
+                blocks.append(encode_words(w[o: o + B], board, level, P, sym_level))
             enc += time.process_time() - t
             size += sum(len(b) for _, b in blocks)
+            for _, b in blocks:
+                kf, sf, _, _ = split_block(b)
+                ksize += len(kf)
+                ssize += len(sf)
             t = time.process_time()
             for first, b in blocks:
                 decode_block_rows(b, board, B, first, P)
             dec += time.process_time() - t
-        n = samples * span
-        print(f"{B:9,} {P:7,} {level:5} {100 * size / (n * E):9.3f} {1e9 * enc / n:10.1f} "
-              f"{1e9 * dec / n:10.1f}", flush=True)
+        raw = samples * span * E
+        print(f"{B:9,} {P:7,} {level:5} {sym_level:4} {100 * size / raw:9.3f} "
+              f"{100 * ksize / raw:7.3f} {100 * ssize / raw:7.3f} {1e9 * enc * E / raw:10.1f} "
+              f"{1e9 * dec * E / raw:10.1f}", flush=True)
 
 
 def main(argv=None) -> None:
