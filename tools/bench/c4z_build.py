@@ -7,7 +7,10 @@ bytes per entry of each kind of intermediate file it keeps (key shards, outcome 
 the peak bytes per entry of each kind of scratch file (child runs, backward messages),
 sampled as they come and go.
 
-    .venv/bin/python tools/bench/c4z_build.py 5x5 --workers 2 --levels 3:65536 5 [--repeat 3]
+    .venv/bin/python tools/bench/c4z_build.py 5x5 --workers 2 --levels 3:65536 5m0 4m6 [--repeat 3]
+
+Each level is ``LEVEL[mMINMATCH][:BLOCK_ENTRIES]`` (``C4TABLE_C4Z_LEVEL``,
+``C4TABLE_C4Z_MIN_MATCH``, ``C4TABLE_C4Z_BLOCK_ENTRIES``; unset: the defaults).
 
 ``--repeat N`` builds every format N times, round by round (.dat, then each level), and
 compares the least CPU of each format (a loaded machine adds to CPU time, seldom takes away).
@@ -15,7 +18,8 @@ compares the least CPU of each format (a loaded machine adds to CPU time, seldom
 ``--blocks TABLE.dat`` builds nothing: it samples ``--samples`` stretches of the finished
 table, evenly spread, and prints for each block profile (``--profiles``, each
 ``ENTRIES:PART:LEVEL[:SYMLEVEL]``, e.g. ``262144:65536:5`` or ``262144:65536:5:1``: the key frame
-at ``LEVEL``, the symbol frame at ``SYMLEVEL``, default ``LEVEL``) the size as a share of the raw
+at ``LEVEL``, the symbol frame at ``SYMLEVEL``, default ``LEVEL``; a level ``4m6`` is level 4
+with min match 6, :func:`c4table.c4z.blocks.zstd_params`) the size as a share of the raw
 entries (both frames, and each apart) and the CPU (one core, ``process_time``) of what a c4z build does per block: encode (the merge's range
 tasks, from ``key << 8 | outcome`` words) and decode back to raw rows (the driver, before
 hashing them), in ns per entry.
@@ -43,9 +47,12 @@ def run_build(board: str, out: Path, workers: int, memory: str, fmt: str, level:
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
     env = dict(os.environ)
-    if level is not None:   # LEVEL or LEVEL:BLOCK_ENTRIES
+    if level is not None:   # LEVEL[mMINMATCH][:BLOCK_ENTRIES]
         lv, _, block = level.partition(":")
+        lv, _, mm = lv.partition("m")
         env["C4TABLE_C4Z_LEVEL"] = lv
+        if mm:
+            env["C4TABLE_C4Z_MIN_MATCH"] = mm
         if block:
             env["C4TABLE_C4Z_BLOCK_ENTRIES"] = block
     cmd = [str(Path(sys.executable).with_name("c4table")), "build", board, "--out", str(out),
@@ -73,7 +80,7 @@ def run_build(board: str, out: Path, workers: int, memory: str, fmt: str, level:
 
 DEFAULT_PROFILES = ["65536:36864:3", "65536:36864:5", "65536:36864:9", "262144:65536:3",
                     "262144:65536:4", "262144:65536:5", "262144:65536:6", "262144:65536:7",
-                    "1048576:65536:5"]
+                    "1048576:65536:5", "262144:65536:4m6", "262144:65536:5m6"]
 
 
 def block_profiles(board_name: str, dat: Path, profiles: list[str], samples: int) -> None:
@@ -97,17 +104,20 @@ def block_profiles(board_name: str, dat: Path, profiles: list[str], samples: int
     encode_words(w0, board, 1, 8)      # compile or load the kernels outside the timings
     print(f"{board_name}: {samples} stretches of {span:,} entries ({samples * span:,} of "
           f"{n_all:,}), load {os.getloadavg()[0]:.1f}")
-    print(f"{'block':>9} {'part':>7} {'level':>5} {'sym':>4} {'% of raw':>9} {'keys %':>7} "
+    print(f"{'block':>9} {'part':>7} {'level':>5} {'sym':>5} {'% of raw':>9} {'keys %':>7} "
           f"{'syms %':>7} {'encode ns':>10} {'decode ns':>10}")
     for prof in profiles:
-        B, P, level, *sl = (int(x) for x in prof.split(":"))
-        sym_level = sl[0] if sl else level
+        B, P, lv, *sl = prof.split(":")
+        B, P = int(B), int(P)
+        level, _, mm = lv.partition("m")
+        level, mm = int(level), int(mm or 0)
+        sym_level = int(sl[0]) if sl else level
         size = ksize = ssize = enc = dec = 0.0
         for w in words:
             blocks = []
             t = time.process_time()
             for o in range(0, span, B):
-                blocks.append(encode_words(w[o: o + B], board, level, P, sym_level))
+                blocks.append(encode_words(w[o: o + B], board, level, P, mm, sym_level))
             enc += time.process_time() - t
             size += sum(len(b) for _, b in blocks)
             for _, b in blocks:
@@ -119,7 +129,7 @@ def block_profiles(board_name: str, dat: Path, profiles: list[str], samples: int
                 decode_block_rows(b, board, B, first, P)
             dec += time.process_time() - t
         raw = samples * span * E
-        print(f"{B:9,} {P:7,} {level:5} {sym_level:4} {100 * size / raw:9.3f} "
+        print(f"{B:9,} {P:7,} {lv:>5} {sym_level:5} {100 * size / raw:9.3f} "
               f"{100 * ksize / raw:7.3f} {100 * ssize / raw:7.3f} {1e9 * enc * E / raw:10.1f} "
               f"{1e9 * dec * E / raw:10.1f}", flush=True)
 
