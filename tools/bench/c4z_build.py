@@ -9,8 +9,12 @@ sampled as they come and go.
 
     .venv/bin/python tools/bench/c4z_build.py 5x5 --workers 2 --levels 3:65536 5m0 4m6 [--repeat 3]
 
-Each level is ``LEVEL[mMINMATCH][:BLOCK_ENTRIES]`` (``C4TABLE_C4Z_LEVEL``,
-``C4TABLE_C4Z_MIN_MATCH``, ``C4TABLE_C4Z_BLOCK_ENTRIES``; unset: the defaults).
+Each level is ``LEVEL[mMINMATCH][:BLOCK_ENTRIES][@CODE]`` (``C4TABLE_C4Z_LEVEL``,
+``C4TABLE_C4Z_MIN_MATCH``, ``C4TABLE_C4Z_BLOCK_ENTRIES``; unset: the defaults). ``@CODE``
+runs that build with another checkout's code first on ``PYTHONPATH`` (the code before a
+change, side by side with it): a directory holding ``c4table/`` with a link
+``c4table/pipeline -> ../pipeline``, e.g. ``git archive COMMIT c4table pipeline | tar -x -C
+DIR && ln -s ../pipeline DIR/c4table/pipeline``.
 
 ``--repeat N`` builds every format N times, round by round (.dat, then each level), and
 compares the least CPU of each format (a loaded machine adds to CPU time, seldom takes away).
@@ -47,8 +51,11 @@ def run_build(board: str, out: Path, workers: int, memory: str, fmt: str, level:
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
     env = dict(os.environ)
-    if level is not None:   # LEVEL[mMINMATCH][:BLOCK_ENTRIES]
-        lv, _, block = level.partition(":")
+    if level is not None:   # LEVEL[mMINMATCH][:BLOCK_ENTRIES][@CODE]
+        spec, _, code = level.partition("@")
+        if code:
+            env["PYTHONPATH"] = code
+        lv, _, block = spec.partition(":")
         lv, _, mm = lv.partition("m")
         env["C4TABLE_C4Z_LEVEL"] = lv
         if mm:
@@ -159,8 +166,8 @@ def main(argv=None) -> None:
     res, rounds = [], []
     for rnd in range(a.repeat):
         rounds.append([])
-        for fmt, lv in runs:
-            out = root / f"{a.board}-{fmt}{lv or ''}"
+        for i, (fmt, lv) in enumerate(runs):
+            out = root / f"{a.board}-{fmt}{i}"
             r = run_build(a.board, out, a.workers, a.memory, fmt, lv, a.every)
             r["load"] = os.getloadavg()[0]
             rounds[-1].append(r)
