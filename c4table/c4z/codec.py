@@ -71,11 +71,16 @@ def _digits(x, digits, base, width, heights):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _advance(digits, add, base, width, heights, ply):
+def _advance(digits, d0, add, base, width, heights, ply):
     """Add ``add`` (> 0) to the key whose base-``base`` digits (column codes, lowest first)
-    are ``digits`` and whose ply is ``ply``, digit by digit with carries, in place; return its
-    new ply (``heights`` of the digits). The usual delta is below ``base``: one digit, no
-    division."""
+    are ``d0`` and ``digits[1:]`` (``digits[0]`` is stale: the lowest digit stays in a
+    register, the loops' usual case touching no memory) and whose ply is ``ply``, digit by
+    digit with carries; return its new ``(d0, ply)`` (``heights`` of the digits). The usual
+    delta is below ``base`` and carries nothing."""
+    s = d0 + add
+    if s < base:            # the usual case (add < base too)
+        return s, ply + heights[s] - heights[d0]
+    digits[0] = d0
     i = 0
     while add > 0 and i < width:
         if add < base:
@@ -90,7 +95,7 @@ def _advance(digits, add, base, width, heights, ply):
         ply += heights[s] - heights[digits[i]]
         digits[i] = s
         i += 1
-    return ply
+    return digits[0], ply
 
 
 @njit(cache=True, nogil=True)
@@ -103,9 +108,10 @@ def _plies(keys, base, width, heights, out):
         return
     digits = np.zeros(width + 1, np.int64)
     ply = _digits(np.int64(keys[0]), digits, base, width, heights)
+    d0 = digits[0]
     out[0] = ply
     for j in range(1, n):
-        ply = _advance(digits, np.int64(keys[j] - keys[j - 1]), base, width, heights, ply)
+        d0, ply = _advance(digits, d0, np.int64(keys[j] - keys[j - 1]), base, width, heights, ply)
         out[j] = ply
 
 
@@ -124,6 +130,7 @@ def _encode(src, outs, packed, base, width, heights, fwd, kv, syms):
     digits = np.zeros(width + 1, np.int64)
     prev = src[0] >> sh
     ply = _digits(np.int64(prev), digits, base, width, heights)
+    d0 = digits[0]
     syms[0] = fwd[ply, (src[0] & np.uint64(255)) if packed else outs[0]]
     pos = 0
     for j in range(1, n):
@@ -137,7 +144,7 @@ def _encode(src, outs, packed, base, width, heights, fwd, kv, syms):
             pos += 1
         kv[pos] = v
         pos += 1
-        ply = _advance(digits, np.int64(d), base, width, heights, ply)
+        d0, ply = _advance(digits, d0, np.int64(d), base, width, heights, ply)
         syms[j] = fwd[ply, (src[j] & np.uint64(255)) if packed else outs[j]]
     return pos
 
@@ -210,6 +217,7 @@ def _decode_rows_of(kv, syms, first, n, base, width, heights, inv, e, rows):
     digits = np.zeros(width + 1, np.int64)
     key = first
     ply = _digits(np.int64(first), digits, base, width, heights)
+    d0 = digits[0]
     pos = 0
     m = kv.shape[0]
     for j in range(n):
@@ -224,7 +232,7 @@ def _decode_rows_of(kv, syms, first, n, base, width, heights, inv, e, rows):
             if d == 0:
                 return -1
             key += d
-            ply = _advance(digits, np.int64(d), base, width, heights, ply)
+            d0, ply = _advance(digits, d0, np.int64(d), base, width, heights, ply)
         v = (key << np.uint64(8)) | np.uint64(inv[ply, syms[j]])
         at = j * e
         for b in range(e - 1, -1, -1):
