@@ -6,25 +6,27 @@ and each range task gathers its entries in key order and finds its offset in the
 ``.dat`` merge's tasks do (:func:`~c4table.pipeline.stages.merge.gather_range`). The ``.c4z``'s blocks lie
 on a fixed grid (block ``i`` holds entries ``i*B ..``), which a range seldom starts or ends
 on: a task compresses the whole blocks inside its range (:func:`~c4table.c4z.blocks.encode_words`,
-on the grid of :func:`build_grid` at the level of :func:`build_level`, no trained dictionaries) into a part file ``work/merge/blocks-R.bin``
+on the grid of :func:`build_grid` at the level of :func:`build_level` with the min match of
+:func:`build_min_match`, no trained dictionaries) into a part file ``work/merge/blocks-R.bin``
 and returns the raw entries before the first and after the last of them (fewer than ``B``
 each). The driver takes the tasks' results in range order while later ranges still run and
 feeds them to an :class:`~c4table.c4z.assemble.Assembler`: it compresses the partial blocks
 where two ranges meet, appends every block to ``connect4_WxH.c4z.tmp``, decodes each block
 again to hash the raw table (sha256; md5 too with ``C4TABLE_TABLE_MD5``), and deletes each
-part file once appended. The file's bytes depend only on the table and the grid (each block
+part file once appended. The file's bytes depend only on the table, the grid, the level and the
+min match (each block
 is compressed alone, deterministically), not on how the ranges were cut: a rerun after a crash
 writes the same file.
 
 Nothing is kept past its last reader, and a rerun after a crash continues: once the driver has
 appended range ``r``, it makes the file durable and records where it stands in
-``connect4_WxH.c4z.tmp.state`` (atomically: the ranges' bounds, the grid, the ranges done,
+``connect4_WxH.c4z.tmp.state`` (atomically: the ranges' bounds, the grid, the level and min match, the ranges done,
 the blocks and bytes written, the raw entries of the partial block; :class:`MergeState`), and then
 deletes every backward shard and its forward (key) shard whose keys all lie below the ranges
 still to come: no later range reads them (their manifest records stay: the later ranges'
 offsets count their rows). A rerun finding a state that matches the manifest's shards cuts
 the ``.tmp`` back to it, hashes its blocks again (decoded, as when appended: the sha256 state
-cannot be saved) and merges the remaining ranges with the recorded bounds, grid and level, so
+cannot be saved) and merges the remaining ranges with the recorded bounds, grid, level and min match, so
 it writes the same bytes; the shards below them may be gone, and are not checked.
 
 Once the table is in place, ``build`` and ``merge`` delete the build's intermediate files
