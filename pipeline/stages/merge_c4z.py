@@ -14,9 +14,8 @@ feeds them to an :class:`~c4table.c4z.assemble.Assembler`: it compresses the par
 where two ranges meet, appends every block to ``connect4_WxH.c4z.tmp``, decodes each block
 again to hash the raw table (sha256; md5 too with ``C4TABLE_TABLE_MD5``), and deletes each
 part file once appended. The file's bytes depend only on the table, the grid, the level and the
-min match (each block
-is compressed alone, deterministically), not on how the ranges were cut: a rerun after a crash
-writes the same file.
+min match (each block is compressed alone, deterministically), not on how the ranges were cut:
+a rerun after a crash writes the same file.
 
 Nothing is kept past its last reader, and a rerun after a crash continues: once the driver has
 appended range ``r``, it makes the file durable and records where it stands in
