@@ -37,6 +37,17 @@ def zstd_level(value: str) -> int:
     return n
 
 
+def zstd_min_match(value: str) -> int:
+    """A zstd min match, 3 to 7, or 0 (the level's own)."""
+    try:
+        n = int(value)
+    except ValueError:
+        n = -1
+    if not (n == 0 or 3 <= n <= 7):
+        raise ValueError("give a zstd min match from 3 to 7, or 0 (the level's own)")
+    return n
+
+
 def positive_count(value: str) -> int:
     """A positive whole number; ``_`` and ``,`` may group digits."""
     try:
@@ -88,10 +99,14 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
             "pass over the table in key order, one core, beside the sha256: on a large table "
             "it is the merge's longest serial part). `c4table verify` prints the md5 anyway.",
             switch),
-    Setting("C4TABLE_C4Z_LEVEL", 5, "zstd level (1-22) of the blocks a `build --format c4z` "
+    Setting("C4TABLE_C4Z_LEVEL", 4, "zstd level (1-22) of the blocks a `build --format c4z` "
             "writes (262,144 entries each; higher: smaller and slower; `c4table compress` uses "
             "19).", zstd_level,
             BuildError),
+    Setting("C4TABLE_C4Z_MIN_MATCH", 6, "zstd min match (3-7) of the blocks a `build --format "
+            "c4z` writes: the level's parameters for a 256 KiB input with matches of at least "
+            "that many bytes (with 6, level 4 is as small as level 5 with zstd's own, for less "
+            "CPU); 0: zstd's own parameters for the level.", zstd_min_match, BuildError),
     Setting("C4TABLE_C4Z_BLOCK_ENTRIES", 1 << 18, "Entries of the blocks a `build --format c4z` "
             "writes (default 262,144, in parts of 65,536: bigger blocks, smaller files, slower "
             "single probes).", c4z_block_entries, BuildError),

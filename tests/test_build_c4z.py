@@ -113,11 +113,12 @@ def test_c4z_build_decompresses_to_the_dat_build_and_known_sha256(board, built, 
     assert m["c4z"]["sha256"] == sha256_of(z) and m["c4z"]["bytes"] == z.stat().st_size
     # the same blocks as compress of the .dat at the build's settings: the merge's ranges
     # are stitched onto the file's grid exactly
-    from c4table.pipeline.stages.merge_c4z import build_grid, build_level
+    from c4table.pipeline.stages.merge_c4z import build_grid, build_level, build_min_match
     B, P = build_grid()
     assert (B, P) == (16384, 9216)
     ref = compress_table(dat, tmp_path / "ref.c4z", level=build_level(), key_dict=False,
-                         sym_dict=False, quiet=True, block_entries=B, part_entries=P)
+                         sym_dict=False, quiet=True, block_entries=B, part_entries=P,
+                         min_match=build_min_match())
     assert blocks_region(z) == blocks_region(ref)
     assert blocks_region(z).startswith(MAGIC)
 
@@ -320,30 +321,41 @@ def test_sigkill_at_points_of_the_c4z_merge_then_resume_writes_the_same_bytes(
 
 
 def test_a_resumed_c4z_merge_keeps_the_grid_it_began_on(staged54, tmp_path, built):
-    """Killed after two ranges of a merge on 32,768-entry blocks, then rerun with another
-    block size set: the rerun continues on the recorded grid, and the file is compress's of
-    the .dat on that grid (its raw sha256 the known one)."""
+    """Killed after two ranges of a merge on 32,768-entry blocks at zstd's own parameters
+    (min match 0), then rerun with another block size and the default min match set: the rerun
+    continues on the recorded grid and parameters, and the file is compress's of the .dat with
+    them (its raw sha256 the known one)."""
     from c4table.c4z.reader import open_c4z
-    from c4table.pipeline.stages.merge_c4z import build_level
+    from c4table.pipeline.stages.merge_c4z import build_level, build_min_match
+    assert build_min_match() != 0
     out = tmp_path / "b"
-    merge_killed(staged54, out, "save_state", "after", 2, env={"C4TABLE_C4Z_BLOCK_ENTRIES": "32768"})
+    merge_killed(staged54, out, "save_state", "after", 2,
+                 env={"C4TABLE_C4Z_BLOCK_ENTRIES": "32768", "C4TABLE_C4Z_MIN_MATCH": "0"})
     state = json.loads((out / "connect4_5x4.c4z.tmp.state").read_text())
-    assert state["version"] == 2 and (state["block_entries"], state["part_entries"]) == (32768, 18432)
+    assert state["version"] == 3 and (state["block_entries"], state["part_entries"]) == (32768, 18432)
+    assert state["min_match"] == 0
     code, err = build_c4z("5x4", out)   # C4TABLE_C4Z_BLOCK_ENTRIES=16384 here
     assert code == 0, err
     z = out / "connect4_5x4.c4z"
     with open_c4z(z) as f:
         assert (f.block_entries, f.part_entries) == (32768, 18432)
         assert f.header["sha256"] == known_tables()["5x4"]["sha256"]
+        assert "min_match" not in f.header
     ref = compress_table(built("5x4") / "connect4_5x4.dat", tmp_path / "ref.c4z",
                          level=build_level(), block_entries=32768, part_entries=18432,
                          key_dict=False, sym_dict=False, quiet=True)
     assert blocks_region(z) == blocks_region(ref)
+    other = compress_table(built("5x4") / "connect4_5x4.dat", tmp_path / "other.c4z",
+                           level=build_level(), block_entries=32768, part_entries=18432,
+                           key_dict=False, sym_dict=False, quiet=True, min_match=build_min_match())
+    assert blocks_region(other) != blocks_region(ref)
 
 
 def test_a_merge_state_of_the_first_version_is_continued_on_its_grid():
     """A state written before the grid was recorded (version 1: 65,536-entry blocks, 36,864-entry
-    parts) reads with that grid, and its digest of the shards is the one it was written with."""
+    parts) reads with that grid, and its digest of the shards is the one it was written with;
+    one written before the min match was (versions 1 and 2) reads with zstd's own parameters
+    (min match 0)."""
     from c4table.pipeline.stages.merge_c4z import MergeState, shards_digest
 
     class Rec:
@@ -363,26 +375,34 @@ def test_a_merge_state_of_the_first_version_is_continued_on_its_grid():
     st = MergeState.from_json(json.dumps({
         "version": 1, "shards": v1, "bounds": [0, 5, 9], "level": 3, "done": 1,
         "at": {"entries": 5, "blocks": 0, "part_bytes": 8, "last_key": -1, "pending": ""}}).encode())
-    assert (st.block_entries, st.part_entries, st.level) == (65536, 36864, 3)
+    assert (st.block_entries, st.part_entries, st.level, st.min_match) == (65536, 36864, 3, 0)
     again = MergeState.from_json(st.to_json())
-    assert again == st and json.loads(st.to_json())["version"] == 2
+    assert again == st and json.loads(st.to_json())["version"] == 3
+    v2 = json.loads(st.to_json())
+    v2["version"] = 2
+    del v2["min_match"]
+    assert MergeState.from_json(json.dumps(v2).encode()) == st
 
 
 def test_default_profile_is_the_build_grid_of_compress(tmp_path, built, monkeypatch):
-    """Without the tests' setting: 262,144-entry blocks in parts of 65,536 at zstd level 5, the
-    same bytes as compress of the .dat with those settings, and decompress gives the .dat."""
+    """Without the tests' setting: 262,144-entry blocks in parts of 65,536 at zstd level 4 with
+    min match 6, the same bytes as compress of the .dat with those settings, and decompress
+    gives the .dat."""
     from c4table.c4z.reader import open_c4z
     monkeypatch.delenv("C4TABLE_C4Z_BLOCK_ENTRIES")
     monkeypatch.delenv("C4TABLE_C4Z_LEVEL", raising=False)
+    monkeypatch.delenv("C4TABLE_C4Z_MIN_MATCH", raising=False)
     out = tmp_path / "b"
     code, err = build_c4z("5x4", out)
     assert code == 0, err
     z = out / "connect4_5x4.c4z"
     with open_c4z(z) as f:
-        assert (f.block_entries, f.part_entries, f.header["level"]) == (262144, 65536, 5)
+        assert (f.block_entries, f.part_entries, f.header["level"], f.header["min_match"]) == \
+            (262144, 65536, 4, 6)
     dat = built("5x4") / "connect4_5x4.dat"
-    ref = compress_table(dat, tmp_path / "ref.c4z", level=5, block_entries=262144,
-                         part_entries=65536, key_dict=False, sym_dict=False, quiet=True)
+    ref = compress_table(dat, tmp_path / "ref.c4z", level=4, block_entries=262144,
+                         part_entries=65536, key_dict=False, sym_dict=False, quiet=True,
+                         min_match=6)
     assert blocks_region(z) == blocks_region(ref)
     code, _, err = cli("decompress", z, "-o", tmp_path / "back.dat")
     assert code == 0, err
@@ -463,21 +483,22 @@ def test_entries_split_anywhere_make_the_same_file(tmp_path, built):
     from c4table.c4z.assemble import Assembler
     from c4table.c4z.blocks import encode_block
     from c4table.game.board import Board
-    from c4table.pipeline.stages.merge_c4z import build_level
+    from c4table.pipeline.stages.merge_c4z import build_level, build_min_match
     dat = built("4x4") / "connect4_4x4.dat"
     board = Board.parse("4x4")
     E, B = board.entry_size, 4096
     raw = dat.read_bytes()
     n = len(raw) // E
+    mm = build_min_match()
     ref = compress_table(dat, tmp_path / "ref.c4z", level=build_level(), block_entries=B,
-                         key_dict=False, sym_dict=False, quiet=True)
+                         key_dict=False, sym_dict=False, quiet=True, min_match=mm)
     rng = np.random.default_rng(SEED % (1 << 32))
-    a = Assembler(tmp_path / "a.c4z", board, B, build_level())
+    a = Assembler(tmp_path / "a.c4z", board, B, build_level(), min_match=mm)
     at = 0
     while at < n:
         if at % B == 0 and at + B <= n and rng.random() < 0.5:   # a whole block, compressed
             first, comp = encode_block(raw[at * E: (at + B) * E], board, build_level(),
-                                       a.part_entries)
+                                       a.part_entries, min_match=mm)
             a.add_block(comp, first)
             at += B
         else:

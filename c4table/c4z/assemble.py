@@ -53,12 +53,13 @@ class Assembler:
     """A ``.c4z`` part file being written in key order (module docstring). ``block_entries``
     and ``part_entries`` are the file's grid; ``level`` the zstd level of the partial blocks
     compressed here (the whole ones must use the same for the file to be the same whoever cut
-    the ranges); ``md5``: hash the md5 too."""
+    the ranges; likewise ``min_match``, :func:`~c4table.c4z.blocks.zstd_params`); ``md5``: hash
+    the md5 too."""
 
     def __init__(self, part: Path, board: Board, block_entries: int, level: int,
                  part_entries: int | None = None, md5: bool = False,
-                 reopen: Checkpoint | None = None):
-        self.part, self.board, self.level = Path(part), board, level
+                 reopen: Checkpoint | None = None, min_match: int = 0):
+        self.part, self.board, self.level, self.min_match = Path(part), board, level, min_match
         self.block_entries = block_entries
         self.part_entries = part_entries or default_part_entries(block_entries)
         self.E = board.entry_size
@@ -77,11 +78,13 @@ class Assembler:
 
     @classmethod
     def reopen(cls, part: Path, board: Board, block_entries: int, level: int, at: Checkpoint,
-               part_entries: int | None = None, md5: bool = False) -> "Assembler":
+               part_entries: int | None = None, md5: bool = False,
+               min_match: int = 0) -> "Assembler":
         """The part file ``part`` (and its side file) cut back to the checkpoint ``at`` and open
         for adding what follows it; its blocks are read, checked (xxh64, keys increasing) and
         hashed again. :class:`BuildError` if the files do not hold what ``at`` records."""
-        return cls(part, board, block_entries, level, part_entries, md5, reopen=at)
+        return cls(part, board, block_entries, level, part_entries, md5, reopen=at,
+                   min_match=min_match)
 
     def _reopen(self, at: Checkpoint) -> None:
         idxf = idx_path(self.part)
@@ -173,7 +176,8 @@ class Assembler:
                             digests=digests, file=file, root=root,
                             block_entries=self.block_entries, blocks=self.blocks,
                             level=self.level, part_entries=self.part_entries, key_dict=None,
-                            sym_dict=None, **extra)
+                            sym_dict=None,
+                            **({"min_match": self.min_match} if self.min_match else {}), **extra)
         with self.f, self.fidx:
             finish_part(self.f, self.fidx, idx_path(self.part), self.part_bytes, self.blocks,
                         self.first_offset, header)
@@ -187,7 +191,8 @@ class Assembler:
         self.fidx.close()
 
     def _emit_raw(self, raw: bytes) -> None:
-        first, comp = encode_block(raw, self.board, self.level, self.part_entries)
+        first, comp = encode_block(raw, self.board, self.level, self.part_entries,
+                                   min_match=self.min_match)
         rows = np.frombuffer(raw, np.uint8).reshape(-1, self.E)
         last = int.from_bytes(rows[-1, : self.E - 1].tobytes(), "big")
         self._check_order(first, last)

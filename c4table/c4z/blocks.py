@@ -6,6 +6,7 @@ import ctypes
 import os
 import struct
 import threading
+from dataclasses import dataclass
 
 import numpy as np
 import xxhash
@@ -28,14 +29,15 @@ from c4table.table.source import keys_of_rows
 
 def encode_block(raw, board: Board, level: int = DEFAULT_LEVEL,
                  part_entries: int | None = None, key_dict: bytes | None = None,
-                 sym_dict: bytes | None = None, check_outcomes: bool = False
-                 ) -> tuple[int, bytes]:
+                 sym_dict: bytes | None = None, check_outcomes: bool = False,
+                 min_match: int = 0) -> tuple[int, bytes]:
     """``(first key, block bytes)`` of raw table bytes (whole entries, keys strictly
     increasing), in parts of ``part_entries`` entries: a head, then a key frame and a symbol
     frame, each one zstd frame (with ``key_dict`` / ``sym_dict``) whose zstd blocks end where the
     parts end, so a probe decodes only up to the end of its part (layout: ``docs/modules.md``,
     ``c4table.c4z.blocks``). ``check_outcomes``: a :class:`~c4table.errors.TableError` if an
     outcome byte is none that the entry's ply allows (see :mod:`c4table.c4z.codec`).
+    ``min_match``: the frames' zstd parameters (:func:`zstd_params`; 0: the level's own).
 
     >>> first, block = encode_block(bytes([0, 0, 0, 16, 0, 0, 1, 0x4f]), Board.parse("4x4"), part_entries=1)
     >>> first, decode_block_bytes(block, Board.parse("4x4"), 2, first, part_entries=1)[1].tolist()
@@ -48,13 +50,13 @@ def encode_block(raw, board: Board, level: int = DEFAULT_LEVEL,
     if keys.shape[0] > 1 and not (keys[1:] > keys[:-1]).all():
         raise TableError("keys are not strictly increasing (not a sorted table)")
     return encode_entries(keys, np.ascontiguousarray(rows[:, K]), board, level, part_entries,
-                          key_dict, sym_dict, check_outcomes)
+                          key_dict, sym_dict, check_outcomes, min_match)
 
 
 def encode_entries(keys: np.ndarray, outs: np.ndarray, board: Board, level: int = DEFAULT_LEVEL,
                    part_entries: int | None = None, key_dict: bytes | None = None,
-                   sym_dict: bytes | None = None, check_outcomes: bool = False
-                   ) -> tuple[int, bytes]:
+                   sym_dict: bytes | None = None, check_outcomes: bool = False,
+                   min_match: int = 0) -> tuple[int, bytes]:
     """:func:`encode_block` of a block given as its keys (uint64, strictly increasing: the
     caller checks) and outcome bytes (uint8), as a build's merge holds them."""
     n = keys.shape[0]
@@ -71,14 +73,16 @@ def encode_entries(keys: np.ndarray, outs: np.ndarray, board: Board, level: int 
         sys_.append(sy)
         if o:
             firsts.append(int(keys[o]))
-    return int(keys[0]), _block(kvs, sys_, firsts, level, key_dict, sym_dict)
+    return int(keys[0]), _block(kvs, sys_, firsts, level, key_dict, sym_dict, min_match)
 
 
 def encode_words(words: np.ndarray, board: Board, level: int = DEFAULT_LEVEL,
-                 part_entries: int | None = None) -> tuple[int, bytes]:
+                 part_entries: int | None = None, min_match: int = 0,
+                 sym_level: int | None = None) -> tuple[int, bytes]:
     """:func:`encode_entries` of a block given as ``key << 8 | outcome`` words (uint64, keys
     strictly increasing: the caller's), as a build's merge tasks gather them: the same bytes,
-    without splitting the words first.
+    without splitting the words first. ``sym_level``: the zstd level of the symbol frame
+    (None: ``level``, as for the key frame).
 
     >>> w = np.array([16, 1 << 8 | 0x4f], np.uint64)
     >>> b = Board.parse("4x4")
@@ -95,14 +99,17 @@ def encode_words(words: np.ndarray, board: Board, level: int = DEFAULT_LEVEL,
         sys_.append(sy)
         if o:
             firsts.append(int(words[o]) >> 8)
-    return int(words[0]) >> 8, _block(kvs, sys_, firsts, level, None, None)
+    return int(words[0]) >> 8, _block(kvs, sys_, firsts, level, None, None, min_match,
+                                      sym_level)
 
 
-def _block(kvs: list, sys_: list, firsts: list, level: int, key_dict, sym_dict) -> bytes:
-    """A block's bytes from its parts' key and symbol streams (:func:`encode_block`)."""
+def _block(kvs: list, sys_: list, firsts: list, level: int, key_dict, sym_dict,
+           min_match: int = 0, sym_level: int | None = None) -> bytes:
+    """A block's bytes from its parts' key and symbol streams (:func:`encode_block`); the
+    symbol frame at ``sym_level`` (None: ``level``)."""
     ends = np.cumsum([len(k) for k in kvs]).tolist()
-    kf = zstd_frame(_cctx(level, key_dict), kvs)
-    sf = zstd_frame(_cctx(level, sym_dict), sys_)
+    kf = zstd_frame(_cctx(level, key_dict, min_match), kvs)
+    sf = zstd_frame(_cctx(level if sym_level is None else sym_level, sym_dict, min_match), sys_)
     p = len(kvs)
     head = struct.pack(f"<HII{p - 1}I{p - 1}Q", p, len(kf), len(sf), *ends[:-1], *firsts)
     return head + kf + sf
@@ -155,11 +162,31 @@ def split_block(block: bytes) -> tuple[bytes, bytes, list[int], list[int]]:
     return block[hl: hl + kl], block[hl + kl:], ends, firsts
 
 
-def decode_block_bytes(block: bytes, board: Board, n: int, first: int,
-                       key_dict: bytes | None = None, sym_dict: bytes | None = None,
-                       part_entries: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Keys (uint64) and outcome bytes of a block of ``n`` entries; ValueError or ZstdError
-    if it does not decode to exactly that."""
+@dataclass
+class _Streams:
+    """A block's two decompressed streams (:func:`_streams`): ``kv`` the key stream, ``sy`` the
+    symbols; part ``q`` holds entries ``q * part_entries ..`` from key ``starts[q]``, its keys
+    ``kv[bounds[q]: bounds[q + 1]]``."""
+
+    kv: np.ndarray
+    sy: np.ndarray
+    n: int
+    part_entries: int
+    bounds: list
+    starts: list
+
+    def parts(self):
+        """Per part: its key stream, its symbols, its first and end entry, its first key."""
+        P = self.part_entries
+        for q, start in enumerate(self.starts):
+            lo, hi = q * P, min(self.n, (q + 1) * P)
+            yield self.kv[self.bounds[q]: self.bounds[q + 1]], self.sy[lo:hi], lo, hi, start
+
+
+def _streams(block: bytes, n: int, first: int, part_entries: int | None, key_dict,
+             sym_dict) -> _Streams:
+    """Split and decompress a block of ``n`` entries (first key ``first``); ValueError or
+    ZstdError if its parts and streams do not fit ``n`` entries."""
     kf, sf, ends, firsts = split_block(block)
     part_entries = part_entries or default_part_entries(n)
     p = len(ends) + 1
@@ -169,15 +196,21 @@ def decode_block_bytes(block: bytes, board: Board, n: int, first: int,
     sy = np.frombuffer(_dctx(sym_dict).decompress(sf), np.uint8)
     if sy.shape[0] != n or not all(0 <= a <= b for a, b in zip([0] + ends, ends + [kv.shape[0]])):
         raise ValueError("the streams do not fit the parts")
+    return _Streams(kv, sy, n, part_entries, [0] + ends + [kv.shape[0]], [first] + firsts)
+
+
+def decode_block_bytes(block: bytes, board: Board, n: int, first: int,
+                       key_dict: bytes | None = None, sym_dict: bytes | None = None,
+                       part_entries: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Keys (uint64) and outcome bytes of a block of ``n`` entries; ValueError or ZstdError
+    if it does not decode to exactly that."""
+    st = _streams(block, n, first, part_entries, key_dict, sym_dict)
     codec = _codec(board)
     keys = np.empty(n, np.uint64)
     outs = np.empty(n, np.int64)
-    bounds = [0] + ends + [kv.shape[0]]
-    for q in range(p):
-        lo, hi = q * part_entries, min(n, (q + 1) * part_entries)
-        if _decode(kv[bounds[q]: bounds[q + 1]], sy[lo:hi], np.uint64(firsts[q - 1] if q else first),
-                   hi - lo, codec.base, codec.width, codec.heights, codec.inv,
-                   keys[lo:hi], outs[lo:hi]) < 0:
+    for q, (kv, sy, lo, hi, start) in enumerate(st.parts()):
+        if _decode(kv, sy, np.uint64(start), hi - lo, codec.base, codec.width, codec.heights,
+                   codec.inv, keys[lo:hi], outs[lo:hi]) < 0:
             raise ValueError(f"the streams of part {q} do not hold {hi - lo} entries")
         if q and not keys[lo - 1] < keys[lo]:
             raise ValueError(f"part {q} starts before part {q - 1} ends")
@@ -196,28 +229,16 @@ def decode_block_rows(block: bytes, board: Board, n: int, first: int,
     >>> bytes(rows) == bytes([0, 0, 0, 16, 0, 0, 1, 0x4f]), last
     (True, 1)
     """
-    kf, sf, ends, firsts = split_block(block)
-    part_entries = part_entries or default_part_entries(n)
-    p = len(ends) + 1
-    if p != -(-n // part_entries):
-        raise ValueError(f"{p} parts for {n} entries")
-    kv = np.frombuffer(_dctx(None).decompress(kf), np.uint8)
-    sy = np.frombuffer(_dctx(None).decompress(sf), np.uint8)
-    if sy.shape[0] != n or not all(0 <= a <= b for a, b in zip([0] + ends, ends + [kv.shape[0]])):
-        raise ValueError("the streams do not fit the parts")
+    st = _streams(block, n, first, part_entries, None, None)
     codec = _codec(board)
     E = board.entry_size
     rows = np.empty(n * E, np.uint8)
-    bounds = [0] + ends + [kv.shape[0]]
     last = -1
-    for q in range(p):
-        lo, hi = q * part_entries, min(n, (q + 1) * part_entries)
-        start = firsts[q - 1] if q else first
+    for q, (kv, sy, lo, hi, start) in enumerate(st.parts()):
         if q and not last < start:
             raise ValueError(f"part {q} starts before part {q - 1} ends")
-        last = _decode_rows(kv[bounds[q]: bounds[q + 1]], sy[lo:hi], np.uint64(start), hi - lo,
-                            codec.base, codec.width, codec.heights, codec.inv, E - 1,
-                            rows[lo * E: hi * E])
+        last = _decode_rows(kv, sy, np.uint64(start), hi - lo, codec.base, codec.width,
+                            codec.heights, codec.inv, E - 1, rows[lo * E: hi * E])
         if last < 0:
             raise ValueError(f"the streams of part {q} do not hold {hi - lo} entries")
     return memoryview(rows), int(last)
@@ -248,18 +269,46 @@ def rows_of(keys: np.ndarray, outs: np.ndarray, entry_size: int) -> memoryview:
 _local = threading.local()
 
 
-def _cctx(level: int, zdict: bytes | None = None):
-    """This thread's zstd compressor for ``level`` and dictionary ``zdict``."""
+#: the input size whose zstd parameters :func:`zstd_params` takes: a 262,144-entry block's
+#: symbol stream (a build's key stream is a little longer, and would get a bigger window with
+#: a shorter search: larger frames, on the 5x5 table)
+TUNED_FRAME_BYTES = 1 << 18
+
+
+def zstd_params(level: int, min_match: int = 0) -> zstandard.ZstdCompressionParameters | None:
+    """The zstd parameters of a block's frames at ``level`` with ``min_match`` (3-7): those
+    zstd picks for that level on a :data:`TUNED_FRAME_BYTES` input, but with matches of at
+    least ``min_match`` bytes (the streams' repeats are long: 6 makes level 4 as small as level
+    5 for 20% less CPU, ``docs/measurements/2026-11-27-c4z-build-profile.md``), whatever the
+    frame's own size, so that the bytes depend on the level and ``min_match`` only. None for
+    ``min_match`` 0: the level's own parameters (zstd's choice by the frame's size).
+
+    >>> p = zstd_params(4, 6)
+    >>> (p.window_log, p.hash_log, p.search_log, p.min_match, p.strategy == zstandard.STRATEGY_GREEDY)
+    (18, 17, 3, 6, True)
+    """
+    if not min_match:
+        return None
+    return zstandard.ZstdCompressionParameters.from_level(
+        level, source_size=TUNED_FRAME_BYTES, min_match=min_match, write_checksum=1,
+        write_content_size=1)
+
+
+def _cctx(level: int, zdict: bytes | None = None, min_match: int = 0):
+    """This thread's zstd compressor for ``level`` (with ``min_match``: :func:`zstd_params`)
+    and dictionary ``zdict``."""
     cache = getattr(_local, "cctx", None)
     if cache is None:
         cache = _local.cctx = {}
-    key = (level, zdict)
+    key = (level, zdict, min_match)
     c = cache.get(key)
     if c is None:
         if len(cache) > 8:
             cache.clear()
         d = zstandard.ZstdCompressionDict(zdict) if zdict else None
-        c = cache[key] = zstandard.ZstdCompressor(level=level, write_checksum=True, dict_data=d)
+        p = zstd_params(level, min_match)
+        c = cache[key] = zstandard.ZstdCompressor(level=level, write_checksum=True, dict_data=d) \
+            if p is None else zstandard.ZstdCompressor(compression_params=p, dict_data=d)
     return c
 
 
@@ -307,10 +356,10 @@ def train_key_dict(src, board: Board, block_entries: int, samples: int | None = 
 
 
 def _compress_block(raw, board: Board, level: int, key_dict, part_entries: int, sym_dict,
-                    check_outcomes: bool = False) -> tuple[int, bytes, int]:
+                    check_outcomes: bool = False, min_match: int = 0) -> tuple[int, bytes, int]:
     """Worker: ``(first key, compressed block, xxh64 of it)``."""
     first, comp = encode_block(raw, board, level, part_entries, key_dict, sym_dict,
-                               check_outcomes)
+                               check_outcomes, min_match)
     return first, comp, xxhash.xxh64_intdigest(comp)
 
 

@@ -73,14 +73,16 @@ def compress_table(src: str | os.PathLike, out: str | os.PathLike | None = None,
                    block_entries: int = DEFAULT_BLOCK_ENTRIES, threads: int | None = None,
                    quiet: bool = False, stream=None, hashes: dict | None = None,
                    root: str | None = None, part_entries: int | None = None,
-                   key_dict: bool = True, sym_dict: bool = True) -> Path:
+                   key_dict: bool = True, sym_dict: bool = True, min_match: int = 0) -> Path:
     """Compress the table file ``src`` into ``out`` (default: ``src`` with ``.c4z``), streaming,
     on ``threads`` threads (default: all cores), resuming an interrupted run (module
     docstring). ``hashes`` (``sha256``, ``md5`` from a manifest), when given, must equal the
     hashes computed on the way. ``part_entries``: the entries of a block's first part (and
     of every further part; default :func:`default_part_entries`), which a single probe
     decodes alone when it holds the key;
-    ``key_dict=False`` / ``sym_dict=False`` skip the trained dictionaries. Returns ``out``.
+    ``key_dict=False`` / ``sym_dict=False`` skip the trained dictionaries; ``min_match``: the
+    frames' zstd parameters (:func:`~c4table.c4z.blocks.zstd_params`; 0, the default: the
+    level's own). Returns ``out``.
 
     >>> compress_table("tables/4x4/connect4_4x4.dat", "t44.c4z", quiet=True)
     PosixPath('t44.c4z')
@@ -91,6 +93,8 @@ def compress_table(src: str | os.PathLike, out: str | os.PathLike | None = None,
     E = b.entry_size
     size = src.stat().st_size
     part_entries = check_grid(level, block_entries, part_entries)
+    if min_match and not 3 <= min_match <= 7:
+        raise ValueError("min_match must be 3..7 (or 0: the level's own)")
     threads = threads or os.cpu_count() or 1
     tune_malloc()
     entries = size // E
@@ -99,7 +103,8 @@ def compress_table(src: str | os.PathLike, out: str | os.PathLike | None = None,
     settings = {"src": str(src.resolve()), "bytes": size, "mtime_ns": src.stat().st_mtime_ns,
                 "level": level, "block_entries": block_entries, "board": b.name,
                 "part_entries": part_entries, "key_dict": key_dict,
-                "sym_dict": sym_dict, "version": FORMAT_VERSION}
+                "sym_dict": sym_dict, "version": FORMAT_VERSION,
+                **({"min_match": min_match} if min_match else {})}
     state = load_checkpoint(ckpt, part, idxf, settings)
     done = int(state["blocks"]) if state else 0
     part_bytes = int(state["part_bytes"]) if state else 0
@@ -139,7 +144,8 @@ def compress_table(src: str | os.PathLike, out: str | os.PathLike | None = None,
             for bi in range(done, nblocks):
                 raw = fin.read(chunk)
                 h.update(raw)
-                w.add(pool.submit(_compress_block, raw, b, level, key_dict, part_entries, sym_dict),
+                w.add(pool.submit(_compress_block, raw, b, level, key_dict, part_entries, sym_dict,
+                                  False, min_match),
                       int.from_bytes(raw[-E:-1], "big"))
                 now = time.perf_counter()
                 if w.due(now):
@@ -152,7 +158,8 @@ def compress_table(src: str | os.PathLike, out: str | os.PathLike | None = None,
             header = c4z_header(b, entries=entries, raw_bytes=size, digests=digests,
                                 file=src.name, root=root, block_entries=block_entries,
                                 blocks=nblocks, level=level, part_entries=part_entries,
-                                key_dict=key_dict, sym_dict=sym_dict)
+                                key_dict=key_dict, sym_dict=sym_dict,
+                                **({"min_match": min_match} if min_match else {}))
             finish_part(fpart, fidx, idxf, w.part_bytes, nblocks, len(MAGIC) + len(dicts), header)
     publish_part(part, out, idxf, ckpt)
     secs = time.perf_counter() - t0

@@ -6,25 +6,26 @@ and each range task gathers its entries in key order and finds its offset in the
 ``.dat`` merge's tasks do (:func:`~c4table.pipeline.stages.merge.gather_range`). The ``.c4z``'s blocks lie
 on a fixed grid (block ``i`` holds entries ``i*B ..``), which a range seldom starts or ends
 on: a task compresses the whole blocks inside its range (:func:`~c4table.c4z.blocks.encode_words`,
-on the grid of :func:`build_grid` at the level of :func:`build_level`, no trained dictionaries) into a part file ``work/merge/blocks-R.bin``
+on the grid of :func:`build_grid` at the level of :func:`build_level` with the min match of
+:func:`build_min_match`, no trained dictionaries) into a part file ``work/merge/blocks-R.bin``
 and returns the raw entries before the first and after the last of them (fewer than ``B``
 each). The driver takes the tasks' results in range order while later ranges still run and
 feeds them to an :class:`~c4table.c4z.assemble.Assembler`: it compresses the partial blocks
 where two ranges meet, appends every block to ``connect4_WxH.c4z.tmp``, decodes each block
 again to hash the raw table (sha256; md5 too with ``C4TABLE_TABLE_MD5``), and deletes each
-part file once appended. The file's bytes depend only on the table and the grid (each block
-is compressed alone, deterministically), not on how the ranges were cut: a rerun after a crash
-writes the same file.
+part file once appended. The file's bytes depend only on the table, the grid, the level and the
+min match (each block is compressed alone, deterministically), not on how the ranges were cut:
+a rerun after a crash writes the same file.
 
 Nothing is kept past its last reader, and a rerun after a crash continues: once the driver has
 appended range ``r``, it makes the file durable and records where it stands in
-``connect4_WxH.c4z.tmp.state`` (atomically: the ranges' bounds, the grid, the ranges done,
+``connect4_WxH.c4z.tmp.state`` (atomically: the ranges' bounds, the grid, the level and min match, the ranges done,
 the blocks and bytes written, the raw entries of the partial block; :class:`MergeState`), and then
 deletes every backward shard and its forward (key) shard whose keys all lie below the ranges
 still to come: no later range reads them (their manifest records stay: the later ranges'
 offsets count their rows). A rerun finding a state that matches the manifest's shards cuts
 the ``.tmp`` back to it, hashes its blocks again (decoded, as when appended: the sha256 state
-cannot be saved) and merges the remaining ranges with the recorded bounds, grid and level, so
+cannot be saved) and merges the remaining ranges with the recorded bounds, grid, level and min match, so
 it writes the same bytes; the shards below them may be gone, and are not checked.
 
 Once the table is in place, ``build`` and ``merge`` delete the build's intermediate files
@@ -62,7 +63,7 @@ from c4table.pipeline.stages import merge
 from c4table.wording import count
 from c4table.builddir.shards import verify_shards
 
-STATE_VERSION = 2        # 2: the state records the file's grid (1: 65,536-entry blocks, 36,864-entry parts)
+STATE_VERSION = 3        # 2: the state records the file's grid (1: 65,536-entry blocks, 36,864-entry parts); 3: its min match (before: 0)
 C4Z_SHARE = 0.10         # disk the .c4z and its parts may need, as a share of the raw table (with margin)
 
 
@@ -85,9 +86,15 @@ class RangeBlocks:
 
 
 def build_level() -> int:
-    """The zstd level of a build's blocks (``C4TABLE_C4Z_LEVEL``, default 5: the sizes and
+    """The zstd level of a build's blocks (``C4TABLE_C4Z_LEVEL``, default 4: the sizes and
     CPU of each level are in ``docs/settings.md``)."""
     return config.get("C4TABLE_C4Z_LEVEL")
+
+
+def build_min_match() -> int:
+    """The zstd min match of a build's blocks (``C4TABLE_C4Z_MIN_MATCH``, default 6; 0: the
+    level's own parameters; :func:`~c4table.c4z.blocks.zstd_params`)."""
+    return config.get("C4TABLE_C4Z_MIN_MATCH")
 
 
 def build_grid() -> tuple[int, int]:
@@ -105,7 +112,7 @@ def c4z_name(build) -> str:
 
 def range_blocks_task(root: str, shards: list[dict], lo: int, hi: int, below: int, rel: str,
                       board: Board, block_entries: int, level: int,
-                      part_entries: int) -> RangeBlocks:
+                      part_entries: int, min_match: int = 0) -> RangeBlocks:
     """Gather the entries with ``lo <= key < hi`` of the given backward shards
     (:func:`~c4table.pipeline.stages.merge.gather_range`: ``below`` is the count of those in
     shards wholly under ``lo``), compress the whole blocks of the file's grid that lie inside
@@ -120,7 +127,7 @@ def range_blocks_task(root: str, shards: list[dict], lo: int, hi: int, below: in
     n, want, in_head = 0, head_n, head_n > 0
     with open(store.root / rel, "wb") as f:
         def flush_block():
-            first, comp = encode_words(buf, board, level, part_entries)
+            first, comp = encode_words(buf, board, level, part_entries, min_match)
             f.write(comp)
             out.firsts.append(first)
             out.lengths.append(len(comp))
@@ -159,7 +166,8 @@ class MergeState:
     shards whose records hash to ``shards`` cut at ``bounds`` with zstd ``level`` on the grid
     of ``block_entries``-entry blocks in parts of ``part_entries``; its first ``done`` ranges
     are in the ``.tmp`` up to ``at``. A rerun continues on the state's grid, whatever the
-    build's profile is now (a state of version 1 has the grid of its time)."""
+    build's profile is now (a state of version 1 has the grid of its time, one of version 2
+    the level's own zstd parameters: ``min_match`` 0)."""
 
     shards: str
     bounds: list
@@ -168,6 +176,7 @@ class MergeState:
     at: Checkpoint
     block_entries: int = 1 << 16
     part_entries: int = 36864
+    min_match: int = 0
 
     def to_json(self) -> bytes:
         d = asdict(self)
@@ -177,7 +186,7 @@ class MergeState:
     @classmethod
     def from_json(cls, data: bytes) -> "MergeState":
         d = json.loads(data)
-        if d.pop("version") not in (1, STATE_VERSION):
+        if d.pop("version") not in (1, 2, STATE_VERSION):
             raise ValueError("another version's merge state")
         d["at"]["pending"] = base64.b64decode(d["at"]["pending"])
         return cls(**{**d, "at": Checkpoint(**d["at"])})
@@ -322,9 +331,10 @@ def run(build):
         if state is None:
             shares = merge_shares(total, build.task_memory, build.executor.workers, True)
             bounds = merge.choose_ranges(store, shards, len(shares), shares)
-            level, (B, P) = build_level(), build_grid()
+            level, (B, P), mm = build_level(), build_grid(), build_min_match()
         else:
             bounds, level, B, P = state.bounds, state.level, state.block_entries, state.part_entries
+            mm = state.min_match
         digest = shards_digest(shards, board, B, P)
         n_r = len(bounds) - 1
         tasks = []
@@ -332,15 +342,15 @@ def run(build):
             mine = [s.to_json() for s in shards if s.last >= bounds[r] and s.first < bounds[r + 1]]
             below = sum(s.rows for s in shards if s.last < bounds[r])
             tasks.append((store.uri, mine, bounds[r], bounds[r + 1], below,
-                          f"{merge.PARTS}/blocks-{r:05d}.bin", board, B, level, P))
+                          f"{merge.PARTS}/blocks-{r:05d}.bin", board, B, level, P, mm))
 
         def appended(k: int, at: Checkpoint) -> None:   # ranges 0..k-1 are in the .tmp
-            save_state(store, tmp, MergeState(digest, bounds, level, k, at, B, P))
+            save_state(store, tmp, MergeState(digest, bounds, level, k, at, B, P, mm))
             drop_shards(store, shards, bounds[k])
 
         results = build.saving(build.executor.imap(range_blocks_task, tasks))   # counts saved
         digests = assemble(store, store.root / tmp, board, total, n_r, level, results, build.table_md5,
-                           resume=state, appended=appended,
+                           resume=state, appended=appended, min_match=mm,
                            file=build.table_name, root=m.root_record())
         if digests["bytes"] != total * board.entry_size:
             raise BuildError(f"{tmp}: {digests['bytes']:,} raw bytes hashed, expected "
@@ -365,22 +375,23 @@ def run(build):
 
 
 def assemble(store, part, board: Board, total: int, n_ranges: int, level: int, results,
-             md5: bool, resume: MergeState | None = None, appended=None, **header) -> dict:
+             md5: bool, resume: MergeState | None = None, appended=None, min_match: int = 0,
+             **header) -> dict:
     """Write the ``.c4z`` part file ``part`` from the range tasks' ``results``
     (:class:`RangeBlocks`, in range order, e.g. :meth:`Executor.imap` while later ranges
     still run), deleting each task's part file once appended; fsync it. With ``resume`` (a
     :class:`MergeState`) the file is continued from its checkpoint and ``results`` are those
-    of the ranges after it. After each range, ``appended(k, checkpoint)`` is called with the
+    of the ranges after it (and its ``min_match``). After each range, ``appended(k, checkpoint)`` is called with the
     count of ranges now in the file, made durable. Returns the raw table's digests. Raises
     :class:`BuildError` if a range does not start where the one before it ended, or the
     ranges do not add up to ``total``."""
     if resume is None:
         B, P = build_grid()
-        a, r0 = Assembler(part, board, B, level, P, md5=md5), 0
+        a, r0 = Assembler(part, board, B, level, P, md5=md5, min_match=min_match), 0
     else:   # the grid the file was begun on
         held = _file_size(part) + _file_size(idx_path(part))
         a = Assembler.reopen(part, board, resume.block_entries, level, resume.at,
-                             resume.part_entries, md5=md5)
+                             resume.part_entries, md5=md5, min_match=resume.min_match)
         r0 = resume.done
     # the container and its side file (plain file I/O) are counted here, by the driver: as
     # far as counted (by the earlier run up to its checkpoint), what was cut off past it, and

@@ -7,15 +7,24 @@ bytes per entry of each kind of intermediate file it keeps (key shards, outcome 
 the peak bytes per entry of each kind of scratch file (child runs, backward messages),
 sampled as they come and go.
 
-    .venv/bin/python tools/bench/c4z_build.py 5x5 --workers 2 --levels 3:65536 5 [--repeat 3]
+    .venv/bin/python tools/bench/c4z_build.py 5x5 --workers 2 --levels 3:65536 5m0 4m6 [--repeat 3]
+
+Each level is ``LEVEL[mMINMATCH][:BLOCK_ENTRIES][@CODE]`` (``C4TABLE_C4Z_LEVEL``,
+``C4TABLE_C4Z_MIN_MATCH``, ``C4TABLE_C4Z_BLOCK_ENTRIES``; unset: the defaults). ``@CODE``
+runs that build with another checkout's code first on ``PYTHONPATH`` (the code before a
+change, side by side with it): a directory holding ``c4table/`` with a link
+``c4table/pipeline -> ../pipeline``, e.g. ``git archive COMMIT c4table pipeline | tar -x -C
+DIR && ln -s ../pipeline DIR/c4table/pipeline``.
 
 ``--repeat N`` builds every format N times, round by round (.dat, then each level), and
 compares the least CPU of each format (a loaded machine adds to CPU time, seldom takes away).
 
 ``--blocks TABLE.dat`` builds nothing: it samples ``--samples`` stretches of the finished
 table, evenly spread, and prints for each block profile (``--profiles``, each
-``ENTRIES:PART:LEVEL``, e.g. ``262144:65536:5``) the size as a share of the raw entries and the
-CPU (one core, ``process_time``) of what a c4z build does per block: encode (the merge's range
+``ENTRIES:PART:LEVEL[:SYMLEVEL]``, e.g. ``262144:65536:5`` or ``262144:65536:5:1``: the key frame
+at ``LEVEL``, the symbol frame at ``SYMLEVEL``, default ``LEVEL``; a level ``4m6`` is level 4
+with min match 6, :func:`c4table.c4z.blocks.zstd_params`) the size as a share of the raw
+entries (both frames, and each apart) and the CPU (one core, ``process_time``) of what a c4z build does per block: encode (the merge's range
 tasks, from ``key << 8 | outcome`` words) and decode back to raw rows (the driver, before
 hashing them), in ns per entry.
 
@@ -42,9 +51,15 @@ def run_build(board: str, out: Path, workers: int, memory: str, fmt: str, level:
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
     env = dict(os.environ)
-    if level is not None:   # LEVEL or LEVEL:BLOCK_ENTRIES
-        lv, _, block = level.partition(":")
+    if level is not None:   # LEVEL[mMINMATCH][:BLOCK_ENTRIES][@CODE]
+        spec, _, code = level.partition("@")
+        if code:
+            env["PYTHONPATH"] = code
+        lv, _, block = spec.partition(":")
+        lv, _, mm = lv.partition("m")
         env["C4TABLE_C4Z_LEVEL"] = lv
+        if mm:
+            env["C4TABLE_C4Z_MIN_MATCH"] = mm
         if block:
             env["C4TABLE_C4Z_BLOCK_ENTRIES"] = block
     cmd = [str(Path(sys.executable).with_name("c4table")), "build", board, "--out", str(out),
@@ -72,14 +87,14 @@ def run_build(board: str, out: Path, workers: int, memory: str, fmt: str, level:
 
 DEFAULT_PROFILES = ["65536:36864:3", "65536:36864:5", "65536:36864:9", "262144:65536:3",
                     "262144:65536:4", "262144:65536:5", "262144:65536:6", "262144:65536:7",
-                    "1048576:65536:5"]
+                    "1048576:65536:5", "262144:65536:4m6", "262144:65536:5m6"]
 
 
 def block_profiles(board_name: str, dat: Path, profiles: list[str], samples: int) -> None:
     """The ``--blocks`` mode (module docstring)."""
     import numpy as np
 
-    from c4table.c4z.blocks import decode_block_rows, encode_words
+    from c4table.c4z.blocks import decode_block_rows, encode_words, split_block
     from c4table.game.board import Board
     from c4table.table.source import keys_of_rows
     board = Board.parse(board_name)
@@ -96,24 +111,34 @@ def block_profiles(board_name: str, dat: Path, profiles: list[str], samples: int
     encode_words(w0, board, 1, 8)      # compile or load the kernels outside the timings
     print(f"{board_name}: {samples} stretches of {span:,} entries ({samples * span:,} of "
           f"{n_all:,}), load {os.getloadavg()[0]:.1f}")
-    print(f"{'block':>9} {'part':>7} {'level':>5} {'% of raw':>9} {'encode ns':>10} {'decode ns':>10}")
+    print(f"{'block':>9} {'part':>7} {'level':>5} {'sym':>5} {'% of raw':>9} {'keys %':>7} "
+          f"{'syms %':>7} {'encode ns':>10} {'decode ns':>10}")
     for prof in profiles:
-        B, P, level = (int(x) for x in prof.split(":"))
-        size = enc = dec = 0.0
+        B, P, lv, *sl = prof.split(":")
+        B, P = int(B), int(P)
+        level, _, mm = lv.partition("m")
+        level, mm = int(level), int(mm or 0)
+        sym_level = int(sl[0]) if sl else level
+        size = ksize = ssize = enc = dec = 0.0
         for w in words:
             blocks = []
             t = time.process_time()
             for o in range(0, span, B):
-                blocks.append(encode_words(w[o: o + B], board, level, P))
+                blocks.append(encode_words(w[o: o + B], board, level, P, mm, sym_level))
             enc += time.process_time() - t
             size += sum(len(b) for _, b in blocks)
+            for _, b in blocks:
+                kf, sf, _, _ = split_block(b)
+                ksize += len(kf)
+                ssize += len(sf)
             t = time.process_time()
             for first, b in blocks:
                 decode_block_rows(b, board, B, first, P)
             dec += time.process_time() - t
-        n = samples * span
-        print(f"{B:9,} {P:7,} {level:5} {100 * size / (n * E):9.3f} {1e9 * enc / n:10.1f} "
-              f"{1e9 * dec / n:10.1f}", flush=True)
+        raw = samples * span * E
+        print(f"{B:9,} {P:7,} {lv:>5} {sym_level:5} {100 * size / raw:9.3f} "
+              f"{100 * ksize / raw:7.3f} {100 * ssize / raw:7.3f} {1e9 * enc * E / raw:10.1f} "
+              f"{1e9 * dec * E / raw:10.1f}", flush=True)
 
 
 def main(argv=None) -> None:
@@ -141,8 +166,8 @@ def main(argv=None) -> None:
     res, rounds = [], []
     for rnd in range(a.repeat):
         rounds.append([])
-        for fmt, lv in runs:
-            out = root / f"{a.board}-{fmt}{lv or ''}"
+        for i, (fmt, lv) in enumerate(runs):
+            out = root / f"{a.board}-{fmt}{i}"
             r = run_build(a.board, out, a.workers, a.memory, fmt, lv, a.every)
             r["load"] = os.getloadavg()[0]
             rounds[-1].append(r)
