@@ -46,22 +46,34 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from diskuse import KINDS, DiskSampler  # noqa: E402
 
 
+def profile_env(spec: str) -> dict:
+    """The environment a c4z build or merge runs under for a level spec
+    ``LEVEL[mMINMATCH][:BLOCK_ENTRIES][@CODE]`` (``@CODE``: another checkout's code first on
+    ``PYTHONPATH``).
+
+    >>> sorted(profile_env("4m6:65536@/src"))
+    ['C4TABLE_C4Z_BLOCK_ENTRIES', 'C4TABLE_C4Z_LEVEL', 'C4TABLE_C4Z_MIN_MATCH', 'PYTHONPATH']
+    """
+    spec, _, code = spec.partition("@")
+    lv, _, block = spec.partition(":")
+    lv, _, mm = lv.partition("m")
+    env = {"C4TABLE_C4Z_LEVEL": lv}
+    if mm:
+        env["C4TABLE_C4Z_MIN_MATCH"] = mm
+    if block:
+        env["C4TABLE_C4Z_BLOCK_ENTRIES"] = block
+    if code:
+        env["PYTHONPATH"] = code
+    return env
+
+
 def run_build(board: str, out: Path, workers: int, memory: str, fmt: str, level: str | None,
               every: float) -> dict:
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
     env = dict(os.environ)
-    if level is not None:   # LEVEL[mMINMATCH][:BLOCK_ENTRIES][@CODE]
-        spec, _, code = level.partition("@")
-        if code:
-            env["PYTHONPATH"] = code
-        lv, _, block = spec.partition(":")
-        lv, _, mm = lv.partition("m")
-        env["C4TABLE_C4Z_LEVEL"] = lv
-        if mm:
-            env["C4TABLE_C4Z_MIN_MATCH"] = mm
-        if block:
-            env["C4TABLE_C4Z_BLOCK_ENTRIES"] = block
+    if level is not None:
+        env.update(profile_env(level))
     cmd = [str(Path(sys.executable).with_name("c4table")), "build", board, "--out", str(out),
            "--workers", str(workers), "--memory", memory, "-q", "--format", fmt]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)

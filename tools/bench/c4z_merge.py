@@ -22,6 +22,9 @@ import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from c4z_build import profile_env  # noqa: E402
+
 
 def stage(board: str, out: Path, workers: int, memory: str) -> None:
     """Run the forward and backward passes of ``board`` into ``out`` (a ``.dat`` build's)."""
@@ -44,13 +47,7 @@ def merge_once(board: str, staged: Path, run: Path, variant: str, workers: int,
     cmd = [str(Path(sys.executable).with_name("c4table")), "merge", board, "--out", str(run),
            "--workers", str(workers), "--memory", memory, "-q"]
     if variant != "dat":
-        spec, _, code = variant.partition("@")
-        lv, _, mm = spec.partition("m")
-        env["C4TABLE_C4Z_LEVEL"] = lv
-        if mm:
-            env["C4TABLE_C4Z_MIN_MATCH"] = mm
-        if code:
-            env["PYTHONPATH"] = code
+        env.update(profile_env(variant))
         cmd += ["--format", "c4z"]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
