@@ -449,6 +449,47 @@ def test_forward_disk_estimate_covers_each_step_without_counting_runs_twice(tmp_
             assert by_ply[ply][0] >= nxt[0], (ply, by_ply[ply][0], nxt[0])
 
 
+def test_backward_disk_estimate_covers_each_step_priced_by_what_was_sent(tmp_path, monkeypatch):
+    """Each backward step's free-disk estimate covers what that step really wrote (its
+    backward shards and the messages it sent, measured on disk at the next check), and once a
+    step has sent, prices the messages by what it sent per position rather than by the bound
+    of 8 bytes a position (which stopped a 7x5 build needing 52 GiB for about 12)."""
+    from c4table.pipeline.stages import backward
+    from c4table.pipeline.runtime import resources
+    from c4table.pipeline.stages.build import build_table
+    from c4table.io.storage import open_storage
+    store = open_storage(str(tmp_path))
+    seen = {}   # ply -> (need, need at the bound, bytes now under the last step's output)
+    real_need, real_sent = resources.backward_need, resources.sent_per_entry
+
+    def at_bound(build, ply):
+        monkeypatch.setattr(resources, "sent_per_entry", lambda build, ply: None)
+        try:
+            return real_need(build, ply)
+        finally:
+            monkeypatch.setattr(resources, "sent_per_entry", real_sent)
+
+    def spy(build, ply):
+        done = ply + 1
+        written = store.tree_size(backward.gen_dir(done)) + store.tree_size(backward.messages_dir(ply)) \
+            if build.manifest.step("backward", done) else None
+        seen[ply] = (real_need(build, ply), at_bound(build, ply), written)
+        return seen[ply][0]
+    monkeypatch.setattr(resources, "backward_need", spy)
+    build_table(BOARD, tmp_path, workers=1, quiet=True)
+    cells = soak.cells_of(BOARD)
+    assert sorted(seen) == list(range(cells + 1))
+    for ply in range(cells):   # the check for ply saw what step ply + 1 wrote
+        need_next, _, written = seen[ply]
+        assert written is not None and written > 0
+        assert seen[ply + 1][0] >= written, (ply + 1, seen[ply + 1][0], written)
+    m = resources.MARGIN_BYTES
+    big = [p for p in range(1, cells) if seen[p][1] - m > 100_000]
+    assert len(big) >= 3
+    for p in big:   # priced by what was sent: well under the bound of 8 bytes a position
+        assert seen[p][0] - m < (seen[p][1] - m) / 2, (p, seen[p])
+
+
 def _mount_tmpfs(path: Path, size: str) -> bool:
     if os.geteuid() != 0 or not shutil.which("mount"):
         return False

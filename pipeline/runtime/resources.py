@@ -28,9 +28,12 @@ MARGIN_FRACTION = 0.10        # and this share of the estimate
 MESSAGES_PER_ENTRY = 4.0      # backward messages a position sends, kept (measured up to ~3.5)
 # Runs are varint differences through zstd (pipeline/sort/runcodec.py): 0.37-0.40 bytes per
 # message and 0.17-0.20 per child key measured on 5x5 and 6x4 (more where keys lie farther
-# apart). The check allows about five times that; a write the disk refuses anyway is still
+# apart). Before the first step has sent anything the check allows about five times that;
+# later, 1.5 times what the step before sent per position (backward_need). A write the disk refuses anyway is still
 # caught (disk_full_guard) and the step resumes.
-MESSAGE_BYTES = 2             # bytes per message allowed
+MESSAGE_BYTES = 2             # bytes per message allowed before any step has sent
+MESSAGE_GROWTH = 1.5          # what a step may send per position over the step before it
+                              # (measured 0.65-0.71 bytes a position on 7x5's plies 31-29)
 RUN_BYTES_PER_KEY = 1         # bytes per run key allowed
 LOCK_NAME = ".lock"
 WHOLE_SCRATCH = ("runs", "merge", "cache", "recycle")   # trees no finished step ever refers to
@@ -115,8 +118,11 @@ def forward_need(build, ply: int, and_next: bool = False, runs_written: int | No
 def backward_need(build, ply: int) -> int:
     """Bytes that annotating generation ``ply`` will write: its backward shards (its forward
     shards' size times the backward/forward size ratio of the generation annotated before it)
-    and its messages to generation ``ply - 1`` (:data:`MESSAGE_BYTES` each; the runs it reads are deleted after
-    the step)."""
+    and its messages to generation ``ply - 1``, plus a copy of the message runs it reads (a
+    pre-merge may write one; the runs are deleted after the step). The messages are priced at
+    what the step before sent per position (:func:`sent_per_entry`, measured on disk) times
+    :data:`MESSAGE_GROWTH`; before any step has sent, at :data:`MESSAGES_PER_ENTRY` times
+    :data:`MESSAGE_BYTES`."""
     m = build.manifest
     fwd = m.shards("forward", ply) or []
     rows = sum(s.rows for s in fwd)
@@ -126,8 +132,33 @@ def backward_need(build, ply: int) -> int:
         fb = _files_bytes(build.store, nxt_f)
         if fb:
             ratio = max(1.0, _files_bytes(build.store, nxt_b) / fb)
-    sent = rows * MESSAGES_PER_ENTRY * MESSAGE_BYTES if ply > 0 else 0
-    return with_margin(_files_bytes(build.store, fwd) * ratio + sent)
+    per_entry = sent_per_entry(build, ply + 1)
+    incoming = 0.0
+    if per_entry is None:
+        per_entry = MESSAGES_PER_ENTRY * MESSAGE_BYTES
+    else:
+        incoming = per_entry * sum(s.rows for s in nxt_f or [])
+        per_entry *= MESSAGE_GROWTH
+    sent = rows * per_entry if ply > 0 else 0
+    return with_margin(_files_bytes(build.store, fwd) * ratio + sent + incoming)
+
+
+def sent_per_entry(build, ply: int) -> float | None:
+    """Bytes of messages that annotating generation ``ply`` sent per position of it, as its
+    message runs lie on disk now (None: no finished step of ``ply`` with runs still there)."""
+    m = build.manifest
+    step = m.step("backward", ply) or {}
+    runs = step.get("messages")
+    rows = sum(s.rows for s in m.shards("forward", ply) or [])
+    if not runs or not rows:
+        return None
+    total = 0
+    for r in runs:
+        try:
+            total += build.store.size(r["file"])
+        except OSError:
+            return None   # gone already (a resumed build that passed them): not measured
+    return total / rows
 
 
 def merge_need(build, plies: list[int]) -> int:
