@@ -1,6 +1,7 @@
 """The final merge alone, side by side per format: stage a build once (forward and backward
 passes, in ``--stage DIR``, kept for later runs), then merge a fresh copy of it per variant,
-round by round, and print each merge's CPU (user+sys of ``c4table merge`` and its workers),
+round by round, and print each merge's CPU (user+sys of ``c4table merge`` and its workers;
+the system share and the minor page faults apart),
 the table's size and raw sha256, and the least CPU per variant. The merge is the only stage
 where a ``.c4z`` build differs from a ``.dat`` one, so this compares their CPU without the
 noise of the passes before it (on the shared machine a whole 6x5 build's CPU varies by 10%).
@@ -59,6 +60,7 @@ def merge_once(board: str, staged: Path, run: Path, variant: str, workers: int,
     t = json.loads((run / "manifest.json").read_text())["table"]
     shutil.rmtree(run, ignore_errors=True)
     return {"cpu_s": after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime,
+            "sys_s": after.ru_stime - before.ru_stime, "minflt": after.ru_minflt - before.ru_minflt,
             "wall_s": wall, "raw_bytes": t["bytes"], "sha256": t["sha256"],
             "table_bytes": t["c4z"]["bytes"] if t.get("format") == "c4z" else t["bytes"]}
 
@@ -80,7 +82,7 @@ def main(argv=None) -> None:
             r = merge_once(a.board, a.stage, a.stage.with_name(a.stage.name + "-run"), v,
                            a.workers, a.memory)
             runs[v].append(r)
-            print(f"round {rnd + 1}: {v:<20} cpu {r['cpu_s']:7.2f}s  wall {r['wall_s']:7.2f}s  "
+            print(f"round {rnd + 1}: {v:<20} cpu {r['cpu_s']:7.2f}s (sys {r['sys_s']:5.2f}s, {r['minflt']:,} minor faults)  wall {r['wall_s']:7.2f}s  "
                   f"load {os.getloadavg()[0]:.1f}  table {r['table_bytes']:,} "
                   f"({100 * r['table_bytes'] / r['raw_bytes']:.3f}% of raw)  sha256 "
                   f"{r['sha256'][:16]}", flush=True)
