@@ -460,14 +460,14 @@ def test_backward_disk_estimate_covers_each_step_priced_by_what_was_sent(tmp_pat
     from c4table.io.storage import open_storage
     store = open_storage(str(tmp_path))
     seen = {}   # ply -> (need, need at the bound, bytes now under the last step's output)
-    real_need, real_sent = resources.backward_need, resources.sent_per_entry
+    real_need, real_sent = resources.backward_need, resources.sent_bytes
 
     def at_bound(build, ply):
-        monkeypatch.setattr(resources, "sent_per_entry", lambda build, ply: None)
+        monkeypatch.setattr(resources, "sent_bytes", lambda build, ply: None)
         try:
             return real_need(build, ply)
         finally:
-            monkeypatch.setattr(resources, "sent_per_entry", real_sent)
+            monkeypatch.setattr(resources, "sent_bytes", real_sent)
 
     def spy(build, ply):
         done = ply + 1

@@ -120,7 +120,7 @@ def backward_need(build, ply: int) -> int:
     shards' size times the backward/forward size ratio of the generation annotated before it)
     and its messages to generation ``ply - 1``, plus a copy of the message runs it reads (a
     pre-merge may write one; the runs are deleted after the step). The messages are priced at
-    what the step before sent per position (:func:`sent_per_entry`, measured on disk) times
+    what the step before sent per position (:func:`sent_bytes`, measured on disk) times
     :data:`MESSAGE_GROWTH`; before any step has sent, at :data:`MESSAGES_PER_ENTRY` times
     :data:`MESSAGE_BYTES`."""
     m = build.manifest
@@ -132,25 +132,21 @@ def backward_need(build, ply: int) -> int:
         fb = _files_bytes(build.store, nxt_f)
         if fb:
             ratio = max(1.0, _files_bytes(build.store, nxt_b) / fb)
-    per_entry = sent_per_entry(build, ply + 1)
-    incoming = 0.0
-    if per_entry is None:
-        per_entry = MESSAGES_PER_ENTRY * MESSAGE_BYTES
+    incoming = sent_bytes(build, ply + 1)   # the runs this step reads
+    senders = sum(s.rows for s in nxt_f or [])
+    if incoming is None or not senders:
+        incoming, per_entry = 0, MESSAGES_PER_ENTRY * MESSAGE_BYTES
     else:
-        incoming = per_entry * sum(s.rows for s in nxt_f or [])
-        per_entry *= MESSAGE_GROWTH
+        per_entry = incoming / senders * MESSAGE_GROWTH
     sent = rows * per_entry if ply > 0 else 0
     return with_margin(_files_bytes(build.store, fwd) * ratio + sent + incoming)
 
 
-def sent_per_entry(build, ply: int) -> float | None:
-    """Bytes of messages that annotating generation ``ply`` sent per position of it, as its
-    message runs lie on disk now (None: no finished step of ``ply`` with runs still there)."""
-    m = build.manifest
-    step = m.step("backward", ply) or {}
-    runs = step.get("messages")
-    rows = sum(s.rows for s in m.shards("forward", ply) or [])
-    if not runs or not rows:
+def sent_bytes(build, ply: int) -> int | None:
+    """Bytes of the message runs that annotating generation ``ply`` sent, as they lie on disk
+    now (None: no finished step of ``ply`` with runs still there)."""
+    runs = (build.manifest.step("backward", ply) or {}).get("messages")
+    if not runs:
         return None
     total = 0
     for r in runs:
@@ -158,7 +154,7 @@ def sent_per_entry(build, ply: int) -> float | None:
             total += build.store.size(r["file"])
         except OSError:
             return None   # gone already (a resumed build that passed them): not measured
-    return total / rows
+    return total
 
 
 def merge_need(build, plies: list[int]) -> int:
