@@ -429,6 +429,41 @@ def test_a_closed_c4z_table_says_so(t44):
             use()
 
 
+def _mapped_kib(path) -> int | None:
+    """Resident KiB of this process's mappings of ``path`` (None: no /proc/self/smaps)."""
+    smaps = Path("/proc/self/smaps")
+    if not smaps.exists():
+        return None
+    kib, mine = 0, False
+    for line in smaps.read_text().splitlines():
+        head = line.split()
+        if head and "-" in head[0] and len(head) >= 5:   # a mapping's first line
+            mine = line.endswith(str(path))
+        elif mine and line.startswith("Rss:"):
+            kib += int(head[1])
+    return kib
+
+
+def test_a_scan_leaves_the_file_unmapped_and_probes_still_map_it(t54):
+    """A whole-file scan (verify, decompress, iter_entries) reads blocks into buffers of its
+    own, so the resident size stays its buffers' (a 13 GB table scanned through the mapping
+    counted all 13 GB); probes keep their zero-copy view of the mapped file."""
+    dat, z = t54
+    from c4table.c4z.reader import C4zFile
+    with C4zFile(z) as f:
+        before = _mapped_kib(z)
+        if before is None:
+            pytest.skip("no /proc/self/smaps here")
+        n = sum(k.shape[0] for _, k, _ in f.iter_blocks())
+        assert n == f.entries
+        scanned = _mapped_kib(z)
+        for i in range(f.blocks):
+            f.block(i)
+        probed = _mapped_kib(z)
+    size_kib = Path(z).stat().st_size // 1024
+    assert scanned - before < size_kib // 4, (before, scanned, size_kib)
+    assert probed - before > size_kib // 2, (before, probed, size_kib)
+
 def test_key_dictionary_read_once_and_cached_remotely(t54, http_dir, tmp_path, monkeypatch):
     """The 5x4 .c4z has a trained key dictionary: a remote reader fetches it once with the
     index, then takes both from its cache; answers equal the raw table's."""

@@ -181,10 +181,14 @@ class C4zFile:
     def block_rows(self, i: int) -> int:
         return min(self.block_entries, self.entries - i * self.block_entries)
 
-    def read_block(self, i: int) -> bytes:
-        """The compressed bytes of block ``i``, checked against the index (one read)."""
+    def read_block(self, i: int, copy: bool = False) -> bytes:
+        """The compressed bytes of block ``i``, checked against the index (one read): a view of
+        the mapped file where there is one, unless ``copy`` (a read into a buffer of its own:
+        a scan of the whole file then leaves no pages of it mapped in this process, whose
+        resident size stays that of its buffers)."""
         lo, hi = int(self.offsets[i]), int(self.offsets[i + 1])
-        comp = self.src.view(lo, hi - lo) if hasattr(self.src, "view") else self.src.read(lo, hi - lo)
+        view = hasattr(self.src, "view") and not copy
+        comp = self.src.view(lo, hi - lo) if view else self.src.read(lo, hi - lo)
         if len(comp) != hi - lo:
             raise self._bad(f"block {i} (bytes {lo:,}..{hi:,}): short read (truncated file)")
         if xxhash.xxh64_intdigest(comp) != int(self.checksums[i]):
@@ -217,11 +221,13 @@ class C4zFile:
         """``(i, keys, outcome bytes)`` of blocks ``start..stop`` in order, read and decoded
         ahead on ``threads`` threads (bounded: at most ``2 * threads`` blocks in flight);
         ``(i, raw table bytes)`` with ``raw`` (made in the threads too: numba kernels and
-        zstd release the GIL)."""
+        zstd release the GIL). Blocks are read into buffers (:meth:`read_block` with ``copy``),
+        not viewed in the mapped file: a scan of a large table would otherwise count every
+        page it passed in the resident size."""
         stop = self.blocks if stop is None else stop
 
         def job(i):
-            k, o = self.decode_block(i, self.read_block(i))
+            k, o = self.decode_block(i, self.read_block(i, copy=True))
             if raw:
                 return i, rows_of(k, o, self.entry_size)
             return i, k, o
