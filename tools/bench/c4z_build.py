@@ -1,6 +1,7 @@
 """Build a board once per format (``.dat``, then ``--format c4z`` at each given level), side
 by side in one run, and print for each: wall time, CPU (user+sys of the build and its
-workers), the peak disk of the build directory (sampled every ``--every`` seconds in a
+workers; each round also user and sys apart, and split where the merge starts: the passes,
+identical code in both formats, and the merge, where they differ), the peak disk of the build directory (sampled every ``--every`` seconds in a
 thread while the build runs), the table's size as a share of the raw size, and whether any
 raw table file appeared during a c4z build. Also, from the finished ``.dat`` build, the
 bytes per entry of each kind of intermediate file it keeps (key shards, outcome shards) and
@@ -39,6 +40,7 @@ import resource
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -67,6 +69,46 @@ def profile_env(spec: str) -> dict:
     return env
 
 
+def tree_cpu(pid: int) -> tuple[float, float]:
+    """``(user, sys)`` CPU seconds of process ``pid`` and its live descendants, with what each
+    already reaped of its own children."""
+    parent, times = {}, {}
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            f = (d / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parent[int(d.name)] = int(f[1])
+        times[int(d.name)] = (int(f[11]) + int(f[13]), int(f[12]) + int(f[14]))
+    tree, todo = set(), [pid]
+    while todo:
+        q = todo.pop()
+        tree.add(q)
+        todo.extend(c for c, pp in parent.items() if pp == q and c not in tree)
+    tck = os.sysconf("SC_CLK_TCK")
+    return (sum(times.get(q, (0, 0))[0] for q in tree) / tck,
+            sum(times.get(q, (0, 0))[1] for q in tree) / tck)
+
+
+def passes_cpu(p: subprocess.Popen, out: Path, every: float = 0.2) -> tuple[float, float]:
+    """Sample the build ``p``'s CPU until its merge starts (its part files' directory or the
+    table's temporary file appears in ``out``): the ``(user, sys)`` of the passes before it,
+    to a sampling period (``(nan, nan)`` if the merge was never seen). Waits for ``p``."""
+    last = (0.0, 0.0)
+    while p.poll() is None:
+        now = tree_cpu(p.pid)
+        if sum(now) >= sum(last):
+            last = now
+        if (out / "work" / "merge").exists() or any(
+                f.name.startswith("connect4_") and f.name.endswith(".tmp") for f in out.iterdir()):
+            p.wait()
+            return last
+        time.sleep(every)
+    return (float("nan"), float("nan"))
+
+
 def run_build(board: str, out: Path, workers: int, memory: str, fmt: str, level: str | None,
               every: float) -> dict:
     shutil.rmtree(out, ignore_errors=True)
@@ -78,12 +120,17 @@ def run_build(board: str, out: Path, workers: int, memory: str, fmt: str, level:
            "--workers", str(workers), "--memory", memory, "-q", "--format", fmt]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    with DiskSampler(out, every) as disk:
-        p = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    with DiskSampler(out, every) as disk, tempfile.TemporaryFile("w+") as err:
+        p = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=err, text=True)
+        at_merge = passes_cpu(p, out)
+        rc = p.wait()
+        err.seek(0)
+        stderr = err.read()
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if p.returncode:
-        raise SystemExit(f"{' '.join(cmd)} failed: {p.stderr}")
+    if rc:
+        raise SystemExit(f"{' '.join(cmd)} failed: {stderr}")
+    user, sys_ = after.ru_utime - before.ru_utime, after.ru_stime - before.ru_stime
     m = json.loads((out / "manifest.json").read_text())
     t = m["table"]
     entries = t["entries"]
@@ -91,7 +138,8 @@ def run_build(board: str, out: Path, workers: int, memory: str, fmt: str, level:
     work = {k: sum(f.stat().st_size for f in (out / d).rglob("*") if f.is_file())
             for k, d in (("key shards", "work/forward"), ("outcome shards", "work/backward"))}
     return {"format": fmt if level is None else f"{fmt} (level {level})", "entries": entries,
-            "wall_s": wall, "cpu_s": (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime),
+            "wall_s": wall, "cpu_s": user + sys_, "user_s": user, "sys_s": sys_,
+            "passes_user_s": at_merge[0], "passes_sys_s": at_merge[1],
             "peak_disk": disk.peak, "peak_kind": disk.peak_kind, "table_bytes": size,
             "raw_bytes": t["bytes"], "raw_seen": sorted(disk.raw_seen), "sha256": t["sha256"],
             "kept": work, "stage_seconds": m.get("stage_seconds")}
@@ -184,8 +232,11 @@ def main(argv=None) -> None:
             r["load"] = os.getloadavg()[0]
             rounds[-1].append(r)
             shutil.rmtree(out, ignore_errors=True)
-            print(f"round {rnd + 1}: {r['format']:<16} cpu {r['cpu_s']:7.1f}s  wall {r['wall_s']:7.1f}s  "
-                  f"load {r['load']:.1f}", flush=True)
+            merge = (r["user_s"] - r["passes_user_s"], r["sys_s"] - r["passes_sys_s"])
+            print(f"round {rnd + 1}: {r['format']:<16} cpu {r['cpu_s']:7.1f}s (user {r['user_s']:6.1f} "
+                  f"sys {r['sys_s']:5.1f}; passes {r['passes_user_s']:6.1f} + {r['passes_sys_s']:4.1f}, "
+                  f"merge {merge[0]:5.1f} + {merge[1]:4.1f})  wall {r['wall_s']:7.1f}s  "
+                  f"load {r['load']:.1f}  table {r['table_bytes']:,}", flush=True)
     for i in range(len(runs)):   # per format, the round of least CPU
         res.append(min((rd[i] for rd in rounds), key=lambda r: r["cpu_s"]))
     for r in res:
