@@ -27,9 +27,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from diskuse import KINDS, DiskSampler  # noqa: E402
 
 
-def tree_cpu(pid: int) -> float:
-    """CPU seconds (user+sys) of process ``pid`` and all its live descendants, with what each
-    already reaped of its own children: a run killed at a stop keeps its CPU in the samples."""
+def tree_times(pid: int) -> tuple[float, float]:
+    """``(user, sys)`` CPU seconds of process ``pid`` and all its live descendants, with what
+    each already reaped of its own children: a run killed at a stop keeps its CPU in the
+    samples."""
     parent, times = {}, {}
     for d in Path("/proc").iterdir():
         if not d.name.isdigit():
@@ -39,13 +40,20 @@ def tree_cpu(pid: int) -> float:
         except OSError:
             continue
         parent[int(d.name)] = int(f[1])
-        times[int(d.name)] = sum(int(x) for x in f[11:15])   # utime stime cutime cstime
+        times[int(d.name)] = (int(f[11]) + int(f[13]), int(f[12]) + int(f[14]))   # utime+cutime, stime+cstime
     tree, todo = set(), [pid]
     while todo:
         p = todo.pop()
         tree.add(p)
         todo.extend(c for c, pp in parent.items() if pp == p and c not in tree)
-    return sum(times.get(p, 0) for p in tree) / os.sysconf("SC_CLK_TCK")
+    tck = os.sysconf("SC_CLK_TCK")
+    return (sum(times.get(p, (0, 0))[0] for p in tree) / tck,
+            sum(times.get(p, (0, 0))[1] for p in tree) / tck)
+
+
+def tree_cpu(pid: int) -> float:
+    """User + sys CPU seconds of ``pid``'s process tree (:func:`tree_times`)."""
+    return sum(tree_times(pid))
 
 
 def run(args, log: Path) -> int:

@@ -1,9 +1,10 @@
 """Build a board once per format (``.dat``, then ``--format c4z`` at each given level), side
 by side in one run, and print for each: wall time, CPU (user+sys of the build and its
 workers; each round also user and sys apart, and split where the merge starts: the passes,
-identical code in both formats, and the merge, where they differ), the peak disk of the build directory (sampled every ``--every`` seconds in a
-thread while the build runs), the table's size as a share of the raw size, and whether any
-raw table file appeared during a c4z build. Also, from the finished ``.dat`` build, the
+identical code in both formats, and the merge, where they differ), the peak disk of the
+build directory (sampled every ``--every`` seconds in a thread while the build runs), the
+table's size as a share of the raw size, and whether any raw table file appeared during a c4z
+build. Also, from the finished ``.dat`` build, the
 bytes per entry of each kind of intermediate file it keeps (key shards, outcome shards) and
 the peak bytes per entry of each kind of scratch file (child runs, backward messages),
 sampled as they come and go.
@@ -45,6 +46,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from big_build import tree_times  # noqa: E402
 from diskuse import KINDS, DiskSampler  # noqa: E402
 
 
@@ -69,36 +71,13 @@ def profile_env(spec: str) -> dict:
     return env
 
 
-def tree_cpu(pid: int) -> tuple[float, float]:
-    """``(user, sys)`` CPU seconds of process ``pid`` and its live descendants, with what each
-    already reaped of its own children."""
-    parent, times = {}, {}
-    for d in Path("/proc").iterdir():
-        if not d.name.isdigit():
-            continue
-        try:
-            f = (d / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        parent[int(d.name)] = int(f[1])
-        times[int(d.name)] = (int(f[11]) + int(f[13]), int(f[12]) + int(f[14]))
-    tree, todo = set(), [pid]
-    while todo:
-        q = todo.pop()
-        tree.add(q)
-        todo.extend(c for c, pp in parent.items() if pp == q and c not in tree)
-    tck = os.sysconf("SC_CLK_TCK")
-    return (sum(times.get(q, (0, 0))[0] for q in tree) / tck,
-            sum(times.get(q, (0, 0))[1] for q in tree) / tck)
-
-
 def passes_cpu(p: subprocess.Popen, out: Path, every: float = 0.2) -> tuple[float, float]:
     """Sample the build ``p``'s CPU until its merge starts (its part files' directory or the
     table's temporary file appears in ``out``): the ``(user, sys)`` of the passes before it,
     to a sampling period (``(nan, nan)`` if the merge was never seen). Waits for ``p``."""
     last = (0.0, 0.0)
     while p.poll() is None:
-        now = tree_cpu(p.pid)
+        now = tree_times(p.pid)
         if sum(now) >= sum(last):
             last = now
         if (out / "work" / "merge").exists() or any(
