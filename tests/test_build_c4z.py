@@ -572,3 +572,46 @@ def test_c4z_merge_disk_check_covers_what_the_merge_grows(staged54, tmp_path, mo
     need = (seen["need"] - resources.MARGIN_BYTES) / (1 + resources.MARGIN_FRACTION)
     assert need >= grew, (need, grew)
     assert need < raw * 0.10
+
+
+def test_range_tasks_gathering_symbols_write_the_same_blocks(staged54, tmp_path):
+    """A range task given its shards' generations maps their outcomes to symbols as it gathers
+    them, and its encoder follows no ply: the same blocks, head and tail as a task that
+    follows each key's ply."""
+    from c4table.builddir.manifest import Manifest
+    from c4table.game.board import Board
+    from c4table.pipeline.stages.merge_c4z import range_blocks_task
+    board = Board.parse("5x4")
+    m = Manifest.load(staged54)
+    recs = [(p, s) for p in range(board.cells + 1) for s in m.shards("backward", p) if s.rows]
+    shards, plies = [s.to_json() for _, s in recs], [p for p, _ in recs]
+    keys = sorted({s.first for _, s in recs} | {s.last for _, s in recs})
+    lo, hi = keys[len(keys) // 3], keys[2 * len(keys) // 3]   # a range inside, ends off the grid
+    below = sum(s.rows for _, s in recs if s.last < lo)
+    (tmp_path / "p").mkdir()
+    got = {}
+    for name, pl in (("words", None), ("symbols", plies)):
+        got[name] = range_blocks_task(str(staged54), shards, lo, hi, below,
+                                      str(tmp_path / "p" / name), board, 1024, 4, 512, 6, pl)
+    a, b = got["words"], got["symbols"]
+    assert a.firsts and (a.offset, a.count, a.head, a.tail) == (b.offset, b.count, b.head, b.tail)
+    assert (a.firsts, a.lengths, a.xxh64s) == (b.firsts, b.lengths, b.xxh64s)
+    assert (tmp_path / "p" / "words").read_bytes() == (tmp_path / "p" / "symbols").read_bytes()
+
+
+def test_a_shard_recorded_under_another_generation_stops_the_c4z_merge(staged54, tmp_path):
+    """The range tasks take each shard's symbols from the generation the manifest records it
+    under: shards recorded under the wrong one stop the merge in one line, naming a shard."""
+    from c4table.builddir.manifest import checksum
+    out = tmp_path / "b"
+    shutil.copytree(staged54, out, ignore=shutil.ignore_patterns(".lock"))
+    mf = out / "manifest.json"
+    data = json.loads(mf.read_text())
+    back = data["steps"]["backward"]
+    back["7"], back["8"] = back["8"], back["7"]
+    data.pop("xxh64", None)
+    data["xxh64"] = checksum(data)   # a consistent manifest, only the generations swapped
+    mf.write_text(json.dumps(data))
+    code, _, err = cli("merge", "5x4", "--out", out, "-q", "--workers", "2", *C4Z_CMD)
+    assert code != 0 and one_line_error(err)
+    assert "generation 7" in err and "not of that ply" in err, err

@@ -78,23 +78,28 @@ def encode_entries(keys: np.ndarray, outs: np.ndarray, board: Board, level: int 
 
 def encode_words(words: np.ndarray, board: Board, level: int = DEFAULT_LEVEL,
                  part_entries: int | None = None, min_match: int = 0,
-                 sym_level: int | None = None) -> tuple[int, bytes]:
+                 sym_level: int | None = None, symbols: bool = False) -> tuple[int, bytes]:
     """:func:`encode_entries` of a block given as ``key << 8 | outcome`` words (uint64, keys
     strictly increasing: the caller's), as a build's merge tasks gather them: the same bytes,
     without splitting the words first. ``sym_level``: the zstd level of the symbol frame
-    (None: ``level``, as for the key frame).
+    (None: ``level``, as for the key frame). ``symbols``: the words' low bytes are already the
+    symbols (:meth:`~c4table.c4z.codec.BlockCodec.symbol_words`), as a build's merge gathers
+    them.
 
     >>> w = np.array([16, 1 << 8 | 0x4f], np.uint64)
     >>> b = Board.parse("4x4")
     >>> encode_words(w, b, 3, 1) == encode_entries(np.array([0, 1], np.uint64), np.array([16, 0x4f], np.uint8), b, 3, 1)
+    True
+    >>> encode_words(BlockCodec(b).symbol_words(w), b, 3, 1, symbols=True) == encode_words(w, b, 3, 1)
     True
     """
     n = words.shape[0]
     part_entries = part_entries or default_part_entries(n)
     codec = _codec(board)
     kvs, sys_, firsts = [], [], []
+    enc = codec.encode_symbol_words if symbols else codec.encode_words
     for o in range(0, n, part_entries):
-        kv, sy = codec.encode_words(words[o: o + part_entries])
+        kv, sy = enc(words[o: o + part_entries])
         kvs.append(kv)
         sys_.append(sy)
         if o:

@@ -150,6 +150,33 @@ def _encode(src, outs, packed, base, width, heights, fwd, kv, syms):
 
 
 @njit(cache=True, nogil=True)
+def _encode_symbols(src, kv, syms):
+    """:func:`_encode` of ``key << 8 | symbol`` words, whose low bytes are already the
+    symbols (a build's merge maps each generation's outcome bytes as it gathers them, the ply
+    being the generation's): the key deltas' LEB128 into ``kv`` (returns its length) and the
+    low bytes into ``syms``, with no ply to follow."""
+    n = src.shape[0]
+    if n == 0:
+        return 0
+    eight, low = np.uint64(8), np.uint64(255)
+    prev = src[0] >> eight
+    syms[0] = src[0] & low
+    pos = 0
+    for j in range(1, n):
+        key = src[j] >> eight
+        v = key - prev
+        prev = key
+        while v >= np.uint64(128):
+            kv[pos] = (v & np.uint64(127)) | np.uint64(128)
+            v >>= np.uint64(7)
+            pos += 1
+        kv[pos] = v
+        pos += 1
+        syms[j] = src[j] & low
+    return pos
+
+
+@njit(cache=True, nogil=True)
 def _varint_at(kv, pos, m):
     """The LEB128 varint at ``kv[pos]`` (``m`` bytes in all) and the position after it;
     position -1 if the stream ends inside it or it is longer than a uint64 (damaged)."""
@@ -333,6 +360,36 @@ class BlockCodec:
         True
         """
         return self._encode(np.ascontiguousarray(words, np.uint64), _NO_OUTS, True)
+
+    def encode_symbol_words(self, words: np.ndarray) -> tuple[bytes, bytes]:
+        """:meth:`encode_words` of ``key << 8 | symbol`` words (the symbol of each outcome at
+        its key's ply already in the low byte, :meth:`symbol_words`): the same bytes, with no
+        ply followed.
+
+        >>> codec = BlockCodec(Board.parse("4x4"))
+        >>> w = np.array([16, 1 << 8 | 0x4f, 3 << 8 | 0x8e, 40 << 8 | 0x4d], np.uint64)
+        >>> codec.encode_symbol_words(codec.symbol_words(w)) == codec.encode_words(w)
+        True
+        """
+        src = np.ascontiguousarray(words, np.uint64)
+        n = src.shape[0]
+        kv = np.empty(max(1, 10 * (n - 1)), np.uint8)
+        syms = np.empty(n, np.uint8)
+        m = _encode_symbols(src, kv, syms)
+        return kv[:m].tobytes(), syms.tobytes()
+
+    def symbol_words(self, words: np.ndarray) -> np.ndarray:
+        """``key << 8 | outcome`` words as ``key << 8 | symbol`` words (each key's ply from its
+        digits)."""
+        keys = words >> np.uint64(8)
+        syms = self.fwd[self.plies(keys), (words & np.uint64(255)).astype(np.int64)]
+        return (keys << np.uint64(8)) | syms.astype(np.uint64)
+
+    def outcome_words(self, words: np.ndarray) -> np.ndarray:
+        """The inverse of :meth:`symbol_words`: ``key << 8 | outcome`` words."""
+        keys = words >> np.uint64(8)
+        outs = self.inv[self.plies(keys), (words & np.uint64(255)).astype(np.int64)]
+        return (keys << np.uint64(8)) | outs.astype(np.uint64)
 
     def _encode(self, src: np.ndarray, outs: np.ndarray, packed: bool) -> tuple[bytes, bytes]:
         n = src.shape[0]

@@ -455,6 +455,15 @@ def pack_entries(keys, outcomes, out):
         out[i] = (keys[i] << np.uint64(8)) | np.uint64(outcomes[i])
 
 
+@njit(cache=True)
+def pack_mapped(keys, outcomes, table, out):
+    """``out[i] = keys[i] << 8 | table[outcomes[i]]``: :func:`pack_entries` with each outcome
+    byte replaced through a 256-byte map (a ``.c4z`` merge packs the symbols of one
+    generation's outcomes, :func:`c4table.c4z.codec.symbol_tables`)."""
+    for i in range(keys.shape[0]):
+        out[i] = (keys[i] << np.uint64(8)) | np.uint64(table[outcomes[i]])
+
+
 @njit(cache=True, inline="always")
 def _put_entry(v, out, j, entry_size):
     """The low ``entry_size`` bytes of ``v``, big-endian, at ``out[j:]``."""

@@ -11,7 +11,7 @@ import numpy as np
 from c4table.game.board import Board
 from c4table.pipeline.kernels import cpu as kernels
 from c4table.pipeline.kernels import cpu3d as kernels3d
-from c4table.pipeline.kernels.cpu import (dedup_sorted, keep_best, merge_two, pack_entries,
+from c4table.pipeline.kernels.cpu import (dedup_sorted, keep_best, merge_two, pack_entries, pack_mapped,
                                       strictly_increasing_keys, take_below, words_to_entries)
 
 
@@ -98,5 +98,6 @@ def warm(board: Board) -> None:
     take_below(u64, np.zeros(0, np.int64), np.zeros(0, np.int64), np.uint64(0), u64)
     keep_best(u64)
     pack_entries(u64, u8, u64)
+    pack_mapped(u64, u8, np.zeros(256, np.uint8), u64)
     strictly_increasing_keys(u64)
     words_to_entries(u64, board.entry_size, u8)

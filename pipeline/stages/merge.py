@@ -38,7 +38,7 @@ from c4table.io.hashes import Hashes
 from c4table.table.sums import BlockSums, write_sums
 from c4table.pipeline.runtime import resources
 from c4table.pipeline.sort.extsort import sorted_chunks
-from c4table.pipeline.kernels.cpu import pack_entries, strictly_increasing_keys, words_to_entries
+from c4table.pipeline.kernels.cpu import pack_entries, pack_mapped, strictly_increasing_keys, words_to_entries
 from c4table.pipeline.sort.partition import merge_shares
 from c4table.builddir.shards import ShardInfo, open_row_groups, read_row_groups, verify_shards
 from c4table.io.storage import Storage, open_storage
@@ -76,10 +76,11 @@ class RangeWords:
 
 
 def gather_range(store: Storage, shards: list[dict], lo: int, hi: int,
-                 below: int | None = None) -> RangeWords:
+                 below: int | None = None, maps: list | None = None) -> RangeWords:
     """Read the entries with ``lo <= key < hi`` of the given backward shards into one word per
     entry and count the entries under ``lo`` (``below`` plus those of its own shards): see
-    :func:`range_task`."""
+    :func:`range_task`. ``maps``: per shard, a 256-byte map its outcome bytes go through into
+    the words (:func:`~c4table.pipeline.kernels.cpu.pack_mapped`)."""
     under = below or 0   # entries with a key below lo
     picks = []
     for d in shards:
@@ -90,13 +91,16 @@ def gather_range(store: Storage, shards: list[dict], lo: int, hi: int,
     packed = np.empty(sum(g.rows for _, groups in picks for g in groups), np.uint64)
     pos = 0
     starts = []
-    for shard, groups in picks:
+    for k, (shard, groups) in enumerate(picks):
         starts.append(pos)
         for i in range(0, len(groups), READ_GROUPS):
             keys, outs = read_row_groups(shard, [g.index for g in groups[i: i + READ_GROUPS]])
             a = int(np.searchsorted(keys, np.uint64(lo), "left"))
             b = int(np.searchsorted(keys, np.uint64(hi), "left"))
-            pack_entries(keys[a:b], outs[a:b], packed[pos: pos + b - a])
+            if maps is None:
+                pack_entries(keys[a:b], outs[a:b], packed[pos: pos + b - a])
+            else:
+                pack_mapped(keys[a:b], outs[a:b], maps[k], packed[pos: pos + b - a])
             pos += b - a
             under += a   # keys of these row groups below lo (the one straddling lo has them)
             del keys, outs

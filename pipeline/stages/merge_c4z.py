@@ -50,6 +50,7 @@ import xxhash
 import c4table.config as config
 from c4table.c4z.assemble import Assembler, Checkpoint, idx_path
 from c4table.c4z.blocks import default_part_entries, encode_words
+from c4table.c4z.codec import BlockCodec
 from c4table.c4z.format import BUILD_PART_ENTRIES, IDX_RECORD, MAGIC, default_c4z_name
 from c4table.errors import BuildError, CorruptDataError
 from c4table.game.board import Board
@@ -114,14 +115,20 @@ def c4z_name(build) -> str:
 
 def range_blocks_task(root: str, shards: list[dict], lo: int, hi: int, below: int, rel: str,
                       board: Board, block_entries: int, level: int,
-                      part_entries: int, min_match: int = 0) -> RangeBlocks:
+                      part_entries: int, min_match: int = 0,
+                      plies: list[int] | None = None) -> RangeBlocks:
     """Gather the entries with ``lo <= key < hi`` of the given backward shards
     (:func:`~c4table.pipeline.stages.merge.gather_range`: ``below`` is the count of those in
     shards wholly under ``lo``), compress the whole blocks of the file's grid that lie inside
     the range into the part file ``rel``, and return them and the raw entries at the ends
-    (:class:`RangeBlocks`). Memory: the range's words (one per entry) and one block."""
+    (:class:`RangeBlocks`). ``plies``: each shard's generation; its outcome bytes are then
+    gathered as their symbols at that ply, so the blocks' encoder follows no ply (the same
+    bytes; the driver's decode, from each key's own ply, checks them). Memory: the range's
+    words (one per entry) and one block."""
     store = open_storage(root)
-    rw = merge.gather_range(store, shards, lo, hi, below)
+    codec = BlockCodec(board)
+    maps = None if plies is None else [codec.fwd[p] for p in plies]
+    rw = merge.gather_range(store, shards, lo, hi, below, maps)
     B, E = block_entries, board.entry_size
     head_n = min(rw.count, (-rw.under) % B)
     out = RangeBlocks(rw.under, rw.count, b"", b"", rel)
@@ -129,7 +136,8 @@ def range_blocks_task(root: str, shards: list[dict], lo: int, hi: int, below: in
     n, want, in_head = 0, head_n, head_n > 0
     with open(store.root / rel, "wb") as f:
         def flush_block():
-            first, comp = encode_words(buf, board, level, part_entries, min_match)
+            first, comp = encode_words(buf, board, level, part_entries, min_match,
+                                       symbols=maps is not None)
             f.write(comp)
             out.firsts.append(first)
             out.lengths.append(len(comp))
@@ -143,7 +151,7 @@ def range_blocks_task(root: str, shards: list[dict], lo: int, hi: int, below: in
                 n += take
                 s += take
                 if in_head and n == want:
-                    out.head = _raw(buf[:n], E)
+                    out.head = _raw(buf[:n], E, codec if maps is not None else None)
                     n, in_head = 0, False
                 elif not in_head and n == B:
                     flush_block()
@@ -151,12 +159,15 @@ def range_blocks_task(root: str, shards: list[dict], lo: int, hi: int, below: in
     active().add_write(sum(out.lengths))   # the part file (plain file I/O: counted here)
     if in_head and n:   # cannot happen: the head is at most the range
         raise BuildError(f"range [{lo}, {hi}): {n} entries of {want} in its first block")
-    out.tail = _raw(buf[:n], E)
+    out.tail = _raw(buf[:n], E, codec if maps is not None else None)
     return out
 
 
-def _raw(words: np.ndarray, entry_size: int) -> bytes:
-    """Raw table bytes of ``key << 8 | outcome`` words."""
+def _raw(words: np.ndarray, entry_size: int, codec: BlockCodec | None = None) -> bytes:
+    """Raw table bytes of ``key << 8 | outcome`` words (``key << 8 | symbol`` with ``codec``:
+    :meth:`~c4table.c4z.codec.BlockCodec.outcome_words`)."""
+    if codec is not None:
+        words = codec.outcome_words(words)
     b = np.empty(words.shape[0] * entry_size, np.uint8)
     words_to_entries(np.ascontiguousarray(words), entry_size, b)
     return b.tobytes()
@@ -348,6 +359,12 @@ def run(build):
     prog = build.progress("merge")
     t0 = time.perf_counter()
     shards = [s for p in plies for s in m.shards("backward", p) if s.rows]
+    ply_of = [p for p in plies for s in m.shards("backward", p) if s.rows]
+    codec = BlockCodec(board)   # the tasks map outcomes to symbols at their shard's ply:
+    for s, p in zip(shards, ply_of):   # the shards' keys must be of it (their first here)
+        if int(codec.plies(np.array([s.first], np.uint64))[0]) != p:
+            raise BuildError(f"{store.display(s.file)}: a shard of generation {p} whose first "
+                             f"key is not of that ply (a manifest of another build?)")
     total = sum(s.rows for s in shards)
     with resources.disk_full_guard(store, f"the table {name}", "every generation"):
         state = resume_point(build, shards, tmp)
@@ -367,10 +384,12 @@ def run(build):
         n_r = len(bounds) - 1
         tasks = []
         for r in range(done, n_r):
-            mine = [s.to_json() for s in shards if s.last >= bounds[r] and s.first < bounds[r + 1]]
+            inside = [k for k, s in enumerate(shards)
+                      if s.last >= bounds[r] and s.first < bounds[r + 1]]
             below = sum(s.rows for s in shards if s.last < bounds[r])
-            tasks.append((store.uri, mine, bounds[r], bounds[r + 1], below,
-                          f"{merge.PARTS}/blocks-{r:05d}.bin", board, B, level, P, mm))
+            tasks.append((store.uri, [shards[k].to_json() for k in inside], bounds[r],
+                          bounds[r + 1], below, f"{merge.PARTS}/blocks-{r:05d}.bin", board, B,
+                          level, P, mm, [ply_of[k] for k in inside]))
 
         def appended(k: int, at: Checkpoint) -> None:   # ranges 0..k-1 are in the .tmp
             save_state(store, tmp, MergeState(digest, bounds, level, k, at, B, P, mm))
