@@ -43,18 +43,24 @@ def symbol_tables(cells: int) -> tuple[np.ndarray, np.ndarray]:
     return fwd, inv
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _put_varint(x, out, pos):
+    """The LEB128 of ``x`` (uint64: 7 bits a byte, lowest first, the high bit set on every byte
+    but the last) into ``out`` at ``pos``; returns the position after it."""
+    while x >= np.uint64(128):
+        out[pos] = (x & np.uint64(127)) | np.uint64(128)
+        x >>= np.uint64(7)
+        pos += 1
+    out[pos] = x
+    return pos + 1
+
+
 @njit(cache=True, nogil=True)
 def _varint_encode(d, out):
     """LEB128 of the uint64 deltas ``d`` into ``out`` (large enough); returns the length."""
     pos = 0
     for i in range(d.shape[0]):
-        x = d[i]
-        while x >= np.uint64(128):
-            out[pos] = (x & np.uint64(127)) | np.uint64(128)
-            x >>= np.uint64(7)
-            pos += 1
-        out[pos] = x
-        pos += 1
+        pos = _put_varint(d[i], out, pos)
     return pos
 
 
@@ -137,13 +143,7 @@ def _encode(src, outs, packed, base, width, heights, fwd, kv, syms):
         key = src[j] >> sh
         d = key - prev
         prev = key
-        v = d
-        while v >= np.uint64(128):
-            kv[pos] = (v & np.uint64(127)) | np.uint64(128)
-            v >>= np.uint64(7)
-            pos += 1
-        kv[pos] = v
-        pos += 1
+        pos = _put_varint(d, kv, pos)
         d0, ply = _advance(digits, d0, np.int64(d), base, width, heights, ply)
         syms[j] = fwd[ply, (src[j] & np.uint64(255)) if packed else outs[j]]
     return pos
@@ -164,14 +164,8 @@ def _encode_symbols(src, kv, syms):
     pos = 0
     for j in range(1, n):
         key = src[j] >> eight
-        v = key - prev
+        pos = _put_varint(key - prev, kv, pos)
         prev = key
-        while v >= np.uint64(128):
-            kv[pos] = (v & np.uint64(127)) | np.uint64(128)
-            v >>= np.uint64(7)
-            pos += 1
-        kv[pos] = v
-        pos += 1
         syms[j] = src[j] & low
     return pos
 
@@ -381,15 +375,17 @@ class BlockCodec:
     def symbol_words(self, words: np.ndarray) -> np.ndarray:
         """``key << 8 | outcome`` words as ``key << 8 | symbol`` words (each key's ply from its
         digits)."""
-        keys = words >> np.uint64(8)
-        syms = self.fwd[self.plies(keys), (words & np.uint64(255)).astype(np.int64)]
-        return (keys << np.uint64(8)) | syms.astype(np.uint64)
+        return self._map_low_bytes(words, self.fwd)
 
     def outcome_words(self, words: np.ndarray) -> np.ndarray:
         """The inverse of :meth:`symbol_words`: ``key << 8 | outcome`` words."""
+        return self._map_low_bytes(words, self.inv)
+
+    def _map_low_bytes(self, words: np.ndarray, table: np.ndarray) -> np.ndarray:
+        """``key << 8 | table[ply of key, low byte]`` of each word."""
         keys = words >> np.uint64(8)
-        outs = self.inv[self.plies(keys), (words & np.uint64(255)).astype(np.int64)]
-        return (keys << np.uint64(8)) | outs.astype(np.uint64)
+        low = table[self.plies(keys), (words & np.uint64(255)).astype(np.int64)]
+        return (keys << np.uint64(8)) | low.astype(np.uint64)
 
     def _encode(self, src: np.ndarray, outs: np.ndarray, packed: bool) -> tuple[bytes, bytes]:
         n = src.shape[0]
