@@ -61,7 +61,7 @@ def encode_entries(keys: np.ndarray, outs: np.ndarray, board: Board, level: int 
     caller checks) and outcome bytes (uint8), as a build's merge holds them."""
     n = keys.shape[0]
     part_entries = part_entries or default_part_entries(n)
-    codec = _codec(board)
+    codec = block_codec(board)
     kvs, sys_, firsts = [], [], []
     for o in range(0, n, part_entries):
         kv, sy = codec.encode(keys[o: o + part_entries], outs[o: o + part_entries])
@@ -90,12 +90,12 @@ def encode_words(words: np.ndarray, board: Board, level: int = DEFAULT_LEVEL,
     >>> b = Board.parse("4x4")
     >>> encode_words(w, b, 3, 1) == encode_entries(np.array([0, 1], np.uint64), np.array([16, 0x4f], np.uint8), b, 3, 1)
     True
-    >>> encode_words(BlockCodec(b).symbol_words(w), b, 3, 1, symbols=True) == encode_words(w, b, 3, 1)
+    >>> encode_words(block_codec(b).symbol_words(w), b, 3, 1, symbols=True) == encode_words(w, b, 3, 1)
     True
     """
     n = words.shape[0]
     part_entries = part_entries or default_part_entries(n)
-    codec = _codec(board)
+    codec = block_codec(board)
     kvs, sys_, firsts = [], [], []
     enc = codec.encode_symbol_words if symbols else codec.encode_words
     for o in range(0, n, part_entries):
@@ -210,7 +210,7 @@ def decode_block_bytes(block: bytes, board: Board, n: int, first: int,
     """Keys (uint64) and outcome bytes of a block of ``n`` entries; ValueError or ZstdError
     if it does not decode to exactly that."""
     st = _streams(block, n, first, part_entries, key_dict, sym_dict)
-    codec = _codec(board)
+    codec = block_codec(board)
     keys = np.empty(n, np.uint64)
     outs = np.empty(n, np.int64)
     for q, (kv, sy, lo, hi, start) in enumerate(st.parts()):
@@ -235,7 +235,7 @@ def decode_block_rows(block: bytes, board: Board, n: int, first: int,
     (True, 1)
     """
     st = _streams(block, n, first, part_entries, None, None)
-    codec = _codec(board)
+    codec = block_codec(board)
     E = board.entry_size
     rows = np.empty(n * E, np.uint8)
     last = -1
@@ -252,7 +252,8 @@ def decode_block_rows(block: bytes, board: Board, n: int, first: int,
 _codecs: dict = {}
 
 
-def _codec(board: Board) -> BlockCodec:
+def block_codec(board: Board) -> BlockCodec:
+    """The :class:`~c4table.c4z.codec.BlockCodec` of ``board``, made once per process."""
     c = _codecs.get(board)
     if c is None:
         c = _codecs[board] = BlockCodec(board)
@@ -335,7 +336,7 @@ def train_dicts(src, board: Board, block_entries: int, samples: int | None = Non
              min(SYM_DICT_BYTES if sym_size is None else sym_size, raw_bytes // SYM_DICT_SHARE))
     if nblocks < 16 or max(sizes) < 8192:
         return None, None
-    codec = _codec(board)
+    codec = block_codec(board)
     data: tuple[list, list] = ([], [])
     with open(src, "rb") as f:
         for b in np.linspace(0, nblocks - 1, min(samples, nblocks)).astype(np.int64):

@@ -14,7 +14,7 @@ import zstandard
 
 from c4table.game.board import Board
 from c4table.errors import (CorruptDataError, PositionNotFoundError, TableError)
-from c4table.c4z.blocks import _codec, _dctx, decode_block_bytes, rows_of, split_block, tune_malloc
+from c4table.c4z.blocks import _dctx, block_codec, decode_block_bytes, rows_of, split_block, tune_malloc
 from c4table.c4z.format import CACHE_BLOCKS, CACHE_ENTRIES, END_MAGIC, MAGIC, TAIL_BYTES, TRAILER, TRANSFORM
 from c4table.table.source import finish_probe
 from c4table.lru import LRUCache
@@ -278,7 +278,7 @@ class C4zFile:
         their own (a later probe decodes again only if it needs more)."""
         n = self.block_rows(i)
         P = self.part_entries
-        codec = _codec(self.board)
+        codec = block_codec(self.board)
         got = self._slru.get(i)
         try:
             if got is None:

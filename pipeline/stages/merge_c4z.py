@@ -49,7 +49,7 @@ import xxhash
 
 import c4table.config as config
 from c4table.c4z.assemble import Assembler, Checkpoint, idx_path
-from c4table.c4z.blocks import default_part_entries, encode_words
+from c4table.c4z.blocks import block_codec, default_part_entries, encode_words
 from c4table.c4z.codec import BlockCodec
 from c4table.c4z.format import BUILD_PART_ENTRIES, IDX_RECORD, MAGIC, default_c4z_name
 from c4table.errors import BuildError, CorruptDataError
@@ -126,8 +126,8 @@ def range_blocks_task(root: str, shards: list[dict], lo: int, hi: int, below: in
     bytes; the driver's decode, from each key's own ply, checks them). Memory: the range's
     words (one per entry) and one block."""
     store = open_storage(root)
-    codec = BlockCodec(board)
-    maps = None if plies is None else [codec.fwd[p] for p in plies]
+    codec = None if plies is None else block_codec(board)   # the words hold symbols
+    maps = None if codec is None else [codec.fwd[p] for p in plies]
     rw = merge.gather_range(store, shards, lo, hi, below, maps)
     B, E = block_entries, board.entry_size
     head_n = min(rw.count, (-rw.under) % B)
@@ -137,7 +137,7 @@ def range_blocks_task(root: str, shards: list[dict], lo: int, hi: int, below: in
     with open(store.root / rel, "wb") as f:
         def flush_block():
             first, comp = encode_words(buf, board, level, part_entries, min_match,
-                                       symbols=maps is not None)
+                                       symbols=codec is not None)
             f.write(comp)
             out.firsts.append(first)
             out.lengths.append(len(comp))
@@ -151,7 +151,7 @@ def range_blocks_task(root: str, shards: list[dict], lo: int, hi: int, below: in
                 n += take
                 s += take
                 if in_head and n == want:
-                    out.head = _raw(buf[:n], E, codec if maps is not None else None)
+                    out.head = _raw(buf[:n], E, codec)
                     n, in_head = 0, False
                 elif not in_head and n == B:
                     flush_block()
@@ -159,7 +159,7 @@ def range_blocks_task(root: str, shards: list[dict], lo: int, hi: int, below: in
     active().add_write(sum(out.lengths))   # the part file (plain file I/O: counted here)
     if in_head and n:   # cannot happen: the head is at most the range
         raise BuildError(f"range [{lo}, {hi}): {n} entries of {want} in its first block")
-    out.tail = _raw(buf[:n], E, codec if maps is not None else None)
+    out.tail = _raw(buf[:n], E, codec)
     return out
 
 
@@ -360,7 +360,7 @@ def run(build):
     t0 = time.perf_counter()
     shards = [s for p in plies for s in m.shards("backward", p) if s.rows]
     ply_of = [p for p in plies for s in m.shards("backward", p) if s.rows]
-    codec = BlockCodec(board)   # the tasks map outcomes to symbols at their shard's ply:
+    codec = block_codec(board)   # the tasks map outcomes to symbols at their shard's ply:
     for s, p in zip(shards, ply_of):   # the shards' keys must be of it (their first here)
         if int(codec.plies(np.array([s.first], np.uint64))[0]) != p:
             raise BuildError(f"{store.display(s.file)}: a shard of generation {p} whose first "
