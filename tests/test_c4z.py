@@ -464,6 +464,7 @@ def test_a_scan_leaves_the_file_unmapped_and_probes_still_map_it(t54):
     assert scanned - before < size_kib // 4, (before, scanned, size_kib)
     assert probed - before > size_kib // 2, (before, probed, size_kib)
 
+
 def test_key_dictionary_read_once_and_cached_remotely(t54, http_dir, tmp_path, monkeypatch):
     """The 5x4 .c4z has a trained key dictionary: a remote reader fetches it once with the
     index, then takes both from its cache; answers equal the raw table's."""
