@@ -47,7 +47,8 @@ __all__ = ["Board", "Outcome", "decode_outcome", "encode_outcome", "Position", "
 
 def build_table(board: "str | Board", out: "str | os.PathLike", memory: "str | int" = "4GiB",
                 workers: "int | None" = None, scheduler=None, quiet: bool = True,
-                restart: bool = False, keep_work: bool = True, root: "str | None" = None):
+                restart: bool = False, keep_work: bool = True, root: "str | None" = None,
+                table_format: str = "dat"):
     """Build (or finish building) the table of ``board`` (``"5x4"``, ``"5x4k3"`` or a
     :class:`Board`) in the directory ``out`` (or a ``pyarrow.fs`` URI such as
     ``s3://bucket/prefix``) and return the table's path. ``memory``: budget shared by the workers
@@ -55,7 +56,9 @@ def build_table(board: "str | Board", out: "str | os.PathLike", memory: "str | i
     ``"local"`` or a ``distributed.Client``; ``quiet=False`` shows progress lines on stderr;
     ``restart``: discard a partial build; ``keep_work``: keep ``out/work`` after the merge;
     ``root``: a move string or drawing, to build the rooted table of every position reachable
-    from it (:mod:`c4table.game.root`). See :func:`c4table.pipeline.stages.build.build_table`.
+    from it (:mod:`c4table.game.root`); ``table_format``: ``"dat"`` (the raw table) or ``"c4z"``
+    (written straight into a compressed ``.c4z``, docs/c4z.md). See
+    :func:`c4table.pipeline.stages.build.build_table`.
 
     >>> import c4table
     >>> c4table.build_table("4x4", "tables/4x4").name         # already built: returns at once
@@ -63,4 +66,4 @@ def build_table(board: "str | Board", out: "str | os.PathLike", memory: "str | i
     """
     from c4table.pipeline.stages.build import build_table as _build
     return _build(board, out, memory=memory, workers=workers, scheduler=scheduler, quiet=quiet,
-                  restart=restart, keep_work=keep_work, root=root)
+                  restart=restart, keep_work=keep_work, root=root, table_format=table_format)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from c4table.builddir import tableformat
 from c4table.cli.c4z import compress_build, compress_options, compressed_build_done
 from c4table.cli.fail import fail as _fail
 from c4table.cli.options import DEFAULT_BOARD, DEVICE, board_arg, connect_option, device_options, format_option
@@ -58,8 +59,9 @@ def _build_options(f):
 
 
 def _no_compress_with_c4z(table_format: str, compress: bool, compress_only: bool) -> None:
-    if table_format == "c4z" and (compress or compress_only):
-        raise click.UsageError("--format c4z already writes the .c4z; drop --compress/--compress-only")
+    if not tableformat.get(table_format).raw and (compress or compress_only):
+        raise click.UsageError(f"--format {table_format} already writes the .{table_format}; "
+                               "drop --compress/--compress-only")
 
 
 def _open(board, out, memory, workers, scheduler, quiet, restart, root=None, table_format="dat"):
@@ -223,7 +225,7 @@ def merge(board, out, memory, workers, scheduler, quiet, restart, root, compress
     with _open(board, out, memory, workers, scheduler, quiet, restart, root, table_format) as b:
         done = compress_only and compressed_build_done(b.store, b.table_name)
         path = b.store.root / b.table_name if done else b.run_stage("merge", merge_of(b), b)
-        if table_format == "c4z":   # no later step reads the shards
+        if not b.table_format.keeps_work:   # no later step reads the shards
             b.store.delete_tree("work")
     click.echo(f"{_compressed(path, compress, compress_only, quiet)}  "
                f"{b.manifest.table['entries']:,} entries  sha256 {b.manifest.table['sha256']}")

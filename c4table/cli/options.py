@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 import c4table.config as config
+from c4table.builddir import tableformat
 from c4table.errors import BoardError
 
 DEFAULT_BOARD = "5x4"
@@ -195,7 +196,7 @@ def parquet_out(value: str) -> str:
 
 
 def format_option(f):
-    return click.option("--format", "table_format", type=click.Choice(["dat", "c4z"]),
-                        default="dat", show_default=True,
-                        help="what the merge writes: the raw table (.dat), or straight into a "
-                             "compressed .c4z with no raw file on disk (docs/c4z.md)")(f)
+    return click.option("--format", "table_format", type=click.Choice(tableformat.NAMES),
+                        default=tableformat.DAT.name, show_default=True,
+                        help="what the merge writes: " + ", or ".join(
+                            f.summary for f in tableformat.FORMATS.values()))(f)

@@ -7,6 +7,7 @@ import json
 import click
 
 from c4table.cli.options import DEVICE, board_arg, connect_option, device_options, format_option
+from c4table.builddir import tableformat
 
 
 @click.command()
@@ -94,7 +95,7 @@ def plan(board, workers, memory_per_worker, from_dir, as_json, root, probe_plies
                f"shuffle volume   {format_size(p.shuffle_bytes)} (child-key runs and backward messages)\n"
                + (f"built as .c4z    about {format_size(p.table_bytes)} (build --format c4z, "
                   f"{100 * p.table_bytes / p.final_bytes:.1f}%: a faster profile)\n"
-                  if table_format == "c4z" else "") +
+                  if not tableformat.get(table_format).raw else "") +
                f"peak disk        {format_size(p.peak_disk)}\n"
                f"disk traffic     {format_size(sum(s['bytes_written'] for s in io.stages.values()))} "
                f"written, {format_size(sum(s['bytes_read'] for s in io.stages.values()))} read\n"
@@ -118,7 +119,7 @@ def _echo_gpu_plan(board, gpu_memory: str, as_json: bool, table_format: str = "d
         return
     d = p.disk_bytes
     click.echo(f"plan for {board} on one GPU ({format_size(p.gpu_memory)}), writing "
-               f"{'the .c4z' if p.table_format == 'c4z' else 'a raw table'}, host "
+               f"{'a raw table' if tableformat.get(p.table_format).raw else 'the .c4z'}, host "
                f"{format_size(p.host_memory)}: {p.entries:,} entries, largest generation "
                f"{p.peak_entries:,}")
     click.echo(f"keys sorted      {p.keys_sorted:,} on the GPU")

@@ -12,6 +12,7 @@ from importlib import metadata, resources
 from pathlib import Path
 
 from c4table.errors import TableError
+from c4table.builddir import tableformat
 
 PLY_FIELDS = ("positions", "terminal", "a_wins", "draws", "b_wins")
 
@@ -77,7 +78,7 @@ def record_build(build_dir: Path, note: str | None, known: dict, force: bool = F
         entry = dict(old)                    # the published figures stay as they are
     else:
         raw = build_dir / table["file"]
-        md5 = table.get("md5") or md5 or (_md5(raw) if table.get("format") != "c4z" or raw.exists()
+        md5 = table.get("md5") or md5 or (_md5(raw) if tableformat.of_record(table).raw or raw.exists()
                                           else None)
         entry = {**built, **({"note": note} if note else {}),
                  **{k: table[k] for k in ("entries", "bytes", "sha256")},

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from c4table.game.board import Board
 from c4table.pipeline.planning.plan import COSTS, make_plan
+from c4table.builddir import tableformat
 
 # Each rate is an assumption, with where it comes from.
 GPU_RATES = {
@@ -123,7 +124,7 @@ def make_gpu_plan(board: str | Board, gpu_memory: int = 80 * 2**30,
     peak = max(io[s]["peak_stored_bytes"] for s in io)
     host_core_s = cpu.entries * (r["host_share"] * (COSTS["forward_core_s"] + COSTS["backward_core_s"])
                                  + COSTS["merge_core_s"])
-    if table_format == "c4z":   # the merge's encoding and the driver's decoding for the hash
+    if not tableformat.get(table_format).raw:   # the merge's encoding and the driver's decoding for the hash
         host_core_s += (r["c4z_cpu_ratio"] - 1) * cpu.entries * (
             COSTS["forward_core_s"] + COSTS["backward_core_s"] + COSTS["merge_core_s"])
     plan = GpuPlan(board, cpu.entries, cpu.peak_entries, gpu_memory, host_memory,

@@ -24,6 +24,7 @@ from c4table.builddir.shards import BACKWARD_ROW_GROUP, TAIL
 from c4table.pipeline.sort.shuffle import group_size, max_reads_default
 from c4table.pipeline.kernels.cpu import key_bits
 from c4table.pipeline.stages.merge import READ_GROUPS, WRITE_CHUNK
+from c4table.builddir import tableformat
 
 IO_MODEL = {
     # distinct children a task spills per next-generation entry: 1 with one task, towards
@@ -363,7 +364,7 @@ def _predict_merge(io: IOPlan, s: _Shape, board, shards: list, fbytes: list, sto
     mg = io.stages["merge"]
     E = sum(e)
     raw = E * board.entry_size
-    c4z = getattr(plan, "table_format", "dat") == "c4z"
+    c4z = not tableformat.get(getattr(plan, "table_format", tableformat.DAT)).raw
     # build --format c4z: the tasks write their blocks as parts, the driver copies them into
     # the .c4z (reading the parts, not a raw table); parts go as they are appended
     table = plan.table_bytes if c4z else raw

@@ -33,6 +33,7 @@ from c4table.pipeline.stages import forward
 from c4table.pipeline.stages.build import open_build
 from c4table.game.codec import codes_of_key
 from c4table.builddir.manifest import Manifest
+from c4table.builddir import tableformat
 
 # Measured with tools/bench/bench_build.py on the 2-core development machine: 7x4 build, 1,132.9 M
 # entries, 2 workers, --memory 4GiB, CPU time of the process tree per stage / entries, in
@@ -126,7 +127,7 @@ class Plan:
         """Bytes of the file the merge writes: the raw table, or with ``table_format`` "c4z"
         the build's ``.c4z`` (:attr:`c4z_bytes` times
         :func:`c4table.pipeline.planning.c4zsize.build_ratio`: a faster profile than compress's)."""
-        if self.table_format == "c4z":
+        if not tableformat.get(self.table_format).raw:
             return int(self.c4z_bytes * c4zsize.build_ratio())
         return self.final_bytes
 

@@ -31,6 +31,8 @@ from c4table.pipeline.runtime.execution import Executor, default_workers, make_e
 from c4table.pipeline.kernels.cpu import key_bits
 from c4table.pipeline.kernels.kernelset import KernelSet, compiled, warm
 from c4table.builddir.manifest import Manifest
+from c4table.builddir import tableformat
+from c4table.builddir.tableformat import TableFormat
 from c4table.pipeline.sort.partition import MIN_PARALLEL_ROWS, shard_rows_for
 from c4table.progress import Progress
 from c4table.io.storage import Storage, open_storage
@@ -54,7 +56,7 @@ class Build:
     quiet: bool = False
     origin: Root | None = None   # the root position of a rooted build (None: the empty board)
     device: str = "cpu"          # where the tasks' kernels run (:attr:`kernels`)
-    table_format: str = "dat"    # what the merge writes: "dat" (raw) or "c4z" (merge_c4z)
+    table_format: TableFormat = tableformat.DAT   # what the merge writes (MERGE_DRIVERS)
     io: IOOptions = field(default_factory=IOOptions.from_config)   # direct I/O, recycle bin
     table_md5: bool = field(default_factory=lambda: config.get("C4TABLE_TABLE_MD5"))
     manifest: Manifest = field(init=False)
@@ -161,7 +163,7 @@ class Build:
         (free space for at least the raw table so far, which its merge will need). A
         ``--format c4z`` build, or one short of disk, deletes them at once: nothing is kept
         past its last reader."""
-        if self.table_format != "dat":
+        if not self.table_format.keeps_spent:
             return False
         if not self.store.local:
             return True   # recycle_tree deletes there anyway
@@ -288,8 +290,10 @@ class Build:
         (hashed once per process). A recorded table whose file is missing is not complete (the
         merge finishes it); one whose file differs is an error naming the file."""
         rec = self.manifest.table
-        if rec is not None and rec.get("format") == "c4z":   # written straight into a .c4z
-            return merge_c4z.complete(self, rec)
+        return MERGE_DRIVERS[tableformat.of_record(rec) or self.table_format].complete(self, rec)
+
+    def raw_complete(self, rec: dict | None) -> bool:
+        """:meth:`complete` for a raw table (``.dat``) recorded as ``rec``."""
         name = self.table_name
         final = self.store.display(name)
         if rec is None or not self.store.exists(name):
@@ -343,7 +347,7 @@ class BuildSettings:
     restart: bool = False          # discard a partial build first
     origin: Root | None = None     # a rooted build's root
     device: str = "cpu"            # where the tasks' kernels run (``gpu``: pipeline/kernels/gpu)
-    table_format: str = "dat"      # what the merge writes: "dat" (raw) or "c4z" (merge_c4z)
+    table_format: TableFormat = tableformat.DAT   # what the merge writes
     # the settings of the environment, read here (when the build opens), not where they are used
     io: IOOptions = field(default_factory=IOOptions.from_config)   # C4TABLE_DIRECT_IO, C4TABLE_RECYCLE
     table_md5: bool = field(default_factory=lambda: config.get("C4TABLE_TABLE_MD5"))
@@ -352,11 +356,11 @@ class BuildSettings:
     def parse(cls, board: str | Board, out: str | Path, memory: str | int = DEFAULT_MEMORY,
               workers: int | None = None, scheduler: str | None = None, quiet: bool = False,
               restart: bool = False, root: str | Root | None = None,
-              device: str = "cpu", table_format: str = "dat") -> "BuildSettings":
+              device: str = "cpu",
+              table_format: "str | TableFormat" = tableformat.DAT) -> "BuildSettings":
         """The settings of :func:`open_build`'s arguments (``root``: a move string, drawing or
         :class:`~c4table.game.root.Root`)."""
-        if table_format not in ("dat", "c4z"):
-            raise BuildError(f"table format {table_format!r}: give dat or c4z")
+        table_format = tableformat.get(table_format)
         board = Board.parse(board)
         if root is not None and board.grid is not None:
             raise BoardError(f"board {board}: rooted builds (--root) are for 2D boards")
@@ -372,11 +376,12 @@ class BuildSettings:
 def open_build(board: str | Board, out: str | Path, memory: str | int = DEFAULT_MEMORY,
                workers: int | None = None, scheduler: str | None = None, quiet: bool = False,
                restart: bool = False, root: str | Root | None = None,
-               table_format: str = "dat") -> Build:
+               table_format: "str | TableFormat" = tableformat.DAT) -> Build:
     """Prepare a build of ``board`` in directory ``out`` (resuming what is there); ``root``
     (a move string, drawing or :class:`~c4table.game.root.Root`) makes it a rooted build. Without
     ``root``, a directory holding a rooted build resumes that build. ``table_format``
-    ``"c4z"``: the merge writes the table straight into a ``.c4z`` (no raw ``.dat``)."""
+    (a name or :class:`~c4table.builddir.tableformat.TableFormat`): ``"c4z"`` writes the table
+    straight into a ``.c4z`` (no raw ``.dat``)."""
     return open_with(BuildSettings.parse(board, out, memory, workers, scheduler, quiet, restart, root,
                                          table_format=table_format))
 
@@ -388,7 +393,7 @@ def open_with(s: BuildSettings) -> Build:
     except ValueError as e:
         raise BuildError(str(e)) from None
     if not store.local:
-        if s.table_format != "dat":
+        if not s.table_format.remote:
             raise BuildError(f"{s.out}: --format {s.table_format} writes into a local build directory")
         return _open_locked(store, s)
     root = store.root
@@ -413,7 +418,7 @@ def _open_locked(store, s: BuildSettings) -> Build:
             old = None
         if old and isinstance(old.get("file"), str) and "/" not in old["file"]:
             names.add(old["file"])
-        names |= {n[:-4] + ".c4z" for n in names if n.endswith(".dat")}   # --format c4z
+        names |= {f.file_name(n) for n in names for f in tableformat.FORMATS.values()}
         for name in ("manifest.json", counters.STATS, *(n + x for n in sorted(names)
                                         for x in ("", ".tmp", ".tmp.idx", ".tmp.state"))):
             store.delete(name)
@@ -433,7 +438,8 @@ def _open_locked(store, s: BuildSettings) -> Build:
 def build_table(board: str | Board, out: str | Path, memory: str | int = DEFAULT_MEMORY,
                 workers: int | None = None, scheduler: str | None = None, quiet: bool = True,
                 restart: bool = False, keep_work: bool = True,
-                root: str | Root | None = None, table_format: str = "dat") -> Path | str:
+                root: str | Root | None = None,
+                table_format: "str | TableFormat" = tableformat.DAT) -> Path | str:
     """Build (or finish building) the table of ``board`` in ``out`` (a directory or a
     ``pyarrow.fs`` URI such as ``s3://bucket/prefix``); return the table's path (or URI).
     ``root`` (a move string or drawing) builds the rooted table of every position reachable
@@ -443,14 +449,16 @@ def build_table(board: str | Board, out: str | Path, memory: str | int = DEFAULT
                                 table_format), keep_work)
 
 
+# The merge stage of each table format: a module with ``run(build)`` (write the table, or
+# find it written; return its path) and ``complete(build, rec)`` (whether the table the
+# manifest records as ``rec`` is there and intact).
+MERGE_DRIVERS = {tableformat.DAT: merge, tableformat.C4Z: merge_c4z}
+
+
 def merge_of(b: Build):
-    """The merge stage's driver for the build: :func:`merge_c4z.run
-    <c4table.pipeline.stages.merge_c4z.run>` for a ``--format c4z`` build or a table already
-    written so, else :func:`merge.run <c4table.pipeline.stages.merge.run>`."""
-    rec = b.manifest.table
-    if b.table_format == "c4z" or (rec is not None and rec.get("format") == "c4z"):
-        return merge_c4z.run
-    return merge.run
+    """The merge stage's driver for the build: that of the format of a table already written,
+    else of the build's format (:data:`MERGE_DRIVERS`)."""
+    return MERGE_DRIVERS[tableformat.of_record(b.manifest.table) or b.table_format].run
 
 
 def run_build(b: Build, keep_work: bool = True) -> Path:
@@ -463,7 +471,7 @@ def run_build(b: Build, keep_work: bool = True) -> Path:
         path = b.run_stage("merge", merge_of(b), b)
     finally:
         b.close()
-    if not keep_work or b.table_format == "c4z":   # c4z: nothing kept past its last reader
+    if not keep_work or not b.table_format.keeps_work:   # nothing kept past its last reader
         b.store.delete_tree("work")
         settle_deletes()
     return path

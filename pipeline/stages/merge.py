@@ -391,3 +391,9 @@ def append_parts(store: Storage, out: str, parts: list[str], chunk: int = 1 << 2
 def _totals(plies: list[dict]) -> dict:
     keys = ["entries", "positions", "terminal", "a_wins", "draws", "b_wins"]
     return {k: sum(p.get(k, 0) for p in plies) for k in keys}
+
+
+def complete(build, rec: dict | None) -> bool:
+    """Whether the raw table the manifest records as ``rec`` is there and intact (see
+    :meth:`Build.raw_complete <c4table.pipeline.stages.build.Build.raw_complete>`)."""
+    return build.raw_complete(rec)

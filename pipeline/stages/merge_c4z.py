@@ -63,6 +63,7 @@ from c4table.pipeline.sort.partition import merge_shares
 from c4table.pipeline.stages import merge
 from c4table.wording import count
 from c4table.builddir.shards import verify_shards
+from c4table.builddir.tableformat import C4Z, of_record
 
 STATE_VERSION = 3        # 2: the state records the file's grid (1: 65,536-entry blocks, 36,864-entry parts); 3: its min match (before: 0)
 C4Z_SHARE = 0.10         # the .c4z as a share of the raw table, at most (measured at the build's profile: 6.4% on 5x5,
@@ -305,11 +306,13 @@ def merge_need(store, shards, bounds: list, done: int, total: int, raw_bytes: in
     return resources.with_margin(peak - now + in_flight)
 
 
-def complete(build, rec: dict) -> bool:
+def complete(build, rec: dict | None) -> bool:
     """True if the ``.c4z`` the manifest's table record ``rec`` names is there, of its size and
-    sha256 (hashed once per process); False if it is missing; an error naming it if it
-    differs."""
-    store, z = build.store, rec["c4z"]
+    sha256 (hashed once per process); False if it is missing (or none is recorded); an error
+    naming it if it differs."""
+    if rec is None:
+        return False
+    store, z = build.store, C4Z.container(rec)
     if not store.exists(z["file"]):
         return False
     if "table" in build.verified:
@@ -335,17 +338,17 @@ def run(build):
     final = store.root / name
     tmp = name + ".tmp"
     rec = m.table
-    if rec is not None and rec.get("format") != "c4z" and build.complete():
+    if of_record(rec) not in (None, C4Z) and build.complete():
         build.progress("merge").note(f"the table is already built as {build.table_name}; "
                                      "c4table compress makes its .c4z")
         return store.root / build.table_name
-    if rec is not None and rec.get("format") == "c4z":
+    if of_record(rec) is C4Z:
         if complete(build, rec):
             forget_state(store, tmp)
             return final
-        if store.exists(tmp) and store.size(tmp) == rec["c4z"]["bytes"]:
+        if store.exists(tmp) and store.size(tmp) == C4Z.container(rec)["bytes"]:
             build.progress("merge").note(f"found the finished table under {tmp}; verifying it")
-            if merge.hash_stored(store, tmp, md5=False)["sha256"] == rec["c4z"]["sha256"]:
+            if merge.hash_stored(store, tmp, md5=False)["sha256"] == C4Z.container(rec)["sha256"]:
                 store.rename(tmp, name)
                 fsync_dir(store.root)
                 forget_state(store, tmp)
@@ -404,10 +407,9 @@ def run(build):
                              f"{total * board.entry_size:,}")
         store.delete_tree(merge.PARTS)
         zhash = merge.hash_stored(store, tmp, md5=False)
-        m.record_table({"file": build.table_name, "entries": total, "bytes": digests["bytes"],
-                        **{k: digests[k] for k in ("sha256", "md5") if k in digests},
-                        "format": "c4z",
-                        "c4z": {"file": name, "bytes": zhash["bytes"], "sha256": zhash["sha256"]}},
+        m.record_table(C4Z.table_record(build.table_name, total, digests["bytes"], digests,
+                                        {"file": name, "bytes": zhash["bytes"],
+                                         "sha256": zhash["sha256"]}),
                        merge._totals(m.plies))
         m.save()
     store.rename(tmp, name)
