@@ -17,6 +17,10 @@ ENV = "C4TABLE_MALLOC"
 _M_TRIM_THRESHOLD = -1   # glibc mallopt parameters (malloc.h)
 _M_MMAP_MAX = -4
 _M_ARENA_MAX = -8
+# -1: never trim (mallopt's int becomes glibc's size_t SIZE_MAX). A finite threshold such as
+# 2**31 - 1 (the largest int) trims the heap whenever a task frees more than about 2 GiB at its
+# top, and the next task faults all of it in again.
+TRIM_THRESHOLD = -1
 _done: dict[int, bool] = {}   # process id -> whether glibc was tuned
 
 
@@ -53,7 +57,7 @@ def _tune() -> bool:
         return False
     try:
         libc = ctypes.CDLL("libc.so.6")
-        ok = bool(libc.mallopt(_M_MMAP_MAX, 0)) and bool(libc.mallopt(_M_TRIM_THRESHOLD, 2**31 - 1))
+        ok = bool(libc.mallopt(_M_MMAP_MAX, 0)) and bool(libc.mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD))
         one_arena()   # effective only if no second thread has allocated yet (see there)
     except (OSError, AttributeError):   # not glibc
         return False
