@@ -2,7 +2,8 @@
 import-linter's ``lint-imports`` with the contracts in ``pyproject.toml`` (layers import only
 downwards; no package's children import each other in a cycle, every import statement counted,
 function-level ones included) in the fast tier, about a second; no module is over 800 lines;
-every module says what it owns in a docstring at its top."""
+every module says what it owns in a docstring at its top; no test skips itself when a module of
+the package fails to import (only third-party extras may be missing)."""
 from __future__ import annotations
 
 import ast
@@ -51,3 +52,26 @@ def test_module_is_short_and_says_what_it_owns(path):
     if path.name == "__init__.py" and not text.strip():
         return
     assert ast.get_docstring(ast.parse(text)), f"{path}: no module docstring"
+
+
+def own_import_guards(path: Path) -> list[str]:
+    """The places in ``path`` where a failed import of c4table would skip instead of fail:
+    ``pytest.importorskip("c4table...")``, and ``try``/``except ImportError`` around an import
+    of c4table."""
+    tree = ast.parse(path.read_text())
+    hits = [f"{path.name}:{n.lineno}" for n in ast.walk(tree)
+            if isinstance(n, ast.Call) and ast.unparse(n.func).endswith("importorskip") and n.args
+            and isinstance(n.args[0], ast.Constant) and str(n.args[0].value).startswith("c4table")]
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Try) and any(h.type is not None and "ImportError" in ast.unparse(h.type)
+                                          for h in n.handlers):
+            names = [a.name for s in n.body for i in ast.walk(s) if isinstance(i, ast.Import) for a in i.names]
+            names += [i.module or "" for s in n.body for i in ast.walk(s) if isinstance(i, ast.ImportFrom)]
+            if any(m.split(".")[0] == "c4table" for m in names):
+                hits.append(f"{path.name}:{n.lineno}")
+    return hits
+
+
+def test_a_broken_import_of_the_package_fails_its_tests():
+    tests = sorted((ROOT / "tests").glob("*.py")) + [ROOT / "conftest.py"]
+    assert [h for p in tests for h in own_import_guards(p)] == []
