@@ -38,7 +38,7 @@ $(VENV)/bin/python:
 
 $(STAMP): pyproject.toml | $(VENV)/bin/python
 	$(VENV)/bin/pip install --quiet -e .
-	$(VENV)/bin/python tools/diag/pin_package_path.py
+	$(VENV)/bin/python -m tools.diag.pin_package_path
 	touch $(STAMP)
 
 $(TESTSTAMP): $(STAMP)

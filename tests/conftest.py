@@ -13,6 +13,7 @@ package's results with the published figures and nothing else.
 from __future__ import annotations
 
 import csv
+import os
 import random
 import subprocess
 import sys
@@ -61,6 +62,18 @@ def run_cli(*args, stdin=None):
     p = subprocess.run([sys.executable, "-m", "c4table.cli.main", *args], input=stdin,
                        capture_output=True, text=True, timeout=300)
     return p.returncode, p.stdout, p.stderr
+
+
+def tool(name: str, *args: str) -> list[str]:
+    """The command running tool ``name`` (``"bench.gpu_run"``) as its docs say, ``python -m
+    tools.bench.gpu_run ARGS``: run it with ``env=tool_env()`` (or from the checkout's root)."""
+    return [sys.executable, "-m", f"tools.{name}", *args]
+
+
+def tool_env() -> dict[str, str]:
+    """The environment of a tool started outside the checkout's root: the root on the import
+    path, as starting from it puts it."""
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
 
 
 @pytest.fixture(scope="session")

@@ -5,11 +5,10 @@ to see a disagreement caught. No peer checkout, no network."""
 from __future__ import annotations
 
 import subprocess
-import sys
 
 import pytest
 
-from conftest import ROOT, TEST_DATA
+from conftest import TEST_DATA, tool, tool_env
 
 import c4table.analysis.peers as bp
 
@@ -108,16 +107,16 @@ def test_malformed_peer_output_is_refused():
 
 def test_report_and_command_line(tmp_path):
     """The tool run without peers: c4table alone on 4x4, its markdown table, and bad input."""
-    tool = ROOT / "tools" / "compare" / "bench_peers.py"
-    p = subprocess.run([sys.executable, str(tool), "--help"], capture_output=True, text=True)
+    def run(*args: str, **kw) -> subprocess.CompletedProcess:
+        return subprocess.run(tool("compare.bench_peers", *args), env=tool_env(), capture_output=True,
+                              text=True, **kw)
+    p = run("--help")
     assert p.returncode == 0 and "--bock-src" in p.stdout and "--markdown" in p.stdout
-    p = subprocess.run([sys.executable, str(tool), "--boards", "5by5"], capture_output=True, text=True)
+    p = run("--boards", "5by5")
     assert p.returncode == 2 and p.stderr.strip() == "c4table: error: bad board '5by5' (want WxH)"
-    p = subprocess.run([sys.executable, str(tool), "--jh85-src", "/nonexistent/peer"],
-                       capture_output=True, text=True)
+    p = run("--jh85-src", "/nonexistent/peer")
     assert p.returncode == 2 and "no such checkout" in p.stderr
-    p = subprocess.run([sys.executable, str(tool), "--boards", "4x4", "--markdown"], cwd=tmp_path,
-                       capture_output=True, text=True)
+    p = run("--boards", "4x4", "--markdown", cwd=tmp_path)
     assert p.returncode == 0, p.stderr
     md = [ln for ln in p.stdout.splitlines() if ln.startswith("|")]
     assert md[0].startswith("| board | solver |") and md[1].startswith("| --- | --- | ---: |")

@@ -91,6 +91,23 @@ def asked() -> bool:
     return IOOptions.from_config().direct
 
 
+def test_direct_io_takes_what_the_file_system_and_the_settings_take(tmp_path, monkeypatch):
+    """True where an aligned ``O_DIRECT`` write works (checked apart, :func:`direct_works`);
+    False for a missing file, where the open is refused, and on a storage whose settings
+    switch it off."""
+    from c4table.io.storage import open_storage
+    (tmp_path / "f").write_bytes(bytes(BLOCK))
+    assert storage.direct_io_takes(tmp_path / "missing") is False
+    if direct_works(tmp_path):
+        assert storage.direct_io_takes(tmp_path / "f") is True
+        assert open_storage(tmp_path, IOOptions(direct=True)).direct_io_takes("f") is True
+    assert open_storage(tmp_path, IOOptions(direct=False)).direct_io_takes("f") is False
+    monkeypatch.setenv(DIRECT_ENV, "off")
+    assert open_storage(tmp_path, IOOptions.from_config()).direct_io_takes("f") is False
+    refuse_direct_open(monkeypatch)
+    assert storage.direct_io_takes(tmp_path / "f") is False
+
+
 # Ranges of a file, as the merge's range tasks cut it: mid-block boundaries, ranges smaller
 # than a block (in the middle, at the start and at the end), one of several blocks, one empty.
 SIZES = [3, 5000, 17, 4093, 1, 0, 3 * BLOCK + 7, 12345, 2 * BLOCK, 100, 9]

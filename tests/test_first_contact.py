@@ -148,7 +148,7 @@ def test_import_from_the_directory_above_the_clone(tmp_path):
     root = Path(__file__).resolve().parent.parent
     site = tmp_path / "site"
     site.mkdir()
-    subprocess.run([sys.executable, str(root / "tools" / "diag" / "pin_package_path.py"), str(site)],
+    subprocess.run([sys.executable, "-m", "tools.diag.pin_package_path", str(site)], cwd=root,
                    check=True, capture_output=True, timeout=60)
     p = _import_from_above_the_clone(tmp_path, site)
     assert p.returncode == 0, p.stderr

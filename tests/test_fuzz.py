@@ -16,6 +16,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from c4table.game import drawing
 from c4table.game.board import Board
 from c4table.errors import BoardError, IllegalPositionError
 from c4table.game.rules import Position
@@ -190,12 +191,6 @@ def test_lookup_cli_arguments(table, capsys, args):
 
 
 # ------------------------------------------------------------------ drawings
-try:
-    from c4table.game import drawing
-except ImportError:  # drawings are optional here: only these tests skip
-    drawing = None
-needs_drawing = pytest.mark.skipif(drawing is None, reason="c4table.game.drawing is not there")
-
 
 @st.composite
 def grids(draw, max_w: int = 5, max_h: int = 5):
@@ -212,7 +207,6 @@ def grids(draw, max_w: int = 5, max_h: int = 5):
     return "\n".join(sep.join(cols[c][r] for c in range(w)) for r in range(h - 1, -1, -1))
 
 
-@needs_drawing
 @settings(max_examples=1500, deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.one_of(st.text(alphabet=".ABxXoO \n|#12345*^\t-", max_size=60), any_text))
 def test_parse_drawing_random_text_only_documented_errors(text):
@@ -225,7 +219,6 @@ def test_parse_drawing_random_text_only_documented_errors(text):
 
 
 @pytest.mark.slow
-@needs_drawing
 @settings(max_examples=1500, deadline=None, suppress_health_check=list(HealthCheck))
 @given(grids())
 def test_parse_drawing_random_grids_round_trip(text):
@@ -242,7 +235,6 @@ def test_parse_drawing_random_grids_round_trip(text):
     assert drawing.parse_drawing(drawing.render(pos)).key() == pos.key()
 
 
-@needs_drawing
 @settings(max_examples=500, deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.data())
 def test_drawings_of_real_games_parse_and_probe_alike(table, data):

@@ -27,7 +27,7 @@ with warnings.catch_warnings():   # Starlette >= 1.x suggests httpx2; httpx stil
 
 from c4table.game.board import Board  # noqa: E402
 from c4table.serve.app import MAX_BATCH, create_app  # noqa: E402
-from conftest import describe_table, random_positions, run_cli  # noqa: E402
+from conftest import describe_table, random_positions, run_cli, tool, tool_env  # noqa: E402
 
 
 def random_move_strings(board: Board, n: int, seed: int) -> list[str]:
@@ -308,10 +308,9 @@ def test_serve_command_runs_uvicorn_with_workers(t54, t44):
 
 @pytest.mark.slow
 def test_load_tool_runs_briefly_without_errors(t54):
-    tool = Path(__file__).resolve().parents[1] / "tools" / "bench" / "load_serve.py"
-    p = subprocess.run([sys.executable, str(tool), "--table", str(t54), "--clients", "2", "--seconds", "1",
-                        "--pool", "200", "--batch", "50", "--batch-repeats", "1"],
-                       capture_output=True, text=True, timeout=180)
+    p = subprocess.run(tool("bench.load_serve", "--table", str(t54), "--clients", "2", "--seconds", "1",
+                            "--pool", "200", "--batch", "50", "--batch-repeats", "1"),
+                       env=tool_env(), capture_output=True, text=True, timeout=180)
     assert p.returncode == 0, p.stderr
     assert "errors: 0" in p.stdout and "batch of 50 positions: HTTP 200" in p.stdout, p.stdout
     assert "server RSS: before" in p.stdout

@@ -1,34 +1,77 @@
-"""The scripts under tools/ (benchmarks, comparisons with other programs, diagnostics) keep
-working: each answers ``--help`` with its usage and exit status 0, and writes nothing where it
-runs (``pin_package_path.py --help`` once made a folder named ``--help``). Tools and tests share
-code only through the installed package (``c4table.testing``): no tool imports from tests/ and
-no test imports from tools/."""
+"""The programs under tools/ (benchmarks, comparisons with other programs, diagnostics) keep
+working, run as their docs say: ``python -m tools.PACKAGE.NAME`` from the checkout's root.
+Each answers ``--help`` with its usage and exit status 0, and writes nothing where it runs
+(``pin_package_path --help`` once made a folder named ``--help``); every such command in the
+guides, the measurement files and the tools' docstrings names a tool that exists. Tools share
+code as modules of the ``tools`` package, never by editing ``sys.path``; tools and tests share
+only the installed package (``c4table.testing``): no tool imports from tests/ and no test
+imports from tools/. The sampler the benchmarks share (``tools.bench.diskuse``) is checked on a
+real build through a tool that reports what it sampled."""
 from __future__ import annotations
 
 import ast
+import json
+import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from conftest import tool, tool_env
+
 ROOT = Path(__file__).resolve().parents[1]
-TOOLS = sorted((ROOT / "tools").rglob("*.py"))
+TOOLS = sorted(p for p in (ROOT / "tools").rglob("*.py") if p.name != "__init__.py")
 TESTS = sorted((ROOT / "tests").glob("*.py"))
+
+
+def name(path: Path) -> str:
+    """A tool's name under ``tools`` (``bench.diskuse``: it runs as ``tools.bench.diskuse``)."""
+    return ".".join(path.relative_to(ROOT / "tools").with_suffix("").parts)
 
 
 def test_there_are_tools():
     assert {p.parent.name for p in TOOLS} == {"bench", "compare", "diag"}
+    for d in ("tools", "tools/bench", "tools/compare", "tools/diag"):
+        init = ROOT / d / "__init__.py"
+        assert init.exists() and ast.get_docstring(ast.parse(init.read_text())), init
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("tool", TOOLS, ids=lambda p: str(p.relative_to(ROOT / "tools")))
-def test_help_works_and_writes_nothing(tool, tmp_path):
-    run = subprocess.run([sys.executable, str(tool), "--help"], cwd=tmp_path, capture_output=True,
-                         text=True, timeout=120)
+@pytest.mark.parametrize("path", TOOLS, ids=name)
+def test_help_works_and_writes_nothing(path, tmp_path):
+    run = subprocess.run(tool(name(path), "--help"), cwd=tmp_path,
+                         env=tool_env(), capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr[-2000:]
     assert run.stdout.startswith("usage: "), run.stdout[:200]
     assert list(tmp_path.iterdir()) == []
+
+
+# `python tools/bench/x.py`, `.venv/bin/python tools/...`: the script form, which a tool that
+# imports another tool does not run in
+SCRIPT_FORM = re.compile(r"(?:^|[\s`(])(?:\S*/)?python3?\s+tools/\w+/\w+\.py\b")
+MODULE_FORM = re.compile(r"python3?\s+-m\s+(tools(?:\.\w+)+)")
+
+
+def documents() -> list[Path]:
+    return [ROOT / "README.md", ROOT / "Makefile", *sorted((ROOT / "docs").rglob("*.md")),
+            *TOOLS, *sorted((ROOT / "c4table").rglob("*.py")), *sorted((ROOT / "pipeline").rglob("*.py"))]
+
+
+def test_documented_commands_run_tools_as_modules():
+    """Every ``python -m tools.X.Y`` shown names a tool that exists; none is shown as a script
+    (``python tools/X/Y.py``)."""
+    shown, scripts, missing = 0, [], []
+    for doc in documents():
+        text = doc.read_text(encoding="utf-8")
+        scripts += [f"{doc.relative_to(ROOT)}: {m.group().strip()}" for m in SCRIPT_FORM.finditer(text)]
+        for m in MODULE_FORM.finditer(text):
+            if m[1].split(".")[-1].isupper():   # a placeholder: tools.bench.NAME
+                continue
+            shown += 1
+            if not (ROOT / (m[1].replace(".", "/") + ".py")).exists():
+                missing.append(f"{doc.relative_to(ROOT)}: {m[1]}")
+    assert shown > 50
+    assert scripts == [] and missing == [], scripts + missing
 
 
 def imported(path: Path) -> set[str]:
@@ -53,9 +96,32 @@ def path_edits(path: Path) -> list[str]:
 def test_tools_and_tests_do_not_import_each_other():
     test_modules = {p.stem for p in TESTS}
     tool_modules = {p.stem for p in TOOLS}
-    for tool in TOOLS:
-        assert not imported(tool) & test_modules, tool
-        assert not [e for e in path_edits(tool) if "tests" in e], tool
+    for path in TOOLS:
+        assert not imported(path) & test_modules, path
+        # tools import each other as tools.X.Y, not by a bare name found through sys.path
+        assert not imported(path) & tool_modules and path_edits(path) == [], path
     for test in TESTS:
-        assert not imported(test) & tool_modules, test
+        assert not imported(test) & (tool_modules | {"tools"}), test
         assert not [e for e in path_edits(test) if "tools" in e], test
+
+
+@pytest.mark.slow
+def test_disk_sampler_sees_a_real_build(tmp_path):
+    """``big_build`` samples a 4x4 ``.c4z`` build's directory (``DiskSampler``, every 50 ms and
+    once more at the end) into its log; ``--report`` gives the peak, which is at least what the
+    finished directory holds (table and manifest included), and each kind's peak is at most it."""
+    out = tmp_path / "b44"
+    run = subprocess.run(tool("bench.big_build", "4x4", str(out), "--workers", "1", "--memory", "1GiB",
+                              "--every", "0.05"), env=tool_env(), capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    log = [json.loads(line) for line in out.with_name("b44.log.jsonl").read_text().splitlines()]
+    samples = [s for s in log if "run" not in s]
+    assert samples and [r["run"]["rc"] for r in log if "run" in r] == [0]
+    report = subprocess.run(tool("bench.big_build", "4x4", str(out), "--report"), env=tool_env(),
+                            capture_output=True, text=True, timeout=120)
+    assert report.returncode == 0, report.stderr[-2000:]
+    r = json.loads(report.stdout)
+    held = sum(f.stat().st_blocks * 512 for f in out.rglob("*") if f.is_file())
+    assert r["finished"] and r["samples"] == len(samples)
+    assert r["peak_disk_bytes"] == max(s["bytes"] for s in samples) >= held > 0
+    assert 0 < r["peak_kinds_bytes"]["table"] <= r["peak_disk_bytes"]

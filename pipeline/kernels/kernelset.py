@@ -32,7 +32,8 @@ def compiled(board: Board) -> bool | None:
     source (False on the first run after install or after an edit: :func:`warm` compiles them
     then, for about 20 s); None when numba's cache cannot be asked.
 
-    >>> compiled(Board(4, 4)) in (True, False, None)
+    >>> warm(Board(4, 4))   # compiles them into the cache if it does not hold them yet
+    >>> compiled(Board(4, 4))
     True
     """
     kern = for_board(board)

@@ -27,7 +27,7 @@ C4Z_MEASURED = {   # board: (entries, bytes per entry)
     "6x5": (1_409_488_535, 0.2524)}
 
 # Key frames and symbol frames apart, bytes per entry, default format, 200 evenly spread blocks
-# (all blocks of 5x4 and 4x6): python tools/diag/c4z_streams.py FILE.dat --blocks 200 (load 6-7).
+# (all blocks of 5x4 and 4x6): python -m tools.diag.c4z_streams FILE.dat --blocks 200 (load 6-7).
 C4Z_STREAMS = {   # board: (entries, keys, symbols)
     "5x4": (1_974_174, 0.1060, 0.1977), "4x6": (7_917_955, 0.0960, 0.1733),
     "5x5": (34_888_367, 0.1137, 0.1801), "6x4": (47_455_869, 0.0881, 0.1863),

@@ -1,8 +1,9 @@
 """How the build's processes get memory: large arrays reuse the memory of the task before.
 
-Design notes: ``docs/modules.md`` (``c4table.pipeline.runtime.allocator``).
+Design notes: ``docs/modules.md`` (``c4table.pipeline.runtime.allocator``); what the settings
+change in glibc is checked in ``tests/test_allocator.py``.
 
->>> tune() in (True, False)
+>>> tune()   # glibc's malloc on Linux, unless C4TABLE_MALLOC=default
 True
 """
 from __future__ import annotations
@@ -41,7 +42,7 @@ def one_arena() -> bool:
     pyarrow does), so the command line calls this before importing anything else
     (``c4table/cli/main.py``); forked workers inherit it. Returns whether glibc took it.
 
-    >>> one_arena() in (True, False)
+    >>> one_arena()   # glibc on Linux, unless C4TABLE_MALLOC=default
     True
     """
     if config.get(ENV) == "default" or not sys.platform.startswith("linux"):

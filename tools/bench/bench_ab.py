@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Compare two installations of c4table side by side: CPU and wall time of ``c4table build``.
 
-    python tools/bench/bench_ab.py --old /path/to/old/venv/bin/python 5x4 4x6 5x5 [--repeat 3]
+    python -m tools.bench.bench_ab --old /path/to/old/venv/bin/python 5x4 4x6 5x5 [--repeat 3]
 
 Runs ``c4table build BOARD --workers N --quiet`` (the console script beside each python) with
 the old installation and with this one (``--new``, default: the running interpreter), alternately, ``--repeat`` times each,

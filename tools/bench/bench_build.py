@@ -5,7 +5,7 @@ the whole process tree, peak temporary disk, plus a baseline measured in the sam
 (numpy-sorting as many random uint64 as the table has entries) so figures compare across
 machines as ratios.
 
-    python tools/bench/bench_build.py 5x4 5x5 6x4 [--workers 2] [--memory 4GiB] [--keep DIR]
+    python -m tools.bench.bench_build 5x4 5x5 6x4 [--workers 2] [--memory 4GiB] [--keep DIR]
 
 Prints one table row per board and stage; a benchmark, not a test.
 """
@@ -16,7 +16,6 @@ import os
 import shutil
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -32,16 +31,15 @@ else:
     one_arena()
 
 import numpy as np  # noqa: E402
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from diskuse import disk_bytes  # noqa: E402
+from tools.bench.diskuse import DiskSampler, PeakSampler  # noqa: E402
 
 try:
     import psutil
 except ImportError:
     sys.exit("bench_build: measuring memory needs psutil, the [bench] extra: pip install 'c4table[bench]'")
 
-# c4table comes from the installed package (make install, or pip install '.[bench]'): the
-# source tree alone has no c4table.pipeline (pyproject maps the pipeline/ folder to it).
+# c4table comes from the checkout's editable install (make install-test): the source tree
+# alone has no c4table.pipeline (pyproject maps the pipeline/ folder to it).
 from c4table.pipeline.stages import backward  # noqa: E402
 from c4table.pipeline.stages import forward
 from c4table.pipeline.stages import merge
@@ -61,57 +59,92 @@ def rss_anon(pid: int) -> int:
     return 0
 
 
-class Sampler(threading.Thread):
-    """Samples memory of this process and its children, and the size of a directory. RSS sums
-    count pages shared by several processes once per process; PSS divides each shared page
-    among its users, so its sum is the tree's real footprint; anonymous RSS leaves out file
-    pages (page cache) altogether. Peaks are kept per stage (``stage`` is set by the caller)."""
+class TreeMemory:
+    """The probe of a :class:`PeakSampler` reading the memory of this process and its children:
+    their PSS (what it returns). RSS sums count pages shared by several processes once per
+    process; PSS divides each shared page among its users, so its sum is the tree's real
+    footprint; anonymous RSS leaves out file pages (page cache) altogether. Keeps the peak RSS,
+    and the peaks of PSS and anonymous RSS per stage (``stage`` is set by the caller)."""
 
-    def __init__(self, root: Path, period: float = 0.05):
-        super().__init__(daemon=True)
-        self.root, self.period = root, period
+    def __init__(self):
+        self.me = psutil.Process()
         self.peak_rss = 0
-        self.peak_pss = 0
-        self.peak_disk = 0
         self.stage = "start"
         self.stage_pss: dict[str, int] = {}
         self.stage_anon: dict[str, int] = {}
-        self._halt = threading.Event()
 
-    def run(self) -> None:
-        me = psutil.Process()
-        while not self._halt.is_set():
-            rss = pss = anon = 0
-            for p in [me, *me.children(recursive=True)]:
-                try:
-                    info = p.memory_full_info()
-                    rss += info.rss
-                    pss += info.pss
-                    anon += rss_anon(p.pid)
-                except psutil.Error:
-                    pass
-            self.peak_rss = max(self.peak_rss, rss)
-            self.peak_pss = max(self.peak_pss, pss)
-            st = self.stage
-            self.stage_pss[st] = max(self.stage_pss.get(st, 0), pss)
-            self.stage_anon[st] = max(self.stage_anon.get(st, 0), anon)
-            self.peak_disk = max(self.peak_disk, disk_bytes(self.root, allocated=False))
-            time.sleep(self.period)
+    def __call__(self) -> int:
+        rss = pss = anon = 0
+        for p in [self.me, *self.me.children(recursive=True)]:
+            try:
+                info = p.memory_full_info()
+                rss += info.rss
+                pss += info.pss
+                anon += rss_anon(p.pid)
+            except psutil.Error:
+                pass
+        self.peak_rss = max(self.peak_rss, rss)
+        st = self.stage
+        self.stage_pss[st] = max(self.stage_pss.get(st, 0), pss)
+        self.stage_anon[st] = max(self.stage_anon.get(st, 0), anon)
+        return pss
+
+
+class BuildSampler:
+    """A build's memory (:class:`TreeMemory`) and the bytes of its directory ``root`` (the
+    files' lengths), each sampled every ``period`` seconds by a thread of its own."""
+
+    def __init__(self, root: Path, period: float = 0.05):
+        self.memory = TreeMemory()
+        self.threads = (PeakSampler(self.memory, period), DiskSampler(root, period, allocated=False))
+
+    def start(self) -> None:
+        for s in self.threads:
+            s.start()
 
     def stop(self) -> None:
-        self._halt.set()
-        self.join()
+        for s in self.threads:
+            s.stop()
+
+    @property
+    def stage(self) -> str:
+        return self.memory.stage
+
+    @stage.setter
+    def stage(self, name: str) -> None:
+        self.memory.stage = name
+
+    @property
+    def peak_rss(self) -> int:
+        return self.memory.peak_rss
+
+    @property
+    def peak_pss(self) -> int:
+        return self.threads[0].peak
+
+    @property
+    def peak_disk(self) -> int:
+        return self.threads[1].peak
+
+    @property
+    def stage_pss(self) -> dict[str, int]:
+        return self.memory.stage_pss
+
+    @property
+    def stage_anon(self) -> dict[str, int]:
+        return self.memory.stage_anon
 
 
-def tree_cpu(sampler: threading.Thread | None = None) -> float:
+def tree_cpu(sampler: BuildSampler | None = None) -> float:
     """User + system CPU seconds of this process and its live children (the pool's workers
     live through all stages, so differences between stages are per-stage CPU), without the
-    ``sampler`` thread's own (reading every process's smaps costs CPU too)."""
+    ``sampler``'s threads' own (reading every process's smaps costs CPU too)."""
     me = psutil.Process()
     total = 0.0
     if sampler is not None:
+        ids = {s.native_id for s in sampler.threads}
         for th in me.threads():
-            if th.id == sampler.native_id:
+            if th.id in ids:
                 total -= th.user_time + th.system_time
     for p in [me, *me.children(recursive=True)]:
         try:
@@ -132,7 +165,7 @@ def baseline_sort_seconds(n: int) -> float:
 
 def bench(board: str, workers: int | None, memory: str, keep: Path | None) -> None:
     root = Path(tempfile.mkdtemp(prefix=f"bench_{board}_", dir=keep))
-    sampler = Sampler(root)
+    sampler = BuildSampler(root)
     sampler.start()
     b = open_build(board, root, memory=memory, workers=workers, quiet=True)
     n_workers = b.executor.workers

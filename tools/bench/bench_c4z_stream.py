@@ -11,8 +11,8 @@ Sizes (``--sizes TABLE.dat ...``): every profile's block encoding of ``--sample-
 spread evenly over each table (all blocks when it has fewer), without the trained
 dictionaries, as % of raw; the level-19 column is the default profile's level.
 
-    python tools/bench/bench_c4z_stream.py --dat tables/5x5/connect4_5x5.dat
-    python tools/bench/bench_c4z_stream.py --sizes t55/connect4_5x5.dat t65/connect4_6x5.dat
+    python -m tools.bench.bench_c4z_stream --dat tables/5x5/connect4_5x5.dat
+    python -m tools.bench.bench_c4z_stream --sizes t55/connect4_5x5.dat t65/connect4_6x5.dat
 """
 from __future__ import annotations
 
@@ -22,9 +22,10 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
+
+from tools.bench.diskuse import PeakSampler
 
 CADOT_XZ = "--lzma2=dict=64MiB,lc=4,lp=0,pb=0,mf=bt3,mode=normal,nice=273,depth=0"
 PROFILES = {"L3": (3, 1 << 16), "L9": (9, 1 << 16), "L5-256k": (5, 1 << 18),
@@ -42,32 +43,32 @@ def pack(dat: Path, entry_size: int) -> Path:
     return xz
 
 
+def prefix_bytes(watch: Path) -> int:
+    """Bytes of the files beside ``watch`` whose names start with its name (a file vanishing
+    meanwhile counts nothing)."""
+    total = 0
+    for p in watch.parent.glob(watch.name + "*"):
+        try:
+            total += p.stat().st_size if p.is_file() else 0
+        except OSError:
+            pass
+    return total
+
+
 def measure(cmd, shell: bool = False, watch: Path | None = None) -> dict:
     """Wall, CPU (user+sys) and max RSS of ``cmd`` (a child process and its children), and
     the peak total size of the files whose names start with ``watch``."""
-    peak = [0]
-    stop = threading.Event()
-
-    def poll():
-        while not stop.is_set():
-            if watch is not None:
-                s = sum(p.stat().st_size for p in watch.parent.glob(watch.name + "*") if p.is_file())
-                peak[0] = max(peak[0], s)
-            time.sleep(0.1)
-
-    t = threading.Thread(target=poll, daemon=True)
-    t.start()
-    t0 = time.perf_counter()
-    p = subprocess.Popen(cmd, shell=shell, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, ru = os.wait4(p.pid, 0)
-    wall = time.perf_counter() - t0
-    stop.set()
-    t.join()
+    disk = PeakSampler((lambda: prefix_bytes(watch)) if watch is not None else (lambda: 0), 0.1)
+    with disk:
+        t0 = time.perf_counter()
+        p = subprocess.Popen(cmd, shell=shell, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        _, status, ru = os.wait4(p.pid, 0)
+        wall = time.perf_counter() - t0
     err = p.stderr.read().decode()
     if status != 0:
         sys.exit(f"{cmd} failed: {err.strip()}")
     return {"wall": wall, "cpu": ru.ru_utime + ru.ru_stime, "rss": ru.ru_maxrss * 1024,
-            "disk": peak[0]}
+            "disk": disk.peak}
 
 
 def speed(xz: Path, raw_bytes: int, profiles: list[str], threads: int | None) -> None:

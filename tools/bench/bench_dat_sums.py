@@ -13,7 +13,7 @@ a random order of the installations, each in a fresh process.
   random entries, on a freshly opened table (so every block it touches is checked once),
   kernels compiled beforehand: positions per CPU second.
 
-    python tools/bench/bench_dat_sums.py TABLE.dat --install base=/tmp/base --install new=
+    python -m tools.bench.bench_dat_sums TABLE.dat --install base=/tmp/base --install new=
         [--rounds 5] [--probes 2000] [--cold 50] [--positions 1000000]
 
 An installation is ``NAME=DIR``: its ``c4table`` package is imported from DIR (empty: the one

@@ -9,7 +9,7 @@ once so it is warm in the page cache, then times
 
 each ``--repeat`` times, printing the best. pyarrow is held to one thread, numba runs on one.
 
-    .venv/bin/python tools/bench/bench_label.py tables/7x6_root-66362117563257723363/connect4_7x6_root-66362117563257723363.dat
+    .venv/bin/python -m tools.bench.bench_label tables/7x6_root-66362117563257723363/connect4_7x6_root-66362117563257723363.dat
 """
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 file, in the same run), compression and decompression speed, single-probe latency (p50/p99,
 warm page cache, and cold after posix_fadvise(DONTNEED)), and batched probes per second.
 
-    python tools/bench/bench_lookup.py tables/5x5/connect4_5x5.dat [more.dat ...]
+    python -m tools.bench.bench_lookup tables/5x5/connect4_5x5.dat [more.dat ...]
         [--configs 65536:19,65536:19:32768,65536:9] [--no-external] [--probes 2000]
         [--batch 1000000] [--sample-external BYTES] [--sample-blocks N]
 

@@ -5,7 +5,7 @@ decoded block or stream of an earlier probe kept (``clear_cache()`` before each 
 Reports p25 / p50 / p90 / mean in thread CPU microseconds, what a loaded machine distorts
 least, with the load average.
 
-    python tools/bench/bench_probe_ab.py TABLE.dat A.c4z B.c4z [...] [--probes 3000] [--seed 1]
+    python -m tools.bench.bench_probe_ab TABLE.dat A.c4z B.c4z [...] [--probes 3000] [--seed 1]
 
 Make the files to compare with ``compress_table`` (e.g. ``part_entries=65536`` for one part
 per block, the layout of format 2). The answers are checked against the .dat.
@@ -14,16 +14,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_lookup import sample_keys  # noqa: E402
-
-from c4table.open import open_table  # noqa: E402
+from c4table.open import open_table
+from tools.bench.bench_lookup import sample_keys
 
 
 def main(argv=None) -> None:

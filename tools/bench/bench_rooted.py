@@ -2,7 +2,7 @@
 """Benchmark rooted builds (``c4table build WxH --root MOVES``) from random positions: entries,
 build wall time, peak memory (PSS of the process tree) and disk (peak temporary and final).
 
-    python tools/bench/bench_rooted.py 7x6 --plies 20 22 24 28 --per-ply 3 [--seed 1] [--workers 2]
+    python -m tools.bench.bench_rooted 7x6 --plies 20 22 24 28 --per-ply 3 [--seed 1] [--workers 2]
                                  [--memory 4GiB] [--timeout 900] [--keep DIR]
 
 Roots are random legal positions: uniformly random legal moves from the empty board with a
@@ -26,11 +26,9 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from bench_build import Sampler  # noqa: E402
-from c4table.game.board import Board  # noqa: E402
-from c4table.game.rules import Position  # noqa: E402
+from c4table.game.board import Board
+from c4table.game.rules import Position
+from tools.bench.bench_build import BuildSampler
 
 
 def random_root(rng: random.Random, board: Board, ply: int) -> str:
@@ -77,7 +75,7 @@ def bench_root(board: Board, moves: str, workers: int, memory: str, timeout: flo
     root = Path(tempfile.mkdtemp(prefix=f"rooted_{board}_{len(moves)}_", dir=keep))
     cmd = [sys.executable, "-m", "c4table.cli.main", "build", board.name, "--root", moves,
            "--out", str(root), "--workers", str(workers), "--memory", memory, "-q"]
-    sampler = Sampler(root, period=0.2)
+    sampler = BuildSampler(root, period=0.2)
     sampler.start()
     t = time.perf_counter()
     try:

@@ -7,8 +7,8 @@ per kind, CPU and wall summed over the calls, bytes written and read (``DIR/stat
 over every call that worked on a stage; a file of format 1 held only each stage's last call),
 and the finished table's record.
 
-    .venv/bin/python tools/bench/big_build.py 6x6 /work/build-6x6 --workers 2 --memory 16GiB
-    .venv/bin/python tools/bench/big_build.py 6x6 /work/build-6x6 --report
+    .venv/bin/python -m tools.bench.big_build 6x6 /work/build-6x6 --workers 2 --memory 16GiB
+    .venv/bin/python -m tools.bench.big_build 6x6 /work/build-6x6 --report
 """
 from __future__ import annotations
 
@@ -23,8 +23,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from diskuse import KINDS, DiskSampler  # noqa: E402
+from tools.bench.diskuse import KINDS, DiskSampler
 
 
 def tree_times(pid: int) -> tuple[float, float]:

@@ -9,7 +9,7 @@ bytes per entry of each kind of intermediate file it keeps (key shards, outcome 
 the peak bytes per entry of each kind of scratch file (child runs, backward messages),
 sampled as they come and go.
 
-    .venv/bin/python tools/bench/c4z_build.py 5x5 --workers 2 --levels 3:65536 5m0 4m6 [--repeat 3]
+    .venv/bin/python -m tools.bench.c4z_build 5x5 --workers 2 --levels 3:65536 5m0 4m6 [--repeat 3]
 
 Each level is ``LEVEL[mMINMATCH][:BLOCK_ENTRIES][@CODE]`` (``C4TABLE_C4Z_LEVEL``,
 ``C4TABLE_C4Z_MIN_MATCH``, ``C4TABLE_C4Z_BLOCK_ENTRIES``; unset: the defaults). ``@CODE``
@@ -30,7 +30,7 @@ entries (both frames, and each apart) and the CPU (one core, ``process_time``) o
 tasks, from ``key << 8 | outcome`` words) and decode back to raw rows (the driver, before
 hashing them), in ns per entry.
 
-    .venv/bin/python tools/bench/c4z_build.py 5x5 --blocks tables/5x5/connect4_5x5.dat
+    .venv/bin/python -m tools.bench.c4z_build 5x5 --blocks tables/5x5/connect4_5x5.dat
 """
 from __future__ import annotations
 
@@ -45,9 +45,8 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from big_build import tree_times  # noqa: E402
-from diskuse import KINDS, DiskSampler  # noqa: E402
+from tools.bench.big_build import tree_times
+from tools.bench.diskuse import KINDS, DiskSampler
 
 
 def profile_env(spec: str) -> dict:

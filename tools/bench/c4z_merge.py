@@ -6,7 +6,7 @@ the table's size and raw sha256, and the least CPU per variant. The merge is the
 where a ``.c4z`` build differs from a ``.dat`` one, so this compares their CPU without the
 noise of the passes before it (on the shared machine a whole 6x5 build's CPU varies by 10%).
 
-    .venv/bin/python tools/bench/c4z_merge.py 6x5 --stage /tmp/s6x5 --rounds 3 dat 5m0 4m6
+    .venv/bin/python -m tools.bench.c4z_merge 6x5 --stage /tmp/s6x5 --rounds 3 dat 5m0 4m6
 
 Each variant is ``dat`` or a c4z level spec as in ``c4z_build.py`` (``LEVEL[mMINMATCH][@CODE]``:
 ``@CODE`` runs that merge with another checkout's code first on ``PYTHONPATH``).
@@ -23,8 +23,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from c4z_build import profile_env  # noqa: E402
+from tools.bench.c4z_build import profile_env
 
 
 def stage(board: str, out: Path, workers: int, memory: str) -> None:

@@ -2,7 +2,7 @@
 held: a ``dask scheduler`` process, N separate ``dask worker`` processes (``--nworkers 1
 --nthreads 1 --memory-limit``) and a moto S3 server (``c4table.testing.cluster``).
 
-    python tools/bench/cluster_run.py 5x5 6x4 --workers 4 --memory 256MiB --save /tmp/runs
+    python -m tools.bench.cluster_run 5x5 6x4 --workers 4 --memory 256MiB --save /tmp/runs
 
 Each board is built onto ``s3://c4table-cluster/BOARD``, its table's sha256 compared with the
 known table (``c4table/data/known_tables.json``), and its counts (``stats.json``) printed and,

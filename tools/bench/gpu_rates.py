@@ -9,7 +9,7 @@ copies, disk) with its source; this measures them, one line of JSON per rate:
 
 Run on a GPU machine::
 
-    python tools/bench/gpu_rates.py --disk /tmp --json rates.json
+    python -m tools.bench.gpu_rates --disk /tmp --json rates.json
 
 Every figure is the median of 5 timed repeats after one warm-up, synchronised with the device.
 """

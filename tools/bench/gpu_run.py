@@ -10,12 +10,12 @@ one-GPU plan's prediction (:mod:`c4table.pipeline.planning.gpuplan`) beside the 
 
 On a GPU machine::
 
-    python tools/bench/gpu_run.py                      # 5x5, 6x5, 7x4; GPU and 16 CPU workers
-    python tools/bench/gpu_run.py --boards 6x5 --json  # one board, one JSON object at the end
+    python -m tools.bench.gpu_run                      # 5x5, 6x5, 7x4; GPU and 16 CPU workers
+    python -m tools.bench.gpu_run --boards 6x5 --json  # one board, one JSON object at the end
 
 Without a GPU, numba-cuda's simulator runs the GPU path of tiny boards (slowly)::
 
-    NUMBA_ENABLE_CUDASIM=1 python tools/bench/gpu_run.py --boards 4x4 --workers 2 --gpu-workers 1,2
+    NUMBA_ENABLE_CUDASIM=1 python -m tools.bench.gpu_run --boards 4x4 --workers 2 --gpu-workers 1,2
 
 Exit status 1 if a table's sha256 differs from the known one or the two builds differ.
 """

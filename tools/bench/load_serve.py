@@ -6,9 +6,9 @@ refused), sends single-position GETs of random legal positions from N clients fo
 prints requests/s, latency percentiles, errors, and the server's RSS (all its processes) before,
 during (every 10 s) and after. ``--batch`` also times POST /api/BOARD/batch of 10,000 positions.
 
-    python tools/bench/load_serve.py --table tables/5x4/connect4_5x4.dat --clients 16 --seconds 60
-    python tools/bench/load_serve.py --table T --cache 0          # every request probes the table
-    python tools/bench/load_serve.py --table T --batch 10000 --seconds 0
+    python -m tools.bench.load_serve --table tables/5x4/connect4_5x4.dat --clients 16 --seconds 60
+    python -m tools.bench.load_serve --table T --cache 0          # every request probes the table
+    python -m tools.bench.load_serve --table T --batch 10000 --seconds 0
 
 The clients speak HTTP/1.1 over raw asyncio streams (no client library) so that they cost the
 machine, which they share with the server, as little as possible.

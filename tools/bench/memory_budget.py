@@ -4,7 +4,7 @@ the allocator as shipped and, for comparison, with glibc's heap trimmed above a 
 (``--trim``: the allocator's ``TRIM_THRESHOLD``, for instance 2147483647, the largest that
 mallopt takes as a number; -1, never trim, is what the build uses).
 
-    python tools/bench/memory_budget.py 6x5 --memory 4GiB 12GiB --trim -1 2147483647 [--format c4z]
+    python -m tools.bench.memory_budget 6x5 --memory 4GiB 12GiB --trim -1 2147483647 [--format c4z]
 
 Prints per build: wall, user and system CPU, minor page faults (of the command and the workers
 it waited for, ``os.wait4``) and ns per entry; with the machine's CPU model, its ``np.sort``

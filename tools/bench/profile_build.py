@@ -4,7 +4,7 @@ and numba kernels wrapped in timers, and print each one's exclusive CPU (``threa
 + system of the calling thread, its wrapped callees' time taken out), summed over the driver
 and every worker process.
 
-    python tools/bench/profile_build.py 6x4 --workers 2 [--memory 4GiB] [--format c4z]
+    python -m tools.bench.profile_build 6x4 --workers 2 [--memory 4GiB] [--format c4z]
 
 The wrappers keep each function's name and module, so the pool's workers (forked from this
 process) run them and pickle them by reference; each process writes its sums to a temporary

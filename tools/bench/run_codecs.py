@@ -19,8 +19,8 @@ block; ``bp-keys+pay`` (messages) the key deltas bit-packed and the payload byte
 own per miniblock; ``bp32`` miniblocks of 32; ``bound`` log2 C(range, n) per block, the
 information in a set of n values in its range (what no codec without a model beats).
 
-    .venv/bin/python tools/bench/run_codecs.py --capture /tmp/cap5 -- build 5x5 --out /tmp/b5 --workers 2 --format c4z
-    .venv/bin/python tools/bench/run_codecs.py /tmp/cap5 --sample 40
+    .venv/bin/python -m tools.bench.run_codecs --capture /tmp/cap5 -- build 5x5 --out /tmp/b5 --workers 2 --format c4z
+    .venv/bin/python -m tools.bench.run_codecs /tmp/cap5 --sample 40
 """
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ import zstandard
 from numba import njit
 
 from c4table.pipeline.sort import runcodec
-import runcodec_v2   # beside this file: the bit-packed codec of run format v2
+from tools.bench import runcodec_v2   # the bit-packed codec of run format v2
 
 BLOCK = runcodec.BLOCK
 HOOK = '''

@@ -4,8 +4,8 @@ tree, CPU per entry, parallel efficiency, and beside them what ``c4table plan`` 
 (with this machine's calibrated costs where ``plan --calibrate`` cached them) and whether
 the table's sha256 is the known one.
 
-    python tools/bench/scale_run.py 5x5 6x5 7x4 --workers 2 8 16 [--memory 64GiB] [--markdown]
-    python tools/bench/scale_run.py 4x4 5x4 --workers 1 2            # a quick try
+    python -m tools.bench.scale_run 5x5 6x5 7x4 --workers 2 8 16 [--memory 64GiB] [--markdown]
+    python -m tools.bench.scale_run 4x4 5x4 --workers 1 2            # a quick try
 
 Each build is ``python -m c4table.cli.main build BOARD --workers N --memory M --quiet`` in a
 fresh temporary directory (``--tmp``); its CPU is user + system of the build and its worker
@@ -27,8 +27,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_ab import timed_run  # noqa: E402
+from tools.bench.bench_ab import timed_run
 
 
 def build(python: str, board: str, workers: int, memory: str, tmp: str | None) -> dict:

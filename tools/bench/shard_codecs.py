@@ -10,8 +10,8 @@ parquet ``binary(1)`` with zstd (the format the build used before its own), zstd
 some levels, and keys and outcomes in one zstd frame per block (against the sum of the two
 apart). Blocks hold ``--block`` entries (the shards' row groups).
 
-    .venv/bin/python tools/bench/shard_codecs.py /tmp/keys-5x5
-    .venv/bin/python tools/bench/shard_codecs.py /tmp/keys-5x5 --keys-only --max-shards 4
+    .venv/bin/python -m tools.bench.shard_codecs /tmp/keys-5x5
+    .venv/bin/python -m tools.bench.shard_codecs /tmp/keys-5x5 --keys-only --max-shards 4
 """
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 in ns per table entry: forward, backward, merge, and the rest (opening and closing the build;
 the imports before it are not counted).
 
-    python tools/bench/stage_cpu.py 6x4 [--out DIR] [--repeat 2]
+    python -m tools.bench.stage_cpu 6x4 [--out DIR] [--repeat 2]
 
 CPU is user + sys of this process (``getrusage``) around each stage's driver
 (``Build.run_stage``). Run it with another installation's python to compare two versions

@@ -4,7 +4,7 @@ kind of task, each worker's first task apart, and the workers' CPU outside their
 ``--untraced`` the tasks run without the per-task memory tracing (``tracemalloc``) that
 ``c4table.pipeline.runtime.counters.run_counted`` does, to price it.
 
-    python tools/bench/task_costs.py 5x5 --workers 8 [--untraced] [--memory 4GiB]
+    python -m tools.bench.task_costs 5x5 --workers 8 [--untraced] [--memory 4GiB]
 
 Each task of the worker processes is timed in the worker (``os.times`` around it); tasks a
 stage runs in the driver (lists of one task) are not listed. A benchmark, not a test.

@@ -10,9 +10,9 @@ benchmark, not a test; the exit status is 1 if any count differs or a run fails.
 
 Examples::
 
-    python tools/compare/bdd_table1.py                          # all boards <= 1e10 positions
-    python tools/compare/bdd_table1.py --boards 5x5,6x4,7x4 --mode solve
-    python tools/compare/bdd_table1.py --max-positions 1e8 --encoding plain
+    python -m tools.compare.bdd_table1                          # all boards <= 1e10 positions
+    python -m tools.compare.bdd_table1 --boards 5x5,6x4,7x4 --mode solve
+    python -m tools.compare.bdd_table1 --max-positions 1e8 --encoding plain
 """
 from __future__ import annotations
 

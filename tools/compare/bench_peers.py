@@ -44,8 +44,8 @@ peak memory of the process tree (the sum of its processes' PSS, sampled every 0.
 disk its directory holds (peak sampled every 2 s, and what stays at the end). Other work on
 the machine skews wall times: prefer CPU, and ratios from one run.
 
-    python tools/compare/bench_peers.py --bock-src BOCK --jh85-src SMALLGAMES --boards 5x5,6x4
-    python tools/compare/bench_peers.py --jh85-src SMALLGAMES --markdown     # jh85 and c4table
+    python -m tools.compare.bench_peers --bock-src BOCK --jh85-src SMALLGAMES --boards 5x5,6x4
+    python -m tools.compare.bench_peers --jh85-src SMALLGAMES --markdown     # jh85 and c4table
 
 ``BOCK`` is a clone of markus7800/Connect4-Strong-Solver, ``SMALLGAMES`` one of jh85/smallgames
 (work trees or bare git directories). A peer not named is left out; ``--peer-timeout`` stops a
@@ -62,17 +62,14 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
-from diskuse import disk_bytes  # noqa: E402
-
 from c4table.analysis.peers import (Wdl, bock_to_a_view, check_pseudo, compare_exact,
                                      our_counts, parse_bock_csv, parse_jh85_reachtally,
                                      parse_jh85_solve)
+from tools.bench.diskuse import DiskSampler, PeakSampler, disk_bytes
 
 BOARDS = ("5x5", "6x4", "5x6", "6x5", "7x4")
 DEFAULT_BOARDS = ("5x5", "6x4")
@@ -141,25 +138,6 @@ def _pss(pid: int) -> int:
         return 0
 
 
-class _Sampler(threading.Thread):
-    """Samples the process tree's memory (every 0.2 s) and a directory's disk use (every 2 s)."""
-
-    def __init__(self, pid: int, watch: Path):
-        super().__init__(daemon=True)
-        self.pid, self.watch = pid, watch
-        self.peak_mem = self.disk_peak = 0
-        self.stop = threading.Event()
-
-    def run(self) -> None:
-        n = 0
-        while not self.stop.is_set():
-            self.peak_mem = max(self.peak_mem, sum(_pss(p) for p in _descendants(self.pid)))
-            if n % 10 == 0:
-                self.disk_peak = max(self.disk_peak, disk_bytes(self.watch))
-            n += 1
-            self.stop.wait(0.2)
-
-
 def measure(cmd: list[str], cwd: Path, log: Path, watch: Path,
             timeout: float | None = None) -> Measured:
     """Run ``cmd`` in ``cwd`` (output to ``log``), timing its process tree; a run over
@@ -170,21 +148,19 @@ def measure(cmd: list[str], cwd: Path, log: Path, watch: Path,
     with open(log, "wb") as out:
         p = subprocess.Popen(cmd, cwd=cwd, stdout=out, stderr=subprocess.STDOUT,
                              start_new_session=True)
-        s = _Sampler(p.pid, watch)
-        s.start()
-        try:
-            rc: int | None = p.wait(timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(p.pid, signal.SIGKILL)
-            p.wait()
-            rc = None
-    wall = time.perf_counter() - t0
-    s.stop.set()
-    s.join()
+        tree = PeakSampler(lambda: sum(_pss(q) for q in _descendants(p.pid)), 0.2)
+        with tree, DiskSampler(watch, 2.0) as disk:
+            try:
+                rc: int | None = p.wait(timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+                rc = None
+            wall = time.perf_counter() - t0
     r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
     final = disk_bytes(watch)
-    return Measured(wall, cpu, s.peak_mem, max(s.disk_peak, final), final, rc)
+    return Measured(wall, cpu, tree.peak, max(disk.peak, final), final, rc)
 
 
 # ---------------------------------------------------------------- the three solvers

@@ -9,7 +9,7 @@ the other. Prints both wall times, the ratio Cadot / c4table, both sha256 digest
 bytes are identical, plus the 1-minute load average before and after each board (other work on the
 machine skews the figures: compare ratios from one run, not times from different runs).
 
-    python tools/compare/bench_vs_cadot.py --cadot-src /path/to/connect4 5x4 4x6
+    python -m tools.compare.bench_vs_cadot --cadot-src /path/to/connect4 5x4 4x6
 
 Compiling his generator is not timed, and neither is an untimed ``c4table build 4x4`` made first
 to fill numba's on-disk cache (c4table's counterpart of his ``make``); both timed runs include
@@ -27,8 +27,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from cadot_compare import prepare, run_c4table, run_cadot, same_bytes, sha256  # noqa: E402
+from tools.compare.cadot_compare import prepare, run_c4table, run_cadot, same_bytes, sha256
 
 
 def load() -> str:

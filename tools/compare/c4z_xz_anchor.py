@@ -11,7 +11,7 @@ whole file would take hours here, and prints compressed bytes, percent of raw an
 entry, with CPU time and load. Its figure per board, beside the ``.c4z`` bytes per entry of the
 same board, gives the ratio ``.c4z / xz`` that ``c4table plan`` applies to Cadot's 7x6 archive.
 
-    python tools/compare/c4z_xz_anchor.py FILE.dat [--chunks 3 --chunk-bytes 100000000]
+    python -m tools.compare.c4z_xz_anchor FILE.dat [--chunks 3 --chunk-bytes 100000000]
 """
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ checkout of https://github.com/sidneycadot/connect4 (a work tree, or a git direc
 and runs his ``connect4-script`` (see :func:`adapt_script` for its one adaptation), which writes ``connect${CONNECT_Q}_${H_SIZE}x${V_SIZE}.dat``.
 It then builds the same board with ``c4table build --connect K`` and compares the files.
 
-    python tools/compare/cadot_compare.py --cadot /path/to/connect4 4x4 --connect 3
+    python -m tools.compare.cadot_compare --cadot /path/to/connect4 4x4 --connect 3
 
 Prints both sha256 digests and ``IDENTICAL`` (exit 0) or ``DIFFERENT`` (exit 1). Small boards
 only: his pipeline shells out to ``sort`` once per ply and is much slower than c4table.

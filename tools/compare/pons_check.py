@@ -12,7 +12,7 @@ enters this repository. The start position is always among the positions; the ot
 the same positions every run), none of them over and none with a move that wins at once (Pons'
 solver refuses a line whose move completes a four).
 
-    .venv/bin/python tools/compare/pons_check.py DIR/connect4_7x5.c4z --pons PONS_CHECKOUT \\
+    .venv/bin/python -m tools.compare.pons_check DIR/connect4_7x5.c4z --pons PONS_CHECKOUT \\
         --samples 200 --plies 4 20
 
 Prints each position's scores where they differ, then how many positions and moves agreed

@@ -3,10 +3,10 @@ board, on evenly spread blocks encoded as ``compress`` encodes them, with the fe
 explain them (key density, gaps, symbol entropy), and zstd parameter variants of both frames
 (sizes and decode time side by side in one run).
 
-    python tools/diag/c4z_streams.py FILE.dat [...] [--blocks 60] [--block-entries 65536]
+    python -m tools.diag.c4z_streams FILE.dat [...] [--blocks 60] [--block-entries 65536]
         [--level 19] [--variants default,btultra2,...]
-    python tools/diag/c4z_streams.py FILE.dat --compare-blocks 65536,262144,1048576 --blocks 8
-    python tools/diag/c4z_streams.py --wdl BUILD_DIR [...]    # per-ply outcome statistics, and 7x6's
+    python -m tools.diag.c4z_streams FILE.dat --compare-blocks 65536,262144,1048576 --blocks 8
+    python -m tools.diag.c4z_streams --wdl BUILD_DIR [...]    # per-ply outcome statistics, and 7x6's
 
 ``--wdl`` prints, per build directory (its manifest) and for 7x6 (Böck's Table 2, shipped in
 the package), the won/drawn/lost entropy given the ply (bits per position), the share of draws

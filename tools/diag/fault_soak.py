@@ -4,8 +4,8 @@ worker processes) at random points of the forward pass, the backward pass and th
 resume it, and check that the finished table is byte-identical to a clean build. Repeats N
 times and prints how many runs ended byte-identical.
 
-    python tools/diag/fault_soak.py --board 5x4 --runs 20           # ~10 s a run on 2 cores
-    python tools/diag/fault_soak.py --board 4x6 --runs 5 --seed 7 --kills 3
+    python -m tools.diag.fault_soak --board 5x4 --runs 20           # ~10 s a run on 2 cores
+    python -m tools.diag.fault_soak --board 4x6 --runs 5 --seed 7 --kills 3
 
 Each run kills the build 1..--kills times. A kill point is either a stage target (wait until the
 manifest shows a given number of finished forward or backward steps, or the start of the merge,

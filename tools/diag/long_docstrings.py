@@ -3,7 +3,7 @@ classes and functions, longest first, then their count. The project keeps docstr
 and why in a few lines; design notes go to docs/modules.md. ``--prose`` leaves the examples
 (doctests: a ``>>>`` line to the next blank line) out of the count.
 
-    python tools/diag/long_docstrings.py [--min 12] [--prose] [--count] [PATH ...]
+    python -m tools.diag.long_docstrings [--min 12] [--prose] [--count] [PATH ...]
 """
 from __future__ import annotations
 

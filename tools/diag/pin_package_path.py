@@ -12,7 +12,7 @@ namespace folder, so the real package is imported; ``c4table.pipeline`` still co
 editable install's hook. New modules are seen at once (the link is to the folder). ``make``
 runs it after installing.
 
-    python tools/diag/pin_package_path.py [SITE_DIR]    (default: the running Python's site-packages)
+    python -m tools.diag.pin_package_path [SITE_DIR]    (default: the running Python's site-packages)
 """
 from __future__ import annotations
 

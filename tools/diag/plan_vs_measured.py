@@ -1,7 +1,7 @@
 """Compare what ``c4table plan`` predicts for a build with what the build measured.
 
-    python tools/diag/plan_vs_measured.py DIR [DIR ...]     # build directories with stats.json
-    python tools/diag/plan_vs_measured.py --build 5x5 --format c4z --workers 2 DIR   # build, then compare
+    python -m tools.diag.plan_vs_measured DIR [DIR ...]     # build directories with stats.json
+    python -m tools.diag.plan_vs_measured --build 5x5 --format c4z --workers 2 DIR   # build, then compare
 
 A directory built by ``tools/bench/big_build.py`` has its disk samples in ``DIR.log.jsonl``
 beside it: their largest is the peak compared.
@@ -25,17 +25,15 @@ import json
 import os
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
-from diskuse import disk_bytes  # noqa: E402
-from c4table.pipeline.runtime.counters import load_stats  # noqa: E402
+from c4table.pipeline.runtime.counters import load_stats
 from c4table.pipeline.planning.iomodel import FIELDS, STAGES, predict_io
 from c4table.pipeline.planning.plan import make_plan
 from c4table.io.storage import open_storage
 from c4table.units import format_size
+from tools.bench.diskuse import DiskSampler
 
 
 def fmt(field: str, v: int) -> str:
@@ -43,24 +41,15 @@ def fmt(field: str, v: int) -> str:
 
 
 def build_sampled(board: str, out: str, workers: int, fmt: str, every: float = 0.05) -> dict:
-    """Run ``c4table build`` into ``out``, sampling its bytes; returns the peak sampled and
-    the CPU (user + sys of the build's process tree) and wall seconds."""
-    peak, done = [0], threading.Event()
-
-    def sample():
-        while not done.is_set():
-            peak[0] = max(peak[0], disk_bytes(Path(out), allocated=False))
-            time.sleep(every)
-    t = threading.Thread(target=sample, daemon=True)
-    t.start()
+    """Run ``c4table build`` into ``out``, sampling its bytes (the files' lengths); returns the
+    peak sampled and the CPU (user + sys of the build's process tree) and wall seconds."""
     t0, c0 = time.perf_counter(), os.times()
-    subprocess.run([sys.executable, "-m", "c4table.cli.main", "build", board, "--out", out,
-                    "--workers", str(workers), "--format", fmt, "-q"], check=True)
-    c1 = os.times()
-    done.set()
-    t.join()
+    with DiskSampler(Path(out), every, allocated=False) as disk:
+        subprocess.run([sys.executable, "-m", "c4table.cli.main", "build", board, "--out", out,
+                        "--workers", str(workers), "--format", fmt, "-q"], check=True)
+        c1 = os.times()
     cpu = (c1.children_user - c0.children_user) + (c1.children_system - c0.children_system)
-    return {"peak_sampled": peak[0], "cpu_s": cpu, "wall_s": time.perf_counter() - t0}
+    return {"peak_sampled": disk.peak, "cpu_s": cpu, "wall_s": time.perf_counter() - t0}
 
 
 def compare(where: str, peak_sampled: int | None = None) -> list[tuple]:

@@ -3,7 +3,7 @@
 entries, bytes, sha256, md5 and per-ply counts, so `c4table verify` recognises the tables and
 checks a manifest's per-ply counts against them.
 
-    python tools/diag/record_known.py tables/6x5 tables/5x6 --note "positions equal Boeck's Table 1"
+    python -m tools.diag.record_known tables/6x5 tables/5x6 --note "positions equal Boeck's Table 1"
 
 Everything written here has provenance "built", with the c4table version and today's date
 (UTC): a figure from our own build is never called published. A board already known from a

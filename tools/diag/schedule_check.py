@@ -3,8 +3,8 @@
 build's board, workers, memory and measured CPU, predict its wall time, and print it beside
 the measured wall time.
 
-    python tools/diag/schedule_check.py                 # the 16-core figures below
-    python tools/diag/schedule_check.py --row 5x5 2 4GiB 17.8 8.05   # board workers memory wall cpu
+    python -m tools.diag.schedule_check                 # the 16-core figures below
+    python -m tools.diag.schedule_check --row 5x5 2 4GiB 17.8 8.05   # board workers memory wall cpu
 
 The machines measured are not this one, so their per-entry costs are this machine's calibrated
 ones (``c4table plan --calibrate``, else the fast machine's) scaled to the row's measured CPU

@@ -7,7 +7,7 @@ generation the kernel's CPU and each sort's, in ns per key of the generation, th
 descents (where it goes down: the runs' joins and the mirrored values, which are in no order)
 and checks that both sorts agree.
 
-    python tools/diag/sorted_runs.py /tmp/build-6x4 --plies 12 15 17 19
+    python -m tools.diag.sorted_runs /tmp/build-6x4 --plies 12 15 17 19
 
 CPU is ``thread_time``, the best of ``--repeat`` calls. A diagnostic, not a test.
 """
