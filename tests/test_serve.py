@@ -414,6 +414,100 @@ def test_real_server_survives_a_disconnect_and_refuses_a_2mb_header(t54, tmp_pat
     assert "Traceback" not in err and "ClientDisconnect" not in err, err
 
 
+def _start_server(argv: list[str], port: int, log) -> subprocess.Popen:
+    """A server process started with ``argv``, once it answers /healthz on ``port``."""
+    import httpx
+    proc = subprocess.Popen(argv, stderr=log, text=True)
+    deadline = time.monotonic() + 90
+    while True:
+        try:
+            httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2)
+            return proc
+        except httpx.TransportError:
+            assert proc.poll() is None and time.monotonic() < deadline, "server did not start"
+            time.sleep(0.3)
+
+
+def _raw_request(port: int, request: bytes) -> tuple[int, dict[str, str], bytes]:
+    """Status, headers and body of the answer to ``request``, sent as it is on one connection."""
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+        try:
+            s.sendall(request)
+        except (BrokenPipeError, ConnectionResetError):   # answered and closed before it all went
+            pass
+        data = b""
+        try:
+            while chunk := s.recv(1 << 16):
+                data += chunk
+        except ConnectionResetError:
+            pass
+    head, _, body = data.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    headers = dict((k.lower(), v.strip()) for k, _, v in (line.partition(":") for line in lines[1:]))
+    return int(lines[0].split()[1]), headers, body
+
+
+@pytest.mark.slow
+def test_every_answer_of_a_real_server_is_json_even_for_over_long_requests(t54, tmp_path):
+    """Real servers, ``c4table serve`` (httptools, uvicorn's choice when installed) and one on
+    h11: a position of 40,000 or 65,000 characters gets the application's own message; one of
+    70,000 (past what httptools can split) a 414, a 2 MB header a 431, bytes that are not HTTP
+    a 400; every answer JSON ``{"error": ...}``, and the server goes on answering."""
+    import httpx
+    from c4table.serve.app import MAX_TARGET
+    ports = {"httptools": _free_port(), "h11": _free_port()}
+    c4 = shutil.which("c4table", path=str(Path(sys.executable).parent)) or "c4table"
+    argv = {"httptools": [c4, "serve", "--table", str(t54), "--port", str(ports["httptools"])],
+            "h11": [sys.executable, "-c", "import sys; from c4table.serve.app import run; "
+                    "run([sys.argv[1]], port=int(sys.argv[2]), http='h11')", str(t54), str(ports["h11"])]}
+    logs = {h: (tmp_path / f"{h}.log").open("w+") for h in ports}
+    procs = {}
+    try:
+        for h in ports:
+            procs[h] = _start_server(argv[h], ports[h], logs[h])
+        for h, port in ports.items():
+            base = f"http://127.0.0.1:{port}"
+            for n in (40_000, 65_000):
+                r = httpx.get(f"{base}/api/5x4?moves={'1' * n}", timeout=30)
+                assert r.status_code == 400 and r.headers["content-type"] == "application/json", (h, n)
+                assert r.json() == {"error": f"{n} moves: board 5x4 has only 20 cells"}, (h, n)
+            for n in (70_000, 2_000_000):
+                target = f"/api/5x4?moves={'1' * n}"
+                status, headers, body = _raw_request(port, f"GET {target} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+                assert status == 414 and headers["content-type"] == "application/json", (h, n, body[:200])
+                msg = json.loads(body)["error"]
+                assert f"at most {MAX_TARGET:,}" in msg and "request target" in msg, (h, n, msg)
+                if n == 70_000:
+                    assert f"of {len(target):,} bytes" in msg, (h, msg)
+            r = httpx.get(f"{base}/api/5x4?moves=3344", headers={"x-big": "a" * (2 << 20)}, timeout=30)
+            assert r.status_code == 431 and "request head" in r.json()["error"], (h, r.text)
+            for garbage in (b"NOT HTTP AT ALL\r\n\r\n", b"GET / HTTP/1.1\r\nHost x\r\n\r\n",
+                            b"\x00\x01\x02\r\n\r\n"):
+                status, headers, body = _raw_request(port, garbage)
+                assert status == 400 and headers["content-type"] == "application/json", (h, garbage, body)
+                assert "not a valid HTTP/1.1 request" in json.loads(body)["error"], (h, body)
+            assert httpx.get(f"{base}/api/5x4?moves=3344").json()["distance"] == 3
+    finally:
+        for proc in procs.values():
+            proc.terminate()
+            proc.wait(timeout=30)
+    for h, log in logs.items():
+        log.seek(0)
+        assert "Traceback" not in log.read(), h
+
+
+def test_a_request_target_over_the_limit_is_414_json_in_the_application(client):
+    """Under h11 (which buffers up to its limit), the application itself refuses a target over
+    MAX_TARGET bytes, with the status and message httptools' refusal gets."""
+    from c4table.serve.app import MAX_TARGET
+    from c4table.serve.limits import target_error
+    fill = MAX_TARGET - len("/api/5x4?moves=")
+    r = client.get("/api/5x4?moves=" + "1" * fill)
+    assert r.status_code == 400 and r.json()["error"] == f"{fill} moves: board 5x4 has only 20 cells"
+    r = client.get("/api/5x4?moves=" + "1" * (fill + 1))
+    assert r.status_code == 414 and r.json() == {"error": target_error(MAX_TARGET + 1)}
+
+
 def test_openapi_describes_move_strings_and_the_server_keeps_to_it(client):
     """``moves``/``pos`` have a pattern and a maximum length; strings of that form are answered
     200 (a game of the board) or 400 with the reason (no game of the board), strings not of that
