@@ -133,6 +133,24 @@ def test_unserved_board_and_unknown_paths_are_404_json(client):
     assert client.post("/api/7x6/batch", json=["1"]).status_code == 404
 
 
+def test_the_web_boards_link_check_gets_the_reason_from_the_api(client):
+    """The web board checks the position of a link (``/?board=B&moves=M``) by asking
+    ``api/B?moves=M`` (both percent-encoded, as ``encodeURIComponent`` does) and shows the error
+    it answers: a board not served, a bad move, a full column, each named."""
+    page_js = (Path(__file__).resolve().parents[1] / "c4table" / "serve" / "web" / "app.js").read_text()
+    assert '"api/" + encodeURIComponent(board) + "?moves=" + encodeURIComponent(moves)' in page_js
+    cases = [("7x6", "44", 404, "board '7x6' is not served here (served: 4x4, 5x4)"),
+             ("5x4", "99", 400, "bad move '9' (character 1 of '99'): columns are 1..5"),
+             ("5x4", "3311111", 400, "move 7 in '3311111': column 1 is full"),
+             ("4x4", "12a", 400, "bad move 'a' (character 3 of '12a')"),
+             ("<b>", "", 404, "board '<b>' is not served here")]
+    for board, moves, status, message in cases:
+        r = client.get(f"/api/{quote(board, safe='')}?moves={quote(moves, safe='')}")
+        assert r.status_code == status and r.json()["error"].startswith(message), (board, moves, r.text)
+    for board, moves in [("5x4", "3344"), ("4x4", ""), ("5x4", "")]:     # a good link: no error
+        assert client.get(f"/api/{board}?moves={moves}").status_code == 200
+
+
 def test_position_missing_from_a_partial_table_is_404(tmp_path, t44):
     """A table that lacks positions (as a rooted table does) answers 404, not 500, and does not
     show the server's file path."""
