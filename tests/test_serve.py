@@ -151,6 +151,42 @@ def test_the_web_boards_link_check_gets_the_reason_from_the_api(client):
         assert client.get(f"/api/{board}?moves={moves}").status_code == 200
 
 
+def documented_keys(page: str, marker: str) -> tuple[list[str], list[str]]:
+    """The keys a page of docs/ lists after ``marker`` (up to the end of that sentence): those of
+    the object, in order, and those of each move's object (in the parentheses after `moves`)."""
+    import re
+    text = (Path(__file__).resolve().parents[1] / "docs" / page).read_text()
+    span = re.split(r"\.(?:\s|$)", text[text.index(marker) + len(marker):], maxsplit=1)[0]
+    per_move = re.search(r"`moves` \(([^)]*)\)", span)
+    keys = re.findall(r"`([a-z_]+)`", span[:per_move.start(1)] + span[per_move.end(1):])
+    return keys, re.findall(r"`([a-z_]+)`", per_move.group(1))
+
+
+def test_the_documented_json_keys_are_what_lookup_and_the_api_return(client, t54):
+    """docs/cli.md (lookup --json) and docs/serve.md (GET /api/{board}) list the keys of a
+    position's object, in order, ``winning_cells`` last; a won game has exactly those, a game
+    still going or drawn all but ``winning_cells``, each move's object the move keys listed."""
+    positions = ["12234334544", "1122334", "3344", "", "44523224314125531531"]   # won x2, going x2, drawn
+    code, out, err = run_cli("lookup", "--json", "--table", str(t54), *positions)
+    assert code == 0, err
+    objs = [json.loads(line) for line in out.splitlines()]
+    assert [client.get("/api/5x4", params={"moves": p}).json() for p in positions] == objs
+    assert objs[-1]["terminal"] and objs[-1]["outcome"] == "draw"
+    assert objs[0]["winning_cells"] == [[1, 1], [2, 2], [3, 3], [4, 4]]     # a diagonal, from the bottom
+    assert objs[1]["winning_cells"] == [[1, 1], [2, 1], [3, 1], [4, 1]]     # row 1: the bottom row
+    for page, marker in [("cli.md", "`--json` prints one object per position; its keys, in order:"),
+                         ("serve.md", "| `GET /api/{board}?moves=M` | exactly the object `c4table "
+                                      "lookup --json` prints for `M` (same code, same bytes); its keys, "
+                                      "in order:")]:
+        keys, move_keys = documented_keys(page, marker)
+        assert keys[-1] == "winning_cells", page
+        for obj in objs:
+            won = obj["terminal"] and obj["outcome"] != "draw"
+            assert list(obj) == (keys if won else keys[:-1]), (page, obj["position"])
+            assert all(list(m) == move_keys for m in obj["moves"]), page
+        assert any(obj["moves"] for obj in objs)
+
+
 def test_position_missing_from_a_partial_table_is_404(tmp_path, t44):
     """A table that lacks positions (as a rooted table does) answers 404, not 500, and does not
     show the server's file path."""
