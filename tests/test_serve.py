@@ -133,6 +133,60 @@ def test_unserved_board_and_unknown_paths_are_404_json(client):
     assert client.post("/api/7x6/batch", json=["1"]).status_code == 404
 
 
+def test_the_web_boards_link_check_gets_the_reason_from_the_api(client):
+    """The web board checks the position of a link (``/?board=B&moves=M``) by asking
+    ``api/B?moves=M`` (both percent-encoded, as ``encodeURIComponent`` does) and shows the error
+    it answers: a board not served, a bad move, a full column, each named."""
+    page_js = (Path(__file__).resolve().parents[1] / "c4table" / "serve" / "web" / "app.js").read_text()
+    assert '"api/" + encodeURIComponent(board) + "?moves=" + encodeURIComponent(moves)' in page_js
+    cases = [("7x6", "44", 404, "board '7x6' is not served here (served: 4x4, 5x4)"),
+             ("5x4", "99", 400, "bad move '9' (character 1 of '99'): columns are 1..5"),
+             ("5x4", "3311111", 400, "move 7 in '3311111': column 1 is full"),
+             ("4x4", "12a", 400, "bad move 'a' (character 3 of '12a')"),
+             ("<b>", "", 404, "board '<b>' is not served here")]
+    for board, moves, status, message in cases:
+        r = client.get(f"/api/{quote(board, safe='')}?moves={quote(moves, safe='')}")
+        assert r.status_code == status and r.json()["error"].startswith(message), (board, moves, r.text)
+    for board, moves in [("5x4", "3344"), ("4x4", ""), ("5x4", "")]:     # a good link: no error
+        assert client.get(f"/api/{board}?moves={moves}").status_code == 200
+
+
+def documented_keys(page: str, marker: str) -> tuple[list[str], list[str]]:
+    """The keys a page of docs/ lists after ``marker`` (up to the end of that sentence): those of
+    the object, in order, and those of each move's object (in the parentheses after `moves`)."""
+    import re
+    text = (Path(__file__).resolve().parents[1] / "docs" / page).read_text()
+    span = re.split(r"\.(?:\s|$)", text[text.index(marker) + len(marker):], maxsplit=1)[0]
+    per_move = re.search(r"`moves` \(([^)]*)\)", span)
+    keys = re.findall(r"`([a-z_]+)`", span[:per_move.start(1)] + span[per_move.end(1):])
+    return keys, re.findall(r"`([a-z_]+)`", per_move.group(1))
+
+
+def test_the_documented_json_keys_are_what_lookup_and_the_api_return(client, t54):
+    """docs/cli.md (lookup --json) and docs/serve.md (GET /api/{board}) list the keys of a
+    position's object, in order, ``winning_cells`` last; a won game has exactly those, a game
+    still going or drawn all but ``winning_cells``, each move's object the move keys listed."""
+    positions = ["12234334544", "1122334", "3344", "", "44523224314125531531"]   # won x2, going x2, drawn
+    code, out, err = run_cli("lookup", "--json", "--table", str(t54), *positions)
+    assert code == 0, err
+    objs = [json.loads(line) for line in out.splitlines()]
+    assert [client.get("/api/5x4", params={"moves": p}).json() for p in positions] == objs
+    assert objs[-1]["terminal"] and objs[-1]["outcome"] == "draw"
+    assert objs[0]["winning_cells"] == [[1, 1], [2, 2], [3, 3], [4, 4]]     # a diagonal, from the bottom
+    assert objs[1]["winning_cells"] == [[1, 1], [2, 1], [3, 1], [4, 1]]     # row 1: the bottom row
+    for page, marker in [("cli.md", "`--json` prints one object per position; its keys, in order:"),
+                         ("serve.md", "| `GET /api/{board}?moves=M` | exactly the object `c4table "
+                                      "lookup --json` prints for `M` (same code, same bytes); its keys, "
+                                      "in order:")]:
+        keys, move_keys = documented_keys(page, marker)
+        assert keys[-1] == "winning_cells", page
+        for obj in objs:
+            won = obj["terminal"] and obj["outcome"] != "draw"
+            assert list(obj) == (keys if won else keys[:-1]), (page, obj["position"])
+            assert all(list(m) == move_keys for m in obj["moves"]), page
+        assert any(obj["moves"] for obj in objs)
+
+
 def test_position_missing_from_a_partial_table_is_404(tmp_path, t44):
     """A table that lacks positions (as a rooted table does) answers 404, not 500, and does not
     show the server's file path."""
@@ -411,6 +465,100 @@ def test_real_server_survives_a_disconnect_and_refuses_a_2mb_header(t54, tmp_pat
     log.seek(0)
     err = log.read()
     assert "Traceback" not in err and "ClientDisconnect" not in err, err
+
+
+def _start_server(argv: list[str], port: int, log) -> subprocess.Popen:
+    """A server process started with ``argv``, once it answers /healthz on ``port``."""
+    import httpx
+    proc = subprocess.Popen(argv, stderr=log, text=True)
+    deadline = time.monotonic() + 90
+    while True:
+        try:
+            httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2)
+            return proc
+        except httpx.TransportError:
+            assert proc.poll() is None and time.monotonic() < deadline, "server did not start"
+            time.sleep(0.3)
+
+
+def _raw_request(port: int, request: bytes) -> tuple[int, dict[str, str], bytes]:
+    """Status, headers and body of the answer to ``request``, sent as it is on one connection."""
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+        try:
+            s.sendall(request)
+        except (BrokenPipeError, ConnectionResetError):   # answered and closed before it all went
+            pass
+        data = b""
+        try:
+            while chunk := s.recv(1 << 16):
+                data += chunk
+        except ConnectionResetError:
+            pass
+    head, _, body = data.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    headers = dict((k.lower(), v.strip()) for k, _, v in (line.partition(":") for line in lines[1:]))
+    return int(lines[0].split()[1]), headers, body
+
+
+@pytest.mark.slow
+def test_every_answer_of_a_real_server_is_json_even_for_over_long_requests(t54, tmp_path):
+    """Real servers, ``c4table serve`` (httptools, uvicorn's choice when installed) and one on
+    h11: a position of 40,000 or 65,000 characters gets the application's own message; one of
+    70,000 (past what httptools can split) a 414, a 2 MB header a 431, bytes that are not HTTP
+    a 400; every answer JSON ``{"error": ...}``, and the server goes on answering."""
+    import httpx
+    from c4table.serve.app import MAX_TARGET
+    ports = {"httptools": _free_port(), "h11": _free_port()}
+    c4 = shutil.which("c4table", path=str(Path(sys.executable).parent)) or "c4table"
+    argv = {"httptools": [c4, "serve", "--table", str(t54), "--port", str(ports["httptools"])],
+            "h11": [sys.executable, "-c", "import sys; from c4table.serve.app import run; "
+                    "run([sys.argv[1]], port=int(sys.argv[2]), http='h11')", str(t54), str(ports["h11"])]}
+    logs = {h: (tmp_path / f"{h}.log").open("w+") for h in ports}
+    procs = {}
+    try:
+        for h in ports:
+            procs[h] = _start_server(argv[h], ports[h], logs[h])
+        for h, port in ports.items():
+            base = f"http://127.0.0.1:{port}"
+            for n in (40_000, 65_000):
+                r = httpx.get(f"{base}/api/5x4?moves={'1' * n}", timeout=30)
+                assert r.status_code == 400 and r.headers["content-type"] == "application/json", (h, n)
+                assert r.json() == {"error": f"{n} moves: board 5x4 has only 20 cells"}, (h, n)
+            for n in (70_000, 2_000_000):
+                target = f"/api/5x4?moves={'1' * n}"
+                status, headers, body = _raw_request(port, f"GET {target} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+                assert status == 414 and headers["content-type"] == "application/json", (h, n, body[:200])
+                msg = json.loads(body)["error"]
+                assert f"at most {MAX_TARGET:,}" in msg and "request target" in msg, (h, n, msg)
+                if n == 70_000:
+                    assert f"of {len(target):,} bytes" in msg, (h, msg)
+            r = httpx.get(f"{base}/api/5x4?moves=3344", headers={"x-big": "a" * (2 << 20)}, timeout=30)
+            assert r.status_code == 431 and "request head" in r.json()["error"], (h, r.text)
+            for garbage in (b"NOT HTTP AT ALL\r\n\r\n", b"GET / HTTP/1.1\r\nHost x\r\n\r\n",
+                            b"\x00\x01\x02\r\n\r\n"):
+                status, headers, body = _raw_request(port, garbage)
+                assert status == 400 and headers["content-type"] == "application/json", (h, garbage, body)
+                assert "not a valid HTTP/1.1 request" in json.loads(body)["error"], (h, body)
+            assert httpx.get(f"{base}/api/5x4?moves=3344").json()["distance"] == 3
+    finally:
+        for proc in procs.values():
+            proc.terminate()
+            proc.wait(timeout=30)
+    for h, log in logs.items():
+        log.seek(0)
+        assert "Traceback" not in log.read(), h
+
+
+def test_a_request_target_over_the_limit_is_414_json_in_the_application(client):
+    """Under h11 (which buffers up to its limit), the application itself refuses a target over
+    MAX_TARGET bytes, with the status and message httptools' refusal gets."""
+    from c4table.serve.app import MAX_TARGET
+    from c4table.serve.limits import target_error
+    fill = MAX_TARGET - len("/api/5x4?moves=")
+    r = client.get("/api/5x4?moves=" + "1" * fill)
+    assert r.status_code == 400 and r.json()["error"] == f"{fill} moves: board 5x4 has only 20 cells"
+    r = client.get("/api/5x4?moves=" + "1" * (fill + 1))
+    assert r.status_code == 414 and r.json() == {"error": target_error(MAX_TARGET + 1)}
 
 
 def test_openapi_describes_move_strings_and_the_server_keeps_to_it(client):

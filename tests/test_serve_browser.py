@@ -188,3 +188,36 @@ def test_a_won_game_marks_its_winning_four(page, server):
             cell.classList.contains('won') ? [Number(c.dataset.column), all.length - i] : null)
         .filter(x => x))""")
     assert sorted(won) == [[1, 1], [1, 2], [1, 3], [1, 4]]
+
+
+@pytest.mark.parametrize("query, shown, api_path, names", [
+    ("board=7x6&moves=44", "4x4", "/api/7x6?moves=44", "board '7x6' is not served here (served: 4x4, 5x4)"),
+    ("board=5x4&moves=99", "5x4", "/api/5x4?moves=99", "bad move '9' (character 1 of '99')"),
+    ("board=5x4&moves=3311111", "5x4", "/api/5x4?moves=3311111", "column 1 is full"),
+    ("moves=55", "4x4", "/api/4x4?moves=55", "bad move '5'"),      # no board: the first served
+])
+def test_a_link_the_board_cannot_show_says_why(page, server, query, shown, api_path, names):
+    """A link to a board not served, or with a bad move, shows the server's message for it
+    (the API's error for that board and those moves) above the board, which shows the served
+    board's start instead; the notice goes when the user plays."""
+    import httpx
+    want = httpx.get(server + api_path).json()["error"]
+    assert names in want
+    page.goto(f"{server}/?{query}")
+    wait_for_ply(page, 0)
+    assert page.is_visible("#notice")
+    assert page.text_content("#notice") == (f"This link's position cannot be shown: {want}. "
+                                            f"Showing {shown} from the start instead.")
+    assert len(page.query_selector_all(".col")) == int(shown.split("x")[0])
+    assert page.eval_on_selector_all(".cell.A, .cell.B", "cs => cs.length") == 0
+    assert page.text_content("#movestr") == "(empty board)"
+    assert f"board={shown}&moves=" in page.url
+    page.click(".col[data-column='1']")
+    wait_for_ply(page, 1)
+    assert not page.is_visible("#notice")
+
+
+def test_a_good_link_shows_no_notice(page, server):
+    page.goto(server + "/?board=5x4&moves=3344")
+    wait_for_ply(page, 4)
+    assert not page.is_visible("#notice") and page.text_content("#movestr") == "3344"

@@ -31,17 +31,13 @@ from starlette.routing import Route
 
 from c4table.errors import TableDamaged
 from c4table.serve import page
+from c4table.serve.limits import MAX_BODY, MAX_HEADER_BYTES, MAX_TARGET, target_error
 from c4table.serve.metrics import route_label
 from c4table.serve.openapi import JSON_TYPE, openapi
 from c4table.serve.service import DEFAULT_CACHE, MAX_BATCH, ApiError, ProbeService  # noqa: F401 (MAX_BATCH: the limit clients read here)
 from c4table.serve.tables import ServeError, load_tables  # noqa: F401 (ServeError: what load_tables raises)
 from c4table.table.source import Table
 
-#: Largest request body accepted (a full batch of 7x6 move strings is about 500 KB).
-MAX_BODY = 4 << 20
-#: Most bytes of request headers accepted (names and values together; nginx's default buffers
-#: hold 32 KiB): more is answered 431.
-MAX_HEADER_BYTES = 32 << 10
 #: The status a request counts under in ``/metrics`` when its client went away before the
 #: answer (nginx's "client closed request"); nothing is sent.
 CLIENT_CLOSED = 499
@@ -85,6 +81,12 @@ class _FrontDoor:
             await _send_json(send, 431, {"error": f"request headers of {size:,} bytes: at most "
                                                   f"{MAX_HEADER_BYTES:,}"})
             self.metrics.observe(route_label(path), method, 431, time.perf_counter() - t0)
+            return
+        qs = scope.get("query_string", b"")
+        target = len(scope.get("raw_path") or path.encode()) + (len(qs) + 1 if qs else 0)
+        if target > MAX_TARGET:     # as httptools refuses it (c4table.serve.transport), for h11
+            await _send_json(send, 414, {"error": target_error(target)})
+            self.metrics.observe(route_label(path), method, 414, time.perf_counter() - t0)
             return
         if self.direct and method == "GET" and path.startswith("/api/") and path[5:] in self.service.tables:
             query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True))
@@ -242,14 +244,19 @@ def worker_app(paths: list[str], cors: str | None, cache_size: int):
 
 
 def run(tables: dict[str, Table] | list[str], host: str = "127.0.0.1", port: int = 8000, workers: int = 1,
-        cors: str | None = None, cache_size: int = DEFAULT_CACHE, access_log: bool = False) -> None:
+        cors: str | None = None, cache_size: int = DEFAULT_CACHE, access_log: bool = False,
+        http: str = "auto") -> None:
     """Serve ``tables`` with uvicorn until interrupted. ``tables``: open tables keyed by board
     (as :func:`~c4table.serve.tables.load_tables` gives them; served as they are), or paths.
     With ``workers`` > 1, that many processes share the port and each opens the tables once
-    (from their paths); the settings reach them as arguments of :func:`worker_app`."""
+    (from their paths); the settings reach them as arguments of :func:`worker_app`. ``http``:
+    uvicorn's HTTP parser, ``httptools``, ``h11`` or ``auto`` (httptools when installed); a
+    request it refuses is answered in JSON all the same (:mod:`c4table.serve.transport`)."""
     import uvicorn  # the [serve] extra
+    from c4table.serve import transport
     kw = dict(host=host, port=port, access_log=access_log, log_level="info" if access_log else "warning",
-              server_header=False, h11_max_incomplete_event_size=MAX_HEADER_BYTES + (16 << 10))
+              server_header=False, http=transport.protocol(http),
+              h11_max_incomplete_event_size=transport.H11_BUFFER)
     if workers <= 1:
         app = create_app(tables, cors, cache_size)
         uvicorn.run(app, **kw)

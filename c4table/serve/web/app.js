@@ -154,7 +154,7 @@ async function load() {
   updateUrl();
   render();
   try {
-    const p = await api("api/" + state.board.board + "?moves=" + state.moves);
+    const p = await api(positionPath(state.board.board, state.moves));
     if (seq !== state.seq) return;
     state.probe = p;
   } catch (e) {
@@ -175,6 +175,7 @@ function play(c) {
   const p = state.probe;
   if (!p || p.terminal || !p.moves.some((m) => m.column === c)) return;
   if (state.computer === p.to_move) return;
+  setNotice("");
   state.moves += String(c);
   state.redo = [];
   load();
@@ -188,6 +189,7 @@ function rootMoves() { return (state.board && state.board.root) || ""; }
 function undo() {
   const root = rootMoves();
   if (state.moves.length <= root.length) return;
+  setNotice("");
   do {
     state.redo.push(state.moves.slice(-1));
     state.moves = state.moves.slice(0, -1);
@@ -196,15 +198,26 @@ function undo() {
 }
 function redo() {
   if (!state.redo.length) return;
+  setNotice("");
   do { state.moves += state.redo.pop(); } while (state.redo.length && !humanTurn(state.moves));
   load();
 }
 
+// The API's path for a position (the page's requests, and the link's check, ask the same).
+function positionPath(board, moves) {
+  return "api/" + encodeURIComponent(board) + "?moves=" + encodeURIComponent(moves);
+}
+
+// A message above the board (the link's position could not be shown); "" hides it.
+function setNotice(text) {
+  $("notice").textContent = text;
+  $("notice").hidden = !text;
+}
+
+// Show board `name` (a served one) at `moves` (a position of its table; "": its root).
 function selectBoard(name, moves) {
-  state.board = state.boards.find((b) => b.board === name) || state.boards[0];
-  const w = state.board.width;
-  const ok = [...(moves || "")].every((d) => d >= "1" && d <= String(Math.min(w, 9)));
-  state.moves = ok && (moves || "").startsWith(rootMoves()) ? moves || "" : rootMoves();
+  state.board = state.boards.find((b) => b.board === name);
+  state.moves = moves || rootMoves();
   state.redo = [];
   $("board-select").value = state.board.board;
   load();
@@ -229,11 +242,11 @@ async function start() {
   state.flipped = q.get("flip") === "1";
   state.computer = ["A", "B"].includes(q.get("computer")) ? q.get("computer") : "";
   $("computer").value = state.computer;
-  sel.addEventListener("change", () => selectBoard(sel.value, ""));
+  sel.addEventListener("change", () => { setNotice(""); selectBoard(sel.value, ""); });
   $("undo").addEventListener("click", undo);
   $("redo").addEventListener("click", redo);
   $("flip").addEventListener("click", () => { state.flipped = !state.flipped; updateUrl(); render(); });
-  $("reset").addEventListener("click", () => { state.moves = rootMoves(); state.redo = []; load(); });
+  $("reset").addEventListener("click", () => { setNotice(""); state.moves = rootMoves(); state.redo = []; load(); });
   $("computer").addEventListener("change", (e) => { state.computer = e.target.value; load(); });
   document.addEventListener("keydown", (e) => {
     if (e.target.tagName === "SELECT" || e.ctrlKey || e.metaKey || e.altKey) return;
@@ -242,7 +255,21 @@ async function start() {
     else if (e.key === "ArrowRight") redo();
     else if (e.key === "f") $("flip").click();
   });
-  selectBoard(q.get("board"), q.get("moves"));
+  // The link's position: the server checks it (the board served, each move legal) and its
+  // message is shown above the board, which then shows the start of a served board instead.
+  const name = q.get("board") || state.boards[0].board;
+  const served = state.boards.find((b) => b.board === name);
+  const moves = q.get("moves") || (served && served.root) || "";
+  try {
+    await api(positionPath(name, moves));
+  } catch (e) {
+    const shown = served || state.boards[0];
+    setNotice("This link's position cannot be shown: " + e.message + ". Showing " + shown.board +
+      " from the start instead.");
+    selectBoard(shown.board, "");
+    return;
+  }
+  selectBoard(name, moves);
 }
 
 start();
