@@ -29,7 +29,7 @@ from c4table.progress import Meter
 from c4table.table.check import known_of_size
 from c4table.table.known import known_tables, provenance  # noqa
 from c4table.table.source import board_from, keys_of_rows
-from c4table.table.sums import BlockSums, sums_problem, write_sums
+from c4table.table.sums import BlockSums, SumsProblem, SumsWriter, open_check
 
 CHUNK_ENTRIES = 1 << 20
 
@@ -69,7 +69,9 @@ def verify_table(path: str | Path, board: str | Board | None = None, sha256: str
     ``s3://bucket/c4/connect4_6x4.dat``; a ``.c4z`` also over ``https://``); see the module
     docstring. ``shards=False`` skips the build directory's shards. A ``.dat``'s block sums
     (:mod:`c4table.table.sums`) are computed in the same pass and compared with its sidecar;
-    ``write_sums`` writes the sidecar when the table passes every other check."""
+    ``write_sums`` writes the sidecar when the table passes every other check. Both happen
+    block by block as the table streams past (:class:`_Sidecar`): memory for the sums does not
+    grow with the table."""
     if is_c4z(path):   # a .c4z: its decompressed bytes are checked like a .dat's
         return _verify_c4z(path, board, sha256, quiet, stream, shards)
     store, name = _locate(path)
@@ -78,9 +80,11 @@ def verify_table(path: str | Path, board: str | Board | None = None, sha256: str
         raise MissingTableError(f"{path}: no such table file")
     build, build_problem = _build_beside(store, name)
     # a renamed file: a known table of its size says which board to try
-    b = board_from(name, build, board, where=str(path), size=store.size(name))
-    return _verify_stream(path, b, store, name, None, build, build_problem, sha256, quiet,
-                          stream, shards, write_sums)
+    size = store.size(name)
+    b = board_from(name, build, board, where=str(path), size=size)
+    with _Sidecar(store, name, size, b.entry_size, write_sums) as sums:
+        return _verify_stream(path, b, store, name, None, build, build_problem, sha256, quiet,
+                              stream, shards, sums)
 
 
 def _build_beside(store, name: str):
@@ -113,15 +117,16 @@ def _verify_c4z(path, board, sha256, quiet, stream, shards) -> VerifyReport:
 
 
 def _verify_stream(path, b: Board, store, name, z, build, build_problem, sha256, quiet, stream,
-                   shards, write_sums: bool = False) -> VerifyReport:
+                   shards, sums: "_Sidecar | None" = None) -> VerifyReport:
     """The streaming checks of :func:`verify_table` over the ``.dat`` ``name`` of ``store``
-    (``z`` None) or the decoded blocks of the open ``.c4z`` ``z``, then the comparisons with
-    the checked ``build`` beside it, the known tables and ``sha256``."""
+    (``z`` None; ``sums``: its block sums) or the decoded blocks of the open ``.c4z`` ``z``,
+    then the comparisons with the checked ``build`` beside it, the known tables and
+    ``sha256``."""
     rep = VerifyReport(path, b)
     origin = root_of(b, name, build.data if build is not None else None) if name else None
     first_key = origin.key if origin is not None else 0
     E, K = b.entry_size, b.key_bytes
-    size = z.header["raw_bytes"] if z is not None else store.size(name)
+    size = z.header["raw_bytes"] if z is not None else sums.table_bytes
     rep.bytes = size
     if size == 0:
         rep.problems.append("empty file")
@@ -129,8 +134,8 @@ def _verify_stream(path, b: Board, store, name, z, build, build_problem, sha256,
         rep.problems.append(f"size {size:,} is not a multiple of the {E}-byte entry (truncated?)")
     rep.entries = size // E
     stream = stream or sys.stderr
-    blocks = BlockSums(E) if z is None else None   # a .c4z checks its own blocks
-    hashes = Hashes(sums=blocks)
+    hashes = Hashes(sums=sums.blocks if sums is not None else None)   # a .c4z checks its
+    # own blocks
     prev = -1
     limit = b.key_limit
     seen = 0
@@ -185,26 +190,57 @@ def _verify_stream(path, b: Board, store, name, z, build, build_problem, sha256,
     _compare(rep, mine, b, sha256, rooted=origin is not None)
     if shards and mine is not None:
         rep.problems.extend(mine.shard_problems())
-    if blocks is not None:
-        _check_sums(rep, store, name, blocks, write_sums)
+    if sums is not None:
+        sums.conclude(rep)
     return rep
 
 
-def _check_sums(rep: VerifyReport, store, name: str, blocks: BlockSums, write: bool) -> None:
-    """Compare the sidecar of the table with the sums just computed (a disagreement is a
-    problem), or write it (``write``) when the table passed every other check."""
-    computed = blocks.finish()
-    problem = sums_problem(store, name, rep.bytes, rep.board.entry_size, computed)
-    if write and not rep.problems:
-        if problem is not None:
-            write_sums(store, name, blocks)
-            rep.sums = "written"
-        else:
-            rep.sums = "match"
-        return
-    rep.sums = "match" if problem is None else problem
-    if problem not in (None, "absent"):
-        rep.problems.append(f"block sums: {problem}")
+class _Sidecar:
+    """The block sums of a ``.dat`` as :func:`verify_table` streams it (:attr:`blocks`, fed with
+    its bytes): checked against its sidecar and, with ``write``, written to a new one, block by
+    block; :meth:`conclude` says how they compare (or writes the sidecar). Leaving the ``with``
+    block closes the sidecar and drops an unwritten new one."""
+
+    def __init__(self, store, name: str, table_bytes: int, entry_size: int, write: bool):
+        self.table_bytes = table_bytes
+        self.problem: str | None = None          # found on opening it: "absent" or the reason
+        try:
+            self.check = open_check(store, name, table_bytes, entry_size, stop=False)
+        except SumsProblem as e:
+            self.check, self.problem = None, e.reason
+        if self.check is None and self.problem is None:
+            self.problem = "absent"
+        self.writer = SumsWriter(store, name) if write else None
+        sinks = [s.take for s in (self.check, self.writer) if s is not None]
+        self.blocks = BlockSums(entry_size, sink=sinks[0] if len(sinks) == 1 else
+                                lambda batch: [take(batch) for take in sinks]) if sinks else None
+
+    def conclude(self, rep: VerifyReport) -> None:
+        """Compare the sidecar with the sums just computed (a disagreement is a problem), or
+        write the new one when the table passed every other check and the old one does not
+        match it."""
+        if self.blocks is not None:
+            self.blocks.finish()
+        problem = self.check.finish() if self.check is not None else self.problem
+        if self.writer is not None and not rep.problems:
+            if problem is not None:
+                self.writer.commit(self.blocks)
+                rep.sums = "written"
+            else:
+                rep.sums = "match"
+            return
+        rep.sums = "match" if problem is None else problem
+        if problem not in (None, "absent"):
+            rep.problems.append(f"block sums: {problem}")
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.check is not None:
+            self.check.close()
+        if self.writer is not None:
+            self.writer.abort()
 
 
 class _Remote(str):

@@ -2,6 +2,7 @@
 threads) and :func:`decompress_table` (the original bytes back, resumable)."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -24,9 +25,9 @@ from c4table.c4z.drain import BlockWriter, _fsync, check_grid, load_checkpoint, 
 from c4table.c4z.reader import open_c4z
 from c4table.table.source import board_of_table
 from c4table.io.hashes import Hashes
-from c4table.table.sums import BlockSums
+from c4table.table.sums import BlockSums, open_check, warn_unchecked
 from c4table.io.files import fsync_dir
-from c4table.io.storage import is_url
+from c4table.io.storage import is_url, open_storage
 
 
 def _say(quiet: bool, stream, text: str) -> None:
@@ -68,6 +69,19 @@ def _check_hashes(src: Path, hashes: dict, digests: dict) -> None:
                                    f"expected {hashes[k]} (file changed while compressed?)")
 
 
+@contextlib.contextmanager
+def _dropped_if_refused(*files: Path):
+    """Delete ``files`` (this run's part file and side files) if the input is refused
+    (:class:`TableError`: damaged, unsorted, not what the manifest records): nothing of the
+    run is kept to resume, and no ``.c4z`` appears."""
+    try:
+        yield
+    except TableError:
+        for p in files:
+            p.unlink(missing_ok=True)
+        raise
+
+
 def compress_table(src: str | os.PathLike, out: str | os.PathLike | None = None, *,
                    board: str | Board | None = None, level: int = DEFAULT_LEVEL,
                    block_entries: int = DEFAULT_BLOCK_ENTRIES, threads: int | None = None,
@@ -77,9 +91,12 @@ def compress_table(src: str | os.PathLike, out: str | os.PathLike | None = None,
     """Compress the table file ``src`` into ``out`` (default: ``src`` with ``.c4z``), streaming,
     on ``threads`` threads (default: all cores), resuming an interrupted run (module
     docstring). ``hashes`` (``sha256``, ``md5`` from a manifest), when given, must equal the
-    hashes computed on the way. ``part_entries``: the entries of a block's first part (and
-    of every further part; default :func:`default_part_entries`), which a single probe
-    decodes alone when it holds the key;
+    hashes computed on the way. Each block of the input is checked against its block sums
+    (``TABLE.dat.sums``) as it is read; a damaged one is refused (:class:`TableDamaged`, naming
+    the block), as is a damaged sidecar, and the run leaves no part file behind; without a
+    sidecar, a warning says the input is unchecked. ``part_entries``: the entries of a
+    block's first part (and of every further part; default :func:`default_part_entries`),
+    which a single probe decodes alone when it holds the key;
     ``key_dict=False`` / ``sym_dict=False`` skip the trained dictionaries; ``min_match``: the
     frames' zstd parameters (:func:`~c4table.c4z.blocks.zstd_params`; 0, the default: the
     level's own). Returns ``out``.
@@ -108,7 +125,12 @@ def compress_table(src: str | os.PathLike, out: str | os.PathLike | None = None,
     state = load_checkpoint(ckpt, part, idxf, settings)
     done = int(state["blocks"]) if state else 0
     part_bytes = int(state["part_bytes"]) if state else 0
-    h = Hashes()
+    # the input's blocks, checked against its sidecar as they are read (None: it has none)
+    check = open_check(open_storage(src.parent), src.name, size, E, src)
+    if check is None:
+        warn_unchecked(src)
+    sums = check.block_sums() if check is not None else None
+    h = Hashes(sums=sums)
     stream = stream or sys.stderr
     t0 = time.perf_counter()
     chunk = block_entries * E
@@ -119,7 +141,8 @@ def compress_table(src: str | os.PathLike, out: str | os.PathLike | None = None,
                                          key_size=KEY_DICT_BYTES if key_dict else 0,
                                          sym_size=SYM_DICT_BYTES if sym_dict else 0)
     dicts = (key_dict or b"") + (sym_dict or b"")
-    with open(src, "rb") as fin:
+    with _dropped_if_refused(part, idxf, ckpt), check or contextlib.nullcontext(), \
+            open(src, "rb") as fin:
         prev_last_key = -1
         if done:
             _say(quiet, stream, f"[compress] resuming {out.name} at block {done:,} of {nblocks:,}; "
@@ -153,6 +176,9 @@ def compress_table(src: str | os.PathLike, out: str | os.PathLike | None = None,
                 meter.update((w.blocks - done) * chunk, now, block=f"{w.blocks:,} of {nblocks:,}",
                              written=format_size(w.part_bytes))
             w.drain()
+            if check is not None:
+                sums.finish()
+                check.finish()   # (raises for a damaged block or sidecar)
             digests = h.result()
             _check_hashes(src, hashes or {}, digests)
             header = c4z_header(b, entries=entries, raw_bytes=size, digests=digests,

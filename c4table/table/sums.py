@@ -1,9 +1,12 @@
 """Per-block checksums of a ``.dat`` table: the sidecar file ``TABLE.dat.sums`` beside it, how it
-is written (:class:`BlockSums`, fed the table's bytes in order by the merge and by ``c4table
-verify --write-sums``), and how a reader uses it (:class:`Guard`: each block checked the first
-time a search touches it, remembered for the life of the open table; an outcome byte its
-position's ply cannot have refused with or without sums). Layout: docs/FORMAT.md and
-``docs/modules.md`` (``c4table.table.sums``).
+is written (:class:`BlockSums`, fed the table's bytes in order, handing each batch of finished
+sums on to :class:`SumsWriter`, which streams them into the sidecar: the merge, ``c4table
+verify --write-sums``), how it is checked as a table streams past (:class:`SumsCheck`: ``c4table
+verify``, ``c4table compress``), and how a reader uses it (:class:`Guard`: each block checked
+the first time a search touches it, remembered for the life of the open table; an outcome byte
+its position's ply cannot have refused with or without sums). Memory for the sums does not grow
+with the table on any of these paths. Layout: docs/FORMAT.md and ``docs/modules.md``
+(``c4table.table.sums``).
 
 >>> s = BlockSums(4, block_entries=2); s.update(b"abcdefghijkl")   # 3 entries: 2 blocks
 >>> len(s.finish())
@@ -14,6 +17,7 @@ from __future__ import annotations
 import os
 import struct
 import sys
+import tempfile
 from array import array
 from pathlib import Path
 
@@ -28,6 +32,9 @@ VERSION = 1
 BLOCK_ENTRIES = 4096           # 28 KiB blocks for 7-byte entries: 553 million sums for 7x6
 HEADER = struct.Struct("<8sIIIIQQQQ")   # + the header's own xxh64 (u64)
 HEADER_BYTES = HEADER.size + 8
+BATCH = 1 << 16                # sums handed on at a time (512 KiB)
+READ_BYTES = 1 << 20           # sidecar bytes a check reads at a time
+REWRITE = "rewrite it with c4table verify --write-sums"
 _warned: set[str] = set()
 
 
@@ -44,13 +51,20 @@ def sums_path(table: str | os.PathLike) -> Path:
 
 class BlockSums:
     """The xxh64 of each block of ``block_entries`` entries of a stream of table bytes fed in
-    order, in chunks of any size."""
+    order, in chunks of any size. Finished sums go to ``sink`` in order, in batches of up to
+    :data:`BATCH` (a uint64 array, valid during the call), so that memory does not grow with
+    the table; without a sink they are kept (:meth:`finish` returns them: small tables, tests).
+    The count of blocks and the xxh64 of the sums (the sidecar's header) are kept either way."""
 
-    def __init__(self, entry_size: int, block_entries: int = BLOCK_ENTRIES):
+    def __init__(self, entry_size: int, block_entries: int = BLOCK_ENTRIES, sink=None):
         self.entry_size, self.block_entries = entry_size, block_entries
         self.block_bytes = entry_size * block_entries
         self.size = 0
-        self._sums = array("Q")   # 8 bytes a block: 4.4 GB for 7x6, in memory until written
+        self.blocks = 0                      # sums handed on (or kept) so far
+        self._sink = sink
+        self._kept = [] if sink is None else None
+        self._batch = array("Q")
+        self._digest = xxhash.xxh64()        # of the sums' little-endian bytes
         self._part = xxhash.xxh64()
         self._in_part = 0
 
@@ -64,94 +78,291 @@ class BlockSums:
             self._in_part += take
             at = take
             if self._in_part == self.block_bytes:
-                self._sums.append(self._part.intdigest())
+                self._batch.append(self._part.intdigest())
                 self._part.reset()
                 self._in_part = 0
         B = self.block_bytes
+        batch = self._batch
         while len(mv) - at >= B:
-            self._sums.append(xxhash.xxh64_intdigest(mv[at: at + B]))
+            batch.append(xxhash.xxh64_intdigest(mv[at: at + B]))
             at += B
         if at < len(mv):
             self._part.update(mv[at:])
             self._in_part = len(mv) - at
+        if len(batch) >= BATCH:
+            self._hand_on()
+
+    def _hand_on(self) -> None:
+        """Pass the batch of finished sums on (to the sink, or to those kept)."""
+        if not self._batch:
+            return
+        batch = np.frombuffer(self._batch, np.uint64)
+        self._batch = array("Q")
+        self._digest.update(_le(batch))
+        self.blocks += batch.shape[0]
+        if self._sink is None:
+            self._kept.append(batch)
+        else:
+            self._sink(batch)
 
     def finish(self) -> np.ndarray:
-        """The sums (uint64, a view of what was collected: no copy), the last, shorter block
-        included; nothing more can be fed after this."""
+        """Hand on the last sums (the last, shorter block included); nothing more can be fed
+        after this. Returns the kept sums (uint64; empty with a sink)."""
         if self._in_part:
-            self._sums.append(self._part.intdigest())
+            self._batch.append(self._part.intdigest())
             self._part.reset()
             self._in_part = 0
-        return np.frombuffer(self._sums, np.uint64) if len(self._sums) else np.zeros(0, np.uint64)
+        self._hand_on()
+        if not self._kept:
+            return np.zeros(0, np.uint64)
+        if len(self._kept) > 1:
+            self._kept[:] = [np.concatenate(self._kept)]
+        return self._kept[0]
 
     def header(self) -> bytes:
-        """The sidecar's 64-byte header."""
-        sums = self.finish()
+        """The sidecar's 64-byte header (after :meth:`finish`, which it calls)."""
+        self.finish()
         head = HEADER.pack(MAGIC, VERSION, self.block_entries, self.entry_size, 0, self.size,
-                           sums.shape[0], xxhash.xxh64_intdigest(_le(sums)), 0)
+                           self.blocks, self._digest.intdigest(), 0)
         return head + struct.pack("<Q", xxhash.xxh64_intdigest(head))
 
     def to_bytes(self) -> bytes:
-        """The whole sidecar file (header and sums)."""
+        """The whole sidecar file (header and sums) of kept sums."""
         return self.header() + _le(self.finish()).tobytes()
 
     def write(self, table: str | os.PathLike) -> Path:
-        """Write the sidecar beside the local table file ``table`` (atomically); its path."""
+        """Write the sidecar of kept sums beside the local table file ``table`` (atomically);
+        its path."""
         out = sums_path(table)
         tmp = out.with_name(out.name + ".tmp")
         with open(tmp, "wb") as f:
             f.write(self.header())
-            f.write(_le(self.finish()))   # 8 bytes a block, written as collected (no copy)
+            f.write(_le(self.finish()))
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, out)
         return out
 
 
-def write_sums(store, name: str, sums: BlockSums) -> None:
-    """Write the sidecar of table ``name`` of ``store`` (a :class:`~c4table.io.storage.Storage`:
-    locally under a temporary name, synced, then renamed; on an object store as one object,
-    which appears when complete). Counted as one object written either way."""
-    rel = name + SUFFIX
-    target = rel + ".tmp" if store.local else rel
-    with store.open_output(target) as f:
-        f.write(sums.header())
-        f.write(_le(sums.finish()))
+class SumsWriter:
+    """The sidecar of table ``name`` of ``store`` (a :class:`~c4table.io.storage.Storage`),
+    written as the sums come (:meth:`take`, the sink of a :class:`BlockSums`): locally into a
+    temporary file after a blank header, which :meth:`commit` fills in at the end, syncs and
+    renames; for an object store into a local temporary file, uploaded as one object (which
+    appears when complete) by :meth:`commit`. :meth:`abort` (or leaving the ``with`` block
+    without a commit) drops what was written. Counted as one object written."""
+
+    def __init__(self, store, name: str):
+        self.store, self.rel = store, name + SUFFIX
+        self._tmp = self.rel + ".tmp"
+        self._done = False
         if store.local:
-            f.flush()
-            os.fsync(f.fileno())
-    if store.local:
-        store.rename(target, rel)
+            self._f = store.open_output(self._tmp)
+            self._f.write(bytes(HEADER_BYTES))   # the header's place, filled in by commit
+        else:
+            self._f = tempfile.TemporaryFile()
+
+    def take(self, batch: np.ndarray) -> None:
+        self._f.write(_le(batch))
+
+    def commit(self, sums: BlockSums) -> None:
+        """Finish ``sums`` (the :class:`BlockSums` that fed this writer) and put the sidecar in
+        place with its header."""
+        head = sums.header()                    # hands on the last sums first
+        if self.store.local:
+            self._f.flush()
+            os.pwrite(self._f.fileno(), head, 0)
+            os.fsync(self._f.fileno())
+            self._f.close()
+            self.store.rename(self._tmp, self.rel)
+        else:
+            self._f.seek(0)
+            with self.store.open_output(self.rel) as out:
+                out.write(head)
+                while b := self._f.read(1 << 24):
+                    out.write(b)
+            self._f.close()
+        self._done = True
+
+    def abort(self) -> None:
+        """Drop the unfinished sidecar (nothing once committed)."""
+        if self._done:
+            return
+        self._done = True
+        self._f.close()
+        if self.store.local:
+            (self.store.root / self._tmp).unlink(missing_ok=True)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.abort()
 
 
-def sums_problem(store, name: str, table_bytes: int, entry_size: int, computed: np.ndarray
-                 ) -> str | None:
-    """Why the sidecar of table ``name`` of ``store`` disagrees with the sums ``computed`` from
-    the table's bytes (:class:`BlockSums` of ``BLOCK_ENTRIES``), ``"absent"`` when there is
-    none, or ``None`` when it agrees (``c4table verify``)."""
+class SumsCheck:
+    """The sums of a table's blocks checked as they come (:meth:`take`: the sink of a
+    :class:`BlockSums` of :data:`BLOCK_ENTRIES`, e.g. :meth:`block_sums`) against the sidecar of
+    the table, which is read along (memory does not grow with the table). ``stop``: the first
+    block that does not match raises :class:`TableDamaged` naming it (``c4table compress``);
+    otherwise :meth:`finish` reports the first such block and their count (``c4table verify``).
+    Opened by :func:`open_check`."""
+
+    def __init__(self, name: str, table_bytes: int, entry_size: int, shown, f,
+                 head: "SumsHeader", stop: bool):
+        self.rel, self.shown, self.stop = name + SUFFIX, shown, stop
+        self.table_bytes, self.entry_size, self.head = table_bytes, entry_size, head
+        self._f = f
+        self._digest = xxhash.xxh64()        # of the sidecar's sums, as read
+        self._have = np.zeros(0, "<u8")      # sidecar sums read and not yet compared
+        self._rest = b""                     # a read's bytes past its last whole sum
+        self._at = 0                         # blocks compared so far
+        self.first_bad, self.bad = -1, 0
+        self._damaged: bool | None = None
+
+    def block_sums(self) -> BlockSums:
+        """A :class:`BlockSums` whose sums this check takes."""
+        return BlockSums(self.entry_size, BLOCK_ENTRIES, sink=self.take)
+
+    def _more(self) -> bool:
+        """Read the next sums of the sidecar into ``_have``; False at its end."""
+        while True:
+            raw = self._f.read(READ_BYTES)
+            if not raw:
+                return False
+            self._digest.update(raw)
+            raw = self._rest + raw
+            whole = len(raw) // 8 * 8
+            self._rest = raw[whole:]
+            if whole:
+                self._have = np.frombuffer(raw, "<u8", whole // 8)
+                return True
+
+    def take(self, batch: np.ndarray) -> None:
+        at = 0
+        while at < batch.shape[0]:
+            if not self._have.shape[0] and not self._more():   # a sidecar cut short
+                self._differ(self._at, batch.shape[0] - at)
+                self._at += batch.shape[0] - at
+                return
+            n = min(batch.shape[0] - at, self._have.shape[0])
+            ne = batch[at: at + n] != self._have[:n]
+            if ne.any():
+                self._differ(self._at + int(np.argmax(ne)), int(np.count_nonzero(ne)))
+            self._have = self._have[n:]
+            at += n
+            self._at += n
+
+    def _differ(self, block: int, count: int) -> None:
+        if self.first_bad < 0:
+            self.first_bad = block
+        self.bad += count
+        if self.stop:
+            self._refuse()
+
+    def _sums_damaged(self) -> bool:
+        """Whether the sidecar's sums do not match their checksum (read to its end, once)."""
+        if self._damaged is None:
+            while self._more():
+                pass
+            self._damaged = self._digest.intdigest() != self.head.sums_xxh64 or bool(self._rest)
+        return self._damaged
+
+    def where(self, block: int) -> str:
+        """Block ``block``, with its bytes and entries."""
+        B = self.entry_size * BLOCK_ENTRIES
+        lo, hi = block * B, max(min((block + 1) * B, self.table_bytes), block * B + 1)
+        E = self.entry_size
+        return (f"block {block:,} (bytes {lo:,} to {hi - 1:,}, entries {lo // E:,} to "
+                f"{(hi - 1) // E:,})")
+
+    def _refuse(self) -> None:
+        self.stop = False                    # (once)
+        if self._sums_damaged():
+            raise TableDamaged(f"{self.shown}: its sums ({self.rel}) do not match their checksum "
+                               f"(damaged sums; {REWRITE})")
+        raise TableDamaged(f"{self.shown}: {self.where(self.first_bad)} does not match its "
+                           f"checksum in {self.rel}: the table is damaged")
+
+    def finish(self) -> str | None:
+        """After the :class:`BlockSums` feeding this check is finished: close the sidecar and
+        say why it disagrees with the table (``None``: it agrees); with ``stop``,
+        :class:`TableDamaged` instead."""
+        stop = self.stop
+        try:
+            if self._at != self.head.blocks:          # the table is longer or shorter
+                self._differ(min(self._at, self.head.blocks), 1)
+            damaged = self._sums_damaged()
+        finally:
+            self.close()
+        if stop and (damaged or self.first_bad >= 0):
+            self._refuse()
+        if damaged:
+            return f"{self.rel}: its sums do not match their checksum (damaged sums)"
+        if self.first_bad >= 0:
+            return (f"{self.where(self.first_bad)} does not match its sum in {self.rel} "
+                    f"({self.bad:,} block(s) differ)")
+        return None
+
+    def close(self) -> None:
+        self._f.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class SumsProblem(TableDamaged):
+    """A sidecar that is damaged or describes another table (:func:`open_check`); ``reason``:
+    the message without the path in front."""
+
+    def __init__(self, where, reason: str):
+        super().__init__(f"{where}: {reason}")
+        self.reason = reason
+
+
+def open_check(store, name: str, table_bytes: int, entry_size: int, shown=None,
+               stop: bool = True) -> SumsCheck | None:
+    """A :class:`SumsCheck` of table ``name`` of ``store`` (``table_bytes`` long, entries of
+    ``entry_size`` bytes; ``shown``: the table as messages name it), or ``None`` when it has no
+    sidecar; :class:`SumsProblem` when the sidecar is damaged or describes another table."""
     rel = name + SUFFIX
+    shown = shown if shown is not None else name
     if not store.exists(rel):
-        return "absent"
-    parts = []
-    with store.open_input_stream(rel) as f:
-        while b := f.read(1 << 24):     # (a remote stream cannot read() to its end at once)
-            parts.append(b)
-    raw = b"".join(parts)
+        return None
+    f = store.open_input_stream(rel)
     try:
+        raw = b""
+        while len(raw) < HEADER_BYTES and (b := f.read(HEADER_BYTES - len(raw))):
+            raw += b
+        problem = header_problem(raw)
+        if problem:
+            raise SumsProblem(shown, f"{rel}: {problem}")
         h = SumsHeader(raw, rel)
-    except TableDamaged as e:
-        return str(e).partition(": ")[2]
-    if h.block_entries != BLOCK_ENTRIES or h.entry_size != entry_size or \
-            h.table_bytes != table_bytes or len(raw) != HEADER_BYTES + 8 * h.blocks:
-        return (f"{rel} describes a table of {h.table_bytes:,} bytes ({h.entry_size}-byte "
-                f"entries, blocks of {h.block_entries:,}), not this one")
-    got = np.frombuffer(raw, "<u8", offset=HEADER_BYTES)
-    if xxhash.xxh64_intdigest(got.tobytes()) != h.sums_xxh64:
-        return f"{rel}: its sums do not match their checksum (damaged sums)"
-    if got.shape != computed.shape or (got != computed).any():
-        diff = np.flatnonzero(got != computed) if got.shape == computed.shape else [0]
-        return (f"block {int(diff[0]):,} does not match its sum in {rel} "
-                f"({len(diff):,} block(s) differ)")
+        blocks = -(-(table_bytes // max(entry_size, 1)) // BLOCK_ENTRIES)
+        if h.block_entries != BLOCK_ENTRIES or h.entry_size != entry_size or \
+                h.table_bytes != table_bytes or h.blocks != blocks:
+            raise SumsProblem(shown, f"{rel} describes a table of {h.table_bytes:,} bytes "
+                                     f"({h.entry_size}-byte entries, blocks of "
+                                     f"{h.block_entries:,}), not this one")
+    except BaseException:
+        f.close()
+        raise
+    return SumsCheck(name, table_bytes, entry_size, shown, f, h, stop)
+
+
+def header_problem(raw: bytes) -> str | None:
+    """Why ``raw`` is not the header of a sidecar this c4table reads (``None``: it is)."""
+    if len(raw) < HEADER_BYTES or raw[:8] != MAGIC:
+        return f"not a c4table block-sums file (damaged; {REWRITE})"
+    if struct.unpack("<Q", raw[HEADER.size:HEADER_BYTES])[0] != \
+            xxhash.xxh64_intdigest(raw[:HEADER.size]):
+        return f"its header does not match its checksum (damaged; {REWRITE})"
+    version = HEADER.unpack(raw[:HEADER.size])[1]
+    if version != VERSION:
+        return f"block-sums version {version}, this c4table reads {VERSION} ({REWRITE})"
     return None
 
 
@@ -159,19 +370,11 @@ class SumsHeader:
     """The parsed header of a sidecar (raises :class:`TableDamaged` for a damaged one)."""
 
     def __init__(self, raw: bytes, where: Path):
-        if len(raw) < HEADER_BYTES or raw[:8] != MAGIC:
-            raise TableDamaged(f"{where}: not a c4table block-sums file (damaged; rewrite it with "
-                               "c4table verify --write-sums)")
-        fields = HEADER.unpack(raw[:HEADER.size])
-        (own,) = struct.unpack("<Q", raw[HEADER.size:HEADER_BYTES])
-        if own != xxhash.xxh64_intdigest(raw[:HEADER.size]):
-            raise TableDamaged(f"{where}: its header does not match its checksum (damaged; rewrite "
-                               "it with c4table verify --write-sums)")
-        if fields[1] != VERSION:
-            raise TableDamaged(f"{where}: block-sums version {fields[1]}, this c4table reads "
-                               f"{VERSION} (rewrite it with c4table verify --write-sums)")
+        problem = header_problem(raw)
+        if problem:
+            raise TableDamaged(f"{where}: {problem}")
         _, _, self.block_entries, self.entry_size, _, self.table_bytes, self.blocks, \
-            self.sums_xxh64, _ = fields
+            self.sums_xxh64, _ = HEADER.unpack(raw[:HEADER.size])
 
 
 def read_sums(table: Path, entry_size: int, table_bytes: int, board=None

@@ -35,7 +35,7 @@ from c4table.wording import count
 from c4table.game.board import Board
 from c4table.errors import BuildError
 from c4table.io.hashes import Hashes
-from c4table.table.sums import BlockSums, write_sums
+from c4table.table.sums import BlockSums, SumsWriter
 from c4table.pipeline.runtime import resources
 from c4table.pipeline.sort.extsort import sorted_chunks
 from c4table.pipeline.kernels.cpu import pack_entries, pack_mapped, strictly_increasing_keys, words_to_entries
@@ -306,11 +306,14 @@ def run(build):
         raise BuildError(f"{build.root}: the backward pass is not finished (plies {missing[:5]}... missing)")
     t0 = time.perf_counter()
     md5 = build.table_md5
-    sums = BlockSums(board.entry_size)   # the table's per-block xxh64, hashed with its sha256
     shards = [s for p in plies for s in m.shards("backward", p) if s.rows]
     total = sum(s.rows for s in shards)
     resources.check_free(store, resources.merge_need(build, plies), f"the table {name}")
-    with resources.disk_full_guard(store, f"the table {name}", "every generation"):
+    # the table's per-block xxh64, hashed with its sha256 and streamed into its sidecar (the
+    # sidecar's temporary file is dropped if the merge fails)
+    with resources.disk_full_guard(store, f"the table {name}", "every generation"), \
+            SumsWriter(store, name) as sidecar:
+        sums = BlockSums(board.entry_size, sink=sidecar.take)
         if "backward" not in build.verified:
             n = verify_shards(build.executor, store, shards)
             prog.note(f"verified {n} backward shard(s) (xxh64)")
@@ -356,7 +359,7 @@ def run(build):
             raise BuildError(f"{store.display(target)}: {hashes['bytes']:,} bytes written, "
                              f"expected {total * E:,}")
         store.delete_tree(PARTS)
-        write_sums(store, name, sums)
+        sidecar.commit(sums)
         m.record_table({"file": name, "entries": total, "bytes": total * E, **hashes}, _totals(m.plies))
         m.save()
     if store.local:
