@@ -615,3 +615,34 @@ def test_a_shard_recorded_under_another_generation_stops_the_c4z_merge(staged54,
     code, _, err = cli("merge", "5x4", "--out", out, "-q", "--workers", "2", *C4Z_CMD)
     assert code != 0 and one_line_error(err)
     assert "generation 7" in err and "not of that ply" in err, err
+
+
+def test_the_three_writers_write_the_same_file(tmp_path, built):
+    """build --format c4z (the merge's range tasks and driver, many ranges), compress of the
+    .dat and compress of the raw table as an .xz stream, at one grid, level and min match:
+    the same .c4z byte for byte (one block writer and one codec behind all three), which
+    decompresses to the .dat."""
+    import lzma
+    from c4table.c4z.stream import compress_stream
+    from c4table.pipeline.stages.merge_c4z import build_grid, build_level, build_min_match
+    out = tmp_path / "b"
+    code, _, err = cli("build", "5x4", "--out", out, "--workers", 2, "-q", *C4Z_CMD, *SMALL,
+                       env={"C4TABLE_TABLE_MD5": "1"})   # the other two record the md5 too
+    assert code == 0, err
+    built_z = out / "connect4_5x4.c4z"
+    dat = built("5x4") / "connect4_5x4.dat"
+    (B, P), level, mm = build_grid(), build_level(), build_min_match()
+    xz = tmp_path / "connect4_5x4.dat.xz"
+    xz.write_bytes(lzma.compress(dat.read_bytes(), preset=0))
+    z_dat = compress_table(dat, tmp_path / "dat.c4z", level=level, block_entries=B,
+                           part_entries=P, key_dict=False, sym_dict=False, min_match=mm,
+                           quiet=True, threads=2)
+    z_xz = compress_stream(xz, tmp_path / "xz.c4z", level=level, block_entries=B,
+                           part_entries=P, min_match=mm, quiet=True, threads=2)
+    data = built_z.read_bytes()
+    assert z_dat.read_bytes() == data and z_xz.read_bytes() == data
+    hdr = json.loads(data[-TRAILER.size - TRAILER.unpack(data[-TRAILER.size:])[2]: -TRAILER.size])
+    assert (hdr["blocks"], hdr["block_entries"], hdr["min_match"]) == (-(-hdr["entries"] // B), B, mm)
+    code, _, err = cli("decompress", built_z, "-o", tmp_path / "back.dat")
+    assert code == 0, err
+    assert (tmp_path / "back.dat").read_bytes() == dat.read_bytes()

@@ -223,8 +223,8 @@ def test_never_a_wrong_answer_under_random_damage(t44, tmp_path):
 def test_compress_resumes_after_interruption(t54, tmp_path, monkeypatch):
     dat, _ = t54
     whole = compress_table(dat, tmp_path / "whole.c4z", block_entries=SMALL_BLOCKS, quiet=True)
-    monkeypatch.setattr(c4z.drain, "CHECKPOINT_SECONDS", 0.0)
-    real = c4z.writer._compress_block
+    monkeypatch.setattr(c4z.blockwriter, "CHECKPOINT_SECONDS", 0.0)
+    real = c4z.blockwriter._encode
     calls = {"n": 0}
 
     def dies(*a):
@@ -232,13 +232,13 @@ def test_compress_resumes_after_interruption(t54, tmp_path, monkeypatch):
         if calls["n"] > 200:
             raise KeyboardInterrupt
         return real(*a)
-    monkeypatch.setattr(c4z.writer, "_compress_block", dies)
+    monkeypatch.setattr(c4z.blockwriter, "_encode", dies)
     out = tmp_path / "resumed.c4z"
     with pytest.raises(KeyboardInterrupt):
         compress_table(dat, out, block_entries=SMALL_BLOCKS, quiet=True, threads=2)
     ck = json.loads((tmp_path / "resumed.c4z.part.json").read_text())
     assert 100 < ck["blocks"] <= 200 and not out.exists()
-    monkeypatch.setattr(c4z.writer, "_compress_block", real)
+    monkeypatch.setattr(c4z.blockwriter, "_encode", real)
     lines = []
 
     class Sink:
@@ -523,3 +523,53 @@ def test_older_format_versions_are_refused_in_one_line(t44, tmp_path):
         rc, out, err = run_cli("lookup", "--table", str(old), "1")
         assert rc == 1 and f"format version {version}" in err and "compress the table again" \
             in err and err.count("\n") == 1, err
+
+
+def _with_header(z, tmp_path, name: str, **changes):
+    """A copy of the ``.c4z`` ``z`` whose header has ``changes`` (consistent trailer)."""
+    import xxhash
+    data, idx_off, idx_len, hdr_len = _layout(z)
+    hdr = json.loads(data[idx_off + idx_len: idx_off + idx_len + hdr_len])
+    hdr.update(changes)
+    h = json.dumps(hdr).encode()
+    out = tmp_path / name
+    out.write_bytes(data[: idx_off + idx_len] + h + c4z.TRAILER.pack(
+        idx_off, idx_len, len(h), xxhash.xxh64_intdigest(h), c4z.END_MAGIC))
+    return out
+
+
+def test_an_unknown_block_codec_is_refused_in_one_line(t44, tmp_path):
+    _, z = t44
+    other = _with_header(z, tmp_path, "other.c4z", transform="varint-plysym-v9")
+    rc, out, err = run_cli("lookup", "--table", str(other), "1")
+    assert rc == 1 and err.count("\n") == 1, err
+    assert "no .c4z block codec named 'varint-plysym-v9'" in err and "varint-plysym-v3" in err
+
+
+def test_the_reader_takes_the_codec_the_header_names(t44, tmp_path, monkeypatch):
+    """A codec registered under another name, named in a file's header, is the one the reader
+    decodes and probes with."""
+    from c4table.c4z import registry
+    from c4table.c4z.blocks import PlySymbolCodec
+    from c4table.testing.oracle import oracle_table
+    used = []
+
+    class Counting(PlySymbolCodec):
+        def decode(self, block, n, first):
+            used.append("decode")
+            return super().decode(block, n, first)
+
+        def probe(self, st, n, key):
+            used.append("probe")
+            return super().probe(st, n, key)
+    monkeypatch.setitem(registry._CODECS, "test-counting", Counting)
+    Counting.name = "test-counting"
+    _, z = t44
+    other = _with_header(z, tmp_path, "other.c4z", transform="test-counting")
+    ref = oracle_table(4, 4)
+    keys = sorted(ref)[::97]
+    with open_c4z(other) as f:
+        assert type(f.codec) is Counting
+        assert [f.outcome_byte(k) for k in keys] == [ref[k] for k in keys]
+        assert c4z.RawStream(f).read() == t44[0].read_bytes()
+    assert "probe" in used and "decode" in used

@@ -133,7 +133,7 @@ def test_damaged_raw_streams_refused(packed, tmp_path, damage):
 
 KILLER = textwrap.dedent("""
     import json, os, signal, sys
-    import c4table.c4z.drain as d
+    import c4table.c4z.blockwriter as d
     import c4table.c4z.stream as s
     d.CHECKPOINT_SECONDS = 0.0
     real, seen = d._checkpoint, [0]
@@ -156,10 +156,10 @@ def test_kill9_and_resume_identical(packed, tmp_path, monkeypatch):
                        capture_output=True, timeout=600)
     assert p.returncode == -signal.SIGKILL, p.stderr.decode()
     assert not out.exists() and out.with_name("r.c4z.part.json").exists()
-    import c4table.c4z.stream as s
+    import c4table.c4z.blockwriter as w
     calls = []
-    real = s._compress_block
-    monkeypatch.setattr(s, "_compress_block", lambda *a: calls.append(1) or real(*a))
+    real = w._encode
+    monkeypatch.setattr(w, "_encode", lambda *a: calls.append(1) or real(*a))
     import io
     msg = io.StringIO()
     compress_stream(xz, out, block_entries=4096, stream=msg)

@@ -1,6 +1,6 @@
 """The block codec of shard files: a block of sorted uint64 keys as LEB128 varints of their
-deltas (the first key is kept in the file's block index), and a block of outcome bytes as
-they are; each stream is one zstd frame with its content checksum (a damaged block is found
+deltas (:mod:`c4table.io.varint`; the first key is kept in the file's block index), and a
+block of outcome bytes as they are; each stream is one zstd frame with its content checksum (a damaged block is found
 when it is read, even where the file's xxh64 is not checked). The ``.c4z`` codec's key
 transform, applied to a generation's keys alone; measured against parquet's encodings in
 ``docs/measurements/2026-11-27-shard-codecs.md``.
@@ -19,61 +19,15 @@ import threading
 
 import numpy as np
 import zstandard
-from numba import njit
 
 from c4table.errors import CorruptDataError
+from c4table.io.varint import MAX_BYTES, decode_deltas, encode_deltas
 
 # zstd levels, measured on the shards of 5x5 and 6x4 (docs/measurements/2026-11-27-shard-codecs.md):
 # level 3 keeps 5x5's keys in 0.163 bytes per entry (level 1: 0.175) for 0.7 ns more per key
 # to encode and less to decode; level 9 (0.125) costs 10 ns more per key, 2% of a build's CPU.
 KEY_LEVEL = 3
 OUTCOME_LEVEL = 3
-
-
-@njit(cache=True, nogil=True)
-def _varint_deltas(keys, out):
-    """LEB128 of ``keys[i] - keys[i - 1]`` (i >= 1) into ``out``; the length, or -1 if the keys
-    are not strictly increasing."""
-    pos = 0
-    for i in range(1, keys.shape[0]):
-        if keys[i] <= keys[i - 1]:
-            return -1
-        x = keys[i] - keys[i - 1]
-        while x >= np.uint64(128):
-            out[pos] = (x & np.uint64(127)) | np.uint64(128)
-            x >>= np.uint64(7)
-            pos += 1
-        out[pos] = x
-        pos += 1
-    return pos
-
-
-@njit(cache=True, nogil=True)
-def _undelta(buf, first, keys):
-    """Fill ``keys`` from ``first`` and the varint deltas in ``buf``; 0 if ``buf`` holds
-    exactly ``len(keys) - 1`` well-formed deltas, else -1 (damaged)."""
-    n = keys.shape[0]
-    m = buf.shape[0]
-    if n == 0:
-        return 0 if m == 0 else -1
-    keys[0] = first
-    pos = 0
-    for i in range(1, n):
-        x = np.uint64(0)
-        shift = 0
-        while True:
-            if pos >= m or shift > 63:
-                return -1
-            b = buf[pos]
-            pos += 1
-            x |= np.uint64(b & 127) << np.uint64(shift)
-            shift += 7
-            if b < 128:
-                break
-        if x == 0:
-            return -1
-        keys[i] = keys[i - 1] + x
-    return 0 if pos == m else -1
 
 
 _CTX = threading.local()   # zstd contexts are not thread-safe: one set per thread
@@ -102,8 +56,8 @@ def _decompress(frame, size_hint: int) -> bytes:
 def encode_keys(keys: np.ndarray, level: int = KEY_LEVEL) -> bytes:
     """One zstd frame of the varint deltas of strictly increasing uint64 ``keys``."""
     keys = np.ascontiguousarray(keys, np.uint64)
-    buf = np.empty(10 * max(keys.shape[0] - 1, 0), np.uint8)
-    m = _varint_deltas(keys, buf)
+    buf = np.empty(MAX_BYTES * max(keys.shape[0] - 1, 0), np.uint8)
+    m = encode_deltas(keys, buf)
     if m < 0:
         raise ValueError("shard keys are not strictly increasing")
     return _compress(buf[:m], level)
@@ -112,9 +66,9 @@ def encode_keys(keys: np.ndarray, level: int = KEY_LEVEL) -> bytes:
 def decode_keys(frame, first: int, n: int) -> np.ndarray:
     """The ``n`` keys of a frame of :func:`encode_keys` whose first key is ``first``;
     :class:`CorruptDataError` if the frame does not hold exactly ``n`` of them."""
-    raw = np.frombuffer(_decompress(frame, 10 * max(n - 1, 0)), np.uint8)
+    raw = np.frombuffer(_decompress(frame, MAX_BYTES * max(n - 1, 0)), np.uint8)
     keys = np.empty(n, np.uint64)
-    if _undelta(raw, np.uint64(first), keys) < 0:
+    if decode_deltas(raw, np.uint64(first), keys) < 0:
         raise CorruptDataError(f"damaged block (its keys are not {n} increasing varints)")
     return keys
 

@@ -4,35 +4,31 @@ the raw entries of the blocks they leave partial (a task's range seldom starts o
 grid). :class:`Assembler` appends each block to the part file, compresses the partial blocks
 once their entries are all in, and hashes the raw table as it passes (sha256; md5 too if
 asked): each compressed block is decoded again for that, so the hashes are those of what the
-file holds, and the keys are checked strictly increasing across blocks. :meth:`Assembler.finish`
-appends the index, header and trailer (:func:`~c4table.c4z.writer.finish_part`); publishing the
-file is the caller's (a build records it in its manifest first). :meth:`Assembler.checkpoint`
+file holds, and the keys are checked strictly increasing across blocks. The blocks go through
+the :class:`~c4table.c4z.blockwriter.BlockWriter` every ``.c4z`` writer shares;
+:meth:`Assembler.finish` appends the index, header and trailer; publishing the file is the
+caller's (a build records it in its manifest first). :meth:`Assembler.checkpoint`
 makes what was added durable and returns where it stands (:class:`Checkpoint`);
 :meth:`Assembler.reopen` continues from one after a crash, hashing the blocks already written
 again (decoded, as when they were added) so that the digests are those of the whole file."""
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import xxhash
 
-from c4table.c4z.blocks import decode_block_rows, default_part_entries, encode_block
-from c4table.c4z.format import IDX_RECORD, MAGIC
-from c4table.c4z.writer import c4z_header, finish_part
+from c4table.c4z.blocks import default_part_entries
+from c4table.c4z.blockwriter import BlockWriter, Resume, idx_path
+from c4table.c4z.format import IDX_RECORD, MAGIC, TRANSFORM
+from c4table.c4z.registry import get_codec
 from c4table.errors import BuildError, CorruptDataError
 from c4table.game.board import Board
 from c4table.io.hashes import Hashes
 
 
 RESTART = "the shards below it may be gone: rerun with --restart to build it again"
-
-
-def idx_path(part: Path) -> Path:
-    """The side file of block index records of the part file ``part``."""
-    return part.with_name(part.name + ".idx")
 
 
 @dataclass
@@ -62,19 +58,18 @@ class Assembler:
         self.part, self.board, self.level, self.min_match = Path(part), board, level, min_match
         self.block_entries = block_entries
         self.part_entries = part_entries or default_part_entries(block_entries)
+        self.codec = get_codec(TRANSFORM)(board, self.part_entries, level, min_match)
         self.E = board.entry_size
         self.hashes = Hashes(md5)
         self.pending = bytearray()   # raw entries of the block being filled (from the grid)
         self.entries = 0             # entries placed so far (whole blocks and pending)
-        self.blocks = 0
-        self.last_key = -1
-        self.first_offset = self.part_bytes = len(MAGIC)
-        if reopen is None:
-            self.f = open(self.part, "wb")
-            self.f.write(MAGIC)
-            self.fidx = open(idx_path(self.part), "wb")
-        else:
-            self._reopen(reopen)
+        resume = None if reopen is None else self._reread(reopen)
+        self.w = BlockWriter(self.part, self.codec, block_entries, resume=resume,
+                             hashes=self.hashes, bad_block=self._bad_block,
+                             unordered=self._unordered)
+        if reopen is not None:
+            self.entries = reopen.blocks * block_entries
+            self.add_raw(reopen.pending)
 
     @classmethod
     def reopen(cls, part: Path, board: Board, block_entries: int, level: int, at: Checkpoint,
@@ -86,45 +81,50 @@ class Assembler:
         return cls(part, board, block_entries, level, part_entries, md5, reopen=at,
                    min_match=min_match)
 
-    def _reopen(self, at: Checkpoint) -> None:
+    @property
+    def blocks(self) -> int:
+        return self.w.blocks
+
+    @property
+    def part_bytes(self) -> int:
+        return self.w.part_bytes
+
+    @property
+    def last_key(self) -> int:
+        return self.w.last_key
+
+    def _reread(self, at: Checkpoint) -> Resume:
+        """Read the blocks the checkpoint ``at`` records back (read only), check them and hash
+        them; where the writer continues."""
         idxf = idx_path(self.part)
         if not (self.part.exists() and idxf.exists()) or self.part.stat().st_size < at.part_bytes \
                 or idxf.stat().st_size < at.blocks * IDX_RECORD.size \
                 or at.entries != at.blocks * self.block_entries + len(at.pending) // self.E:
             raise CorruptDataError(f"{self.part.name}: does not hold the {at.blocks:,} blocks "
                                    f"its checkpoint records; {RESTART}")
-        self.f, self.fidx = open(self.part, "r+b"), open(idxf, "r+b")
-        try:
-            recs = np.frombuffer(self.fidx.read(at.blocks * IDX_RECORD.size), "<u8").reshape(-1, 3)
-            self.f.seek(self.first_offset)
-            start = self.first_offset
-            for first, end, x in recs.tolist():
-                comp = self.f.read(end - start)
+        start, last = len(MAGIC), -1
+        with open(self.part, "rb") as f, open(idxf, "rb") as fidx:
+            recs = np.frombuffer(fidx.read(at.blocks * IDX_RECORD.size), "<u8").reshape(-1, 3)
+            f.seek(start)
+            for i, (first, end, x) in enumerate(recs.tolist()):
+                comp = f.read(end - start)
                 if end <= start or len(comp) != end - start or xxhash.xxh64_intdigest(comp) != x:
-                    raise CorruptDataError(f"{self.part.name}: block {self.blocks:,} differs "
+                    raise CorruptDataError(f"{self.part.name}: block {i:,} differs "
                                            f"from its index record (damaged); {RESTART}")
-                self._hash_block(comp, first)
-                self.blocks += 1
+                if first <= last:
+                    raise self._unordered(i, first, last)
+                last = self._hash_block(comp, first, i)
                 start = end
-            if start != at.part_bytes or self.last_key != at.last_key:
-                raise CorruptDataError(f"{self.part.name}: its {at.blocks:,} blocks end at byte "
-                                       f"{start:,}, key {self.last_key}, not where its checkpoint "
-                                       f"says; {RESTART}")
-            for f, size in ((self.f, at.part_bytes), (self.fidx, at.blocks * IDX_RECORD.size)):
-                f.truncate(size)
-                f.seek(size)
-        except BaseException:
-            self.close()
-            raise
-        self.part_bytes, self.entries = at.part_bytes, at.blocks * self.block_entries
-        self.add_raw(at.pending)
+        if start != at.part_bytes or last != at.last_key:
+            raise CorruptDataError(f"{self.part.name}: its {at.blocks:,} blocks end at byte "
+                                   f"{start:,}, key {last}, not where its checkpoint "
+                                   f"says; {RESTART}")
+        return Resume(at.blocks, at.part_bytes, last)
 
     def checkpoint(self) -> Checkpoint:
         """Make the blocks written so far durable (fsync of both files) and say where they end
         (the partial block's raw entries are the caller's to keep)."""
-        for f in (self.f, self.fidx):
-            f.flush()
-            os.fsync(f.fileno())
+        self.w.sync()
         return Checkpoint(self.entries, self.blocks, self.part_bytes, self.last_key,
                           bytes(self.pending))
 
@@ -136,7 +136,7 @@ class Assembler:
         self.entries += len(raw) // self.E
         whole = self.block_entries * self.E
         while len(self.pending) >= whole:
-            self._emit_raw(bytes(self.pending[:whole]))
+            self.w.add_raw(bytes(self.pending[:whole]))
             del self.pending[:whole]
 
     def add_block(self, comp: bytes, first: int, xxh64: int | None = None) -> None:
@@ -146,22 +146,24 @@ class Assembler:
         if self.pending:
             raise BuildError(f"{self.part.name}: a whole block arrived after "
                              f"{len(self.pending) // self.E:,} entries of a partial one")
-        if xxh64 is not None and xxhash.xxh64_intdigest(comp) != xxh64:
+        x = xxhash.xxh64_intdigest(comp)
+        if xxh64 is not None and x != xxh64:
             raise BuildError(f"{self.part.name}: block {self.blocks:,} changed after it was "
                              "compressed (xxh64 differs)")
-        self._hash_block(comp, first)
+        if first <= self.last_key:
+            raise self._unordered(self.blocks, first, self.last_key)
+        last = self._hash_block(comp, first, self.blocks)
         self.entries += self.block_entries
-        self._write(comp, first)
+        self.w.add_block(first, comp, last, x)
 
-    def _hash_block(self, comp: bytes, first: int) -> None:
-        """Decode a whole block, check its keys follow those before it, hash its raw entries."""
+    def _hash_block(self, comp: bytes, first: int, i: int) -> int:
+        """Decode whole block ``i``, hash its raw entries; its last key."""
         try:
-            rows, last = decode_block_rows(comp, self.board, self.block_entries, first,
-                                           part_entries=self.part_entries)
+            rows, last = self.codec.decode_rows(comp, self.block_entries, first)
         except Exception as e:   # zstd or the block's own checks
-            raise BuildError(f"{self.part.name}: block {self.blocks:,} does not decode: {e}") from None
-        self._check_order(first, last)
+            raise BuildError(f"{self.part.name}: block {i:,} does not decode: {e}") from None
         self.hashes.update(rows)
+        return last
 
     def finish(self, *, file: str, root=None, keep_idx: bool = False, **extra) -> dict:
         """Compress the last (partial) block, append index, header and trailer, fsync and
@@ -169,44 +171,22 @@ class Assembler:
         ``keep_idx``: leave the side file of index records (a rerun from a checkpoint needs
         it until the file is published; :func:`idx_path`)."""
         if self.pending:
-            self._emit_raw(bytes(self.pending))
+            self.w.add_raw(bytes(self.pending))
             self.pending = bytearray()
         digests = self.hashes.result()
-        header = c4z_header(self.board, entries=self.entries, raw_bytes=self.entries * self.E,
-                            digests=digests, file=file, root=root,
-                            block_entries=self.block_entries, blocks=self.blocks,
-                            level=self.level, part_entries=self.part_entries, key_dict=None,
-                            sym_dict=None,
-                            **({"min_match": self.min_match} if self.min_match else {}), **extra)
-        with self.f, self.fidx:
-            finish_part(self.f, self.fidx, idx_path(self.part), self.part_bytes, self.blocks,
-                        self.first_offset, header)
+        self.w.finish(entries=self.entries, raw_bytes=self.entries * self.E, digests=digests,
+                      file=file, root=root, **extra)
         if not keep_idx:
             idx_path(self.part).unlink(missing_ok=True)
         return digests
 
     def close(self) -> None:
         """Close the files (after a failure; :meth:`finish` closes them otherwise)."""
-        self.f.close()
-        self.fidx.close()
+        self.w.close()
 
-    def _emit_raw(self, raw: bytes) -> None:
-        first, comp = encode_block(raw, self.board, self.level, self.part_entries,
-                                   min_match=self.min_match)
-        rows = np.frombuffer(raw, np.uint8).reshape(-1, self.E)
-        last = int.from_bytes(rows[-1, : self.E - 1].tobytes(), "big")
-        self._check_order(first, last)
-        self.hashes.update(raw)
-        self._write(comp, first)
+    def _bad_block(self, i: int, e: Exception) -> BuildError:
+        return BuildError(f"{self.part.name}: block {i:,}: {e}")
 
-    def _check_order(self, first: int, last: int) -> None:
-        if first <= self.last_key:
-            raise BuildError(f"{self.part.name}: block {self.blocks:,} starts with key {first} "
-                             f"not above the previous block's last key {self.last_key}")
-        self.last_key = last
-
-    def _write(self, comp: bytes, first: int) -> None:
-        self.f.write(comp)
-        self.part_bytes += len(comp)
-        self.fidx.write(IDX_RECORD.pack(first, self.part_bytes, xxhash.xxh64_intdigest(comp)))
-        self.blocks += 1
+    def _unordered(self, i: int, first: int, last: int) -> BuildError:
+        return BuildError(f"{self.part.name}: block {i:,} starts with key {first} "
+                          f"not above the previous block's last key {last}")

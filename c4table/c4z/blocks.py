@@ -2,11 +2,13 @@
 stream and outcome symbols), the trained dictionaries, and the zstd contexts."""
 from __future__ import annotations
 
+import bisect
 import ctypes
 import os
 import struct
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 import xxhash
@@ -21,7 +23,9 @@ from c4table.c4z.format import (
     PART_SHARE,
     SYM_DICT_BYTES,
     SYM_DICT_SHARE,
+    TRANSFORM,
 )
+from c4table.c4z.registry import register_codec
 from c4table.errors import TableError
 from c4table.game.board import Board
 from c4table.table.source import keys_of_rows
@@ -223,10 +227,11 @@ def decode_block_bytes(block: bytes, board: Board, n: int, first: int,
 
 
 def decode_block_rows(block: bytes, board: Board, n: int, first: int,
-                      part_entries: int | None = None) -> tuple[memoryview, int]:
-    """The raw table rows of a block of ``n`` entries (no trained dictionaries, as a build
-    writes them) and its last key: :func:`decode_block_bytes` then :func:`rows_of` in one
-    pass; ValueError or ZstdError if it does not decode to exactly that.
+                      part_entries: int | None = None, key_dict: bytes | None = None,
+                      sym_dict: bytes | None = None) -> tuple[memoryview, int]:
+    """The raw table rows of a block of ``n`` entries and its last key:
+    :func:`decode_block_bytes` then :func:`rows_of` in one pass; ValueError or ZstdError if it
+    does not decode to exactly that.
 
     >>> b = Board.parse("4x4")
     >>> first, block = encode_block(bytes([0, 0, 0, 16, 0, 0, 1, 0x4f]), b, part_entries=1)
@@ -234,7 +239,7 @@ def decode_block_rows(block: bytes, board: Board, n: int, first: int,
     >>> bytes(rows) == bytes([0, 0, 0, 16, 0, 0, 1, 0x4f]), last
     (True, 1)
     """
-    st = _streams(block, n, first, part_entries, None, None)
+    st = _streams(block, n, first, part_entries, key_dict, sym_dict)
     codec = block_codec(board)
     E = board.entry_size
     rows = np.empty(n * E, np.uint8)
@@ -361,14 +366,6 @@ def train_key_dict(src, board: Board, block_entries: int, samples: int | None = 
     return train_dicts(src, board, block_entries, samples, size, 0)[0]
 
 
-def _compress_block(raw, board: Board, level: int, key_dict, part_entries: int, sym_dict,
-                    check_outcomes: bool = False, min_match: int = 0) -> tuple[int, bytes, int]:
-    """Worker: ``(first key, compressed block, xxh64 of it)``."""
-    first, comp = encode_block(raw, board, level, part_entries, key_dict, sym_dict,
-                               check_outcomes, min_match)
-    return first, comp, xxhash.xxh64_intdigest(comp)
-
-
 _tuned = False
 
 
@@ -401,3 +398,144 @@ def _dctx(zdict: bytes | None = None):
         zd = zstandard.ZstdCompressionDict(zdict) if zdict else None
         d = cache[zdict] = zstandard.ZstdDecompressor(dict_data=zd)
     return d
+
+
+@dataclass
+class ProbeState:
+    """What a single probe of a block keeps for the next (:meth:`PlySymbolCodec.probe`): the
+    block's key and symbol frames, where each part's keys end in the key stream (``bounds``,
+    from 0 to the stream's length), each part's first key, and the prefixes of the two
+    streams decoded so far."""
+
+    kf: bytes
+    sf: bytes
+    bounds: list
+    firsts: list
+    kv: bytes = b""
+    sy: bytes = b""
+
+
+@register_codec(TRANSFORM)
+@dataclass(frozen=True, eq=False)
+class PlySymbolCodec:
+    """The block codec of format 3 (registered under :data:`~c4table.c4z.format.TRANSFORM`):
+    a block in parts of ``part_entries`` entries, its keys as LEB128 deltas and its outcome
+    bytes as symbols chosen by ply (:mod:`c4table.c4z.codec`), as two zstd frames at ``level``
+    (with ``min_match``: :func:`zstd_params`) with the file's trained dictionaries, if any
+    (layout: :func:`encode_block`). One per file: :meth:`from_header` reads it back from a
+    header that :meth:`header_fields` wrote.
+
+    >>> c = PlySymbolCodec(Board.parse("4x4"), part_entries=1, level=3)
+    >>> raw = bytes([0, 0, 0, 16, 0, 0, 1, 0x4f])
+    >>> first, block = c.encode(raw)
+    >>> keys, outs = c.decode(block, 2, first)
+    >>> keys.tolist(), outs.tolist(), c.probe(c.probe_state(block, 2, first), 2, 1)
+    ([0, 1], [16, 79], 79)
+    >>> c2 = PlySymbolCodec.from_header(c.header_fields(), c.board)
+    >>> (c2.name, c2.part_entries, c2.level, c2.encode(raw) == (first, block))
+    ('varint-plysym-v3', 1, 3, True)
+    """
+
+    name: ClassVar[str]
+    board: Board
+    part_entries: int
+    level: int = DEFAULT_LEVEL
+    min_match: int = 0
+    key_dict: bytes | None = None
+    sym_dict: bytes | None = None
+    kernels: BlockCodec = field(init=False, repr=False)
+
+    def __post_init__(self):
+        object.__setattr__(self, "kernels", block_codec(self.board))
+
+    @classmethod
+    def from_header(cls, header: dict, board: Board, key_dict: bytes | None = None,
+                    sym_dict: bytes | None = None) -> "PlySymbolCodec":
+        """The codec a ``.c4z`` header describes (its dictionaries read from the file)."""
+        return cls(board, int(header.get("part_entries", 0)),
+                   int(header.get("level", DEFAULT_LEVEL)), int(header.get("min_match", 0)),
+                   key_dict, sym_dict)
+
+    def header_fields(self) -> dict:
+        """The header's fields of this codec (its name as ``transform``)."""
+        kd, sd = self.key_dict, self.sym_dict
+        return {"transform": self.name, "codec": "zstd", "level": self.level,
+                "part_entries": self.part_entries,
+                "key_dict": {"length": len(kd), "xxh64": xxhash.xxh64_intdigest(kd)} if kd else None,
+                "sym_dict": {"length": len(sd), "xxh64": xxhash.xxh64_intdigest(sd)} if sd else None,
+                **({"min_match": self.min_match} if self.min_match else {})}
+
+    # ------------------------------------------------------------- encode
+    def encode(self, raw, check_outcomes: bool = False) -> tuple[int, bytes]:
+        """``(first key, block)`` of raw table rows (:func:`encode_block`)."""
+        return encode_block(raw, self.board, self.level, self.part_entries, self.key_dict,
+                            self.sym_dict, check_outcomes, self.min_match)
+
+    # ------------------------------------------------------------- decode
+    def decode(self, block: bytes, n: int, first: int) -> tuple[np.ndarray, np.ndarray]:
+        """Keys and outcome bytes of a block of ``n`` entries (:func:`decode_block_bytes`)."""
+        return decode_block_bytes(block, self.board, n, first, self.key_dict, self.sym_dict,
+                                  self.part_entries)
+
+    def decode_rows(self, block: bytes, n: int, first: int) -> tuple[memoryview, int]:
+        """Raw table rows of a block and its last key (:func:`decode_block_rows`)."""
+        return decode_block_rows(block, self.board, n, first, self.part_entries,
+                                 self.key_dict, self.sym_dict)
+
+    # ------------------------------------------------------------- probe
+    def probe_state(self, block: bytes, n: int, first: int) -> ProbeState:
+        """A block of ``n`` entries (first key ``first``) split for probing, nothing decoded
+        yet; ValueError if its head does not fit."""
+        kf, sf, ends, firsts = split_block(block)
+        if len(ends) + 1 != -(-n // self.part_entries):
+            raise ValueError(f"{len(ends) + 1} parts for {n} entries")
+        total = zstandard.frame_content_size(kf)
+        if total < 0 or ends and not 0 <= ends[0] <= ends[-1] <= total:
+            raise ValueError("the key frame does not fit the parts")
+        return ProbeState(kf, sf, [0] + ends + [total], [first] + firsts)
+
+    def probe(self, st: ProbeState, n: int, key: int) -> int:
+        """Outcome byte of ``key`` in the block of ``n`` entries of ``st``, or -1, decoding only
+        what it needs: the part that can hold ``key`` (by the parts' first keys), the key frame
+        up to the end of that part (a streaming decoder that stops there), scanned from the
+        part's start up to ``key`` by a numba kernel, then, if the key is there, the symbol
+        frame up to the end of the part; what is decoded stays in ``st`` (a later probe
+        decodes again only if it needs more). ValueError or ZstdError if damaged."""
+        P = self.part_entries
+        bounds, firsts = st.bounds, st.firsts
+        q = bisect.bisect_right(firsts, key) - 1
+        if q < 0:
+            return -1
+        lo, hi = q * P, min(n, (q + 1) * P)
+        end, total = bounds[q + 1], bounds[-1]
+        # A part but the last: decode up to one byte before its end (zstd, once a block's
+        # output is all delivered, decodes the next block ahead); that last byte is needed
+        # only if the key is the part's last entry (the scan then runs out: decode all).
+        kv = st.kv = _decoded(st.kv, st.kf, self.key_dict, end - 1 if end < total else total,
+                              total)
+        find = self.kernels.find
+        try:
+            j = find(memoryview(kv)[bounds[q]: min(end, len(kv))], firsts[q], hi - lo, key)
+        except ValueError:
+            if len(kv) >= end:
+                raise
+            kv = st.kv = _decoded(kv, st.kf, self.key_dict, total, total)
+            j = find(memoryview(kv)[bounds[q]: end], firsts[q], hi - lo, key)
+        if j < 0:
+            return -1
+        sy = st.sy = _decoded(st.sy, st.sf, self.sym_dict,
+                              hi - 1 if lo + j < hi - 1 and hi < n else n, n)
+        return self.kernels.outcome(key, sy[lo + j])
+
+
+def _decoded(buf: bytes, frame, zdict, need: int, total: int) -> bytes:
+    """The decoded prefix ``buf`` of ``frame`` (``total`` bytes decoded), made at least
+    ``need`` bytes long: a streaming decoder that stops there, or one call for the whole
+    frame."""
+    if len(buf) >= need:
+        return buf
+    d = _dctx(zdict)
+    buf = d.decompress(frame) if need >= total else d.stream_reader(frame).read(need)
+    if len(buf) != min(need, total) or need >= total and len(buf) != total:
+        raise ValueError(f"a stream ends early ({len(buf)} of {min(need, total)} bytes)")
+    return buf

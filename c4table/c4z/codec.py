@@ -18,6 +18,7 @@ import numpy as np
 from numba import njit
 
 from c4table.game.board import Board
+from c4table.io.varint import decode_deltas, put_varint, varint_at
 
 
 def symbol_tables(cells: int) -> tuple[np.ndarray, np.ndarray]:
@@ -41,27 +42,6 @@ def symbol_tables(cells: int) -> tuple[np.ndarray, np.ndarray]:
         inv[p] = order
         fwd[p, inv[p]] = np.arange(256)
     return fwd, inv
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _put_varint(x, out, pos):
-    """The LEB128 of ``x`` (uint64: 7 bits a byte, lowest first, the high bit set on every byte
-    but the last) into ``out`` at ``pos``; returns the position after it."""
-    while x >= np.uint64(128):
-        out[pos] = (x & np.uint64(127)) | np.uint64(128)
-        x >>= np.uint64(7)
-        pos += 1
-    out[pos] = x
-    return pos + 1
-
-
-@njit(cache=True, nogil=True)
-def _varint_encode(d, out):
-    """LEB128 of the uint64 deltas ``d`` into ``out`` (large enough); returns the length."""
-    pos = 0
-    for i in range(d.shape[0]):
-        pos = _put_varint(d[i], out, pos)
-    return pos
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -127,8 +107,9 @@ def _encode(src, outs, packed, base, width, heights, fwd, kv, syms):
     returns their length) and each entry's symbol ``fwd[ply, outcome]`` into ``syms``, the ply
     followed key by key as :func:`_plies` does. ``packed``: ``src`` holds ``key << 8 |
     outcome`` words (as a build's merge does) and ``outs`` is unused; else ``src`` holds the
-    keys and ``outs`` their outcome bytes. The same bytes as :func:`_varint_encode` of the
-    deltas and :func:`_plies` through ``fwd``, without their temporary arrays."""
+    keys and ``outs`` their outcome bytes. The same bytes as
+    :func:`~c4table.io.varint.encode_deltas` of the keys and :func:`_plies` through ``fwd``,
+    without their temporary arrays."""
     n = src.shape[0]
     if n == 0:
         return 0
@@ -143,7 +124,7 @@ def _encode(src, outs, packed, base, width, heights, fwd, kv, syms):
         key = src[j] >> sh
         d = key - prev
         prev = key
-        pos = _put_varint(d, kv, pos)
+        pos = put_varint(kv, pos, d)
         d0, ply = _advance(digits, d0, np.int64(d), base, width, heights, ply)
         syms[j] = fwd[ply, (src[j] & np.uint64(255)) if packed else outs[j]]
     return pos
@@ -164,44 +145,17 @@ def _encode_symbols(src, kv, syms):
     pos = 0
     for j in range(1, n):
         key = src[j] >> eight
-        pos = _put_varint(key - prev, kv, pos)
+        pos = put_varint(kv, pos, key - prev)
         prev = key
         syms[j] = src[j] & low
     return pos
 
 
 @njit(cache=True, nogil=True)
-def _varint_at(kv, pos, m):
-    """The LEB128 varint at ``kv[pos]`` (``m`` bytes in all) and the position after it;
-    position -1 if the stream ends inside it or it is longer than a uint64 (damaged)."""
-    x = np.uint64(0)
-    shift = 0
-    while True:
-        if pos >= m or shift > 63:
-            return x, -1
-        b = kv[pos]
-        pos += 1
-        x |= np.uint64(b & 127) << np.uint64(shift)
-        shift += 7
-        if b < 128:
-            return x, pos
-
-
-@njit(cache=True, nogil=True)
 def _decode(kv, syms, first, n, base, width, heights, inv, keys, outs):
     """Keys and outcome bytes of a block from its two decompressed streams; 0 if they fit
     ``n`` entries exactly, else -1 (a damaged block)."""
-    if syms.shape[0] != n:
-        return -1
-    keys[0] = first
-    pos = 0
-    m = kv.shape[0]
-    for j in range(1, n):
-        x, pos = _varint_at(kv, pos, m)
-        if pos < 0 or x == 0:
-            return -1
-        keys[j] = keys[j - 1] + x
-    if pos != m:
+    if syms.shape[0] != n or decode_deltas(kv, first, keys) < 0:
         return -1
     _plies(keys, base, width, heights, outs)    # outs holds the plies for a moment
     for j in range(n):
@@ -247,7 +201,7 @@ def _decode_rows_of(kv, syms, first, n, base, width, heights, inv, e, rows):
                 d = np.uint64(kv[pos])
                 pos += 1
             else:
-                d, pos = _varint_at(kv, pos, m)
+                d, pos = varint_at(kv, pos, m)
                 if pos < 0:
                     return -1
             if d == 0:
@@ -293,7 +247,7 @@ def _find(kv, first, n, key):
                     pos += 8
                     j += 8
                     continue
-        x, pos = _varint_at(kv, pos, m)
+        x, pos = varint_at(kv, pos, m)
         if pos < 0:
             return -2
         k += x

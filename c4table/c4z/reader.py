@@ -1,5 +1,6 @@
-"""Reading a ``.c4z``: :class:`C4zFile` (header, index, blocks decoded on demand and kept in
-an LRU) and :class:`RawStream` (the original table's bytes, for hashing)."""
+"""Reading a ``.c4z``: :class:`C4zFile` (header, index, blocks decoded on demand by the block
+codec the header names, :mod:`~c4table.c4z.registry`, and kept in an LRU) and
+:class:`RawStream` (the original table's bytes, for hashing)."""
 from __future__ import annotations
 
 import bisect
@@ -14,8 +15,9 @@ import zstandard
 
 from c4table.game.board import Board
 from c4table.errors import (CorruptDataError, PositionNotFoundError, TableError)
-from c4table.c4z.blocks import _dctx, block_codec, decode_block_bytes, rows_of, split_block, tune_malloc
-from c4table.c4z.format import CACHE_BLOCKS, CACHE_ENTRIES, END_MAGIC, MAGIC, TAIL_BYTES, TRAILER, TRANSFORM
+from c4table.c4z.blocks import rows_of, tune_malloc
+from c4table.c4z.format import CACHE_BLOCKS, CACHE_ENTRIES, END_MAGIC, MAGIC, TAIL_BYTES, TRAILER
+from c4table.c4z.registry import get_codec
 from c4table.table.source import finish_probe
 from c4table.lru import LRUCache
 from c4table.c4z.sources import LocalSource, cache_dir, open_source
@@ -83,9 +85,13 @@ class C4zFile:
         if h.get("format") == "c4z" and h.get("version") in (1, 2):
             raise TableError(f"{self.where}: a .c4z of format version {h['version']} (written by "
                              "an older c4table), no longer read: compress the table again")
-        if h.get("format") != "c4z" or h.get("transform") != TRANSFORM:
-            raise TableError(f"{self.where}: unsupported .c4z variant "
-                             f"({h.get('format')}, {h.get('transform')}); upgrade c4table")
+        if h.get("format") != "c4z":
+            raise TableError(f"{self.where}: unsupported .c4z variant (format "
+                             f"{h.get('format')!r}); upgrade c4table")
+        try:
+            codec = get_codec(h.get("transform"))
+        except TableError as e:
+            raise TableError(f"{self.where}: {e}") from None
         if self.entry_size != self.board.entry_size or self.part_entries < 1 or \
                 self.blocks != -(-self.entries // self.block_entries):
             raise self._bad("header inconsistent (entry size or block count)")
@@ -135,6 +141,7 @@ class C4zFile:
                    or not (self.first_keys[1:] > self.first_keys[:-1]).all()):
             raise self._bad("block index damaged (offsets or first keys out of order)")
         self.data_end = idx_off
+        self.codec = codec.from_header(h, self.board, self.key_dict, self.sym_dict)
 
     def _dict(self, tail: bytes, tail0: int, cache, name: str, offset: int) -> bytes | None:
         """The zstd dictionary of the key frames (``name`` ``key_dict``: it follows the magic)
@@ -199,8 +206,7 @@ class C4zFile:
         """Keys and outcome bytes of block ``i`` from its compressed bytes, checked."""
         n = self.block_rows(i)
         try:
-            keys, outs = decode_block_bytes(comp, self.board, n, int(self.first_keys[i]),
-                                            self.key_dict, self.sym_dict, self.part_entries)
+            keys, outs = self.codec.decode(comp, n, int(self.first_keys[i]))
         except (zstandard.ZstdError, ValueError) as e:
             raise self._bad(f"block {i}: cannot be decoded ({e}); damaged block") from None
         if i + 1 < self.blocks and not keys[-1] < self.first_keys[i + 1]:
@@ -270,67 +276,18 @@ class C4zFile:
             f"{self.where}: key {key} is not in the table (incomplete table, or not board {self.board})")
 
     def _probe_block(self, i: int, key: int) -> int:
-        """Outcome byte of ``key`` in block ``i`` or -1, decoding only what it needs: the
-        block's part that can hold ``key`` (by the first keys in the block's head), the key
-        frame up to the end of that part (a streaming decoder that stops there), scanned from
-        the part's start up to ``key`` by a numba kernel, then, if the key is there, the
-        symbol frame up to the end of the part. The decoded prefixes stay in a small LRU of
-        their own (a later probe decodes again only if it needs more)."""
+        """Outcome byte of ``key`` in block ``i`` or -1, decoding only what it needs
+        (the codec's ``probe``); what it decoded stays in a small LRU of its own."""
         n = self.block_rows(i)
-        P = self.part_entries
-        codec = block_codec(self.board)
         got = self._slru.get(i)
         try:
             if got is None:
-                kf, sf, ends, firsts = split_block(self.read_block(i))
-                if len(ends) + 1 != -(-n // P):
-                    raise ValueError(f"{len(ends) + 1} parts for {n} entries")
-                total = zstandard.frame_content_size(kf)
-                if total < 0 or ends and not 0 <= ends[0] <= ends[-1] <= total:
-                    raise ValueError("the key frame does not fit the parts")
-                #     key frame, symbol frame, part ends, part first keys, decoded prefixes
-                got = [kf, sf, [0] + ends + [total], [int(self.first_keys[i])] + firsts, b"", b""]
+                got = self.codec.probe_state(self.read_block(i), n, int(self.first_keys[i]))
                 self._slru.put(i, got)
-            kf, sf, bounds, firsts = got[:4]
-            q = bisect.bisect_right(firsts, key) - 1
-            if q < 0:
-                return -1
-            lo, hi = q * P, min(n, (q + 1) * P)
-            end, total = bounds[q + 1], bounds[-1]
-            # A part but the last: decode up to one byte before its end (zstd, once a block's
-            # output is all delivered, decodes the next block ahead); that last byte is needed
-            # only if the key is the part's last entry (the scan then runs out: decode all).
-            kv = self._decoded(got, 4, kf, self.key_dict, end - 1 if end < total else total, total)
-            try:
-                j = codec.find(memoryview(kv)[bounds[q]: min(end, len(kv))], firsts[q], hi - lo, key)
-            except ValueError:
-                if len(kv) >= end:
-                    raise
-                kv = self._decoded(got, 4, kf, self.key_dict, total, total)
-                j = codec.find(memoryview(kv)[bounds[q]: end], firsts[q], hi - lo, key)
-            if j < 0:
-                return -1
-            sy = self._decoded(got, 5, sf, self.sym_dict,
-                               hi - 1 if lo + j < hi - 1 and hi < n else n, n)
-            return codec.outcome(key, sy[lo + j])
+            return self.codec.probe(got, n, key)
         except (zstandard.ZstdError, ValueError) as e:
             self._slru.pop(i)
             raise self._bad(f"block {i}: cannot be decoded ({e}); damaged block") from None
-
-    @staticmethod
-    def _decoded(got: list, slot: int, frame, zdict, need: int, total: int) -> bytes:
-        """The decoded prefix ``got[slot]`` of ``frame`` (``total`` bytes decoded), made at
-        least ``need`` bytes long: a streaming decoder that stops there, or one call for the
-        whole frame."""
-        buf = got[slot]
-        if len(buf) >= need:
-            return buf
-        d = _dctx(zdict)
-        buf = d.decompress(frame) if need >= total else d.stream_reader(frame).read(need)
-        if len(buf) != min(need, total) or need >= total and len(buf) != total:
-            raise ValueError(f"a stream ends early ({len(buf)} of {min(need, total)} bytes)")
-        got[slot] = buf
-        return buf
 
     def probe_keys(self, keys, default: int | None = None) -> np.ndarray:
         """Outcome bytes of many keys (any order): each needed block is read and decoded once.

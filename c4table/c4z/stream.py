@@ -15,10 +15,11 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from c4table.c4z.blocks import _compress_block, tune_malloc
-from c4table.c4z.format import FORMAT_VERSION, MAGIC, PROGRESS_EVERY, default_c4z_name
-from c4table.c4z.drain import BlockWriter, check_grid, load_checkpoint, open_part
-from c4table.c4z.writer import _say, c4z_header, finish_part, publish_part
+from c4table.c4z.blocks import tune_malloc
+from c4table.c4z.blockwriter import BlockWriter, Resume, check_grid, idx_path, load_checkpoint, publish_part
+from c4table.c4z.format import FORMAT_VERSION, PROGRESS_EVERY, TRANSFORM, default_c4z_name
+from c4table.c4z.registry import get_codec
+from c4table.c4z.writer import _say
 from c4table.errors import CorruptDataError, MissingTableError, TableError
 from c4table.game.board import Board
 from c4table.progress import Meter
@@ -217,14 +218,17 @@ def _stop(reader: _Reader, hashers, f, own: bool) -> None:
 def compress_stream(src, out=None, *, board: str | Board | None = None,
                     level: int = STREAM_LEVEL, block_entries: int = STREAM_BLOCK_ENTRIES,
                     part_entries: int | None = None, threads: int | None = None,
-                    quiet: bool = False, stream=None, infile=None) -> Path:
+                    quiet: bool = False, stream=None, infile=None, min_match: int = 0) -> Path:
     """Convert the raw table stream ``src`` (a ``.xz`` path, or ``-`` for standard input;
     ``infile``: a binary file object to read instead of standard input) into the ``.c4z``
     ``out`` (default: :func:`stream_names`), resuming an interrupted run (module docstring).
-    Returns ``out``."""
+    ``min_match``: the frames' zstd parameters (:func:`~c4table.c4z.blocks.zstd_params`; 0,
+    the default: the level's own). Returns ``out``."""
     from c4table.table.known import known_tables
     b, raw_name, out = stream_names(src, board, out)
     part_entries = check_grid(level, block_entries, part_entries)
+    if min_match and not 3 <= min_match <= 7:
+        raise ValueError("min_match must be 3..7 (or 0: the level's own)")
     threads = threads or os.cpu_count() or 1
     tune_malloc()
     E = b.entry_size
@@ -232,16 +236,17 @@ def compress_stream(src, out=None, *, board: str | Board | None = None,
     ref = known_tables().get(b.name) or {}
     known_bytes = int(ref.get("bytes") or 0)
     stream = stream or sys.stderr
-    part, idxf, ckpt = (out.with_name(out.name + s) for s in (".part", ".part.idx", ".part.json"))
+    part, ckpt = (out.with_name(out.name + s) for s in (".part", ".part.json"))
     f, name, ident = _open_input(src)
     if infile is not None:
         f = infile
     settings = {**ident, "level": level, "block_entries": block_entries, "board": b.name,
                 "part_entries": part_entries, "key_dict": False, "sym_dict": False,
-                "version": FORMAT_VERSION, "stream": True}
-    state = load_checkpoint(ckpt, part, idxf, settings) or {}
+                "version": FORMAT_VERSION, "stream": True,
+                **({"min_match": min_match} if min_match else {})}
+    state = load_checkpoint(ckpt, part, settings) or {}
     done = int(state["blocks"]) if state else 0
-    part_bytes = int(state["part_bytes"]) if state else len(MAGIC)
+    codec = get_codec(TRANSFORM)(b, part_entries, level, min_match)
     t0 = time.perf_counter()
     depth = 2 * threads + 2
     reader = _Reader(f, name, chunk, depth)
@@ -249,24 +254,24 @@ def compress_stream(src, out=None, *, board: str | Board | None = None,
     md5 = _Hasher("md5", 1, depth)
     total = 0
     try:
+        resume = None
         if done:
             total = _reread(reader, (sha, md5), name, done, chunk, quiet, stream, out.name)
             if sha.at(done) != state.get("prefix_sha256"):
                 raise CorruptDataError(f"{name}: the first {format_size(done * chunk)} of the stream "
                                        f"differ from those the checkpoint was made from; remove "
                                        f"{part.name}* to start again")
-        last_key = int(state["last_key"]) if done else -1
-        fpart, fidx = open_part(part, idxf, done, part_bytes)
+            resume = Resume(done, int(state["part_bytes"]), int(state["last_key"]))
         meter = Meter("compress", max(0, known_bytes - total), "bytes", quiet, stream,
                       PROGRESS_EVERY)
-        with fpart, fidx, ThreadPoolExecutor(threads) as pool:
-            w = BlockWriter(fpart, fidx, blocks=done, part_bytes=part_bytes,
-                            last_key=last_key, ahead=2 * threads, ckpt=ckpt, settings=settings,
-                            bad_block=lambda i, e: CorruptDataError(
-                                f"{name}: block {i:,} (entries from {i * block_entries:,}): {e}"),
-                            unordered=lambda i: CorruptDataError(
-                                f"{name}: keys not strictly increasing at block {i:,} "
-                                "(not a sorted table, or damaged)"))
+        with ThreadPoolExecutor(threads) as pool, BlockWriter(
+                part, codec, block_entries, resume=resume, pool=pool, ahead=2 * threads,
+                check_outcomes=True,
+                bad_block=lambda i, e: CorruptDataError(
+                    f"{name}: block {i:,} (entries from {i * block_entries:,}): {e}"),
+                unordered=lambda i, *_: CorruptDataError(
+                    f"{name}: keys not strictly increasing at block {i:,} "
+                    "(not a sorted table, or damaged)")) as w:
             start = total
             while True:
                 raw = reader.get()
@@ -279,11 +284,11 @@ def compress_stream(src, out=None, *, board: str | Board | None = None,
                 total += len(raw)
                 sha.q.put(raw)
                 md5.q.put(raw)
-                w.add(pool.submit(_compress_block, raw, b, level, None, part_entries, None, True),
-                      int.from_bytes(raw[-E:-1], "big"))
+                w.add_raw(raw)
                 now = time.perf_counter()
                 if w.due(now) and w.blocks > done and len(raw) == chunk:
-                    w.checkpoint(now, prefix_sha256=sha.at(w.blocks), last_key=w.last_key)
+                    w.checkpoint(ckpt, settings, now, prefix_sha256=sha.at(w.blocks),
+                                 last_key=w.last_key)
                 meter.update(total - start, now, block=f"{w.blocks:,}",
                              written=format_size(w.part_bytes))
                 if len(raw) < chunk:
@@ -292,13 +297,9 @@ def compress_stream(src, out=None, *, board: str | Board | None = None,
             if total == 0:
                 raise CorruptDataError(f"{name}: empty stream, no table")
             digests = {"sha256": sha.finish(), "md5": md5.finish()}
-            _check_known(name, b, ref, total, digests["sha256"], (part, idxf, ckpt))
-            header = c4z_header(b, entries=total // E, raw_bytes=total, digests=digests,
-                                file=raw_name, root=None, block_entries=block_entries,
-                                blocks=w.blocks, level=level, part_entries=part_entries,
-                                key_dict=None, sym_dict=None)
-            finish_part(fpart, fidx, idxf, w.part_bytes, w.blocks, len(MAGIC), header)
-        publish_part(part, out, idxf, ckpt)
+            _check_known(name, b, ref, total, digests["sha256"], (part, idx_path(part), ckpt))
+            w.finish(entries=total // E, raw_bytes=total, digests=digests, file=raw_name)
+        publish_part(part, out, ckpt)
     finally:
         _stop(reader, (sha, md5), f, own=f is not sys.stdin.buffer and infile is None)
     secs = time.perf_counter() - t0

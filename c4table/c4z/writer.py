@@ -1,28 +1,25 @@
-"""Writing and unwriting ``.c4z`` files: :func:`compress_table` (resumable, in parallel
-threads) and :func:`decompress_table` (the original bytes back, resumable)."""
+"""Writing and unwriting ``.c4z`` files: :func:`compress_table` (a ``.dat`` into a ``.c4z``,
+resumable, in parallel threads: its blocks through :class:`~c4table.c4z.blockwriter.BlockWriter`)
+and :func:`decompress_table` (the original bytes back, resumable)."""
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import numpy as np
-import xxhash
-import zstandard
-
 from c4table.progress import Meter
 from c4table.game.board import Board
 from c4table.errors import (CorruptDataError, MissingTableError,
                             TableError)
 from c4table.units import format_seconds, format_size
-from c4table.c4z.blocks import _compress_block, train_dicts, tune_malloc
-from c4table.c4z.format import CHECKPOINT_SECONDS, DEFAULT_BLOCK_ENTRIES, DEFAULT_LEVEL, END_MAGIC, FORMAT_VERSION, KEY_DICT_BYTES, MAGIC, PROGRESS_EVERY, SYM_DICT_BYTES, TRAILER, TRANSFORM, default_c4z_name
-from c4table.c4z.drain import BlockWriter, _fsync, check_grid, load_checkpoint, open_part
+from c4table.c4z.blocks import train_dicts, tune_malloc
+from c4table.c4z.format import CHECKPOINT_SECONDS, DEFAULT_BLOCK_ENTRIES, DEFAULT_LEVEL, FORMAT_VERSION, KEY_DICT_BYTES, MAGIC, PROGRESS_EVERY, SYM_DICT_BYTES, TRANSFORM, default_c4z_name
+from c4table.c4z.blockwriter import BlockWriter, Resume, _fsync, check_grid, idx_path, load_checkpoint, publish_part
 from c4table.c4z.reader import open_c4z
+from c4table.c4z.registry import get_codec
 from c4table.table.source import board_of_table
 from c4table.io.hashes import Hashes
 from c4table.table.sums import BlockSums, open_check, warn_unchecked
@@ -116,15 +113,14 @@ def compress_table(src: str | os.PathLike, out: str | os.PathLike | None = None,
     tune_malloc()
     entries = size // E
     nblocks = -(-entries // block_entries)
-    part, idxf, ckpt = (out.with_name(out.name + s) for s in (".part", ".part.idx", ".part.json"))
+    part, ckpt = (out.with_name(out.name + s) for s in (".part", ".part.json"))
     settings = {"src": str(src.resolve()), "bytes": size, "mtime_ns": src.stat().st_mtime_ns,
                 "level": level, "block_entries": block_entries, "board": b.name,
                 "part_entries": part_entries, "key_dict": key_dict,
                 "sym_dict": sym_dict, "version": FORMAT_VERSION,
                 **({"min_match": min_match} if min_match else {})}
-    state = load_checkpoint(ckpt, part, idxf, settings)
+    state = load_checkpoint(ckpt, part, settings)
     done = int(state["blocks"]) if state else 0
-    part_bytes = int(state["part_bytes"]) if state else 0
     # the input's blocks, checked against its sidecar as they are read (None: it has none)
     check = open_check(open_storage(src.parent), src.name, size, E, src)
     if check is None:
@@ -140,39 +136,29 @@ def compress_table(src: str | os.PathLike, out: str | os.PathLike | None = None,
         key_dict, sym_dict = train_dicts(src, b, block_entries,
                                          key_size=KEY_DICT_BYTES if key_dict else 0,
                                          sym_size=SYM_DICT_BYTES if sym_dict else 0)
-    dicts = (key_dict or b"") + (sym_dict or b"")
-    with _dropped_if_refused(part, idxf, ckpt), check or contextlib.nullcontext(), \
+    codec = get_codec(TRANSFORM)(b, part_entries, level, min_match, key_dict, sym_dict)
+    with _dropped_if_refused(part, idx_path(part), ckpt), check or contextlib.nullcontext(), \
             open(src, "rb") as fin:
-        prev_last_key = -1
+        resume = None
         if done:
             _say(quiet, stream, f"[compress] resuming {out.name} at block {done:,} of {nblocks:,}; "
                                 f"re-hashing the first {format_size(done * chunk)} of the input")
             for _ in range(done):
                 h.update(fin.read(chunk))
             # the last key of the input before this point, for the order check
-            prev_last_key = int.from_bytes(os.pread(fin.fileno(), E, fin.tell() - E)[:E - 1], "big")
-        else:
-            part_bytes = len(MAGIC) + len(dicts)
-        fpart, fidx = open_part(part, idxf, done, part_bytes, dicts)
+            resume = Resume(done, int(state["part_bytes"]), int.from_bytes(
+                os.pread(fin.fileno(), E, fin.tell() - E)[:E - 1], "big"))
         meter = Meter("compress", (nblocks - done) * chunk, "bytes", quiet, stream, PROGRESS_EVERY)
-        with fpart, fidx, ThreadPoolExecutor(threads) as pool:
-            w = BlockWriter(fpart, fidx, blocks=done, part_bytes=part_bytes,
-                            last_key=prev_last_key, ahead=2 * threads, ckpt=ckpt,
-                            settings=settings, key_dict_bytes=len(key_dict or b""),
-                            sym_dict_bytes=len(sym_dict or b""),
-                            bad_block=lambda i, e: TableError(f"{src}: block {i}: {e}"),
-                            unordered=lambda i: TableError(
-                                f"{src}: keys not strictly increasing at block {i} "
-                                "(not a sorted table)"))
-            for bi in range(done, nblocks):
-                raw = fin.read(chunk)
-                h.update(raw)
-                w.add(pool.submit(_compress_block, raw, b, level, key_dict, part_entries, sym_dict,
-                                  False, min_match),
-                      int.from_bytes(raw[-E:-1], "big"))
+        with ThreadPoolExecutor(threads) as pool, BlockWriter(
+                part, codec, block_entries, resume=resume, pool=pool, ahead=2 * threads,
+                hashes=h, bad_block=lambda i, e: TableError(f"{src}: block {i}: {e}"),
+                unordered=lambda i, *_: TableError(f"{src}: keys not strictly increasing at "
+                                                   f"block {i} (not a sorted table)")) as w:
+            for _ in range(done, nblocks):
+                w.add_raw(fin.read(chunk))
                 now = time.perf_counter()
                 if w.due(now):
-                    w.checkpoint(now)
+                    w.checkpoint(ckpt, settings, now)
                 meter.update((w.blocks - done) * chunk, now, block=f"{w.blocks:,} of {nblocks:,}",
                              written=format_size(w.part_bytes))
             w.drain()
@@ -181,69 +167,14 @@ def compress_table(src: str | os.PathLike, out: str | os.PathLike | None = None,
                 check.finish()   # (raises for a damaged block or sidecar)
             digests = h.result()
             _check_hashes(src, hashes or {}, digests)
-            header = c4z_header(b, entries=entries, raw_bytes=size, digests=digests,
-                                file=src.name, root=root, block_entries=block_entries,
-                                blocks=nblocks, level=level, part_entries=part_entries,
-                                key_dict=key_dict, sym_dict=sym_dict,
-                                **({"min_match": min_match} if min_match else {}))
-            finish_part(fpart, fidx, idxf, w.part_bytes, nblocks, len(MAGIC) + len(dicts), header)
-    publish_part(part, out, idxf, ckpt)
+            w.finish(entries=entries, raw_bytes=size, digests=digests, file=src.name, root=root)
+    publish_part(part, out, ckpt)
     secs = time.perf_counter() - t0
     osize = out.stat().st_size
     _say(quiet, stream, f"[compress] {out}: {format_size(osize)} ({100 * osize / size:.2f}% of "
                         f"{format_size(size)}), {nblocks:,} blocks, {format_seconds(secs)}, "
                         f"{size / max(secs, 1e-9) / 2**20:.0f} MiB/s")
     return out
-
-
-
-def c4z_header(b: Board, *, entries: int, raw_bytes: int, digests: dict, file: str, root,
-               block_entries: int, blocks: int, level: int, part_entries: int,
-               key_dict: bytes | None, sym_dict: bytes | None, **extra) -> dict:
-    """The JSON header of a ``.c4z`` (without ``index_xxh64``, which :func:`finish_part`
-    adds); ``extra`` fields are recorded as they are."""
-    return {"format": "c4z", "version": FORMAT_VERSION, "board": b.name,
-            "width": b.width, "height": b.height, "k": b.k, "entry_size": b.entry_size,
-            **({"grid": list(b.grid)} if b.grid is not None else {}),
-            "key_bytes": b.key_bytes, "entries": entries, "raw_bytes": raw_bytes,
-            "sha256": digests["sha256"], **({"md5": digests["md5"]} if "md5" in digests else {}),
-            "file": file,
-            "root": root, "block_entries": block_entries, "blocks": blocks,
-            "transform": TRANSFORM, "codec": "zstd", "level": level,
-            "part_entries": part_entries,
-            "key_dict": {"length": len(key_dict), "xxh64": xxhash.xxh64_intdigest(key_dict)}
-            if key_dict else None,
-            "sym_dict": {"length": len(sym_dict), "xxh64": xxhash.xxh64_intdigest(sym_dict)}
-            if sym_dict else None, **extra}
-
-
-def finish_part(fpart, fidx, idxf: Path, part_bytes: int, nblocks: int, first_offset: int,
-                header: dict) -> None:
-    """Append the block index (from the ``.part.idx`` side file ``idxf``), the header and the
-    trailer to the part file ``fpart`` (positioned at ``part_bytes``, the end of the last
-    block; ``first_offset``: where block 0 starts) and fsync it."""
-    _fsync(fidx)
-    rec = np.frombuffer(open(idxf, "rb").read(), "<u8").reshape(-1, 3)
-    if rec.shape[0] != nblocks:
-        raise TableError(f"{idxf}: {rec.shape[0]} index records for {nblocks} blocks")
-    index = np.concatenate([rec[:, 0], np.array([first_offset], "<u8"),
-                            rec[:, 1], rec[:, 2]]).astype("<u8")
-    comp_index = zstandard.ZstdCompressor(level=9).compress(index.tobytes())
-    header = {**header, "index_xxh64": xxhash.xxh64_intdigest(comp_index)}
-    hdr = json.dumps(header, sort_keys=True).encode()
-    fpart.write(comp_index)
-    fpart.write(hdr)
-    fpart.write(TRAILER.pack(part_bytes, len(comp_index), len(hdr),
-                             xxhash.xxh64_intdigest(hdr), END_MAGIC))
-    _fsync(fpart)
-
-
-def publish_part(part: Path, out: Path, idxf: Path, ckpt: Path) -> None:
-    """Rename the finished part file to ``out`` (durably) and drop the side files."""
-    os.replace(part, out)
-    fsync_dir(out.absolute().parent)
-    idxf.unlink(missing_ok=True)
-    ckpt.unlink(missing_ok=True)
 
 
 # ----------------------------------------------------------------------- decompress

@@ -1,5 +1,6 @@
 """The byte format of sorted runs (forward child keys, backward messages, shuffle pieces):
-blocks of :data:`BLOCK` values, each its varint-coded differences through zstd on its own.
+blocks of :data:`BLOCK` values, each its varint-coded differences (:mod:`c4table.io.varint`)
+through zstd on its own.
 
 Design notes: ``docs/modules.md`` (``c4table.pipeline.sort.runcodec``).
 
@@ -24,12 +25,14 @@ import numpy as np
 import zstandard
 from numba import njit
 
+from c4table.io.varint import MAX_BYTES, put_varint, varint_at
+
 BLOCK = 1 << 16   # values per independently decodable block (= extsort.FENCE)
 LEVEL = 1         # zstd level of the blocks (measured: docs/measurements/2026-11-27-run-codecs.md)
 MAGIC = 0xC4_52_55_4E_5A_56_00_03   # first word of a run's index: "C4 RUNZV v3"
 OLD_MAGICS = {0xC4_52_55_4E_42_50_00_02: "v2, bit-packed"}   # formats this version cannot read
 LOW_BITS = (0, 8)   # a run's values whole, or key << 8 | a byte (messages) kept apart
-RAW_MAX = 12 + 11 * BLOCK   # a block's transformed bytes at most (10-byte varints, a byte each)
+RAW_MAX = 12 + (MAX_BYTES + 1) * BLOCK   # a block's transformed bytes at most (varints, a byte each)
 BLOB_MAX = RAW_MAX + (RAW_MAX >> 7) + 1024   # its zstd frame at most (zstd's bound, rounded up)
 _ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
 _local = threading.local()   # per thread: a (de)compressor and the transform's scratch bytes
@@ -44,16 +47,6 @@ class RunIndex(NamedTuple):
     offsets: np.ndarray
 
 
-@njit(cache=True, inline="always")
-def _put_varint(out, p, d):
-    while d >= np.uint64(0x80):
-        out[p] = np.uint8((d & np.uint64(0x7F)) | np.uint64(0x80))
-        d >>= np.uint64(7)
-        p += 1
-    out[p] = np.uint8(d)
-    return p + 1
-
-
 @njit(cache=True)
 def _transform(v, s, e, low, out):
     """The bytes of block ``v[s:e]`` into ``out``; their count. The first value (8 bytes), then
@@ -66,11 +59,11 @@ def _transform(v, s, e, low, out):
     if low == 0:
         p = 8
         for j in range(s + 1, e):
-            p = _put_varint(out, p, v[j] - v[j - 1])
+            p = put_varint(out, p, v[j] - v[j - 1])
         return p
     p = 12
     for j in range(s + 1, e):
-        p = _put_varint(out, p, (v[j] >> np.uint64(8)) - (v[j - 1] >> np.uint64(8)))
+        p = put_varint(out, p, (v[j] >> np.uint64(8)) - (v[j - 1] >> np.uint64(8)))
     m = p - 12
     for i in range(4):
         out[8 + i] = np.uint8((m >> (8 * i)) & 0xFF)
@@ -109,17 +102,9 @@ def _untransform(buf, n, low, first, top, out):
             return False
         x >>= np.uint64(8)
     for j in range(1, n):
-        d = np.uint64(0)
-        sh = 0
-        while True:
-            if p >= end or sh > 63:
-                return False
-            b = np.uint64(buf[p])
-            p += 1
-            d |= (b & np.uint64(0x7F)) << np.uint64(sh)
-            if b < np.uint64(0x80):
-                break
-            sh += 7
+        d, p = varint_at(buf, p, end)
+        if p < 0:
+            return False
         nxt = x + d
         if nxt < x:
             return False   # wrapped: not a sorted run

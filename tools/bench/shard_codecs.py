@@ -26,7 +26,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import zstandard
 
-from c4table.builddir.shardcodec import _undelta, _varint_deltas
+from c4table.io.varint import decode_deltas, encode_deltas
 
 
 def _col(table: pa.Table, name: str, dtype) -> np.ndarray:
@@ -98,7 +98,7 @@ def varint_codec(level: int, group: int):
         out = []
         for b in blocks(a, group):
             buf = np.empty(10 * b.shape[0], np.uint8)
-            m = _varint_deltas(b, buf)
+            m = encode_deltas(b, buf)
             out.append(c.compress(buf[:m]))
         return out
 
@@ -108,7 +108,7 @@ def varint_codec(level: int, group: int):
             lo = i * group
             n = min(group, a.shape[0] - lo)
             raw = np.frombuffer(d.decompress(p), np.uint8)
-            _undelta(raw, a[lo], res[lo: lo + n])   # first key from the block index
+            decode_deltas(raw, a[lo], res[lo: lo + n])   # first key from the block index
         return res
     return enc, dec
 
@@ -162,7 +162,7 @@ def together_codec(level: int, group: int):
         for i in range(0, keys.shape[0], group):
             k, o = keys[i: i + group], outs[i: i + group]
             buf = np.empty(10 * k.shape[0], np.uint8)
-            m = _varint_deltas(k, buf)
+            m = encode_deltas(k, buf)
             res.append(c.compress(buf[:m].tobytes() + o.tobytes()))
         return res
 
@@ -174,7 +174,7 @@ def together_codec(level: int, group: int):
             n = min(group, keys.shape[0] - lo)
             raw = np.frombuffer(d.decompress(p), np.uint8)
             ro[lo: lo + n] = raw[raw.shape[0] - n:]
-            _undelta(raw[: raw.shape[0] - n], keys[lo], rk[lo: lo + n])
+            decode_deltas(raw[: raw.shape[0] - n], keys[lo], rk[lo: lo + n])
         return rk, ro
     return enc, dec
 
