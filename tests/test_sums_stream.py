@@ -235,23 +235,23 @@ def test_compress_refuses_damaged_sums(built, tmp_path):
 def test_compress_checks_a_resumed_run_from_its_start(built, tmp_path, monkeypatch):
     """A resumed compress re-reads the blocks it compressed before: damage there is refused
     too, and the part files of the interrupted run are dropped."""
-    from c4table.c4z import drain
+    from c4table.c4z import blockwriter
     src = built("5x4") / "connect4_5x4.dat"
     copy = copy_table(src, tmp_path)
     out = tmp_path / "t.c4z"
-    real = drain.BlockWriter.checkpoint
+    real = blockwriter.BlockWriter.checkpoint
 
     class Stop(Exception):
         pass
 
-    def checkpoint_then_stop(self, now):
-        real(self, now)
+    def checkpoint_then_stop(self, *args, **kwargs):
+        real(self, *args, **kwargs)
         if self.blocks >= 3:
             raise Stop
 
     with monkeypatch.context() as m:
-        m.setattr(drain.BlockWriter, "due", lambda self, now: True)
-        m.setattr(drain.BlockWriter, "checkpoint", checkpoint_then_stop)
+        m.setattr(blockwriter.BlockWriter, "due", lambda self, now: True)
+        m.setattr(blockwriter.BlockWriter, "checkpoint", checkpoint_then_stop)
         with pytest.raises(Stop):
             compress_table(copy, out, quiet=True, threads=1, block_entries=4096)
     assert (tmp_path / "t.c4z.part").exists()
