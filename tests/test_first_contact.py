@@ -88,6 +88,51 @@ def test_ctrl_c_during_a_build_says_to_rerun(tmp_path):
     assert "aborted" not in err
 
 
+def _interrupt_group(args, cwd, marker: str, timeout=300):
+    """Run c4table ``args`` in a process group of its own; once a stderr line holds ``marker``,
+    send SIGINT to the whole group, as a terminal's Ctrl-C does (the build's worker processes
+    get it too). Returns (rc, stderr after the marker's line, whether the group outlived it)."""
+    p = subprocess.Popen([C4TABLE, *args], cwd=cwd, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.monotonic() + timeout
+    try:
+        for line in p.stderr:
+            if marker in line:
+                os.killpg(p.pid, signal.SIGINT)
+                break
+            assert time.monotonic() < deadline
+        else:
+            pytest.fail(f"{marker!r} never appeared")
+        _, rest = p.communicate(timeout=timeout)
+        time.sleep(0.5)
+        try:
+            os.killpg(p.pid, 0)
+            outlived = True
+        except ProcessLookupError:
+            outlived = False
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+    return p.returncode, rest, outlived
+
+
+@pytest.mark.slow
+def test_ctrl_c_during_the_backward_pass_is_one_line(tmp_path):
+    """Ctrl-C reaches the build's worker processes too: the ones idle between tasks exit
+    without a word (no "Process ForkProcess-1: Traceback ..."), so stderr ends with the
+    one-line message alone."""
+    rc, out, err = c4table("forward", "5x5", "--out", "b", "--workers", "2", "-q", cwd=tmp_path)
+    assert rc == 0, err
+    rc, after, outlived = _interrupt_group(["build", "5x5", "--out", "b", "--workers", "2"],
+                                           tmp_path, "[backward] ply 22")
+    assert rc == 130, after
+    assert "Traceback" not in after and "KeyboardInterrupt" not in after, after
+    said = [ln for ln in after.splitlines() if ln.strip() and not ln.startswith("[backward] ")]
+    assert said == ["c4table: error: interrupted; finished steps are kept, rerun the same "
+                    "command to resume"], after
+    assert not outlived   # the workers are gone with the driver
+
+
 def test_ctrl_c_message_of_every_long_command():
     from c4table.cli import main
     for name in ("build", "forward", "backward", "merge", "compress", "decompress", "export",
