@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -131,6 +132,24 @@ def test_ctrl_c_during_the_backward_pass_is_one_line(tmp_path):
     assert said == ["c4table: error: interrupted; finished steps are kept, rerun the same "
                     "command to resume"], after
     assert not outlived   # the workers are gone with the driver
+
+
+@pytest.mark.slow
+def test_ctrl_c_of_a_restart_says_to_rerun_without_it(tmp_path):
+    """Rerunning ``build --restart`` would start over: Ctrl-C names the command that resumes,
+    and that command does resume (no ply 0 again) and finishes the right table."""
+    from c4table.table.known import known_tables
+    rc, err = _interrupt(["build", "5x4", "--out", "my b", "--workers", "2", "--restart"],
+                         tmp_path, "[forward] ply 6")
+    assert rc == 130, err
+    last = err.strip().splitlines()[-1]
+    hint = "c4table: error: interrupted; finished steps are kept, rerun without --restart to resume: "
+    assert last == hint + "c4table build 5x4 --out 'my b' --workers 2", err
+    again = shlex.split(last.removeprefix(hint))
+    rc, out, err = c4table(*again[1:], cwd=tmp_path)
+    assert rc == 0, err
+    assert "[forward] ply 0/" not in err and "[forward] ply 7/" in err, err
+    assert out.splitlines()[0].split()[-1] == known_tables()["5x4"]["sha256"]
 
 
 def test_ctrl_c_message_of_every_long_command():

@@ -92,16 +92,19 @@ class _Commands(click.Group):
 
     def resolve_command(self, ctx, args):
         name, cmd, rest = super().resolve_command(ctx, args)
-        global _running
+        global _running, _running_args
         _running = cmd.name if cmd is not None else name
+        _running_args = list(rest)
         return name, cmd, rest
 
 
 _running: str | None = None   # the command being run, for the message on Ctrl-C
+_running_args: list[str] = []   # and its arguments
 
+_STAGES = ("build", "forward", "backward", "merge")
 _RESUME = "interrupted; finished steps are kept, rerun the same command to resume"
 ON_INTERRUPT = {
-    **dict.fromkeys(("build", "forward", "backward", "merge"), _RESUME),
+    **dict.fromkeys(_STAGES, _RESUME),
     **dict.fromkeys(("compress", "decompress"),
                     "interrupted; finished blocks are kept, rerun the same command to resume"),
     "export": "interrupted; the parquet file was not written, rerun the same command to export",
@@ -111,8 +114,23 @@ ON_INTERRUPT = {
 
 
 def interrupted_message() -> str:
-    """What Ctrl-C says: for a long command, what to do next (:data:`ON_INTERRUPT`)."""
+    """What Ctrl-C says: for a long command, what to do next (:data:`ON_INTERRUPT`). A build
+    run with ``--restart`` resumes when rerun without it (with it, it would start over): the
+    message gives that command (:func:`_interrupted_build`)."""
+    if _running in _STAGES and "--restart" in _running_args:
+        return _interrupted_build(_running, _running_args)
     return ON_INTERRUPT.get(_running, "interrupted")
+
+
+def _interrupted_build(name: str, args: list[str]) -> str:
+    """The message of a build stage ``name`` run with ``args`` (holding ``--restart``).
+
+    >>> _interrupted_build("build", ["5x5", "--out", "my dir", "--restart"])
+    "interrupted; finished steps are kept, rerun without --restart to resume: c4table build 5x5 --out 'my dir'"
+    """
+    import shlex
+    again = shlex.join(["c4table", name, *(a for a in args if a != "--restart")])
+    return f"interrupted; finished steps are kept, rerun without --restart to resume: {again}"
 
 
 @click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})
