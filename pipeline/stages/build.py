@@ -38,6 +38,7 @@ from c4table.io import options as io_options
 from c4table.io.options import IOOptions
 import c4table.config as config
 from c4table.io.recycle import RECYCLE_DIR, settle_deletes
+from c4table.table.sums import SUFFIX as SUMS_SUFFIX
 
 DEFAULT_MEMORY = "4GiB"
 MIN_TASK_MEMORY = 1 << 20
@@ -402,21 +403,37 @@ def open_with(s: BuildSettings) -> Build:
         resources.unlock_build_dir(root)   # the Build holds its own count until closed
 
 
+#: The files beside a table ``NAME`` that belong to it: the table itself, its block sums, and
+#: the temporary files of a merge (``.tmp``), of a ``--format c4z`` merge (``.tmp.idx``, its
+#: state ``.tmp.state``) and of ``--compress`` (``.part``, ``.part.idx``, ``.part.json``); each
+#: written atomically may have its own ``.tmp`` left by an interrupted run.
+TABLE_FILES = ("", ".tmp", ".tmp.idx", ".tmp.state", ".tmp.state.tmp", SUMS_SUFFIX,
+               SUMS_SUFFIX + ".tmp", ".part", ".part.idx", ".part.json", ".part.json.tmp")
+
+
+def _discard(store: Storage, board: Board, origin: Root | None) -> None:
+    """``--restart``: delete the partial (or finished) build in ``store``: its manifest and
+    counts, its shards, and every file of its table (:data:`TABLE_FILES`, for the ``.dat``
+    and the ``.c4z`` of the board's, the root's and the manifest's table names). Other files
+    in the directory stay."""
+    store.delete_tree("work")
+    names = {board.table_filename} | ({origin.table_filename} if origin is not None else set())
+    try:
+        old = Manifest.load(store).table if store.exists("manifest.json") else None
+    except C4Error:
+        old = None
+    if old and isinstance(old.get("file"), str) and "/" not in old["file"]:
+        names.add(old["file"])
+    names |= {n[:-4] + ".c4z" for n in names if n.endswith(".dat")}   # --format c4z, --compress
+    for name in ("manifest.json", "manifest.json.tmp", counters.STATS, counters.STATS + ".tmp",
+                 *(n + x for n in sorted(names) for x in TABLE_FILES)):
+        store.delete(name)
+
+
 def _open_locked(store, s: BuildSettings) -> Build:
     board, origin = s.board, s.origin
     if s.restart:
-        store.delete_tree("work")
-        names = {board.table_filename} | ({origin.table_filename} if origin is not None else set())
-        try:
-            old = Manifest.load(store).table if store.exists("manifest.json") else None
-        except C4Error:
-            old = None
-        if old and isinstance(old.get("file"), str) and "/" not in old["file"]:
-            names.add(old["file"])
-        names |= {n[:-4] + ".c4z" for n in names if n.endswith(".dat")}   # --format c4z
-        for name in ("manifest.json", counters.STATS, *(n + x for n in sorted(names)
-                                        for x in ("", ".tmp", ".tmp.idx", ".tmp.state"))):
-            store.delete(name)
+        _discard(store, board, origin)
     allocator.tune()   # before the workers fork: they inherit it (pipeline/runtime/allocator.py)
     # The AWS SDK behind pyarrow's S3 is not fork-safe: remote builds start workers fresh.
     executor = make_executor(s.workers or default_workers(), s.scheduler,
