@@ -299,7 +299,7 @@ def test_serve_command_runs_uvicorn_with_workers(t54, t44):
         assert httpx.get(f"http://127.0.0.1:{port}/api/5x4?moves=3344").json()["distance"] == 3
         # the port is taken now: a second server says so in one line
         code, out, err = run_cli("serve", "--table", str(t54), "--port", str(port))
-        assert code == 1 and err.count("\n") == 1 and f"cannot listen on 127.0.0.1:{port}" in err
+        assert code == 2 and err.count("\n") == 1 and f"cannot listen on 127.0.0.1:{port}" in err
     finally:
         proc.terminate()
         proc.wait(timeout=30)

@@ -19,7 +19,7 @@ from c4table.c4z.blocks import _compress_block, tune_malloc
 from c4table.c4z.format import FORMAT_VERSION, MAGIC, PROGRESS_EVERY, default_c4z_name
 from c4table.c4z.drain import BlockWriter, check_grid, load_checkpoint, open_part
 from c4table.c4z.writer import _say, c4z_header, finish_part, publish_part
-from c4table.errors import CorruptDataError, MissingTableError, TableError
+from c4table.errors import CorruptDataError, MissingTableError, TableBoardError, TableError
 from c4table.game.board import Board
 from c4table.progress import Meter
 from c4table.units import format_seconds, format_size
@@ -58,8 +58,8 @@ def stream_names(src, board: str | Board | None, out) -> tuple[Board, str, Path]
     elif named is not None:
         b = named
     else:
-        raise TableError(f"{s}: cannot tell the board of this stream; give the board "
-                         "(--board WxH)")
+        raise TableBoardError(f"{s}: cannot tell the board of this stream; give the board "
+                              "(--board WxH)")
     raw_name = raw_name or b.table_filename
     if out is None:
         out = default_c4z_name(Path(s[:-3]) if s != "-" else Path(raw_name))

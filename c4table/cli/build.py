@@ -6,6 +6,7 @@ import click
 
 from c4table.cli.c4z import compress_build, compress_options, compressed_build_done
 from c4table.cli.fail import fail as _fail
+from c4table.errors import EXIT_BAD_INPUT
 from c4table.cli.options import DEFAULT_BOARD, DEVICE, board_arg, connect_option, device_options, format_option
 from c4table.cli.process import done_with_interpreter
 
@@ -21,10 +22,10 @@ def _gpu_memory(host_memory: str, workers, scheduler):
     from c4table.units import parse_size
     why = device.unavailable()
     if why:
-        _fail(why, 2)
+        _fail(why, EXIT_BAD_INPUT)
     if scheduler is not None:
         _fail("--device gpu runs on this machine's GPU (no --scheduler); docs/gpu.md says how "
-              "several GPUs would share a build", 2)
+              "several GPUs would share a build", EXIT_BAD_INPUT)
     card = device.card_memory()
     try:
         gpu = parse_size(opts["gpu_memory"]) if opts.get("gpu_memory") else \

@@ -147,10 +147,10 @@ def compress_build(table, drop_raw: bool, quiet: bool) -> Path:
     """After a local build's merge: write ``connect4_WxH.c4z`` beside the table (checked
     against the manifest's hashes); ``drop_raw`` then deletes the raw table."""
     from c4table.c4z.writer import compress_table
-    from c4table.errors import BuildError
+    from c4table.errors import BuildInputError
     table = Path(table)
     if not table.exists():
-        raise BuildError(f"{table}: --compress needs a local build directory")
+        raise BuildInputError(f"{table}: --compress needs a local build directory")
     out = compress_table(table, quiet=quiet, hashes=_manifest_hashes(table),
                          root=_manifest_root(table))
     if drop_raw:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import click
 
+from c4table.cli.lookup import finish_answers
 from c4table.cli.options import TABLE_BOARD_OPTION, TABLE_OPTION, parquet_out, table_path_or_default
 
 
@@ -22,7 +23,7 @@ def label(table_path, board, source, out, column, planes, quiet):
     """Label the positions of IN (a text file with one move string a line, - for stdin, or a
     .parquet file and its --column): value, Pons' score, each move's score and distance, the
     legal and best moves. A row that cannot be labelled gets its message in the error column;
-    the others are labelled all the same."""
+    the others are labelled all the same (the exit status is then 2, as for lookup)."""
     from c4table.analysis.label import label_file
     from c4table.open import open_table
     from c4table.wording import count
@@ -30,6 +31,7 @@ def label(table_path, board, source, out, column, planes, quiet):
         rep = label_file(table, source, out, column=column, planes=planes, quiet=quiet)
     click.echo(f"{rep.path}: {count(rep.rows, 'position')} labelled ({count(rep.errors, 'error')}) "
                f"in {rep.seconds:.1f}s, {rep.rate:,.0f} positions/s")
+    finish_answers(rep.errors, rep.rows, "labelled", f"the error column of {rep.path}")
 
 
 COMMANDS = [label]

@@ -107,14 +107,17 @@ def answer_queries(table, qs: list[Query], as_json: bool, draw: bool, to_json, t
     return failures
 
 
-def finish_answers(failures: int, total: int) -> None:
-    """After the answers: one ``c4table: error:`` line and exit status 2 if any position was
-    refused (the answers said which)."""
+def finish_answers(failures: int, total: int, done: str = "answered",
+                   where: str = "the error answers") -> None:
+    """After a batch (``lookup``, ``best``, ``label``): one ``c4table: error:`` line and exit
+    status 2 if any position was refused (``where`` says which: the answers, or the error
+    column of the file ``label`` wrote); the others were ``done``."""
     if failures:
+        from c4table.errors import EXIT_BAD_INPUT
         from c4table.wording import count
         click.echo(f"c4table: error: {failures:,} of {count(total, 'position')} could not be "
-                   "answered (see the error answers)", err=True)
-        sys.exit(2)
+                   f"{done} (see {where})", err=True)
+        sys.exit(EXIT_BAD_INPUT)
 
 
 def _head(probe, board_name: str) -> str:

@@ -7,6 +7,7 @@ import sys
 import click
 
 from c4table.cli.fail import fail as _fail
+from c4table.errors import EXIT_FAILED
 from c4table.cli.options import table_or_build_dir
 
 
@@ -39,7 +40,7 @@ def verify(table_path, board, sha256, quiet, write_sums):
         sys.exit(0)
     # the problems are listed once, above; the verdict counts them
     click.echo(f"MISMATCH {rep.path.name}: {count(len(rep.problems), 'problem')}")
-    _fail(f"{rep.path}: failed verification ({count(len(rep.problems), 'problem')})", 1)
+    _fail(f"{rep.path}: failed verification ({count(len(rep.problems), 'problem')})", EXIT_FAILED)
 
 
 COMMANDS = [verify]

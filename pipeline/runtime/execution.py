@@ -18,7 +18,7 @@ from concurrent.futures import Executor as _FuturesExecutor
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any, Callable, Iterator, Sequence
 
-from c4table.errors import MissingExtraError
+from c4table.errors import BuildInputError, MissingExtraError
 from c4table.pipeline.runtime.counters import StageCounts, run_counted, run_counted_here
 
 
@@ -185,7 +185,11 @@ def make_executor(workers: int | None = None, scheduler=None, start_method: str 
         client = Client(cluster)
         owner = [client, cluster]
     else:
-        client = Client(scheduler)
+        try:
+            client = Client(scheduler)
+        except (OSError, ValueError) as e:   # refused, no answer in time, a malformed address
+            raise BuildInputError(f"--scheduler {scheduler}: cannot reach the dask scheduler "
+                                  f"({e})") from None
         owner = [client]
         workers = max(1, sum(w.get("nthreads", 1) for w in client.scheduler_info()["workers"].values()))
     return Executor(client.get_executor(pure=False), workers, f"dask {scheduler}", owner)

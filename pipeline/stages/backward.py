@@ -12,7 +12,7 @@ import numpy as np
 
 from c4table.wording import count
 from c4table.game.board import Board
-from c4table.errors import BuildError, CorruptDataError
+from c4table.errors import BuildError, BuildInputError, CorruptDataError
 from c4table.pipeline.sort import extsort
 from c4table.pipeline.runtime import resources
 from c4table.pipeline.sort import shuffle
@@ -192,7 +192,7 @@ def run(build) -> None:
     if build.complete():
         return
     if m.shards("forward", last) is None or "entries" not in m.ply_record(last):
-        raise BuildError(f"{build.root}: the forward pass is not finished (run forward first)")
+        raise BuildInputError(f"{build.root}: the forward pass is not finished (run forward first)")
     total = m.total("entries", range(last + 1))
     prog = build.progress("backward", total=total)
     todo = [p for p in range(last, -1, -1) if m.shards("backward", p) is None]

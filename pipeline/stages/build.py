@@ -15,7 +15,7 @@ from pathlib import Path
 
 from c4table.wording import count
 from c4table.game.board import Board
-from c4table.errors import BoardError, BudgetError, BuildError, C4Error, CorruptDataError
+from c4table.errors import BoardError, BudgetError, BuildInputError, C4Error, CorruptDataError
 from c4table.game.root import Root
 from c4table.units import format_size, parse_size
 from c4table.pipeline.runtime import allocator
@@ -72,8 +72,8 @@ class Build:
     def __post_init__(self) -> None:
         self.board.check_buildable()   # a 3D board too large for 64-bit bitboards
         if key_bits(self.board) > 56:
-            raise BuildError(f"board {self.board}: keys need {key_bits(self.board)} bits; the "
-                             "pipeline packs key and outcome in 64 bits, so at most 56")
+            raise BuildInputError(f"board {self.board}: keys need {key_bits(self.board)} bits; "
+                                  "the pipeline packs key and outcome in 64 bits, so at most 56")
         if self.task_memory < MIN_TASK_MEMORY:
             least = MIN_TASK_MEMORY * self.executor.workers
             raise BudgetError(f"memory budget {format_size(self.memory)} ({self.memory:,} bytes) is "
@@ -357,7 +357,7 @@ class BuildSettings:
         """The settings of :func:`open_build`'s arguments (``root``: a move string, drawing or
         :class:`~c4table.game.root.Root`)."""
         if table_format not in ("dat", "c4z"):
-            raise BuildError(f"table format {table_format!r}: give dat or c4z")
+            raise BuildInputError(f"table format {table_format!r}: give dat or c4z")
         board = Board.parse(board)
         if root is not None and board.grid is not None:
             raise BoardError(f"board {board}: rooted builds (--root) are for 2D boards")
@@ -387,14 +387,14 @@ def open_with(s: BuildSettings) -> Build:
     try:
         store = open_storage(s.out, s.io)
     except ValueError as e:
-        raise BuildError(str(e)) from None
+        raise BuildInputError(str(e)) from None
     if not store.local:
         if s.table_format != "dat":
-            raise BuildError(f"{s.out}: --format {s.table_format} writes into a local build directory")
+            raise BuildInputError(f"{s.out}: --format {s.table_format} writes into a local build directory")
         return _open_locked(store, s)
     root = store.root
     if root.exists() and not root.is_dir():
-        raise BuildError(f"{root}: exists and is not a directory (give another --out)")
+        raise BuildInputError(f"{root}: exists and is not a directory (give another --out)")
     root.mkdir(parents=True, exist_ok=True)
     resources.lock_build_dir(root)
     try:

@@ -52,7 +52,7 @@ from c4table.c4z.assemble import Assembler, Checkpoint, idx_path
 from c4table.c4z.blocks import block_codec, default_part_entries, encode_words
 from c4table.c4z.codec import BlockCodec
 from c4table.c4z.format import BUILD_PART_ENTRIES, IDX_RECORD, MAGIC, default_c4z_name
-from c4table.errors import BuildError, CorruptDataError
+from c4table.errors import BuildError, BuildInputError, CorruptDataError
 from c4table.game.board import Board
 from c4table.io.counting import active
 from c4table.io.files import fsync_dir
@@ -330,7 +330,7 @@ def run(build):
     module docstring (local build directories only)."""
     store, m = build.store, build.manifest
     if not store.local:
-        raise BuildError(f"{build.root}: --format c4z writes into a local build directory")
+        raise BuildInputError(f"{build.root}: --format c4z writes into a local build directory")
     name = c4z_name(build)
     final = store.root / name
     tmp = name + ".tmp"
@@ -355,7 +355,7 @@ def run(build):
     plies = list(range(board.cells + 1))
     missing = [p for p in plies if m.shards("backward", p) is None]
     if missing:
-        raise BuildError(f"{build.root}: the backward pass is not finished (plies {missing[:5]}... missing)")
+        raise BuildInputError(f"{build.root}: the backward pass is not finished (plies {missing[:5]}... missing)")
     prog = build.progress("merge")
     t0 = time.perf_counter()
     shards = [s for p in plies for s in m.shards("backward", p) if s.rows]
