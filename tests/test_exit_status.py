@@ -152,3 +152,33 @@ def test_a_missing_extra_is_bad_input(modules, args, extra, t54, tmp_path):
     p = _without(modules, *(a.format(t54=t54) for a in args), cwd=tmp_path)
     assert p.returncode == 2, p.stderr
     assert one_error_line(p.stderr) and extra in p.stderr, p.stderr
+    assert list(tmp_path.iterdir()) == []   # the build made no --out directory
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_a_build_that_fails_before_it_starts_leaves_no_directory(tmp_path, capsys):
+    """``--out`` is not left behind, empty, by a build that could not start (an unreachable
+    scheduler, a stage run before the one it needs), with the directories above it that the
+    run made; a directory that was there before stays."""
+    dask = pytest.importorskip("dask")
+    pytest.importorskip("distributed")
+    new = tmp_path / "new" / "b"
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    with dask.config.set({"distributed.comm.timeouts.connect": "2s"}):
+        for out in (new, mine):
+            code, _, err = run_main(["build", "4x4", "--out", str(out), "--scheduler",
+                                     f"tcp://127.0.0.1:{_closed_port()}"], capsys)
+            assert code == 2 and one_error_line(err) and "--scheduler" in err, err
+    for argv in (["merge", "4x4"], ["backward", "4x4"]):
+        code, _, err = run_main([*argv, "--out", str(new)], capsys)
+        assert code == 2 and one_error_line(err), err
+        code, _, err = run_main([*argv, "--out", str(mine)], capsys)
+        assert code == 2 and one_error_line(err), err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mine"]
+    assert list(mine.iterdir()) == []

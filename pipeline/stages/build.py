@@ -67,6 +67,8 @@ class Build:
     shuffles: list = field(init=False, default_factory=list)  # this run's shuffles, measured
     stage_seconds: dict = field(init=False, default_factory=dict)  # wall time of this run's stages
     _io_before: IOOptions | None = field(init=False, default=None)  # put back by close()
+    # the directories opening the build created (deepest first): removed by close() if empty
+    made: list = field(init=False, default_factory=list)
     _earlier: dict = field(init=False, default_factory=dict)   # stats.json as this run found it
 
     def __post_init__(self) -> None:
@@ -137,7 +139,8 @@ class Build:
         warm(self.board)
 
     def close(self) -> None:
-        """Shut the executor down and give the directory lock back (idempotent)."""
+        """Shut the executor down and give the directory lock back (idempotent); remove the
+        directories opening the build made if nothing was written in them."""
         if self.executor is None:
             return
         try:
@@ -155,6 +158,7 @@ class Build:
             self.executor = None
             self._unlock()
             io_options.use(self._io_before)
+            _remove_empty(self.made)   # a run that failed before writing anything
 
     def keeps_spent(self) -> bool:
         """Whether spent scratch files go to the recycle bin (:meth:`Storage.recycle_tree
@@ -395,12 +399,29 @@ def open_with(s: BuildSettings) -> Build:
     root = store.root
     if root.exists() and not root.is_dir():
         raise BuildInputError(f"{root}: exists and is not a directory (give another --out)")
+    made = [d for d in (root, *root.parents) if not d.exists()]   # what mkdir creates
     root.mkdir(parents=True, exist_ok=True)
-    resources.lock_build_dir(root)
     try:
-        return _open_locked(store, s)
-    finally:
-        resources.unlock_build_dir(root)   # the Build holds its own count until closed
+        resources.lock_build_dir(root)
+        try:
+            b = _open_locked(store, s)
+        finally:
+            resources.unlock_build_dir(root)   # the Build holds its own count until closed
+    except BaseException:
+        _remove_empty(made)   # a build that failed to start leaves no directory it made
+        raise
+    b.made = made
+    return b
+
+
+def _remove_empty(made: list[Path]) -> None:
+    """Remove the directories of ``made`` (deepest first) that this run created and that are
+    still empty; a directory that was there before, or holds anything, stays."""
+    for d in made:
+        try:
+            d.rmdir()
+        except OSError:   # not empty (or gone): nor are the ones above it
+            return
 
 
 #: The files beside a table ``NAME`` that belong to it: the table itself, its block sums, and
