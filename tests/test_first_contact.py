@@ -183,18 +183,52 @@ def test_a_local_build_says_one_line_per_stage_and_what_work_holds(tmp_path):
     assert "holds" not in out and not (tmp_path / "b" / "work").exists()
 
 
+@pytest.mark.slow
+def test_a_resumed_build_counts_only_the_work_of_this_run(tmp_path):
+    """A build resumed in its backward pass says how many plies this run did and counts
+    their entries only (the manifest's per-ply figures), not the whole table's."""
+    from conftest import interrupt_backward
+    from c4table.pipeline.stages import forward
+    from c4table.pipeline.stages.build import open_build
+    b = open_build("5x4", tmp_path / "b", workers=1, quiet=True)
+    forward.run(b)
+    steps = b.manifest.data["steps"]
+    interrupt_backward(b, lambda: len(steps["backward"]) >= 11)   # after plies 20..10
+    rc, out, err = c4table("build", "5x4", "--out", "b", "--workers", "2", cwd=tmp_path)
+    assert rc == 0, err
+    plies = json.loads((tmp_path / "b" / "manifest.json").read_text())["plies"]
+    left = sum(plies[p]["entries"] for p in range(10))
+    lines = out.splitlines()
+    assert not any(ln.split()[0] == "forward" for ln in lines[1:]), out   # nothing ran
+    back = next(ln for ln in lines if ln.split()[0] == "backward")
+    assert back.startswith(f"  backward  {left:,} entries in "), back
+    assert back.endswith("; resumed: 10 of 21 plies this run"), back
+    merge = next(ln for ln in lines if ln.split()[0] == "merge")
+    assert merge.startswith("  merge     1,974,174 entries in ") and "resumed" not in merge
+
+
 def test_first_build_says_the_kernels_compile_and_shows_no_early_eta(tmp_path):
     """With numba's cache empty (a fresh install), the build says it is compiling before it
-    sits ~20 s on ply 0, and shows no ETA extrapolated from that wait; once compiled, it says
-    nothing of it."""
+    sits on ply 0 (no figure promised: seconds to tens of seconds with the machine), then how
+    long that took, and shows no ETA extrapolated from that wait; a first ``--format c4z``
+    merge says it compiles the block codec. Once compiled, neither says anything of it."""
     env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "numba"))
     for i, first in enumerate([True, False]):
-        p = subprocess.run([C4TABLE, "build", "4x4", "--out", f"b{i}", "--workers", "2"], cwd=tmp_path,
-                           env=env, capture_output=True, text=True, timeout=600)
+        p = subprocess.run([C4TABLE, "build", "4x4", "--out", f"b{i}", "--workers", "2",
+                            "--format", "c4z"], cwd=tmp_path, env=env, capture_output=True,
+                           text=True, timeout=600)
         assert p.returncode == 0, p.stderr
         lines = p.stderr.splitlines()
-        assert ("compiling the kernels" in lines[0]) is first, lines[:3]
-        assert lines[1 if first else 0].startswith("[forward] ply 0/16"), lines[:3]
+        assert ("compiling the kernels (first run after install only)..." in lines[0]) is first
+        if first:
+            took = re.fullmatch(r"\[build\] compiled the kernels in ([\d.]+)s \(kept in numba's "
+                                r"cache for the next runs\)", lines[1])
+            assert took, lines[:3]
+            ply0 = re.search(r"time ([\d.]+)s", lines[2])
+            assert ply0 and 0 < float(took[1]) <= float(ply0[1]) + 0.05, lines[:3]
+        assert lines[2 if first else 0].startswith("[forward] ply 0/16"), lines[:3]
+        merge = [ln for ln in lines if ln.startswith("[merge]")]
+        assert ("compiling the .c4z block codec" in merge[0]) is first, merge
         assert "ETA" not in p.stderr, p.stderr
 
 
@@ -293,3 +327,22 @@ def test_serve_and_compress_take_a_build_directory(two_tables, tmp_path):
     rc, out, err = c4table("compress", str(work), "-q")
     assert rc == 0, err
     assert (work / "connect4_4x4.c4z").exists()
+
+
+def test_label_gives_a_rate_only_for_runs_of_a_second_or_more(t54, tmp_path, monkeypatch):
+    """A 3-line label takes a fraction of a second, mostly start-up: its positions per second
+    would mean nothing and are not shown; a long run's are."""
+    from click.testing import CliRunner
+    from c4table.analysis import label as lab
+    from c4table.cli.label import label
+    src = tmp_path / "in.txt"
+    src.write_text("3344\n\n12\n")
+    r = CliRunner().invoke(label, ["-q", "--table", str(t54), str(src), "--out",
+                                   str(tmp_path / "o.parquet")])
+    assert r.exit_code == 0, r.output
+    assert re.fullmatch(r".*o\.parquet: 3 positions labelled \(0 errors\) in \d+\.\ds\n", r.stdout)
+    monkeypatch.setattr(lab, "label_file", lambda *a, **k: lab.LabelReport(
+        tmp_path / "o.parquet", 5_000_000, 0, 2.0))
+    r = CliRunner().invoke(label, ["-q", "--table", str(t54), str(src), "--out",
+                                   str(tmp_path / "o.parquet")])
+    assert r.stdout.endswith("5,000,000 positions labelled (0 errors) in 2.0s, 2,500,000 positions/s\n")

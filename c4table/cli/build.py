@@ -145,17 +145,41 @@ def _echo_counts(b, quiet: bool) -> None:
 
 
 def _echo_stages(b, quiet: bool) -> None:
-    """One short line per stage this run ran: entries, wall time, rate (the storage figures:
-    ``-v``, or DIR/stats.json)."""
-    from c4table.units import format_seconds
-    ran = {k for k, v in b.executor_counts.items() if v["tasks"]}
-    entries = b.manifest.table["entries"]
+    """One short line per stage this run ran: the entries it processed in this run, wall time,
+    rate; for a resumed stage, how many of its steps this run ran (the storage figures: ``-v``,
+    or DIR/stats.json)."""
     if quiet:
         return
+    ran = {k for k, v in b.executor_counts.items() if v["tasks"]}
     for stage, seconds in b.stage_seconds.items():
         if stage in ran:
-            rate = f"{entries / seconds / 1e6:,.1f} M entries/s" if seconds > 0 else "-"
-            click.echo(f"  {stage:<9} {entries:,} entries in {format_seconds(seconds)} ({rate})")
+            click.echo("  " + stage_line(stage, seconds, b.stage_work.get(stage),
+                                         b.manifest.table["entries"]))
+
+
+def stage_line(stage: str, seconds: float, work, entries: int) -> str:
+    """The summary line of ``stage`` after ``seconds``: its :class:`StageWork
+    <c4table.pipeline.stages.build.StageWork>` ``work`` of this run (None: the whole table's
+    ``entries``, a stage that does all or nothing).
+
+    >>> from c4table.pipeline.stages.build import StageWork
+    >>> stage_line("backward", 0.3, StageWork(6_383_011, 2, 26), 34_888_367)
+    'backward  6,383,011 entries in 0.3s (21.3 M entries/s); resumed: 2 of 26 plies this run'
+    >>> stage_line("forward", 0.5, StageWork(0, 0, 26), 34_888_367)
+    'forward   nothing left to do: 26 plies finished before (verified in 0.5s)'
+    """
+    from c4table.units import format_seconds
+    from c4table.wording import count
+    n = entries if work is None else work.entries
+    unit = "ply" if stage in ("forward", "backward") else "range"
+    if work is not None and work.steps == 0:
+        return (f"{stage:<9} nothing left to do: {count(work.of, unit)} finished before "
+                f"(verified in {format_seconds(seconds)})")
+    rate = f"{n / seconds / 1e6:,.1f} M entries/s" if seconds > 0 else "-"
+    line = f"{stage:<9} {n:,} entries in {format_seconds(seconds)} ({rate})"
+    if work is not None and work.resumed:
+        line += f"; resumed: {work.steps} of {count(work.of, unit)} this run"
+    return line
 
 
 def _echo_work(work) -> None:

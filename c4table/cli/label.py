@@ -7,6 +7,10 @@ from c4table.cli.lookup import finish_answers
 from c4table.cli.options import TABLE_BOARD_OPTION, TABLE_OPTION, parquet_out, table_path_or_default
 
 
+RATE_MIN_SECONDS = 1.0
+"""The shortest run whose positions per second the summary gives."""
+
+
 @click.command()
 @TABLE_OPTION
 @TABLE_BOARD_OPTION
@@ -29,8 +33,10 @@ def label(table_path, board, source, out, column, planes, quiet):
     from c4table.wording import count
     with open_table(table_path_or_default(table_path, board), board) as table:
         rep = label_file(table, source, out, column=column, planes=planes, quiet=quiet)
+    # a rate over less than a second measures the start-up, not the labelling: none then
+    rate = f", {rep.rate:,.0f} positions/s" if rep.seconds >= RATE_MIN_SECONDS else ""
     click.echo(f"{rep.path}: {count(rep.rows, 'position')} labelled ({count(rep.errors, 'error')}) "
-               f"in {rep.seconds:.1f}s, {rep.rate:,.0f} positions/s")
+               f"in {rep.seconds:.1f}s{rate}")
     finish_answers(rep.errors, rep.rows, "labelled", f"the error column of {rep.path}")
 
 

@@ -45,6 +45,26 @@ MIN_TASK_MEMORY = 1 << 20
 
 
 @dataclass
+class StageWork:
+    """What one stage did in this run, for the build's summary: the entries it processed and
+    the steps it ran (generations, or ranges of a ``.c4z`` merge) of the ``of`` it has in all;
+    a resumed stage ran fewer steps than that."""
+
+    entries: int = 0
+    steps: int = 0
+    of: int = 0
+
+    def add(self, entries: int, steps: int = 1) -> None:
+        self.entries += entries
+        self.steps += steps
+
+    @property
+    def resumed(self) -> bool:
+        """True if steps finished by earlier runs were left as they were."""
+        return self.steps < self.of
+
+
+@dataclass
 class Build:
     """State shared by the stages of one build."""
 
@@ -66,6 +86,7 @@ class Build:
     shuffle_max_reads: int = field(default_factory=lambda: shuffle.max_reads_default())
     shuffles: list = field(init=False, default_factory=list)  # this run's shuffles, measured
     stage_seconds: dict = field(init=False, default_factory=dict)  # wall time of this run's stages
+    stage_work: dict = field(init=False, default_factory=dict)  # stage -> its StageWork this run
     _io_before: IOOptions | None = field(init=False, default=None)  # put back by close()
     # the directories opening the build created (deepest first): removed by close() if empty
     made: list = field(init=False, default_factory=list)
@@ -132,11 +153,17 @@ class Build:
             self.executor.counts.rebase(held)
 
     def _warm_kernels(self) -> None:
-        """Load the kernels (:func:`warm`), saying so when they must be compiled first: the
-        first build after install sits on ply 0 for about 20 s."""
-        if compiled(self.board) is False:
-            self.note("build", "compiling the kernels (first run after install only, about 20 s)...")
+        """Load the kernels (:func:`warm`), saying so when they must be compiled first (the
+        first build after install sits on ply 0 meanwhile: seconds to tens of seconds, with
+        the machine), and how long that took."""
+        if compiled(self.board) is not False:
+            warm(self.board)
+            return
+        self.note("build", "compiling the kernels (first run after install only)...")
+        t0 = time.perf_counter()
         warm(self.board)
+        self.note("build", f"compiled the kernels in {time.perf_counter() - t0:.1f}s (kept in "
+                           "numba's cache for the next runs)")
 
     def close(self) -> None:
         """Shut the executor down and give the directory lock back (idempotent); remove the
@@ -181,6 +208,13 @@ class Build:
         else:
             self.store.empty_recycle_bin()
             self.store.delete_tree(rel)
+
+    def work(self, stage: str, of: int) -> StageWork:
+        """The :class:`StageWork` of ``stage`` in this run, which has ``of`` steps in all (its
+        driver adds the entries of each step it runs)."""
+        w = self.stage_work.setdefault(stage, StageWork())
+        w.of = of
+        return w
 
     def run_stage(self, stage: str, fn, *args):
         """Run ``fn(*args)`` (a stage's driver) with its requests, bytes and tasks counted

@@ -58,6 +58,7 @@ from c4table.io.counting import active
 from c4table.io.files import fsync_dir
 from c4table.io.storage import open_storage
 from c4table.pipeline.kernels.cpu import words_to_entries
+from c4table.pipeline.kernels.kernelset import in_cache
 from c4table.pipeline.runtime import resources
 from c4table.pipeline.sort.partition import merge_shares
 from c4table.pipeline.stages import merge
@@ -325,6 +326,17 @@ def complete(build, rec: dict) -> bool:
     return True
 
 
+def codec_compiled() -> bool | None:
+    """Whether numba's cache holds the block codec kernels the merge runs: the key plies, and
+    an encoder of blocks (of outcomes or of symbols, as the tasks choose); None when it cannot
+    be asked."""
+    from c4table.c4z import codec
+    plies, outs, syms = (in_cache(k) for k in (codec._plies, codec._encode, codec._encode_symbols))
+    if None in (plies, outs, syms):
+        return None
+    return plies and (outs or syms)
+
+
 def run(build):
     """Write (or find already written) ``DIR/connect4_WxH.c4z``; return its path. See the
     module docstring (local build directories only)."""
@@ -357,6 +369,8 @@ def run(build):
     if missing:
         raise BuildInputError(f"{build.root}: the backward pass is not finished (plies {missing[:5]}... missing)")
     prog = build.progress("merge")
+    if codec_compiled() is False:   # the first --format c4z merge after install
+        prog.note("compiling the .c4z block codec (first run after install only)...")
     t0 = time.perf_counter()
     shards = [s for p in plies for s in m.shards("backward", p) if s.rows]
     ply_of = [p for p in plies for s in m.shards("backward", p) if s.rows]
@@ -395,6 +409,8 @@ def run(build):
             save_state(store, tmp, MergeState(digest, bounds, level, k, at, B, P, mm))
             drop_shards(store, shards, bounds[k])
 
+        build.work("merge", of=n_r).add(total - (state.at.entries if state is not None else 0),
+                                        n_r - done)
         results = build.saving(build.executor.imap(range_blocks_task, tasks))   # counts saved
         digests = assemble(store, store.root / tmp, board, total, n_r, level, results, build.table_md5,
                            resume=state, appended=appended, min_match=mm,
