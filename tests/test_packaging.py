@@ -40,7 +40,7 @@ def test_stats_png_without_matplotlib_is_one_line(built, tmp_path, monkeypatch, 
     with pytest.raises(SystemExit) as e:
         main(["stats", str(built("4x4")), "--png", str(tmp_path / "w.png")])
     err = capsys.readouterr().err
-    assert e.value.code == 1 and not (tmp_path / "w.png").exists()
+    assert e.value.code == 2 and not (tmp_path / "w.png").exists()
     assert err.count("\n") == 1 and err.startswith("c4table: error: ")
     assert "pip install 'c4table[plot]'" in err
 
