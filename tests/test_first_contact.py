@@ -346,3 +346,22 @@ def test_label_gives_a_rate_only_for_runs_of_a_second_or_more(t54, tmp_path, mon
     r = CliRunner().invoke(label, ["-q", "--table", str(t54), str(src), "--out",
                                    str(tmp_path / "o.parquet")])
     assert r.stdout.endswith("5,000,000 positions labelled (0 errors) in 2.0s, 2,500,000 positions/s\n")
+
+
+@pytest.mark.parametrize("argv,named", [
+    (["verify", "{d}"], "FILE|DIR"),                              # a positional argument
+    (["compress", "{d}"], "TABLE.dat|DIR|TABLE.dat.xz|-"),
+    (["lookup", "--table", "{d}", "33"], "--table FILE|DIR"),      # an option
+    (["serve", "--table", "{d}"], "--table FILE|DIR"),
+    (["export", "--table", "{d}", "--out", "{d}/x.parquet"], "--table FILE|DIR"),
+])
+def test_a_directory_without_a_table_is_named_as_it_was_given(argv, named, tmp_path, capsys):
+    """``verify DIR`` takes its table as an argument: the error names that argument, not an
+    option the command does not have."""
+    from c4table.cli.main import main
+    with pytest.raises(SystemExit) as e:
+        main([a.format(d=tmp_path) for a in argv])
+    err = capsys.readouterr().err
+    assert e.value.code == 2
+    assert err.startswith(f"c4table: error: Invalid value for {named}: {tmp_path}: a directory "
+                          "with no connectK_WxH.dat or .c4z table in it"), err

@@ -59,7 +59,7 @@ def serve(tables, host, port, workers, cors, cache, access_log):
         raise MissingExtraError(f"c4table serve needs the serve extra ({e.name} is missing): "
                                 "pip install 'c4table[serve]'") from None
     from c4table.cli.options import table_or_build_dir
-    tables = [table_or_build_dir(t) for t in tables]
+    tables = [table_or_build_dir(t, "tables") for t in tables]
     try:
         loaded = srv.load_tables(tables)
     except srv.ServeError as e:
