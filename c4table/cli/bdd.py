@@ -143,7 +143,7 @@ def _print_table(result: BddCounts, solved: bool) -> None:
                f"{result.peak_nodes:,}  peak RSS {_peak_rss_mib():.0f} MiB")
 
 
-@click.group("bdd")
+@click.group("bdd", short_help="Per-ply counts with BDDs (Böck's method, oxidd)")
 def bdd() -> None:
     """Symbolic (BDD) per-ply counts and win/draw/loss, Böck's method (oxidd)."""
 
@@ -160,7 +160,7 @@ def _command(solve_it: bool):
     return cmd
 
 
-@bdd.command("count")
+@bdd.command("count", short_help="Per-ply positions and won games, symbolically")
 @click.argument("board")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @_engine_options
@@ -170,7 +170,7 @@ def count_cmd(**kw) -> None:
     _command(False)(**kw)
 
 
-@bdd.command("solve")
+@bdd.command("solve", short_help="Per-ply won, drawn and lost positions, symbolically")
 @click.argument("board")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @_engine_options
@@ -180,7 +180,7 @@ def solve_cmd(**kw) -> None:
     _command(True)(**kw)
 
 
-@click.command("crosscheck")
+@click.command("crosscheck", short_help="Compare the BDD figures with a build's manifest")
 @click.argument("path", type=click.Path())
 @_engine_options
 def crosscheck(path, encoding, nodes, threads, flavour, terminal, image, quiet, connect) -> None:

@@ -38,24 +38,41 @@ def _gpu_memory(host_memory: str, workers, scheduler):
 
 def _build_options(f):
     f = device_options(f)
-    f = click.option("--out", "out", type=click.Path(file_okay=False), default=None,
+    f = click.option("--out", "out", type=click.Path(file_okay=False), default=None, metavar="DIR",
                      help="build directory, or a pyarrow.fs URI every worker can reach such as "
                           "s3://bucket/prefix (default: tables/WxH)")(f)
-    f = click.option("--memory", default="4GiB", show_default=True,
+    f = click.option("--memory", default="4GiB", show_default=True, metavar="SIZE",
                      help="memory budget shared by the workers (e.g. 512MiB, 8GiB)")(f)
-    f = click.option("--workers", type=click.IntRange(1, 4096), default=None,
+    f = click.option("--workers", type=click.IntRange(1, 4096), default=None, metavar="N",
                      help="worker processes (default: all cores)")(f)
-    f = click.option("--scheduler", default=None,
+    f = click.option("--scheduler", default=None, metavar="local|ADDRESS",
                      help="dask scheduler: 'local' for a LocalCluster, or an address tcp://host:8786 "
                           "(default: local processes, no dask)")(f)
     f = click.option("-q", "--quiet", is_flag=True, help="no progress lines")(f)
-    f = click.option("--restart", is_flag=True, help="discard a partial build in --out and start over")(f)
+    f = click.option("--restart", is_flag=True,
+                     help="discard the build in --out (its manifest, shards and table files) "
+                          "and start over")(f)
     f = connect_option(f)
     f = click.option("--root", "root", default=None, metavar="MOVES|FILE|-",
                      help="build the rooted table of every position reachable from this one: a "
                           "move string, or a drawing in FILE or on stdin (-); writes "
                           "connect4_WxH_root-MOVES.dat (default --out tables/WxH_root-MOVES)")(f)
     return f
+
+
+#: The order of the build commands' parameters in their --help: what a first build sets, then
+#: what changes the table or the directory, then where the work runs, then the output.
+PARAM_ORDER = ("board", "out", "table_format", "workers", "memory", "restart", "clean",
+               "compress", "compress_only", "max_ply", "root", "connect", "scheduler", "device",
+               "gpu_memory", "quiet", "verbose")
+
+
+def _ordered(cmd: click.Command) -> click.Command:
+    """``cmd`` with its parameters in :data:`PARAM_ORDER` (their --help order; an eager
+    option such as --connect is still read first)."""
+    cmd.params.sort(key=lambda p: PARAM_ORDER.index(p.name) if p.name in PARAM_ORDER
+                    else len(PARAM_ORDER))
+    return cmd
 
 
 def _no_compress_with_c4z(table_format: str, compress: bool, compress_only: bool) -> None:
@@ -96,7 +113,7 @@ def _open(board, out, memory, workers, scheduler, quiet, restart, root=None, tab
                                          restart, origin, device, table_format))
 
 
-@click.command()
+@click.command(short_help="Build a complete table: forward, backward and merge")
 @click.argument("board", type=board_arg, default=DEFAULT_BOARD, required=False)
 @_build_options
 @click.option("--clean", is_flag=True, help="delete the intermediate shards (DIR/work) after the merge")
@@ -205,7 +222,7 @@ def _compressed(path, compress: bool, compress_only: bool, quiet: bool):
     return compress_build(path, compress_only, quiet)
 
 
-@click.command()
+@click.command(short_help="Forward pass only: every generation's keys and counts")
 @click.argument("board", type=board_arg, default=DEFAULT_BOARD, required=False)
 @_build_options
 @click.option("--max-ply", type=click.IntRange(0, 64), default=None,
@@ -221,7 +238,7 @@ def forward(board, out, memory, workers, scheduler, quiet, restart, root, max_pl
                f"positions ({b.manifest.total('entries', plies):,} entries)")
 
 
-@click.command()
+@click.command(short_help="Backward pass only: outcome and distance of each entry")
 @click.argument("board", type=board_arg, default=DEFAULT_BOARD, required=False)
 @_build_options
 def backward(board, out, memory, workers, scheduler, quiet, restart, root):
@@ -234,7 +251,7 @@ def backward(board, out, memory, workers, scheduler, quiet, restart, root):
                f"B wins {t['b_wins']:,} positions")
 
 
-@click.command()
+@click.command(short_help="Final merge only: write the table (.dat or .c4z)")
 @click.argument("board", type=board_arg, default=DEFAULT_BOARD, required=False)
 @_build_options
 @compress_options
@@ -254,4 +271,4 @@ def merge(board, out, memory, workers, scheduler, quiet, restart, root, compress
                f"{b.manifest.table['entries']:,} entries  sha256 {b.manifest.table['sha256']}")
 
 
-COMMANDS = [build, forward, backward, merge]
+COMMANDS = [_ordered(c) for c in (build, forward, backward, merge)]

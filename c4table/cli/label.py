@@ -11,7 +11,7 @@ RATE_MIN_SECONDS = 1.0
 """The shortest run whose positions per second the summary gives."""
 
 
-@click.command()
+@click.command(short_help="Label your positions into a parquet file")
 @TABLE_OPTION
 @TABLE_BOARD_OPTION
 @click.argument("source", metavar="IN", type=click.Path(exists=True, dir_okay=False, allow_dash=True))

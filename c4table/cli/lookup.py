@@ -161,7 +161,7 @@ def _best_line(probe, board_name: str) -> str:
     return head + f"; best: {cols} ({outcome(best[0].outcome, best[0].distance)})"
 
 
-@click.command()
+@click.command(short_help="Outcome and distance of positions and of each move")
 @TABLE_OPTION
 @TABLE_BOARD_OPTION
 @DRAW_OPTION
@@ -187,7 +187,7 @@ def lookup(table_path, board, draw, drawing, as_json, scores, positions):
     finish_answers(failures, len(qs))
 
 
-@click.command()
+@click.command(short_help="The optimal moves of positions")
 @TABLE_OPTION
 @TABLE_BOARD_OPTION
 @DRAWING_OPTION
@@ -211,7 +211,7 @@ def best(table_path, board, drawing, as_json, draw, positions):
     finish_answers(failures, len(qs))
 
 
-@click.command()
+@click.command(short_help="Play against perfect play in the terminal")
 @TABLE_OPTION
 @TABLE_BOARD_OPTION
 @click.option("--side", type=click.Choice(["A", "B", "a", "b"]), default=None,

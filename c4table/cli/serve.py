@@ -38,11 +38,12 @@ def _check_port(host: str, port: int) -> None:
                                      else "--host") from None
 
 
-@click.command()
+@click.command(short_help="Serve tables over HTTP: a JSON API and a web board")
 @click.option("--table", "tables", multiple=True, required=True, type=click.Path(),
               metavar="FILE|DIR", help="table file (or its build directory) to serve (repeat for several boards; keyed by board, e.g. 5x4)")
 @click.option("--host", default="127.0.0.1", show_default=True, help="address to listen on")
-@click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True)
+@click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True,
+              metavar="PORT", help="TCP port to listen on")
 @click.option("--workers", type=click.IntRange(1, 256), default=1, show_default=True,
               help="server processes sharing the port")
 @click.option("--cors", "cors", default=None, metavar="ORIGIN",

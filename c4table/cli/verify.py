@@ -11,7 +11,7 @@ from c4table.errors import EXIT_FAILED
 from c4table.cli.options import table_or_build_dir
 
 
-@click.command()
+@click.command(short_help="Check a table: hashes, structure, known tables, sums")
 @click.argument("table_path", metavar="FILE|DIR", type=click.Path())
 @click.option("--board", default=None, help="board of the table if its name does not say")
 @click.option("--sha256", "sha256", default=None, help="expected sha256 (hex)")
