@@ -22,6 +22,9 @@ JOBS    ?= 2
 FORMAT  ?= dat
 OUT     ?= tables/$(BOARD)$(if $(ROOT),_root-$(ROOT))
 C4      := $(VENV)/bin/c4table
+# pip, without setuptools' boxed "Editable installation" warning (folders named like the package
+# may shadow it): tools/diag/pin_package_path.py, run after the install, deals with that.
+PIP     := PYTHONWARNINGS="ignore:Editable installation" $(VENV)/bin/pip
 STAMP   := $(VENV)/.installed
 TESTSTAMP := $(VENV)/.installed-test
 ARGS    := $(BOARD) --out $(OUT) --memory $(MEMORY) $(if $(WORKERS),--workers $(WORKERS)) $(if $(ROOT),--root $(ROOT))
@@ -34,15 +37,15 @@ install-test: $(TESTSTAMP)
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
-	$(VENV)/bin/pip install --quiet --upgrade pip
+	$(PIP) install --quiet --upgrade pip
 
 $(STAMP): pyproject.toml | $(VENV)/bin/python
-	$(VENV)/bin/pip install --quiet -e .
+	$(PIP) install --quiet -e .
 	$(VENV)/bin/python -m tools.diag.pin_package_path
 	touch $(STAMP)
 
 $(TESTSTAMP): $(STAMP)
-	$(VENV)/bin/pip install --quiet -e '.[test,bench]'
+	$(PIP) install --quiet -e '.[test,bench]'
 	touch $(TESTSTAMP)
 
 table: $(STAMP)

@@ -10,8 +10,8 @@ Small public API over the table format (``README.md``; the modules: ``docs/modul
 import os
 
 from c4table.errors import (BoardError, BuildError, C4Error, ClosedTableError, CorruptDataError,
-                            IllegalPositionError, MissingTableError, PositionNotFoundError,
-                            TableError)
+                            IllegalPositionError, InputError, MissingTableError,
+                            PositionNotFoundError, TableError)
 
 # Imported on first use (PEP 562): the command line's start-up (``c4table build`` included)
 # does not pay for the readers, the exporter and the plots it does not call, and importing the
@@ -39,7 +39,7 @@ def __dir__() -> list[str]:
 
 
 __all__ = ["Board", "Outcome", "decode_outcome", "encode_outcome", "Position", "Table", "Probe",
-           "MoveProbe", "open_table", "verify_table", "VerifyReport", "C4Error", "BoardError",
+           "MoveProbe", "open_table", "verify_table", "VerifyReport", "C4Error", "InputError", "BoardError",
            "BuildError", "CorruptDataError", "IllegalPositionError", "MissingTableError",
            "PositionNotFoundError", "TableError", "ClosedTableError", "build_table", "parse_drawing", "render",
            "export_positions", "ExportReport", "ply_stats", "PlyStats"]

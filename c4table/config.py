@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from c4table.errors import BuildError, C4Error
+from c4table.errors import BuildInputError, InputError
 
 OFF_WORDS = ("0", "no", "off", "false")
 
@@ -76,7 +76,7 @@ class Setting:
     default: Any
     meaning: str
     parse: Callable[[str], Any] = str
-    error: type[C4Error] = C4Error
+    error: type[InputError] = InputError
 
 
 SETTINGS: dict[str, Setting] = {s.name: s for s in (
@@ -94,7 +94,7 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
             "build keeps freed memory (trim and mmap thresholds) and uses one arena."),
     Setting("C4TABLE_SHUFFLE_MAX_READS", 1_000_000, "Ranged reads a backward step may make before "
             "its messages go through the two-level shuffle (a positive number).", positive_count,
-            BuildError),
+            BuildInputError),
     Setting("C4TABLE_TABLE_MD5", False, "Switch: a build also records its table's md5 (a second "
             "pass over the table in key order, one core, beside the sha256: on a large table "
             "it is the merge's longest serial part). `c4table verify` prints the md5 anyway.",
@@ -102,14 +102,14 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
     Setting("C4TABLE_C4Z_LEVEL", 4, "zstd level (1-22) of the blocks a `build --format c4z` "
             "writes (262,144 entries each; higher: smaller and slower; `c4table compress` uses "
             "19).", zstd_level,
-            BuildError),
+            BuildInputError),
     Setting("C4TABLE_C4Z_MIN_MATCH", 6, "zstd min match (3-7) of the blocks a `build --format "
             "c4z` writes: the level's parameters for a 256 KiB input with matches of at least "
             "that many bytes (with 6, level 4 is as small as level 5 with zstd's own, for less "
-            "CPU); 0: zstd's own parameters for the level.", zstd_min_match, BuildError),
+            "CPU); 0: zstd's own parameters for the level.", zstd_min_match, BuildInputError),
     Setting("C4TABLE_C4Z_BLOCK_ENTRIES", 1 << 18, "Entries of the blocks a `build --format c4z` "
             "writes (default 262,144, in parts of 65,536: bigger blocks, smaller files, slower "
-            "single probes).", c4z_block_entries, BuildError),
+            "single probes).", c4z_block_entries, BuildInputError),
     Setting("C4TABLE_SKIP_DISK_CHECK", False, "Switch: skip the free-disk checks of a local build "
             "(tests and file systems whose free space is not what statvfs says).", switch),
     Setting("C4TABLE_TRACEBACK", False, "Switch: let an internal error show its Python traceback "

@@ -3,13 +3,14 @@ an independent brute-force minimax (c4table/testing/oracle.py), and byte-identit
 worker counts and interrupted builds."""
 import hashlib
 import json
+import shutil
 
 import numpy as np
 import pytest
 
 from c4table.game.board import Board
 from c4table.analysis.verify import verify_table
-from conftest import published_tables, published_totals
+from conftest import published_tables, published_totals, run_cli
 from c4table.testing.oracle import oracle_bytes, oracle_ply_counts
 from c4table.pipeline.stages.build import build_table, open_build
 
@@ -157,3 +158,24 @@ def test_md5_recorded_when_asked(built, tmp_path, monkeypatch):
     rec = manifest(tmp_path)["table"]
     assert again.read_bytes() == data
     assert rec["md5"] == hashlib.md5(data).hexdigest() and rec["sha256"] == sha256(path)
+
+
+@pytest.mark.slow
+def test_restart_leaves_no_file_of_the_old_table(built, tmp_path):
+    """``build --restart`` into a directory holding a finished ``.dat`` (with its block sums)
+    and the temporary files of an interrupted ``--compress``, rebuilding as a ``.c4z``: none of
+    the old table's files is left beside the new one; a file of the user's stays."""
+    out = tmp_path / "b"
+    shutil.copytree(built("4x4"), out)
+    assert (out / "connect4_4x4.dat.sums").is_file()
+    for junk in ("connect4_4x4.c4z.part", "connect4_4x4.c4z.part.idx",
+                 "connect4_4x4.c4z.part.json", "connect4_4x4.dat.sums.tmp"):
+        (out / junk).write_bytes(b"left by an interrupted run")
+    (out / "notes.txt").write_text("mine")
+    code, stdout, err = run_cli("build", "4x4", "--out", str(out), "--restart", "--format", "c4z",
+                                "--workers", "2", "-q")
+    assert code == 0, err
+    assert sorted(p.name for p in out.iterdir()) == [
+        "connect4_4x4.c4z", "manifest.json", "notes.txt", "stats.json"]
+    assert verify_table(out / "connect4_4x4.c4z", quiet=True).sha256 == \
+        published_tables()["4x4"]["sha256"]

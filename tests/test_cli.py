@@ -86,7 +86,7 @@ def test_lookup_unknown_board_name(tmp_path, t54):
     odd = tmp_path / "odd.dat"
     odd.write_bytes(t54.read_bytes()[: 1000 * 4])
     code, _, err = run("lookup", "--table", str(odd), "1")
-    assert code == 1 and "--board" in err and "cannot tell the board" in err
+    assert code == 2 and "--board" in err and "cannot tell the board" in err
     code, out, _ = run("lookup", "--table", str(other), "--board", "5x4", "3344")
     assert code == 0 and "A wins" in out
 

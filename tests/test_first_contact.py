@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -88,6 +90,70 @@ def test_ctrl_c_during_a_build_says_to_rerun(tmp_path):
     assert "aborted" not in err
 
 
+def _interrupt_group(args, cwd, marker: str, timeout=300):
+    """Run c4table ``args`` in a process group of its own; once a stderr line holds ``marker``,
+    send SIGINT to the whole group, as a terminal's Ctrl-C does (the build's worker processes
+    get it too). Returns (rc, stderr after the marker's line, whether the group outlived it)."""
+    p = subprocess.Popen([C4TABLE, *args], cwd=cwd, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.monotonic() + timeout
+    try:
+        for line in p.stderr:
+            if marker in line:
+                os.killpg(p.pid, signal.SIGINT)
+                break
+            assert time.monotonic() < deadline
+        else:
+            pytest.fail(f"{marker!r} never appeared")
+        _, rest = p.communicate(timeout=timeout)
+        time.sleep(0.5)
+        try:
+            os.killpg(p.pid, 0)
+            outlived = True
+        except ProcessLookupError:
+            outlived = False
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+    return p.returncode, rest, outlived
+
+
+@pytest.mark.slow
+def test_ctrl_c_during_the_backward_pass_is_one_line(tmp_path):
+    """Ctrl-C reaches the build's worker processes too: the ones idle between tasks exit
+    without a word (no "Process ForkProcess-1: Traceback ..."), so stderr ends with the
+    one-line message alone."""
+    rc, out, err = c4table("forward", "5x5", "--out", "b", "--workers", "2", "-q", cwd=tmp_path)
+    assert rc == 0, err
+    rc, after, outlived = _interrupt_group(["build", "5x5", "--out", "b", "--workers", "2"],
+                                           tmp_path, "[backward] ply 22")
+    assert rc == 130, after
+    assert "Traceback" not in after and "KeyboardInterrupt" not in after, after
+    said = [ln for ln in after.splitlines() if ln.strip() and not ln.startswith("[backward] ")]
+    assert said == ["c4table: error: interrupted; finished steps are kept, rerun the same "
+                    "command to resume"], after
+    assert not outlived   # the workers are gone with the driver
+
+
+@pytest.mark.slow
+def test_ctrl_c_of_a_restart_says_to_rerun_without_it(tmp_path):
+    """Rerunning ``build --restart`` would start over: Ctrl-C names the command that resumes,
+    and that command does resume (no ply 0 again) and finishes the right table."""
+    from c4table.table.known import known_tables
+    rc, err = _interrupt(["build", "5x4", "--out", "my b", "--workers", "2", "--restart"],
+                         tmp_path, "[forward] ply 6")
+    assert rc == 130, err
+    last = err.strip().splitlines()[-1]
+    hint = "c4table: error: interrupted; finished steps are kept, rerun without --restart to resume: "
+    assert last == hint + "c4table build 5x4 --out 'my b' --workers 2", err
+    again = shlex.split(last.removeprefix(hint))
+    rc, out, err = c4table(*again[1:], cwd=tmp_path)
+    assert rc == 0, err
+    resumed = re.search(r"\[forward\] resuming at ply (\d+)", err)
+    assert resumed and int(resumed[1]) >= 7 and "[forward] ply 0/" not in err, err
+    assert out.splitlines()[0].split()[-1] == known_tables()["5x4"]["sha256"]
+
+
 def test_ctrl_c_message_of_every_long_command():
     from c4table.cli import main
     for name in ("build", "forward", "backward", "merge", "compress", "decompress", "export",
@@ -117,18 +183,52 @@ def test_a_local_build_says_one_line_per_stage_and_what_work_holds(tmp_path):
     assert "holds" not in out and not (tmp_path / "b" / "work").exists()
 
 
+@pytest.mark.slow
+def test_a_resumed_build_counts_only_the_work_of_this_run(tmp_path):
+    """A build resumed in its backward pass says how many plies this run did and counts
+    their entries only (the manifest's per-ply figures), not the whole table's."""
+    from conftest import interrupt_backward
+    from c4table.pipeline.stages import forward
+    from c4table.pipeline.stages.build import open_build
+    b = open_build("5x4", tmp_path / "b", workers=1, quiet=True)
+    forward.run(b)
+    steps = b.manifest.data["steps"]
+    interrupt_backward(b, lambda: len(steps["backward"]) >= 11)   # after plies 20..10
+    rc, out, err = c4table("build", "5x4", "--out", "b", "--workers", "2", cwd=tmp_path)
+    assert rc == 0, err
+    plies = json.loads((tmp_path / "b" / "manifest.json").read_text())["plies"]
+    left = sum(plies[p]["entries"] for p in range(10))
+    lines = out.splitlines()
+    assert not any(ln.split()[0] == "forward" for ln in lines[1:]), out   # nothing ran
+    back = next(ln for ln in lines if ln.split()[0] == "backward")
+    assert back.startswith(f"  backward  {left:,} entries in "), back
+    assert back.endswith("; resumed: 10 of 21 plies this run"), back
+    merge = next(ln for ln in lines if ln.split()[0] == "merge")
+    assert merge.startswith("  merge     1,974,174 entries in ") and "resumed" not in merge
+
+
 def test_first_build_says_the_kernels_compile_and_shows_no_early_eta(tmp_path):
     """With numba's cache empty (a fresh install), the build says it is compiling before it
-    sits ~20 s on ply 0, and shows no ETA extrapolated from that wait; once compiled, it says
-    nothing of it."""
+    sits on ply 0 (no figure promised: seconds to tens of seconds with the machine), then how
+    long that took, and shows no ETA extrapolated from that wait; a first ``--format c4z``
+    merge says it compiles the block codec. Once compiled, neither says anything of it."""
     env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "numba"))
     for i, first in enumerate([True, False]):
-        p = subprocess.run([C4TABLE, "build", "4x4", "--out", f"b{i}", "--workers", "2"], cwd=tmp_path,
-                           env=env, capture_output=True, text=True, timeout=600)
+        p = subprocess.run([C4TABLE, "build", "4x4", "--out", f"b{i}", "--workers", "2",
+                            "--format", "c4z"], cwd=tmp_path, env=env, capture_output=True,
+                           text=True, timeout=600)
         assert p.returncode == 0, p.stderr
         lines = p.stderr.splitlines()
-        assert ("compiling the kernels" in lines[0]) is first, lines[:3]
-        assert lines[1 if first else 0].startswith("[forward] ply 0/16"), lines[:3]
+        assert ("compiling the kernels (first run after install only)..." in lines[0]) is first
+        if first:
+            took = re.fullmatch(r"\[build\] compiled the kernels in ([\d.]+)s \(kept in numba's "
+                                r"cache for the next runs\)", lines[1])
+            assert took, lines[:3]
+            ply0 = re.search(r"time ([\d.]+)s", lines[2])
+            assert ply0 and 0 < float(took[1]) <= float(ply0[1]) + 0.05, lines[:3]
+        assert lines[2 if first else 0].startswith("[forward] ply 0/16"), lines[:3]
+        merge = [ln for ln in lines if ln.startswith("[merge]")]
+        assert ("compiling the .c4z block codec" in merge[0]) is first, merge
         assert "ETA" not in p.stderr, p.stderr
 
 
@@ -227,3 +327,41 @@ def test_serve_and_compress_take_a_build_directory(two_tables, tmp_path):
     rc, out, err = c4table("compress", str(work), "-q")
     assert rc == 0, err
     assert (work / "connect4_4x4.c4z").exists()
+
+
+def test_label_gives_a_rate_only_for_runs_of_a_second_or_more(t54, tmp_path, monkeypatch):
+    """A 3-line label takes a fraction of a second, mostly start-up: its positions per second
+    would mean nothing and are not shown; a long run's are."""
+    from click.testing import CliRunner
+    from c4table.analysis import label as lab
+    from c4table.cli.label import label
+    src = tmp_path / "in.txt"
+    src.write_text("3344\n\n12\n")
+    r = CliRunner().invoke(label, ["-q", "--table", str(t54), str(src), "--out",
+                                   str(tmp_path / "o.parquet")])
+    assert r.exit_code == 0, r.output
+    assert re.fullmatch(r".*o\.parquet: 3 positions labelled \(0 errors\) in \d+\.\ds\n", r.stdout)
+    monkeypatch.setattr(lab, "label_file", lambda *a, **k: lab.LabelReport(
+        tmp_path / "o.parquet", 5_000_000, 0, 2.0))
+    r = CliRunner().invoke(label, ["-q", "--table", str(t54), str(src), "--out",
+                                   str(tmp_path / "o.parquet")])
+    assert r.stdout.endswith("5,000,000 positions labelled (0 errors) in 2.0s, 2,500,000 positions/s\n")
+
+
+@pytest.mark.parametrize("argv,named", [
+    (["verify", "{d}"], "FILE|DIR"),                              # a positional argument
+    (["compress", "{d}"], "TABLE.dat|DIR|TABLE.dat.xz|-"),
+    (["lookup", "--table", "{d}", "33"], "--table FILE|DIR"),      # an option
+    (["serve", "--table", "{d}"], "--table FILE|DIR"),
+    (["export", "--table", "{d}", "--out", "{d}/x.parquet"], "--table FILE|DIR"),
+])
+def test_a_directory_without_a_table_is_named_as_it_was_given(argv, named, tmp_path, capsys):
+    """``verify DIR`` takes its table as an argument: the error names that argument, not an
+    option the command does not have."""
+    from c4table.cli.main import main
+    with pytest.raises(SystemExit) as e:
+        main([a.format(d=tmp_path) for a in argv])
+    err = capsys.readouterr().err
+    assert e.value.code == 2
+    assert err.startswith(f"c4table: error: Invalid value for {named}: {tmp_path}: a directory "
+                          "with no connectK_WxH.dat or .c4z table in it"), err

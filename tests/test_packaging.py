@@ -40,7 +40,7 @@ def test_stats_png_without_matplotlib_is_one_line(built, tmp_path, monkeypatch, 
     with pytest.raises(SystemExit) as e:
         main(["stats", str(built("4x4")), "--png", str(tmp_path / "w.png")])
     err = capsys.readouterr().err
-    assert e.value.code == 1 and not (tmp_path / "w.png").exists()
+    assert e.value.code == 2 and not (tmp_path / "w.png").exists()
     assert err.count("\n") == 1 and err.startswith("c4table: error: ")
     assert "pip install 'c4table[plot]'" in err
 
@@ -64,3 +64,35 @@ def test_repository_reads_nothing_outside_itself():
         if p != ROOT / "tests" / "test_packaging.py" and pattern.search(p.read_text(errors="replace")):
             hits.append(str(p.relative_to(ROOT)))
     assert hits == []
+
+
+def test_make_install_silences_setuptools_editable_warning():
+    """``make install`` runs pip with a warning filter for setuptools' boxed "Editable
+    installation" warning, which pip re-emits from the build backend as a
+    ``BuildBackendWarning``: the environment the Makefile really gives pip (``make -n``) hides
+    that warning, and without it the same warning shows."""
+    import os
+    import shlex
+    import shutil
+    import subprocess
+    if shutil.which("make") is None:
+        pytest.skip("no make")
+    dry = subprocess.run(["make", "-n", "-B", "install", "VENV=.venv-none"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=60).stdout
+    line = next(ln for ln in dry.splitlines() if "pip install --quiet -e ." in ln)
+    words = shlex.split(line)
+    given = dict(w.split("=", 1) for w in words[:words.index(".venv-none/bin/pip")])
+    assert "PYTHONWARNINGS" in given, line
+    pytest.importorskip("pip._vendor.pyproject_hooks")
+    emit = ("import warnings\n"
+            "from pip._vendor.pyproject_hooks import BuildBackendWarning\n"
+            "warnings.warn_explicit(message='Editable installation.\\n!!\\n\\n  ****\\n  Please "
+            "be careful with folders in your working directory with the same name as your "
+            "package', category=BuildBackendWarning, filename='editable_wheel.py', lineno=354)\n")
+    plain = {k: v for k, v in os.environ.items() if k != "PYTHONWARNINGS"}
+    shown = subprocess.run([sys.executable, "-c", emit], capture_output=True, text=True,
+                           env=plain, timeout=60)
+    assert "Editable installation" in shown.stderr
+    hidden = subprocess.run([sys.executable, "-c", emit], capture_output=True, text=True,
+                            env={**plain, **given}, timeout=60)
+    assert hidden.returncode == 0 and hidden.stderr == "", hidden.stderr

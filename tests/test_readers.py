@@ -107,11 +107,11 @@ def test_table_renamed_to_another_board_is_refused_and_named(built, tmp_path):
     t = d / "connect4_5x4.dat"                  # a 4x5 table under the 5x4 name
     shutil.copy(t45, t)
     assert t.stat().st_size % 5 == 0            # whole 5-byte entries: the size test alone passes
-    code, out, err = run("lookup", "--table", str(t), "3344")
-    assert code == 1 and out == "" and one_line(err)
+    code, out, err = run("lookup", "--table", str(t), "3344")   # another board's: bad input
+    assert code == 2 and out == "" and one_line(err)
     assert "known table 5x4" in err and "known table 4x5" in err
     code, out, err = run("stats", str(t), "-q")
-    assert code == 1 and out == "" and one_line(err) and "known table 4x5" in err
+    assert code == 2 and out == "" and one_line(err) and "known table 4x5" in err
     code, out, _ = run("verify", "-q", str(t))
     assert code == 1 and "this file is known table 4x5" in out
     code, out, _ = run("verify", "-q", str(t), "--board", "4x5")   # named right: it is that table

@@ -81,6 +81,17 @@ def test_batch_is_lookup_json_of_stdin(client, t54):
     assert [o["position"] for o in errors] == ["9", "33333", "3a"]
 
 
+def test_a_batch_item_that_is_not_a_string_is_named_unambiguously(client):
+    """The message counts items from 1, as the command line counts characters and columns,
+    and gives the JSON index too (a client's list counts from 0)."""
+    items = ["3344", "", "33", 33, "1"]
+    r = client.post("/api/5x4/batch", json=items)
+    assert r.status_code == 400
+    assert r.json()["error"] == ("item 4 of the batch (index 3, counting from 0) is int, not a "
+                                 "move string")
+    assert not isinstance(items[3], str) and all(isinstance(x, str) for x in items[:3])
+
+
 @pytest.mark.slow
 def test_4x4_answers_match_the_oracle(client):
     table = oracle.oracle_table(4, 4)
@@ -353,7 +364,7 @@ def test_serve_command_runs_uvicorn_with_workers(t54, t44):
         assert httpx.get(f"http://127.0.0.1:{port}/api/5x4?moves=3344").json()["distance"] == 3
         # the port is taken now: a second server says so in one line
         code, out, err = run_cli("serve", "--table", str(t54), "--port", str(port))
-        assert code == 1 and err.count("\n") == 1 and f"cannot listen on 127.0.0.1:{port}" in err
+        assert code == 2 and err.count("\n") == 1 and f"cannot listen on 127.0.0.1:{port}" in err
     finally:
         proc.terminate()
         proc.wait(timeout=30)

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 from numba import njit
 
-from c4table.errors import C4Error, TableError
+from c4table.errors import C4Error, InputError, TableError
 from c4table.table.fastprobe import NO_KEY, OVER, SLOW, replay
 from c4table.table.search import search_packed, search_sorted
 from c4table.table.sums import check_rows
@@ -424,7 +424,7 @@ def label_file(table, source: str | Path, out: str | Path, column: str = "moves"
         if src.endswith((".parquet", ".pq")):
             pf = pq.ParquetFile(src)
             if column not in pf.schema_arrow.names:
-                raise C4Error(f"{src}: no column {column!r} (columns: {', '.join(pf.schema_arrow.names)})")
+                raise InputError(f"{src}: no column {column!r} (columns: {', '.join(pf.schema_arrow.names)})")
             total = pf.metadata.num_rows
             chunks = (c for batch in pf.iter_batches(batch_size=CHUNK, columns=[column])
                       for c in arrow_chunks(batch.column(0)))

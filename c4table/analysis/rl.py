@@ -14,7 +14,7 @@ import numpy as np
 from c4table.analysis.label import observation_planes
 from c4table.analysis.play import choose_move
 from c4table.analysis.pons import move_score
-from c4table.errors import IllegalPositionError
+from c4table.errors import IllegalPositionError, MissingExtraError
 from c4table.game.drawing import parse_drawing, render
 from c4table.game.rules import Position
 from c4table.open import open_table
@@ -127,7 +127,7 @@ class ConnectFourEnv(_EnvBase):
     def __init__(self, table, side: str = "A", opponent: PerfectAgent | None = None,
                  render_mode: str | None = None):
         if _gym is None:
-            raise ImportError("ConnectFourEnv needs gymnasium: pip install 'c4table[rl]'")
+            raise MissingExtraError("ConnectFourEnv needs gymnasium: pip install 'c4table[rl]'")
         from gymnasium import spaces
         self.agent_table = PerfectAgent(table)
         self.table = self.agent_table.table

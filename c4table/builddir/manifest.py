@@ -12,7 +12,7 @@ from pathlib import PurePosixPath
 import xxhash
 
 from c4table.game.board import Board
-from c4table.errors import BoardError, BuildError, C4Error, CorruptDataError
+from c4table.errors import BoardError, BuildInputError, C4Error, CorruptDataError
 from c4table.io.counting import IOCounts, active, counting
 from c4table.builddir.shards import ShardInfo
 from c4table.io.storage import Storage, open_storage
@@ -62,7 +62,7 @@ class Manifest:
     # ----------------------------------------------------------- creating
     @classmethod
     def load(cls, root, name: str = MANIFEST, require_checksum: bool = False) -> "Manifest":
-        """Read and check the manifest ``name`` of ``root``: :class:`BuildError` if it is
+        """Read and check the manifest ``name`` of ``root``: :class:`BuildInputError` if it is
         missing, :class:`CorruptDataError` (one line naming the file) if it is not valid JSON,
         not a manifest object, fails its own checksum (or has none, with
         ``require_checksum``) or has a broken layout."""
@@ -71,7 +71,7 @@ class Manifest:
         try:
             data = json.loads(store.read_bytes(name).decode())
         except FileNotFoundError:
-            raise BuildError(f"{path}: no manifest (has this directory been built?)") from None
+            raise BuildInputError(f"{path}: no manifest (has this directory been built?)") from None
         except (json.JSONDecodeError, UnicodeDecodeError) as e:
             raise CorruptDataError(f"{path}: manifest is not valid JSON ({e})") from None
         if not isinstance(data, dict):
@@ -110,15 +110,15 @@ class Manifest:
         if store.exists(MANIFEST):
             m = cls.load(store)
             if m.shard_problem():
-                raise BuildError(f"{m.shard_problem()}; rerun with --restart to rebuild it")
+                raise BuildInputError(f"{m.shard_problem()}; rerun with --restart to rebuild it")
             if m.board != board:
-                raise BuildError(f"{store.display()}: holds a build of board {m.data['board']}, "
-                                 f"not {board} (use another --out or --restart)")
+                raise BuildInputError(f"{store.display()}: holds a build of board {m.data['board']}, "
+                                      f"not {board} (use another --out or --restart)")
             mine = m.origin()
             if origin is not None and (mine is None or mine.key != origin.key):
                 held = f"a build rooted at {mine}" if mine is not None else "a full build"
-                raise BuildError(f"{store.display()}: holds {held}, not one rooted at {origin} "
-                                 "(use another --out or --restart)")
+                raise BuildInputError(f"{store.display()}: holds {held}, not one rooted at {origin} "
+                                      "(use another --out or --restart)")
             return m
         data = {"format": FORMAT, "board": board.name, "width": board.width, "height": board.height,
                 "k": board.k, **({"grid": list(board.grid)} if board.grid is not None else {}),

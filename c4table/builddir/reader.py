@@ -18,7 +18,7 @@ from typing import Iterator, NamedTuple
 import numpy as np
 
 from c4table.game.board import Board
-from c4table.errors import BuildError
+from c4table.errors import BuildInputError
 from c4table.builddir.manifest import MANIFEST, Manifest
 from c4table.builddir.shards import ShardInfo, read_shard, stored_xxh64
 from c4table.io.storage import Storage, is_url, open_storage
@@ -55,7 +55,7 @@ class BuildDir:
     @classmethod
     def load(cls, path: str | os.PathLike | Storage) -> "BuildDir":
         """The build directory ``path`` (a directory, a URI, a :class:`Storage`, or the manifest
-        file itself). :class:`BuildError` if there is no manifest, :class:`CorruptDataError` if
+        file itself). :class:`BuildInputError` if there is no manifest, :class:`CorruptDataError` if
         it is damaged."""
         if isinstance(path, Storage):
             return cls(Manifest.load(path, require_checksum=True))
@@ -65,7 +65,7 @@ class BuildDir:
             if p.is_file():
                 return cls(Manifest.load(p.parent, p.name, require_checksum=True), p.name)
             if not p.exists() and p.suffix:
-                raise BuildError(f"{p}: no such manifest")
+                raise BuildInputError(f"{p}: no such manifest")
         return cls(Manifest.load(s, require_checksum=True))
 
     @classmethod
@@ -160,9 +160,9 @@ class BuildDir:
     def read_backward(self, ply: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         """``(keys uint64, outcome bytes uint8)`` of each backward shard of ``ply``, in key
         order; each shard's xxh64 and row count are checked before it is yielded. A build
-        directory of an older shard format is refused (:class:`BuildError`, one line)."""
+        directory of an older shard format is refused (:class:`BuildInputError`, one line)."""
         if self.manifest.shard_problem():
-            raise BuildError(self.manifest.shard_problem())
+            raise BuildInputError(self.manifest.shard_problem())
         for info in self.backward_shards(ply) or []:
             keys, outs = read_shard(self.store, info, with_outcome=True)
             yield keys, np.asarray(outs, np.uint8)

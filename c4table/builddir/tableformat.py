@@ -13,13 +13,13 @@ lives in the pipeline (``c4table.pipeline.stages.build.MERGE_DRIVERS``), keyed b
 >>> get("xz")
 Traceback (most recent call last):
 ...
-c4table.errors.BuildError: table format 'xz': give dat or c4z
+c4table.errors.BuildInputError: table format 'xz': give dat or c4z
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from c4table.errors import BuildError
+from c4table.errors import BuildInputError
 
 
 @dataclass(frozen=True)
@@ -83,7 +83,7 @@ def get(fmt: "str | TableFormat") -> TableFormat:
     try:
         return FORMATS[fmt]
     except (KeyError, TypeError):
-        raise BuildError(f"table format {fmt!r}: give {' or '.join(NAMES)}") from None
+        raise BuildInputError(f"table format {fmt!r}: give {' or '.join(NAMES)}") from None
 
 
 def of_record(rec: dict | None) -> TableFormat | None:

@@ -20,7 +20,7 @@ from c4table.c4z.blockwriter import BlockWriter, Resume, check_grid, idx_path, l
 from c4table.c4z.format import FORMAT_VERSION, PROGRESS_EVERY, TRANSFORM, default_c4z_name
 from c4table.c4z.registry import get_codec
 from c4table.c4z.writer import _say
-from c4table.errors import CorruptDataError, MissingTableError, TableError
+from c4table.errors import CorruptDataError, MissingTableError, TableBoardError, TableError
 from c4table.game.board import Board
 from c4table.progress import Meter
 from c4table.units import format_seconds, format_size
@@ -59,8 +59,8 @@ def stream_names(src, board: str | Board | None, out) -> tuple[Board, str, Path]
     elif named is not None:
         b = named
     else:
-        raise TableError(f"{s}: cannot tell the board of this stream; give the board "
-                         "(--board WxH)")
+        raise TableBoardError(f"{s}: cannot tell the board of this stream; give the board "
+                              "(--board WxH)")
     raw_name = raw_name or b.table_filename
     if out is None:
         out = default_c4z_name(Path(s[:-3]) if s != "-" else Path(raw_name))

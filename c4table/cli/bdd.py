@@ -24,7 +24,7 @@ from c4table.bdd.encoding import ENCODINGS
 from c4table.bdd.engine import DEFAULT_NODES, FLAVOURS, BddCapacityError, DDMemoryError
 from c4table.bdd.results import WON_GAMES, BddCounts
 from c4table.game.board import Board
-from c4table.errors import BoardError
+from c4table.errors import EXIT_BAD_INPUT, EXIT_FAILED, BoardError
 from c4table.wording import count
 from c4table.cli.fail import fail as _fail
 
@@ -52,9 +52,9 @@ def _parse_board(ctx: click.Context, spec: str, connect: int | None = None) -> B
     try:
         board = Board.parse(spec, connect or 4)
     except BoardError as e:
-        _fail(str(e), 2)
+        _fail(str(e), EXIT_BAD_INPUT)
     if board.grid is not None:
-        _fail(f"board {board}: BDD mode knows 2D boards only, not 3D boards", 2)
+        _fail(f"board {board}: BDD mode knows 2D boards only, not 3D boards", EXIT_BAD_INPUT)
     return board
 
 
@@ -117,10 +117,10 @@ def _run(ctx, board: Board, solve_it: bool, encoding, nodes, threads, flavour, t
             return solve(board, encoding, backward_progress=None if quiet else bwd, **kw)
         return count_positions(board, encoding, max_ply=max_ply, **kw)
     except BddCapacityError as e:
-        _fail(str(e), 1)
+        _fail(str(e), EXIT_FAILED)
     except DDMemoryError:
         _fail(f"BDD node capacity of {nodes:,} nodes exhausted; rerun with a larger "
-                   f"--bdd-nodes (e.g. {nodes * 4})", 1)
+                   f"--bdd-nodes (e.g. {nodes * 4})", EXIT_FAILED)
 
 
 def _print_table(result: BddCounts, solved: bool) -> None:
@@ -143,7 +143,7 @@ def _print_table(result: BddCounts, solved: bool) -> None:
                f"{result.peak_nodes:,}  peak RSS {_peak_rss_mib():.0f} MiB")
 
 
-@click.group("bdd")
+@click.group("bdd", short_help="Per-ply counts with BDDs (Böck's method, oxidd)")
 def bdd() -> None:
     """Symbolic (BDD) per-ply counts and win/draw/loss, Böck's method (oxidd)."""
 
@@ -160,7 +160,7 @@ def _command(solve_it: bool):
     return cmd
 
 
-@bdd.command("count")
+@bdd.command("count", short_help="Per-ply positions and won games, symbolically")
 @click.argument("board")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @_engine_options
@@ -170,7 +170,7 @@ def count_cmd(**kw) -> None:
     _command(False)(**kw)
 
 
-@bdd.command("solve")
+@bdd.command("solve", short_help="Per-ply won, drawn and lost positions, symbolically")
 @click.argument("board")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @_engine_options
@@ -180,7 +180,7 @@ def solve_cmd(**kw) -> None:
     _command(True)(**kw)
 
 
-@click.command("crosscheck")
+@click.command("crosscheck", short_help="Compare the BDD figures with a build's manifest")
 @click.argument("path", type=click.Path())
 @_engine_options
 def crosscheck(path, encoding, nodes, threads, flavour, terminal, image, quiet, connect) -> None:
@@ -198,15 +198,15 @@ def crosscheck(path, encoding, nodes, threads, flavour, terminal, image, quiet, 
         bd, mpath = load_manifest(path)
         board = bd.board
     except CorruptManifestError as e:
-        _fail(str(e), 1)
+        _fail(str(e), EXIT_FAILED)
     except (ManifestError, BoardError, ValueError, TypeError) as e:
-        _fail(str(e), 2)
+        _fail(str(e), EXIT_BAD_INPUT)
     if bd.root_moves is not None:   # c4table.game.root: counts of a subtree, not the board's
         _fail(f"{mpath}: a build rooted at {bd.root_moves or '(empty)'}; the BDD "
-                   "counts every position of the board, so crosscheck compares full builds only", 2)
+                   "counts every position of the board, so crosscheck compares full builds only", EXIT_BAD_INPUT)
     if connect is not None and connect != board.k:
         _fail(f"{mpath} is a build of board {board.width}x{board.height} with connect "
-                   f"length {board.k}, not --connect {connect}", 2)
+                   f"length {board.k}, not --connect {connect}", EXIT_BAD_INPUT)
     t0 = time.perf_counter()
     plies = bd.ply_counts()
     last = last_ply(plies)
@@ -232,7 +232,7 @@ def crosscheck(path, encoding, nodes, threads, flavour, terminal, image, quiet, 
                    f"{count(res.compared, 'value')} differ on {count(plies, 'ply')} ({fields}) "
                    f"against {mpath}")
         _fail(f"{mpath}: crosscheck failed ({len(res.diffs):,} of "
-                   f"{count(res.compared, 'value')} differ)", 1)
+                   f"{count(res.compared, 'value')} differ)", EXIT_FAILED)
 
 
 if __name__ == "__main__":  # pragma: no cover - convenience: python -m c4table.cli.bdd

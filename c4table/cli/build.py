@@ -7,6 +7,7 @@ import click
 from c4table.builddir import tableformat
 from c4table.cli.c4z import compress_build, compress_options, compressed_build_done
 from c4table.cli.fail import fail as _fail
+from c4table.errors import EXIT_BAD_INPUT
 from c4table.cli.options import DEFAULT_BOARD, DEVICE, board_arg, connect_option, device_options, format_option
 from c4table.cli.process import done_with_interpreter
 
@@ -22,10 +23,10 @@ def _gpu_memory(host_memory: str, workers, scheduler):
     from c4table.units import parse_size
     why = device.unavailable()
     if why:
-        _fail(why, 2)
+        _fail(why, EXIT_BAD_INPUT)
     if scheduler is not None:
         _fail("--device gpu runs on this machine's GPU (no --scheduler); docs/gpu.md says how "
-              "several GPUs would share a build", 2)
+              "several GPUs would share a build", EXIT_BAD_INPUT)
     card = device.card_memory()
     try:
         gpu = parse_size(opts["gpu_memory"]) if opts.get("gpu_memory") else \
@@ -38,24 +39,41 @@ def _gpu_memory(host_memory: str, workers, scheduler):
 
 def _build_options(f):
     f = device_options(f)
-    f = click.option("--out", "out", type=click.Path(file_okay=False), default=None,
+    f = click.option("--out", "out", type=click.Path(file_okay=False), default=None, metavar="DIR",
                      help="build directory, or a pyarrow.fs URI every worker can reach such as "
                           "s3://bucket/prefix (default: tables/WxH)")(f)
-    f = click.option("--memory", default="4GiB", show_default=True,
+    f = click.option("--memory", default="4GiB", show_default=True, metavar="SIZE",
                      help="memory budget shared by the workers (e.g. 512MiB, 8GiB)")(f)
-    f = click.option("--workers", type=click.IntRange(1, 4096), default=None,
+    f = click.option("--workers", type=click.IntRange(1, 4096), default=None, metavar="N",
                      help="worker processes (default: all cores)")(f)
-    f = click.option("--scheduler", default=None,
+    f = click.option("--scheduler", default=None, metavar="local|ADDRESS",
                      help="dask scheduler: 'local' for a LocalCluster, or an address tcp://host:8786 "
                           "(default: local processes, no dask)")(f)
     f = click.option("-q", "--quiet", is_flag=True, help="no progress lines")(f)
-    f = click.option("--restart", is_flag=True, help="discard a partial build in --out and start over")(f)
+    f = click.option("--restart", is_flag=True,
+                     help="discard the build in --out (its manifest, shards and table files) "
+                          "and start over")(f)
     f = connect_option(f)
     f = click.option("--root", "root", default=None, metavar="MOVES|FILE|-",
                      help="build the rooted table of every position reachable from this one: a "
                           "move string, or a drawing in FILE or on stdin (-); writes "
                           "connect4_WxH_root-MOVES.dat (default --out tables/WxH_root-MOVES)")(f)
     return f
+
+
+#: The order of the build commands' parameters in their --help: what a first build sets, then
+#: what changes the table or the directory, then where the work runs, then the output.
+PARAM_ORDER = ("board", "out", "table_format", "workers", "memory", "restart", "clean",
+               "compress", "compress_only", "max_ply", "root", "connect", "scheduler", "device",
+               "gpu_memory", "quiet", "verbose")
+
+
+def _ordered(cmd: click.Command) -> click.Command:
+    """``cmd`` with its parameters in :data:`PARAM_ORDER` (their --help order; an eager
+    option such as --connect is still read first)."""
+    cmd.params.sort(key=lambda p: PARAM_ORDER.index(p.name) if p.name in PARAM_ORDER
+                    else len(PARAM_ORDER))
+    return cmd
 
 
 def _no_compress_with_c4z(table_format: str, compress: bool, compress_only: bool) -> None:
@@ -97,7 +115,7 @@ def _open(board, out, memory, workers, scheduler, quiet, restart, root=None, tab
                                          restart, origin, device, table_format))
 
 
-@click.command()
+@click.command(short_help="Build a complete table: forward, backward and merge")
 @click.argument("board", type=board_arg, default=DEFAULT_BOARD, required=False)
 @_build_options
 @click.option("--clean", is_flag=True, help="delete the intermediate shards (DIR/work) after the merge")
@@ -146,17 +164,41 @@ def _echo_counts(b, quiet: bool) -> None:
 
 
 def _echo_stages(b, quiet: bool) -> None:
-    """One short line per stage this run ran: entries, wall time, rate (the storage figures:
-    ``-v``, or DIR/stats.json)."""
-    from c4table.units import format_seconds
-    ran = {k for k, v in b.executor_counts.items() if v["tasks"]}
-    entries = b.manifest.table["entries"]
+    """One short line per stage this run ran: the entries it processed in this run, wall time,
+    rate; for a resumed stage, how many of its steps this run ran (the storage figures: ``-v``,
+    or DIR/stats.json)."""
     if quiet:
         return
+    ran = {k for k, v in b.executor_counts.items() if v["tasks"]}
     for stage, seconds in b.stage_seconds.items():
         if stage in ran:
-            rate = f"{entries / seconds / 1e6:,.1f} M entries/s" if seconds > 0 else "-"
-            click.echo(f"  {stage:<9} {entries:,} entries in {format_seconds(seconds)} ({rate})")
+            click.echo("  " + stage_line(stage, seconds, b.stage_work.get(stage),
+                                         b.manifest.table["entries"]))
+
+
+def stage_line(stage: str, seconds: float, work, entries: int) -> str:
+    """The summary line of ``stage`` after ``seconds``: its :class:`StageWork
+    <c4table.pipeline.stages.build.StageWork>` ``work`` of this run (None: the whole table's
+    ``entries``, a stage that does all or nothing).
+
+    >>> from c4table.pipeline.stages.build import StageWork
+    >>> stage_line("backward", 0.3, StageWork(6_383_011, 2, 26), 34_888_367)
+    'backward  6,383,011 entries in 0.3s (21.3 M entries/s); resumed: 2 of 26 plies this run'
+    >>> stage_line("forward", 0.5, StageWork(0, 0, 26), 34_888_367)
+    'forward   nothing left to do: 26 plies finished before (verified in 0.5s)'
+    """
+    from c4table.units import format_seconds
+    from c4table.wording import count
+    n = entries if work is None else work.entries
+    unit = "ply" if stage in ("forward", "backward") else "range"
+    if work is not None and work.steps == 0:
+        return (f"{stage:<9} nothing left to do: {count(work.of, unit)} finished before "
+                f"(verified in {format_seconds(seconds)})")
+    rate = f"{n / seconds / 1e6:,.1f} M entries/s" if seconds > 0 else "-"
+    line = f"{stage:<9} {n:,} entries in {format_seconds(seconds)} ({rate})"
+    if work is not None and work.resumed:
+        line += f"; resumed: {work.steps} of {count(work.of, unit)} this run"
+    return line
 
 
 def _echo_work(work) -> None:
@@ -182,7 +224,7 @@ def _compressed(path, compress: bool, compress_only: bool, quiet: bool):
     return compress_build(path, compress_only, quiet)
 
 
-@click.command()
+@click.command(short_help="Forward pass only: every generation's keys and counts")
 @click.argument("board", type=board_arg, default=DEFAULT_BOARD, required=False)
 @_build_options
 @click.option("--max-ply", type=click.IntRange(0, 64), default=None,
@@ -198,7 +240,7 @@ def forward(board, out, memory, workers, scheduler, quiet, restart, root, max_pl
                f"positions ({b.manifest.total('entries', plies):,} entries)")
 
 
-@click.command()
+@click.command(short_help="Backward pass only: outcome and distance of each entry")
 @click.argument("board", type=board_arg, default=DEFAULT_BOARD, required=False)
 @_build_options
 def backward(board, out, memory, workers, scheduler, quiet, restart, root):
@@ -211,7 +253,7 @@ def backward(board, out, memory, workers, scheduler, quiet, restart, root):
                f"B wins {t['b_wins']:,} positions")
 
 
-@click.command()
+@click.command(short_help="Final merge only: write the table (.dat or .c4z)")
 @click.argument("board", type=board_arg, default=DEFAULT_BOARD, required=False)
 @_build_options
 @compress_options
@@ -231,4 +273,4 @@ def merge(board, out, memory, workers, scheduler, quiet, restart, root, compress
                f"{b.manifest.table['entries']:,} entries  sha256 {b.manifest.table['sha256']}")
 
 
-COMMANDS = [build, forward, backward, merge]
+COMMANDS = [_ordered(c) for c in (build, forward, backward, merge)]

@@ -22,7 +22,7 @@ def _threads_option(f):
                         help="compression threads (default: all cores)")(f)
 
 
-@click.command()
+@click.command(short_help="Compress a table into a .c4z that every reader takes")
 @click.argument("table_path", metavar="TABLE.dat|DIR|TABLE.dat.xz|-", type=click.Path(allow_dash=True))
 @click.option("-o", "--out", "out", type=click.Path(dir_okay=False), default=None,
               help="output file (default: TABLE.c4z beside the input)")
@@ -84,7 +84,7 @@ def compress(table_path, out, board, level, block_entries, archive, threads, qui
     click.echo(f"{path}  {size:,} bytes ({100 * size / raw:.2f}% of {raw:,})")
 
 
-@click.command()
+@click.command(short_help="Write the original .dat table of a .c4z")
 @click.argument("c4z_path", metavar="TABLE.c4z", type=click.Path(dir_okay=False))
 @click.option("-o", "--out", "out", type=click.Path(dir_okay=False), default=None,
               help="output file (default: the original file name, beside the input)")
@@ -147,10 +147,10 @@ def compress_build(table, drop_raw: bool, quiet: bool) -> Path:
     """After a local build's merge: write ``connect4_WxH.c4z`` beside the table (checked
     against the manifest's hashes); ``drop_raw`` then deletes the raw table."""
     from c4table.c4z.writer import compress_table
-    from c4table.errors import BuildError
+    from c4table.errors import BuildInputError
     table = Path(table)
     if not table.exists():
-        raise BuildError(f"{table}: --compress needs a local build directory")
+        raise BuildInputError(f"{table}: --compress needs a local build directory")
     out = compress_table(table, quiet=quiet, hashes=_manifest_hashes(table),
                          root=_manifest_root(table))
     if drop_raw:

@@ -16,7 +16,7 @@ def _ply_arg(value: str) -> int | None:
         raise click.BadParameter(f"{value!r}: a ply number or 'all'") from None
 
 
-@click.command()
+@click.command(short_help="Write a table's positions to parquet or a HF dataset")
 @TABLE_OPTION
 @TABLE_BOARD_OPTION
 @click.option("--ply", "ply", default="all", show_default=True, help="ply to export (number of chips), or all")

@@ -107,14 +107,17 @@ def answer_queries(table, qs: list[Query], as_json: bool, draw: bool, to_json, t
     return failures
 
 
-def finish_answers(failures: int, total: int) -> None:
-    """After the answers: one ``c4table: error:`` line and exit status 2 if any position was
-    refused (the answers said which)."""
+def finish_answers(failures: int, total: int, done: str = "answered",
+                   where: str = "the error answers") -> None:
+    """After a batch (``lookup``, ``best``, ``label``): one ``c4table: error:`` line and exit
+    status 2 if any position was refused (``where`` says which: the answers, or the error
+    column of the file ``label`` wrote); the others were ``done``."""
     if failures:
+        from c4table.errors import EXIT_BAD_INPUT
         from c4table.wording import count
         click.echo(f"c4table: error: {failures:,} of {count(total, 'position')} could not be "
-                   "answered (see the error answers)", err=True)
-        sys.exit(2)
+                   f"{done} (see {where})", err=True)
+        sys.exit(EXIT_BAD_INPUT)
 
 
 def _head(probe, board_name: str) -> str:
@@ -158,7 +161,7 @@ def _best_line(probe, board_name: str) -> str:
     return head + f"; best: {cols} ({outcome(best[0].outcome, best[0].distance)})"
 
 
-@click.command()
+@click.command(short_help="Outcome and distance of positions and of each move")
 @TABLE_OPTION
 @TABLE_BOARD_OPTION
 @DRAW_OPTION
@@ -184,7 +187,7 @@ def lookup(table_path, board, draw, drawing, as_json, scores, positions):
     finish_answers(failures, len(qs))
 
 
-@click.command()
+@click.command(short_help="The optimal moves of positions")
 @TABLE_OPTION
 @TABLE_BOARD_OPTION
 @DRAWING_OPTION
@@ -208,7 +211,7 @@ def best(table_path, board, drawing, as_json, draw, positions):
     finish_answers(failures, len(qs))
 
 
-@click.command()
+@click.command(short_help="Play against perfect play in the terminal")
 @TABLE_OPTION
 @TABLE_BOARD_OPTION
 @click.option("--side", type=click.Choice(["A", "B", "a", "b"]), default=None,

@@ -3,9 +3,9 @@ arena), the command group with every command registered (one module per family: 
 lookup, verify, stats, export, label, c4z, serve, bdd), the message of Ctrl-C, and
 :func:`main`, which maps every expected error to one line and an exit code.
 
-Errors a user can cause end with one line on stderr (``c4table: error: ...``) and exit status
-2 (bad input: malformed board, position, option or missing file) or 1 (a check failed, data is
-corrupt, the build cannot proceed). Nothing prints a traceback.
+Errors a user can cause end with one line on stderr (``c4table: error: ...``) and the exit
+status of their class (:mod:`c4table.errors`): 2 when the command cannot do what it was asked
+with the input it was given, 1 when it ran and something failed. Nothing prints a traceback.
 """
 # Each command imports what it uses inside its function, and the readers' commands load on
 # first use (_Commands.LAZY): `import c4table.cli.main` takes 0.15-0.25 s, importing the build,
@@ -33,8 +33,7 @@ import click
 
 from c4table.cli.fail import fail as _fail
 from c4table.cli.process import fast_exit, skip_finalization
-from c4table.errors import (BoardError, BudgetError, BuildError, C4Error, IllegalPositionError,
-                            MissingTableError, TableError)
+from c4table.errors import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, C4Error
 
 
 class _Commands(click.Group):
@@ -92,16 +91,19 @@ class _Commands(click.Group):
 
     def resolve_command(self, ctx, args):
         name, cmd, rest = super().resolve_command(ctx, args)
-        global _running
+        global _running, _running_args
         _running = cmd.name if cmd is not None else name
+        _running_args = list(rest)
         return name, cmd, rest
 
 
 _running: str | None = None   # the command being run, for the message on Ctrl-C
+_running_args: list[str] = []   # and its arguments
 
+_STAGES = ("build", "forward", "backward", "merge")
 _RESUME = "interrupted; finished steps are kept, rerun the same command to resume"
 ON_INTERRUPT = {
-    **dict.fromkeys(("build", "forward", "backward", "merge"), _RESUME),
+    **dict.fromkeys(_STAGES, _RESUME),
     **dict.fromkeys(("compress", "decompress"),
                     "interrupted; finished blocks are kept, rerun the same command to resume"),
     "export": "interrupted; the parquet file was not written, rerun the same command to export",
@@ -111,8 +113,23 @@ ON_INTERRUPT = {
 
 
 def interrupted_message() -> str:
-    """What Ctrl-C says: for a long command, what to do next (:data:`ON_INTERRUPT`)."""
+    """What Ctrl-C says: for a long command, what to do next (:data:`ON_INTERRUPT`). A build
+    run with ``--restart`` resumes when rerun without it (with it, it would start over): the
+    message gives that command (:func:`_interrupted_build`)."""
+    if _running in _STAGES and "--restart" in _running_args:
+        return _interrupted_build(_running, _running_args)
     return ON_INTERRUPT.get(_running, "interrupted")
+
+
+def _interrupted_build(name: str, args: list[str]) -> str:
+    """The message of a build stage ``name`` run with ``args`` (holding ``--restart``).
+
+    >>> _interrupted_build("build", ["5x5", "--out", "my dir", "--restart"])
+    "interrupted; finished steps are kept, rerun without --restart to resume: c4table build 5x5 --out 'my dir'"
+    """
+    import shlex
+    again = shlex.join(["c4table", name, *(a for a in args if a != "--restart")])
+    return f"interrupted; finished steps are kept, rerun without --restart to resume: {again}"
 
 
 @click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})
@@ -139,10 +156,10 @@ _register_commands()
 def main(argv: list[str] | None = None) -> None:
     """Entry point: run the CLI, turning every expected error into one line and an exit code.
 
-    Exit 2: bad input (usage errors, malformed board/position/option, missing table file, text
-    that is not valid UTF-8). Exit 1: a check failed or data is corrupt, the build cannot go on
-    (disk full, memory budget, a worker process that died), or any other error. 130: interrupted.
-    No traceback is printed unless ``C4TABLE_TRACEBACK=1``."""
+    A c4table error exits with its class's status (:mod:`c4table.errors`); click's usage
+    errors and text that is not valid UTF-8 with 2 (bad input); a worker process that died,
+    memory or disk exhausted, and any other error with 1; Ctrl-C with 130. No traceback is
+    printed unless ``C4TABLE_TRACEBACK=1``."""
     from concurrent.futures.process import BrokenProcessPool
     if argv is None:   # the command line's own process (a caller passing argv may go on)
         fast_exit()
@@ -162,34 +179,32 @@ def main(argv: list[str] | None = None) -> None:
     except click.exceptions.Abort as e:
         # click turns Ctrl-C (KeyboardInterrupt) into Abort; its cause says which it was
         if isinstance(e.__cause__, KeyboardInterrupt):
-            _fail(interrupted_message(), 130)
-        _fail("aborted", 130)
+            _fail(interrupted_message(), EXIT_INTERRUPTED)
+        _fail("aborted", EXIT_INTERRUPTED)
     except KeyboardInterrupt:
-        _fail(interrupted_message(), 130)
-    except (BoardError, IllegalPositionError, MissingTableError, BudgetError) as e:
-        _fail(_one_line(str(e)), 2)
-    except (TableError, BuildError, C4Error) as e:
-        _fail(_one_line(str(e)), 1)
+        _fail(interrupted_message(), EXIT_INTERRUPTED)
+    except C4Error as e:
+        _fail(_one_line(str(e)), e.exit_status)
     except UnicodeError as e:
-        _fail(f"input is not valid text: {_one_line(str(e))}", 2)
+        _fail(f"input is not valid text: {_one_line(str(e))}", EXIT_BAD_INPUT)
     except BrokenProcessPool:
         _fail("a worker process died (killed, out of memory or crashed); finished steps are kept, "
-              "rerun the same command to resume", 1)
+              "rerun the same command to resume", EXIT_FAILED)
     except MemoryError:
         _fail("out of memory; finished steps are kept: lower --memory or --workers and rerun to "
-              "resume", 1)
+              "resume", EXIT_FAILED)
     except OSError as e:
         from c4table.pipeline.runtime.resources import refused_remedy, write_refused
         reason = write_refused(e)
         if reason is not None:   # a full disk, a quota, the file size limit (ulimit -f)
             _fail(f"{reason} ({e.filename or 'build directory'}); finished steps are kept, "
-                  f"{refused_remedy(reason)} and rerun to resume", 1)
-        _fail(_one_line(f"{e.strerror or e} ({e.filename})" if e.filename else str(e)), 1)
+                  f"{refused_remedy(reason)} and rerun to resume", EXIT_FAILED)
+        _fail(_one_line(f"{e.strerror or e} ({e.filename})" if e.filename else str(e)), EXIT_FAILED)
     except Exception as e:  # noqa: BLE001 - the promise is one line, never a traceback
         if config.get("C4TABLE_TRACEBACK"):
             raise
         _fail(_one_line(f"internal error: {type(e).__name__}: {e} (set C4TABLE_TRACEBACK=1 "
-                        "for the traceback)"), 1)
+                        "for the traceback)"), EXIT_FAILED)
     if argv is None and skip_finalization() and rc in (None, 0):
         # the command line's own process, a build that finished: its files are closed and
         # durable, its workers joined, its lock given back; what is left is the interpreter's

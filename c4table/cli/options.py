@@ -132,9 +132,11 @@ def _listed(found: list[Path]) -> str:
     return ", ".join(shown) + (", ..." if len(found) > 8 else "")
 
 
-def table_or_build_dir(path: str) -> str:
+def table_or_build_dir(path: str, name: str = "table_path") -> str:
     """``path`` itself, or for a local directory the table in it (a build directory), so that
     commands taking a table also take its build directory (:func:`c4table.open.table_in_dir`).
+    ``name`` is the parameter of the running command that gave ``path``, which an error names
+    as the user wrote it (``--table FILE|DIR``, or an argument ``FILE|DIR``).
 
     >>> table_or_build_dir("t.dat")
     't.dat'
@@ -144,7 +146,23 @@ def table_or_build_dir(path: str) -> str:
     try:
         return find(path)
     except MissingTableError as e:
-        raise click.BadParameter(str(e), param_hint="--table FILE|DIR") from None
+        raise click.BadParameter(str(e), param_hint=param_hint(name)) from None
+
+
+def param_hint(name: str) -> str:
+    """How the running command's parameter ``name`` reads on its command line: ``--table
+    FILE|DIR`` for an option, ``FILE|DIR`` (its metavar) for an argument; ``--table FILE|DIR``
+    outside a command.
+
+    >>> param_hint("table_path")
+    '--table FILE|DIR'
+    """
+    ctx = click.get_current_context(silent=True)
+    for p in ctx.command.params if ctx is not None else ():
+        if p.name == name:
+            shown = p.metavar or p.name.upper()
+            return shown if isinstance(p, click.Argument) else f"{p.opts[0]} {shown}"
+    return "--table FILE|DIR"
 
 
 def read_drawing(source: str) -> str:

@@ -10,7 +10,7 @@ from c4table.cli.options import DEVICE, board_arg, connect_option, device_option
 from c4table.builddir import tableformat
 
 
-@click.command()
+@click.command(short_help="Estimate a build: entries, size, disk, time and cost")
 @click.argument("board", type=board_arg)
 @connect_option
 @click.option("--workers", type=click.IntRange(1, 1_000_000), default=1, show_default=True,

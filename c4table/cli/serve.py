@@ -2,7 +2,9 @@
 server of :mod:`c4table.serve.app` (which needs the ``serve`` extra: Starlette and uvicorn).
 
 Registered on the ``c4table`` group by :func:`c4table.cli.main._register_commands`; errors follow
-:mod:`c4table.cli.main` (one line on stderr, exit status 2 for bad input, 1 otherwise).
+:mod:`c4table.cli.main` (one line on stderr, the exit status of :mod:`c4table.errors`: a table
+that is missing or of a board served twice, an address that cannot be listened on or a missing
+serve extra is bad input, 2).
 
 >>> from click.testing import CliRunner
 >>> r = CliRunner().invoke(serve, ["--table", "nosuch/connect4_5x4.dat", "--port", "8001"])
@@ -11,9 +13,12 @@ Registered on the ``c4table`` group by :func:`c4table.cli.main._register_command
 """
 from __future__ import annotations
 
+import errno
 import socket
 
 import click
+
+from c4table.errors import MissingExtraError
 
 
 def _check_port(host: str, port: int) -> None:
@@ -28,14 +33,17 @@ def _check_port(host: str, port: int) -> None:
         try:
             s.bind(addr)
         except OSError as e:
-            raise click.ClickException(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
+            raise click.BadParameter(f"cannot listen on {host}:{port}: {e.strerror or e}",
+                                     param_hint="--port" if e.errno == errno.EADDRINUSE
+                                     else "--host") from None
 
 
-@click.command()
+@click.command(short_help="Serve tables over HTTP: a JSON API and a web board")
 @click.option("--table", "tables", multiple=True, required=True, type=click.Path(),
               metavar="FILE|DIR", help="table file (or its build directory) to serve (repeat for several boards; keyed by board, e.g. 5x4)")
 @click.option("--host", default="127.0.0.1", show_default=True, help="address to listen on")
-@click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True)
+@click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True,
+              metavar="PORT", help="TCP port to listen on")
 @click.option("--workers", type=click.IntRange(1, 256), default=1, show_default=True,
               help="server processes sharing the port")
 @click.option("--cors", "cors", default=None, metavar="ORIGIN",
@@ -49,10 +57,10 @@ def serve(tables, host, port, workers, cors, cache, access_log):
     try:
         from c4table.serve import app as srv
     except ImportError as e:
-        raise click.ClickException(f"c4table serve needs the serve extra ({e.name} is missing): "
-                                   "pip install 'c4table[serve]'") from None
+        raise MissingExtraError(f"c4table serve needs the serve extra ({e.name} is missing): "
+                                "pip install 'c4table[serve]'") from None
     from c4table.cli.options import table_or_build_dir
-    tables = [table_or_build_dir(t) for t in tables]
+    tables = [table_or_build_dir(t, "tables") for t in tables]
     try:
         loaded = srv.load_tables(tables)
     except srv.ServeError as e:
@@ -60,7 +68,7 @@ def serve(tables, host, port, workers, cors, cache, access_log):
     boards = ", ".join(f"{name} ({t.entries:,} entries)" for name, t in sorted(loaded.items()))
     try:
         _check_port(host, port)
-    except click.ClickException:
+    except click.UsageError:
         for t in loaded.values():
             t.close()
         raise

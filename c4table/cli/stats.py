@@ -8,9 +8,10 @@ from pathlib import Path
 import click
 
 
-@click.command()
+@click.command(short_help="Per-ply counts: won, drawn and lost positions")
 @click.argument("path", metavar="DIR|FILE", type=click.Path())
-@click.option("--format", "fmt", type=click.Choice(["tsv", "markdown"]), default="tsv", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["tsv", "markdown"]), default="tsv", show_default=True,
+              help="tab-separated values, or a markdown table")
 @click.option("--png", "png", type=click.Path(dir_okay=False), default=None,
               help="also plot the counts per ply (log scale) into this PNG file")
 @click.option("--scan", is_flag=True, help="count by scanning the table file even if a manifest is there")

@@ -7,10 +7,11 @@ import sys
 import click
 
 from c4table.cli.fail import fail as _fail
+from c4table.errors import EXIT_FAILED
 from c4table.cli.options import table_or_build_dir
 
 
-@click.command()
+@click.command(short_help="Check a table: hashes, structure, known tables, sums")
 @click.argument("table_path", metavar="FILE|DIR", type=click.Path())
 @click.option("--board", default=None, help="board of the table if its name does not say")
 @click.option("--sha256", "sha256", default=None, help="expected sha256 (hex)")
@@ -39,7 +40,7 @@ def verify(table_path, board, sha256, quiet, write_sums):
         sys.exit(0)
     # the problems are listed once, above; the verdict counts them
     click.echo(f"MISMATCH {rep.path.name}: {count(len(rep.problems), 'problem')}")
-    _fail(f"{rep.path}: failed verification ({count(len(rep.problems), 'problem')})", 1)
+    _fail(f"{rep.path}: failed verification ({count(len(rep.problems), 'problem')})", EXIT_FAILED)
 
 
 COMMANDS = [verify]

@@ -124,7 +124,8 @@ class ProbeService:
             raise ApiError(400, f"batch of {len(items):,} positions: at most {MAX_BATCH:,} per request")
         for i, s in enumerate(items):
             if not isinstance(s, str):
-                raise ApiError(400, f"item {i} of the batch is {type(s).__name__}, not a move string")
+                raise ApiError(400, f"item {i + 1} of the batch (index {i}, counting from 0) is "
+                                    f"{type(s).__name__}, not a move string")
         self.metrics.batch_positions += len(items)
         parts: list[str | None] = [None] * len(items)
         todo: list[int] = []

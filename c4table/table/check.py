@@ -2,7 +2,9 @@
 ``stat`` and two key reads, whatever the table's size. Its size must be a whole number of
 entries and that of its reference (the manifest beside it, else the known table of its board);
 its first and last keys must be those of its board (or root). A table with no reference is
-checked for its structure only. Each refusal is one :class:`~c4table.errors.TableError` line.
+checked for its structure only. Each refusal is one :class:`~c4table.errors.TableError` line;
+a :class:`~c4table.errors.TableBoardError` (bad input) when the file is that of another board:
+its size is that of another board's known table, or its name says another board.
 The checks in full: ``docs/modules.md`` (``c4table.table.check``).
 
 >>> from c4table.game.board import Board
@@ -16,7 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from c4table.game.board import Board
-from c4table.errors import TableError
+from c4table.errors import TableError, TableBoardError
 from c4table.table.known import known_tables
 
 
@@ -39,11 +41,21 @@ def reference(name: str, board: Board, build, rooted: bool = False) -> tuple[str
     return None
 
 
-def _other_board(size: int, board: Board) -> str:
+def _other_board(path: Path, size: int, board: Board) -> str:
+    """Why ``path`` looks like the table of another board than ``board`` ("": it does not)."""
+    named = Board.of_table_name(path.name)
+    if named is not None and named != board:
+        return f" (its name says board {named.name}: give --board {named.name} or none)"
     others = [b for b in known_of_size(size) if b != board.name]
     if not others:
         return ""
     return f" (it has the size of known table {others[0]}: give --board {others[0]} if it is one)"
+
+
+def _refuse(text: str, other: str) -> TableError:
+    """The error of a table that fails a check: a :class:`TableBoardError` if it looks like
+    another board's (``other``, the hint of :func:`_other_board`)."""
+    return TableBoardError(text + other) if other else TableError(text)
 
 
 def check_size(path: Path, board: Board, size: int, build=None, rooted: bool = False) -> None:
@@ -53,15 +65,15 @@ def check_size(path: Path, board: Board, size: int, build=None, rooted: bool = F
     if size == 0:
         raise TableError(f"{path}: empty file")
     if size % E:
-        raise TableError(f"{path}: size {size:,} is not a multiple of the {E}-byte entry of "
-                         f"board {board} (truncated or wrong board?){_other_board(size, board)}")
+        raise _refuse(f"{path}: size {size:,} is not a multiple of the {E}-byte entry of "
+                      f"board {board} (truncated or wrong board?)", _other_board(path, size, board))
     ref = reference(path.name, board, build, rooted)
     if ref is not None:
         label, rec = ref
         want = rec.get("bytes")
         if want is not None and want != size:
-            raise TableError(f"{path}: {size:,} bytes, but {label} has {want:,}: truncated, or a "
-                             f"table of another board{_other_board(size, board)}")
+            raise _refuse(f"{path}: {size:,} bytes, but {label} has {want:,}: truncated, or a "
+                          "table of another board", _other_board(path, size, board))
 
 
 def check_keys(path: Path, board: Board, first: int, last: int, build=None,
@@ -71,11 +83,11 @@ def check_keys(path: Path, board: Board, first: int, last: int, build=None,
     last key is out of range, or whose last key is not the last key of its build's shards."""
     if first != first_key:
         what = "the empty board" if first_key == 0 else "the root's key"
-        raise TableError(f"{path}: first key is {first}, not {first_key} ({what}): not a table "
-                         f"of board {board}{_other_board(path.stat().st_size, board)}")
+        raise _refuse(f"{path}: first key is {first}, not {first_key} ({what}): not a table "
+                      f"of board {board}", _other_board(path, path.stat().st_size, board))
     if last >= board.key_limit:
-        raise TableError(f"{path}: last key {last} is out of range for board {board}"
-                         f"{_other_board(path.stat().st_size, board)}")
+        raise _refuse(f"{path}: last key {last} is out of range for board {board}",
+                      _other_board(path, path.stat().st_size, board))
     if build is not None and build.describes(path.name) and build.table is not None:
         bounds = build.key_bounds()
         if bounds is not None and bounds[1] != last:

@@ -16,7 +16,8 @@ import numpy as np
 
 from c4table.game.board import Board
 from c4table.game.codec import decode_outcome
-from c4table.errors import (IllegalPositionError, PositionNotFoundError, TableError)
+from c4table.errors import (IllegalPositionError, PositionNotFoundError, TableBoardError,
+                            TableError)
 from c4table.game.rules import Position
 from c4table.table.probe import MoveProbe, Probe
 from c4table.table.sums import check_plies
@@ -59,7 +60,7 @@ def board_from(name: str, build=None, board: str | Board | None = None,
     sized = known_of_size(size) if size is not None else []
     if len(sized) == 1:
         return Board.parse(sized[0])
-    raise TableError(f"{where or name}: cannot tell the board of this table; name it "
+    raise TableBoardError(f"{where or name}: cannot tell the board of this table; name it "
                      "connect4_WxH.dat (connectK_WxH.dat for K in a row) or give the board "
                      "(--board WxH)")
 

@@ -30,15 +30,22 @@ def for_board(board: Board):
 def compiled(board: Board) -> bool | None:
     """Whether numba's on-disk cache holds the build kernels of ``board`` for their current
     source (False on the first run after install or after an edit: :func:`warm` compiles them
-    then, for about 20 s); None when numba's cache cannot be asked.
+    then, in seconds to tens of seconds depending on the machine); None when numba's cache
+    cannot be asked.
 
     >>> warm(Board(4, 4))   # compiles them into the cache if it does not hold them yet
     >>> compiled(Board(4, 4))
     True
     """
     kern = for_board(board)
+    return in_cache(kern.expand, kern.resolve)
+
+
+def in_cache(*kernels) -> bool | None:
+    """Whether numba's on-disk cache holds compiled code of each of ``kernels`` (``@njit(cache=
+    True)`` functions) for their current source; None when numba's cache cannot be asked."""
     try:
-        return all(bool(k._cache._cache_file._load_index()) for k in (kern.expand, kern.resolve))
+        return all(bool(k._cache._cache_file._load_index()) for k in kernels)
     except Exception:   # noqa: BLE001 - numba's private cache API: unknown, say nothing
         return None
 

@@ -18,7 +18,7 @@ from importlib import resources
 from pathlib import Path
 
 from c4table.game.board import Board
-from c4table.errors import BuildError
+from c4table.errors import BuildInputError
 from c4table.pipeline.planning import c4zsize
 from c4table.pipeline.planning.c4zsize import C4Z_MEASURED  # noqa: F401  (re-exported)
 from c4table.progress import published_totals
@@ -303,7 +303,7 @@ def make_plan(board: str | Board, workers: int, memory_per_worker: int,
     if from_dir is not None:
         m = BuildDir.load(from_dir)      # checked: a damaged manifest is refused
         if m.board.name != board.name:
-            raise BuildError(f"{from_dir}: manifest is for board {m.board.name}, not {board}")
+            raise BuildInputError(f"{from_dir}: manifest is for board {m.board.name}, not {board}")
         for p in m.plies:
             if "positions" in p and "entries" in p:
                 exact[p["ply"]] = (p["positions"], p["entries"], "measured")
@@ -311,11 +311,11 @@ def make_plan(board: str | Board, workers: int, memory_per_worker: int,
     total = published_totals().get((board.width, board.height)) if board.k == 4 else None
     if published is None and total is None and len(exact) < n:
         if board.k != 4:   # nothing published to spread the rest of the plies over
-            raise BuildError(f"no published figures for board {board}: run the whole forward "
-                             f"pass, `c4table forward {board.width}x{board.height} --connect "
-                             f"{board.k} --out DIR`, and pass --from DIR")
-        raise BuildError(f"no published figures for board {board}: run `c4table forward {board} "
-                         "--max-ply N --out DIR` and pass --from DIR")
+            raise BuildInputError(f"no published figures for board {board}: run the whole forward "
+                                  f"pass, `c4table forward {board.width}x{board.height} --connect "
+                                  f"{board.k} --out DIR`, and pass --from DIR")
+        raise BuildInputError(f"no published figures for board {board}: run `c4table forward {board} "
+                              "--max-ply N --out DIR` and pass --from DIR")
     if published is None and total is not None:
         rest = total - sum(v[0] for v in exact.values())
         shape = _rescaled_profile(n)
@@ -489,7 +489,7 @@ def plan_rooted(board: Board, value: str, workers: int, memory_per_worker: int,
         m = Manifest.load(from_dir)
         mine = m.origin()
         if m.board != board or mine is None or mine.key != origin.key:
-            raise BuildError(f"{from_dir}: holds no forward run of board {board} rooted at {origin}")
+            raise BuildInputError(f"{from_dir}: holds no forward run of board {board} rooted at {origin}")
         measured = {p: rec["entries"] for p, rec in enumerate(m.plies)
                     if p >= origin.ply and "entries" in rec}
     else:

@@ -19,7 +19,7 @@ from c4table.wording import count
 from c4table.game.grid3d import readings
 from c4table.game.rules import Position
 from c4table.builddir.reader import BuildDir
-from c4table.errors import BuildError
+from c4table.errors import BuildInputError
 
 
 def _fraction_7x6():
@@ -74,7 +74,7 @@ def make_plan3d(board: str | Board, workers: int, memory_per_worker: int,
     if from_dir is not None:
         m = BuildDir.load(from_dir)      # checked: a damaged manifest is refused
         if m.board.name != board.name:
-            raise BuildError(f"{from_dir}: manifest is for board {m.board.name}, not {board}")
+            raise BuildInputError(f"{from_dir}: manifest is for board {m.board.name}, not {board}")
         measured = [(p["positions"], p["entries"]) for p in m.plies
                     if "positions" in p and "entries" in p]
         if len(measured) > len(exact):

@@ -18,7 +18,7 @@ from dataclasses import asdict, fields
 from c4table.pipeline.runtime import allocator
 
 from c4table.builddir.manifest import checksum
-from c4table.errors import BuildError, CorruptDataError
+from c4table.errors import BuildInputError, CorruptDataError
 from c4table.io.counting import IOCounts, active, counting, driver_counts, uncounted  # noqa: F401
 from c4table.units import format_size
 
@@ -201,7 +201,7 @@ def load_stats(store) -> dict:
     try:
         data = json.loads(store.read_bytes(STATS).decode())
     except FileNotFoundError:
-        raise BuildError(f"{where}: no stats (build it with this version of c4table)") from None
+        raise BuildInputError(f"{where}: no stats (build it with this version of c4table)") from None
     except (ValueError, UnicodeDecodeError) as e:
         raise CorruptDataError(f"{where}: not valid JSON ({e})") from None
     if not isinstance(data, dict) or data.get("format") not in (STATS_FORMAT, STATS_FORMAT_1):

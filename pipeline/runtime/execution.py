@@ -13,11 +13,12 @@ from __future__ import annotations
 import gc
 import multiprocessing as mp
 import os
+import signal
 from concurrent.futures import Executor as _FuturesExecutor
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any, Callable, Iterator, Sequence
 
-from c4table.errors import MissingExtraError
+from c4table.errors import BuildInputError, MissingExtraError
 from c4table.pipeline.runtime.counters import StageCounts, run_counted, run_counted_here
 
 
@@ -27,6 +28,34 @@ def default_workers() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # pragma: no cover - non-Linux
         return max(1, os.cpu_count() or 1)
+
+
+_in_task = False   # in a local worker process: whether a task is running
+
+
+def _on_sigint(signum, frame) -> None:
+    """A local worker's Ctrl-C (a terminal sends SIGINT to its whole process group): a running
+    task stops with KeyboardInterrupt, which goes back to the driver like any task's error; an
+    idle worker ignores it and exits when the driver, interrupted as well, shuts the pool down
+    (an interrupt escaping its wait for work would print a traceback of its own)."""
+    if _in_task:
+        raise KeyboardInterrupt
+
+
+def _worker_start() -> None:
+    """The initializer of each local worker process: its SIGINT handler (:func:`_on_sigint`)."""
+    signal.signal(signal.SIGINT, _on_sigint)
+
+
+def _run_task(fn: Callable[..., Any], *args):
+    """A task in a local worker process: :func:`run_counted`, marked as running for
+    :func:`_on_sigint`."""
+    global _in_task
+    _in_task = True
+    try:
+        return run_counted(fn, *args)
+    finally:
+        _in_task = False
 
 
 class Executor:
@@ -91,7 +120,8 @@ class Executor:
                 yield r
             self.counts.sample()
             return
-        futures = [self._pool.submit(run_counted, fn, *t) for t in tasks]
+        run = _run_task if isinstance(self._pool, ProcessPoolExecutor) else run_counted
+        futures = [self._pool.submit(run, fn, *t) for t in tasks]
         try:
             for f in futures:
                 r, c = f.result()
@@ -141,7 +171,8 @@ def make_executor(workers: int | None = None, scheduler=None, start_method: str 
     if scheduler is None:
         if workers == 1:
             return Executor(None, 1, "serial")
-        pool = ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context(start_method))
+        pool = ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context(start_method),
+                                   initializer=_worker_start)
         return Executor(pool, workers, f"local processes x{workers}")
     try:
         from dask.distributed import Client, LocalCluster  # the [dask] extra: a missing one is one line
@@ -154,7 +185,11 @@ def make_executor(workers: int | None = None, scheduler=None, start_method: str 
         client = Client(cluster)
         owner = [client, cluster]
     else:
-        client = Client(scheduler)
+        try:
+            client = Client(scheduler)
+        except (OSError, ValueError) as e:   # refused, no answer in time, a malformed address
+            raise BuildInputError(f"--scheduler {scheduler}: cannot reach the dask scheduler "
+                                  f"({e})") from None
         owner = [client]
         workers = max(1, sum(w.get("nthreads", 1) for w in client.scheduler_info()["workers"].values()))
     return Executor(client.get_executor(pure=False), workers, f"dask {scheduler}", owner)

@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import c4table.config as config
-from c4table.errors import BuildError
+from c4table.errors import BuildError, BuildInputError
 from c4table.units import format_size
 from c4table.io.storage import Storage, open_storage
 
@@ -244,8 +244,8 @@ def lock_build_dir(root: Path) -> None:
         except OSError as e:
             os.close(fd)
             if e.errno in (errno.EACCES, errno.EAGAIN):
-                raise BuildError(f"{root}: another c4table process is building in this directory "
-                                 f"(it holds {path}); wait for it to finish or use another --out") from None
+                raise BuildInputError(f"{root}: another c4table process is building in this directory "
+                                      f"(it holds {path}); wait for it to finish or use another --out") from None
             raise
         try:
             same = os.stat(path).st_ino == os.fstat(fd).st_ino

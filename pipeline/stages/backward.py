@@ -12,7 +12,7 @@ import numpy as np
 
 from c4table.wording import count
 from c4table.game.board import Board
-from c4table.errors import BuildError, CorruptDataError
+from c4table.errors import BuildError, BuildInputError, CorruptDataError
 from c4table.pipeline.sort import extsort
 from c4table.pipeline.runtime import resources
 from c4table.pipeline.sort import shuffle
@@ -192,7 +192,7 @@ def run(build) -> None:
     if build.complete():
         return
     if m.shards("forward", last) is None or "entries" not in m.ply_record(last):
-        raise BuildError(f"{build.root}: the forward pass is not finished (run forward first)")
+        raise BuildInputError(f"{build.root}: the forward pass is not finished (run forward first)")
     total = m.total("entries", range(last + 1))
     prog = build.progress("backward", total=total)
     todo = [p for p in range(last, -1, -1) if m.shards("backward", p) is None]
@@ -214,6 +214,7 @@ def run(build) -> None:
                       f"{count(n, 'finished shard')} of {' and '.join(parts)} (xxh64)")
     if todo:
         build.verified.add("backward")
+    work = build.work("backward", of=last + 1 - build.first_ply)
     for ply in range(last, -1, -1):
         if m.shards("backward", ply) is not None:
             prog.done += m.entries(ply)
@@ -260,6 +261,7 @@ def run(build) -> None:
         build.spent(messages_dir(ply))   # spent: recycled or deleted (Build.spent)
         build.save_stats()   # a killed run loses only this generation's counts
         rec = m.ply_counts(ply)
+        work.add(n)
         prog.step(f"ply {ply}", n, entries=n, a_wins=rec["a_wins"], draws=rec["draws"],
                   b_wins=rec["b_wins"], sent=sum(r["rows"] for r in sent),
                   time=f"{time.perf_counter() - t0:.2f}s")

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from c4table.wording import count
 from c4table.game.board import Board
-from c4table.errors import BoardError, BudgetError, BuildError, C4Error, CorruptDataError
+from c4table.errors import BoardError, BudgetError, BuildInputError, C4Error, CorruptDataError
 from c4table.game.root import Root
 from c4table.units import format_size, parse_size
 from c4table.pipeline.runtime import allocator
@@ -40,9 +40,30 @@ from c4table.io import options as io_options
 from c4table.io.options import IOOptions
 import c4table.config as config
 from c4table.io.recycle import RECYCLE_DIR, settle_deletes
+from c4table.table.sums import SUFFIX as SUMS_SUFFIX
 
 DEFAULT_MEMORY = "4GiB"
 MIN_TASK_MEMORY = 1 << 20
+
+
+@dataclass
+class StageWork:
+    """What one stage did in this run, for the build's summary: the entries it processed and
+    the steps it ran (generations, or ranges of a ``.c4z`` merge) of the ``of`` it has in all;
+    a resumed stage ran fewer steps than that."""
+
+    entries: int = 0
+    steps: int = 0
+    of: int = 0
+
+    def add(self, entries: int, steps: int = 1) -> None:
+        self.entries += entries
+        self.steps += steps
+
+    @property
+    def resumed(self) -> bool:
+        """True if steps finished by earlier runs were left as they were."""
+        return self.steps < self.of
 
 
 @dataclass
@@ -67,14 +88,17 @@ class Build:
     shuffle_max_reads: int = field(default_factory=lambda: shuffle.max_reads_default())
     shuffles: list = field(init=False, default_factory=list)  # this run's shuffles, measured
     stage_seconds: dict = field(init=False, default_factory=dict)  # wall time of this run's stages
+    stage_work: dict = field(init=False, default_factory=dict)  # stage -> its StageWork this run
     _io_before: IOOptions | None = field(init=False, default=None)  # put back by close()
+    # the directories opening the build created (deepest first): removed by close() if empty
+    made: list = field(init=False, default_factory=list)
     _earlier: dict = field(init=False, default_factory=dict)   # stats.json as this run found it
 
     def __post_init__(self) -> None:
         self.board.check_buildable()   # a 3D board too large for 64-bit bitboards
         if key_bits(self.board) > 56:
-            raise BuildError(f"board {self.board}: keys need {key_bits(self.board)} bits; the "
-                             "pipeline packs key and outcome in 64 bits, so at most 56")
+            raise BuildInputError(f"board {self.board}: keys need {key_bits(self.board)} bits; "
+                                  "the pipeline packs key and outcome in 64 bits, so at most 56")
         if self.task_memory < MIN_TASK_MEMORY:
             least = MIN_TASK_MEMORY * self.executor.workers
             raise BudgetError(f"memory budget {format_size(self.memory)} ({self.memory:,} bytes) is "
@@ -131,14 +155,21 @@ class Build:
             self.executor.counts.rebase(held)
 
     def _warm_kernels(self) -> None:
-        """Load the kernels (:func:`warm`), saying so when they must be compiled first: the
-        first build after install sits on ply 0 for about 20 s."""
-        if compiled(self.board) is False:
-            self.note("build", "compiling the kernels (first run after install only, about 20 s)...")
+        """Load the kernels (:func:`warm`), saying so when they must be compiled first (the
+        first build after install sits on ply 0 meanwhile: seconds to tens of seconds, with
+        the machine), and how long that took."""
+        if compiled(self.board) is not False:
+            warm(self.board)
+            return
+        self.note("build", "compiling the kernels (first run after install only)...")
+        t0 = time.perf_counter()
         warm(self.board)
+        self.note("build", f"compiled the kernels in {time.perf_counter() - t0:.1f}s (kept in "
+                           "numba's cache for the next runs)")
 
     def close(self) -> None:
-        """Shut the executor down and give the directory lock back (idempotent)."""
+        """Shut the executor down and give the directory lock back (idempotent); remove the
+        directories opening the build made if nothing was written in them."""
         if self.executor is None:
             return
         try:
@@ -156,6 +187,7 @@ class Build:
             self.executor = None
             self._unlock()
             io_options.use(self._io_before)
+            _remove_empty(self.made)   # a run that failed before writing anything
 
     def keeps_spent(self) -> bool:
         """Whether spent scratch files go to the recycle bin (:meth:`Storage.recycle_tree
@@ -178,6 +210,13 @@ class Build:
         else:
             self.store.empty_recycle_bin()
             self.store.delete_tree(rel)
+
+    def work(self, stage: str, of: int) -> StageWork:
+        """The :class:`StageWork` of ``stage`` in this run, which has ``of`` steps in all (its
+        driver adds the entries of each step it runs)."""
+        w = self.stage_work.setdefault(stage, StageWork())
+        w.of = of
+        return w
 
     def run_stage(self, stage: str, fn, *args):
         """Run ``fn(*args)`` (a stage's driver) with its requests, bytes and tasks counted
@@ -391,37 +430,70 @@ def open_with(s: BuildSettings) -> Build:
     try:
         store = open_storage(s.out, s.io)
     except ValueError as e:
-        raise BuildError(str(e)) from None
+        raise BuildInputError(str(e)) from None
     if not store.local:
         if not s.table_format.remote:
-            raise BuildError(f"{s.out}: --format {s.table_format} writes into a local build directory")
+            raise BuildInputError(f"{s.out}: --format {s.table_format} writes into a local build directory")
         return _open_locked(store, s)
     root = store.root
     if root.exists() and not root.is_dir():
-        raise BuildError(f"{root}: exists and is not a directory (give another --out)")
+        raise BuildInputError(f"{root}: exists and is not a directory (give another --out)")
+    made = [d for d in (root, *root.parents) if not d.exists()]   # what mkdir creates
     root.mkdir(parents=True, exist_ok=True)
-    resources.lock_build_dir(root)
     try:
-        return _open_locked(store, s)
-    finally:
-        resources.unlock_build_dir(root)   # the Build holds its own count until closed
+        resources.lock_build_dir(root)
+        try:
+            b = _open_locked(store, s)
+        finally:
+            resources.unlock_build_dir(root)   # the Build holds its own count until closed
+    except BaseException:
+        _remove_empty(made)   # a build that failed to start leaves no directory it made
+        raise
+    b.made = made
+    return b
+
+
+def _remove_empty(made: list[Path]) -> None:
+    """Remove the directories of ``made`` (deepest first) that this run created and that are
+    still empty; a directory that was there before, or holds anything, stays."""
+    for d in made:
+        try:
+            d.rmdir()
+        except OSError:   # not empty (or gone): nor are the ones above it
+            return
+
+
+#: The files beside a table ``NAME`` that belong to it: the table itself, its block sums, and
+#: the temporary files of a merge (``.tmp``), of a ``--format c4z`` merge (``.tmp.idx``, its
+#: state ``.tmp.state``) and of ``--compress`` (``.part``, ``.part.idx``, ``.part.json``); each
+#: written atomically may have its own ``.tmp`` left by an interrupted run.
+TABLE_FILES = ("", ".tmp", ".tmp.idx", ".tmp.state", ".tmp.state.tmp", SUMS_SUFFIX,
+               SUMS_SUFFIX + ".tmp", ".part", ".part.idx", ".part.json", ".part.json.tmp")
+
+
+def _discard(store: Storage, board: Board, origin: Root | None) -> None:
+    """``--restart``: delete the partial (or finished) build in ``store``: its manifest and
+    counts, its shards, and every file of its table (:data:`TABLE_FILES`, for the ``.dat``
+    and the ``.c4z`` of the board's, the root's and the manifest's table names). Other files
+    in the directory stay."""
+    store.delete_tree("work")
+    names = {board.table_filename} | ({origin.table_filename} if origin is not None else set())
+    try:
+        old = Manifest.load(store).table if store.exists("manifest.json") else None
+    except C4Error:
+        old = None
+    if old and isinstance(old.get("file"), str) and "/" not in old["file"]:
+        names.add(old["file"])
+    names |= {f.file_name(n) for n in names for f in tableformat.FORMATS.values()}   # --compress too
+    for name in ("manifest.json", "manifest.json.tmp", counters.STATS, counters.STATS + ".tmp",
+                 *(n + x for n in sorted(names) for x in TABLE_FILES)):
+        store.delete(name)
 
 
 def _open_locked(store, s: BuildSettings) -> Build:
     board, origin = s.board, s.origin
     if s.restart:
-        store.delete_tree("work")
-        names = {board.table_filename} | ({origin.table_filename} if origin is not None else set())
-        try:
-            old = Manifest.load(store).table if store.exists("manifest.json") else None
-        except C4Error:
-            old = None
-        if old and isinstance(old.get("file"), str) and "/" not in old["file"]:
-            names.add(old["file"])
-        names |= {f.file_name(n) for n in names for f in tableformat.FORMATS.values()}
-        for name in ("manifest.json", counters.STATS, *(n + x for n in sorted(names)
-                                        for x in ("", ".tmp", ".tmp.idx", ".tmp.state"))):
-            store.delete(name)
+        _discard(store, board, origin)
     allocator.tune()   # before the workers fork: they inherit it (pipeline/runtime/allocator.py)
     # The AWS SDK behind pyarrow's S3 is not fork-safe: remote builds start workers fresh.
     executor = make_executor(s.workers or default_workers(), s.scheduler,

@@ -139,6 +139,7 @@ def run(build, max_ply: int | None = None) -> None:
     if todo:   # every forward shard is now verified or about to be written by this process
         build.verified.add("forward")
     fused = None   # (ply, expand results): a generation its merge tasks expanded already
+    work = build.work("forward", of=last + 1 - build.first_ply)
     for ply in range(last + 1):
         if step_done(build, ply, last):
             prog.done += build.manifest.ply_counts(ply)["positions"]
@@ -183,6 +184,7 @@ def run(build, max_ply: int | None = None) -> None:
         build.spent(rdir)   # spent: recycled or deleted (Build.spent)
         build.save_stats()   # a killed run loses only this generation's counts
         rec = build.manifest.ply_counts(ply)
+        work.add(entries)
         prog.step(f"ply {ply}/{last}", rec["positions"], entries=entries,
                   positions=rec["positions"], finished=rec["terminal"],
                   time=f"{time.perf_counter() - t0:.2f}s")

@@ -33,7 +33,7 @@ import numpy as np
 
 from c4table.wording import count
 from c4table.game.board import Board
-from c4table.errors import BuildError
+from c4table.errors import BuildError, BuildInputError
 from c4table.io.hashes import Hashes
 from c4table.table.sums import BlockSums, SumsWriter
 from c4table.pipeline.runtime import resources
@@ -303,7 +303,7 @@ def run(build):
     plies = list(range(board.cells + 1))
     missing = [p for p in plies if m.shards("backward", p) is None]
     if missing:
-        raise BuildError(f"{build.root}: the backward pass is not finished (plies {missing[:5]}... missing)")
+        raise BuildInputError(f"{build.root}: the backward pass is not finished (plies {missing[:5]}... missing)")
     t0 = time.perf_counter()
     md5 = build.table_md5
     shards = [s for p in plies for s in m.shards("backward", p) if s.rows]

@@ -52,12 +52,13 @@ from c4table.c4z.assemble import Assembler, Checkpoint, idx_path
 from c4table.c4z.blocks import block_codec, default_part_entries, encode_words
 from c4table.c4z.codec import BlockCodec
 from c4table.c4z.format import BUILD_PART_ENTRIES, IDX_RECORD, MAGIC, default_c4z_name
-from c4table.errors import BuildError, CorruptDataError
+from c4table.errors import BuildError, BuildInputError, CorruptDataError
 from c4table.game.board import Board
 from c4table.io.counting import active
 from c4table.io.files import fsync_dir
 from c4table.io.storage import open_storage
 from c4table.pipeline.kernels.cpu import words_to_entries
+from c4table.pipeline.kernels.kernelset import in_cache
 from c4table.pipeline.runtime import resources
 from c4table.pipeline.sort.partition import merge_shares
 from c4table.pipeline.stages import merge
@@ -328,12 +329,23 @@ def complete(build, rec: dict | None) -> bool:
     return True
 
 
+def codec_compiled() -> bool | None:
+    """Whether numba's cache holds the block codec kernels the merge runs: the key plies, and
+    an encoder of blocks (of outcomes or of symbols, as the tasks choose); None when it cannot
+    be asked."""
+    from c4table.c4z import codec
+    plies, outs, syms = (in_cache(k) for k in (codec._plies, codec._encode, codec._encode_symbols))
+    if None in (plies, outs, syms):
+        return None
+    return plies and (outs or syms)
+
+
 def run(build):
     """Write (or find already written) ``DIR/connect4_WxH.c4z``; return its path. See the
     module docstring (local build directories only)."""
     store, m = build.store, build.manifest
     if not store.local:
-        raise BuildError(f"{build.root}: --format c4z writes into a local build directory")
+        raise BuildInputError(f"{build.root}: --format c4z writes into a local build directory")
     name = c4z_name(build)
     final = store.root / name
     tmp = name + ".tmp"
@@ -358,8 +370,10 @@ def run(build):
     plies = list(range(board.cells + 1))
     missing = [p for p in plies if m.shards("backward", p) is None]
     if missing:
-        raise BuildError(f"{build.root}: the backward pass is not finished (plies {missing[:5]}... missing)")
+        raise BuildInputError(f"{build.root}: the backward pass is not finished (plies {missing[:5]}... missing)")
     prog = build.progress("merge")
+    if codec_compiled() is False:   # the first --format c4z merge after install
+        prog.note("compiling the .c4z block codec (first run after install only)...")
     t0 = time.perf_counter()
     shards = [s for p in plies for s in m.shards("backward", p) if s.rows]
     ply_of = [p for p in plies for s in m.shards("backward", p) if s.rows]
@@ -398,6 +412,8 @@ def run(build):
             save_state(store, tmp, MergeState(digest, bounds, level, k, at, B, P, mm))
             drop_shards(store, shards, bounds[k])
 
+        build.work("merge", of=n_r).add(total - (state.at.entries if state is not None else 0),
+                                        n_r - done)
         results = build.saving(build.executor.imap(range_blocks_task, tasks))   # counts saved
         digests = assemble(store, store.root / tmp, board, total, n_r, level, results, build.table_md5,
                            resume=state, appended=appended, min_match=mm,

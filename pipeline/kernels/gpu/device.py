@@ -8,7 +8,7 @@ import time
 
 import numpy as np
 
-from c4table.errors import BuildError
+from c4table.errors import BuildInputError
 
 _state = {"xp": None, "kernels": None, "sim": False}
 # seconds spent by this process in each part of the GPU stages ("forward kernel", "backward
@@ -67,15 +67,15 @@ def unavailable() -> str | None:
 
 
 def check(device: str) -> None:
-    """Raise :class:`BuildError` unless a build's tasks can run on ``device`` (``cpu`` or
+    """Raise :class:`BuildInputError` unless a build's tasks can run on ``device`` (``cpu`` or
     ``gpu``); the build passes its choice to the tasks
     (:class:`c4table.pipeline.kernels.kernelset.KernelSet`)."""
     if device not in ("cpu", "gpu"):
-        raise BuildError(f"unknown device {device!r}: give cpu or gpu")
+        raise BuildInputError(f"unknown device {device!r}: give cpu or gpu")
     if device == "gpu":
         why = unavailable()
         if why:
-            raise BuildError(why)
+            raise BuildInputError(why)
 
 
 def card_memory() -> int | None:
