@@ -6,7 +6,7 @@ checkout and, with ``--before REV``, for the ``c4table`` package of git revision
 repository (extracted with ``git archive`` into a temporary directory; nothing else is read
 or written).
 
-    python tools/bench/sums_memory.py [--blocks 1000000,8000000] [--before main]
+    python -m tools.bench.sums_memory [--blocks 1000000,8000000] [--before main]
 
 The table is synthetic: 1-byte entries, so a block of 4,096 entries is 4,096 bytes, fed from
 one reused buffer (a 7x6 table has 553 million blocks of 28 KiB; the sums' memory depends only
