@@ -549,7 +549,7 @@ def test_second_build_in_same_directory_is_refused(reference, tmp_path):
     try:
         assert soak.wait_for_stage(p, out, "forward", 1)
         code, _, err = cli("build", "5x5", "--out", out, "-q", "--workers", 1)
-        assert code == 1 and one_line_error(err) and "another c4table process" in err, err
+        assert code == 2 and one_line_error(err) and "another c4table process" in err, err
     finally:
         soak.kill_group(p)
 
