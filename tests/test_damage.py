@@ -137,7 +137,9 @@ def keys_of(t) -> np.ndarray:
     return np.concatenate([c["key"] for c in t.iter_entries()])
 
 
-def copy_table(src: Path, d: Path, with_sums: bool) -> Path:
+def copy_table(src: Path, d: Path, with_sums: bool = True) -> Path:
+    """A copy of the table ``src`` in ``d`` (made if missing), with its block sums unless not
+    ``with_sums``."""
     d.mkdir(parents=True, exist_ok=True)
     out = d / src.name
     shutil.copy(src, out)

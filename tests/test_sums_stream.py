@@ -26,6 +26,7 @@ from c4table.io.storage import open_storage
 from c4table.table import sums as sums_mod
 from c4table.table.sums import BLOCK_ENTRIES, BlockSums, SumsWriter, open_check, sums_path
 from conftest import run_cli
+from test_damage import copy_table
 
 
 def sidecar_oracle(data: bytes, entry_size: int) -> bytes:
@@ -38,15 +39,6 @@ def sidecar_oracle(data: bytes, entry_size: int) -> bytes:
     head = struct.pack("<8sIIIIQQQQ", b"C4SUMS\r\n", 1, BLOCK_ENTRIES, entry_size, 0, len(data),
                        len(body) // 8, xxhash.xxh64(body).intdigest(), 0)
     return head + struct.pack("<Q", xxhash.xxh64(head).intdigest()) + body
-
-
-def copy_table(src: Path, d: Path, with_sums: bool = True) -> Path:
-    d.mkdir(parents=True, exist_ok=True)
-    out = d / src.name
-    shutil.copy(src, out)
-    if with_sums:
-        shutil.copy(sums_path(src), sums_path(out))
-    return out
 
 
 def flip(path: Path, offset: int) -> None:

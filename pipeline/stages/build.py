@@ -15,7 +15,7 @@ from pathlib import Path
 
 from c4table.wording import count
 from c4table.game.board import Board
-from c4table.errors import BoardError, BudgetError, BuildInputError, C4Error, CorruptDataError
+from c4table.errors import BoardError, BudgetError, BuildInputError, C4Error
 from c4table.game.root import Root
 from c4table.units import format_size, parse_size
 from c4table.pipeline.runtime import allocator
@@ -330,29 +330,6 @@ class Build:
         merge finishes it); one whose file differs is an error naming the file."""
         rec = self.manifest.table
         return MERGE_DRIVERS[tableformat.of_record(rec) or self.table_format].complete(self, rec)
-
-    def raw_complete(self, rec: dict | None) -> bool:
-        """:meth:`complete` for a raw table (``.dat``) recorded as ``rec``."""
-        name = self.table_name
-        final = self.store.display(name)
-        if rec is None or not self.store.exists(name):
-            return False
-        if "table" in self.verified:
-            return True
-        size = self.store.size(name)
-        if size != rec["bytes"]:
-            why = f"size {size:,} is not a multiple of the {self.board.entry_size}-byte entry" \
-                if size % self.board.entry_size else f"size {size:,}"
-            raise CorruptDataError(f"{final}: {why}, the manifest records {rec['bytes']:,} bytes; "
-                                   "delete it and rerun to rewrite it from the finished generations")
-        self.note("merge", f"verifying the finished table {name} (sha256)")
-        digest = merge.hash_stored(self.store, name)["sha256"]
-        if digest != rec["sha256"]:
-            raise CorruptDataError(f"{final}: sha256 {digest} does not match the manifest's "
-                                   f"{rec['sha256']}; delete it and rerun to rewrite it from the "
-                                   "finished generations")
-        self.verified.add("table")
-        return True
 
     @property
     def task_memory(self) -> int:

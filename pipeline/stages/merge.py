@@ -33,7 +33,7 @@ import numpy as np
 
 from c4table.wording import count
 from c4table.game.board import Board
-from c4table.errors import BuildError, BuildInputError
+from c4table.errors import BuildError, BuildInputError, CorruptDataError
 from c4table.io.hashes import Hashes
 from c4table.table.sums import BlockSums, SumsWriter
 from c4table.pipeline.runtime import resources
@@ -397,6 +397,27 @@ def _totals(plies: list[dict]) -> dict:
 
 
 def complete(build, rec: dict | None) -> bool:
-    """Whether the raw table the manifest records as ``rec`` is there and intact (see
-    :meth:`Build.raw_complete <c4table.pipeline.stages.build.Build.raw_complete>`)."""
-    return build.raw_complete(rec)
+    """True if the raw table the manifest records as ``rec`` is there, of its size and sha256
+    (hashed once per process); False if it is missing (or none is recorded); an error naming
+    it if it differs."""
+    name = build.table_name
+    store = build.store
+    final = store.display(name)
+    if rec is None or not store.exists(name):
+        return False
+    if "table" in build.verified:
+        return True
+    E = build.board.entry_size
+    size = store.size(name)
+    if size != rec["bytes"]:
+        why = f"size {size:,} is not a multiple of the {E}-byte entry" if size % E else f"size {size:,}"
+        raise CorruptDataError(f"{final}: {why}, the manifest records {rec['bytes']:,} bytes; "
+                               "delete it and rerun to rewrite it from the finished generations")
+    build.note("merge", f"verifying the finished table {name} (sha256)")
+    digest = hash_stored(store, name)["sha256"]
+    if digest != rec["sha256"]:
+        raise CorruptDataError(f"{final}: sha256 {digest} does not match the manifest's "
+                               f"{rec['sha256']}; delete it and rerun to rewrite it from the "
+                               "finished generations")
+    build.verified.add("table")
+    return True
