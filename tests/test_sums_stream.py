@@ -273,3 +273,29 @@ def test_compress_without_sums_warns_and_round_trips(built, tmp_path):
     assert sums_path(back).read_bytes() == sidecar_oracle(src.read_bytes(), 4)
     rc, out, err = run_cli("compress", "-q", str(src), "-o", str(tmp_path / "checked.c4z"))
     assert rc == 0 and err == "", err
+
+
+def test_decompress_streams_the_sidecar(built, tmp_path, monkeypatch):
+    """``decompress`` streams the ``.dat``'s sidecar as it writes the table (here three sums a
+    batch): a whole run and a run resumed from a torn partial output both leave the sidecar
+    rebuilt from the bytes; a run whose output does not match the header leaves neither the
+    table nor a sidecar (nor its temporary file)."""
+    monkeypatch.setattr(sums_mod, "BATCH", 3)
+    src = built("5x4") / "connect4_5x4.dat"
+    data = src.read_bytes()
+    z = tmp_path / "t.c4z"
+    compress_table(src, z, threads=1, block_entries=4096, quiet=True)
+    out = tmp_path / "whole.dat"
+    decompress_table(z, out, quiet=True)
+    assert out.read_bytes() == data
+    assert sums_path(out).read_bytes() == sidecar_oracle(data, 5)
+    torn = tmp_path / "torn.dat"
+    torn.with_name("torn.dat.part").write_bytes(data[: len(data) // 2] + b"garbage")
+    decompress_table(z, torn, quiet=True)
+    assert sums_path(torn).read_bytes() == sidecar_oracle(data, 5)
+    from c4table.c4z import writer as writer_mod
+    monkeypatch.setattr(writer_mod.Hashes, "result",
+                        lambda self: {"bytes": 0, "sha256": "0" * 64, "md5": "0" * 32})
+    with pytest.raises(Exception, match="does not match the header"):
+        decompress_table(z, tmp_path / "bad.dat", quiet=True)
+    assert not [p.name for p in tmp_path.iterdir() if p.name.startswith("bad.dat")]

@@ -22,7 +22,7 @@ from c4table.c4z.reader import open_c4z
 from c4table.c4z.registry import get_codec
 from c4table.table.source import board_of_table
 from c4table.io.hashes import Hashes
-from c4table.table.sums import BlockSums, open_check, warn_unchecked
+from c4table.table.sums import BlockSums, SumsWriter, open_check, warn_unchecked
 from c4table.io.files import fsync_dir
 from c4table.io.storage import is_url, open_storage
 
@@ -202,44 +202,47 @@ def decompress_table(src, out: str | os.PathLike | None = None, *, threads: int 
         E, B = z.entry_size, z.block_entries
         chunk = B * E
         done = 0
-        sums = BlockSums(E)   # the .dat's block checksums, written beside it (.sums)
+        # the .dat's block checksums, streamed into its sidecar (dropped if this run fails)
+        sidecar = SumsWriter(open_storage(out.absolute().parent), out.name)
+        sums = BlockSums(E, sink=sidecar.take)
         hashes = Hashes(sums=sums)
         t0 = time.perf_counter()
         if part.exists() and z.blocks:
             done = min(part.stat().st_size // chunk, z.blocks - 1)
-        if done:
-            _say(quiet, stream, f"[decompress] resuming {part.name} at block {done:,} of "
-                                f"{z.blocks:,}; re-hashing what is there")
-            with open(part, "rb") as f:
-                for _ in range(done):
-                    hashes.update(f.read(chunk))
-            f = open(part, "r+b")
-            f.truncate(done * chunk)
-            f.seek(done * chunk)
-        else:
-            f = open(part, "wb")
-        with f:
-            written = done * chunk
-            last_sync = time.perf_counter()
-            meter = Meter("decompress", (z.blocks - done) * chunk, "bytes", quiet, stream, PROGRESS_EVERY)
-            for i, raw in z.iter_blocks(done, threads=threads, raw=True):
-                hashes.update(raw)
-                f.write(raw)
-                written += len(raw)
-                now = time.perf_counter()
-                if now - last_sync >= CHECKPOINT_SECONDS:
-                    _fsync(f)   # what is on disk before this point survives a crash
-                    last_sync = now
-                meter.update((i + 1 - done) * chunk, now, block=f"{i + 1:,} of {z.blocks:,}",
-                             written=format_size(written))
-            _fsync(f)
-        d = hashes.result()
-        if d["bytes"] != h["raw_bytes"] or d["sha256"] != h["sha256"] or \
-                d["md5"] != h.get("md5", d["md5"]):   # a build's .c4z may record no md5
-            part.unlink(missing_ok=True)
-            raise CorruptDataError(f"{src}: the decompressed table does not match the header "
-                                   f"(sha256 {d['sha256']} != {h['sha256']}); output removed")
-    sums.write(out)
+        with sidecar:   # its temporary file is dropped unless committed
+            if done:
+                _say(quiet, stream, f"[decompress] resuming {part.name} at block {done:,} of "
+                                    f"{z.blocks:,}; re-hashing what is there")
+                with open(part, "rb") as f:
+                    for _ in range(done):
+                        hashes.update(f.read(chunk))
+                f = open(part, "r+b")
+                f.truncate(done * chunk)
+                f.seek(done * chunk)
+            else:
+                f = open(part, "wb")
+            with f:
+                written = done * chunk
+                last_sync = time.perf_counter()
+                meter = Meter("decompress", (z.blocks - done) * chunk, "bytes", quiet, stream, PROGRESS_EVERY)
+                for i, raw in z.iter_blocks(done, threads=threads, raw=True):
+                    hashes.update(raw)
+                    f.write(raw)
+                    written += len(raw)
+                    now = time.perf_counter()
+                    if now - last_sync >= CHECKPOINT_SECONDS:
+                        _fsync(f)   # what is on disk before this point survives a crash
+                        last_sync = now
+                    meter.update((i + 1 - done) * chunk, now, block=f"{i + 1:,} of {z.blocks:,}",
+                                 written=format_size(written))
+                _fsync(f)
+            d = hashes.result()
+            if d["bytes"] != h["raw_bytes"] or d["sha256"] != h["sha256"] or \
+                    d["md5"] != h.get("md5", d["md5"]):   # a build's .c4z may record no md5
+                part.unlink(missing_ok=True)
+                raise CorruptDataError(f"{src}: the decompressed table does not match the header "
+                                       f"(sha256 {d['sha256']} != {h['sha256']}); output removed")
+            sidecar.commit(sums)
     os.replace(part, out)
     fsync_dir(out.absolute().parent)
     secs = time.perf_counter() - t0

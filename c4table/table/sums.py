@@ -1,7 +1,7 @@
 """Per-block checksums of a ``.dat`` table: the sidecar file ``TABLE.dat.sums`` beside it, how it
 is written (:class:`BlockSums`, fed the table's bytes in order, handing each batch of finished
 sums on to :class:`SumsWriter`, which streams them into the sidecar: the merge, ``c4table
-verify --write-sums``), how it is checked as a table streams past (:class:`SumsCheck`: ``c4table
+verify --write-sums``, ``c4table decompress``), how it is checked as a table streams past (:class:`SumsCheck`: ``c4table
 verify``, ``c4table compress``), and how a reader uses it (:class:`Guard`: each block checked
 the first time a search touches it, remembered for the life of the open table; an outcome byte
 its position's ply cannot have refused with or without sums). Memory for the sums does not grow
