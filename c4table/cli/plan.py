@@ -35,13 +35,18 @@ from c4table.builddir import tableformat
               help="measure this machine's costs with a short build (about a minute; cached per "
                    "machine and version, and used by later plans) unless they are cached")
 @click.option("--recalibrate", is_flag=True, help="measure this machine's costs again")
+@click.option("--calibrate-from", "fit_dirs", multiple=True, metavar="DIR",
+              type=click.Path(file_okay=False, exists=True),
+              help="fit the costs on finished builds made on this machine (their stats.json; "
+                   "once per build, e.g. 5x5 and 6x4 to plan 6x5); a build of BOARD itself is "
+                   "left out")
 @click.option("--fast-costs", is_flag=True,
               help="plan with the fast development machine's costs even if this one is calibrated")
 @device_options
 @format_option
 def plan(board, workers, memory_per_worker, from_dir, as_json, root, probe_plies,
          price_per_1k_requests, price_per_gb_month, shuffle_max_reads, calibrate, recalibrate,
-         fast_costs, table_format):
+         fit_dirs, fast_costs, table_format):
     """Estimate a build of BOARD: entries per generation, final size, peak disk, shuffle volume
     and wall time on WORKERS workers, from published counts and measured per-entry costs.
     With --device gpu: the build on one GPU node, from stated device rates (docs/gpu.md)."""
@@ -67,6 +72,15 @@ def plan(board, workers, memory_per_worker, from_dir, as_json, root, probe_plies
     p.shuffle_max_reads = shuffle_max_reads
     p.table_format = table_format
     p.costs = _plan_costs(calibrate or recalibrate, recalibrate, fast_costs, as_json)
+    if fit_dirs:
+        from c4table.pipeline.planning import fit
+        builds, left_out = fit.usable(list(fit_dirs), board)
+        p.costs = fit.fit_costs(builds, p.costs)
+        p.notes += left_out + [f"measured: {line}" for line in fit.describe(builds)]
+        formats = {b.table_format for b in builds}
+        if formats != {table_format}:
+            p.notes.append(f"the builds fitted on wrote {'/'.join(sorted(formats))} tables, this "
+                           f"plan is of a {table_format} build: their merge costs differ")
     p.notes.append(_costs_note(p))
     io = p.io()
     cost = None

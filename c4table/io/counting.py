@@ -17,7 +17,10 @@ from dataclasses import asdict, dataclass, fields
 
 @dataclass
 class IOCounts:
-    """Requests and bytes of one task, one stage or one build."""
+    """Requests, bytes and CPU of one task, one stage or one build. CPU and wall time are in
+    microseconds: a task run in a worker process counts its process's user + system CPU
+    since the process's task before (since it started, for its first); the driver's process
+    counts its own (and that of the tasks it runs itself) and the stage's wall time (:class:`c4table.pipeline.runtime.counters.StageCounts`)."""
 
     bytes_written: int = 0
     objects_written: int = 0
@@ -35,6 +38,9 @@ class IOCounts:
     peak_task_memory: int = 0    # the largest rise of a task's resident set, bytes
     task_memory_sum: int = 0     # sum of the tasks' rises (for the mean)
     first_task_memory: int = 0   # largest rise of a process's first task (loading code too)
+    cpu_us: int = 0              # user + system CPU
+    sys_us: int = 0              # of which system (page faults, I/O, ...)
+    wall_us: int = 0             # the driver's wall time (0 for a task)
 
     def add_write(self, n: int) -> None:
         self.bytes_written += int(n)

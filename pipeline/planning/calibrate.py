@@ -8,7 +8,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import platform
 import re
 import shutil
 import tempfile
@@ -32,18 +31,9 @@ DISK_BYTES = 256 << 20
 
 
 def cpu_model() -> str:
-    """This machine's CPU model (``/proc/cpuinfo``) and its cores, e.g. ``Intel(R) Xeon(R)
-    Processor, 2 cores``."""
-    name = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                name = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    from c4table.pipeline.runtime.execution import default_workers
-    return f"{name}, {default_workers()} cores"
+    """This machine's CPU model and its cores (:func:`~c4table.pipeline.runtime.execution.machine_name`)."""
+    from c4table.pipeline.runtime.execution import machine_name
+    return machine_name()
 
 
 def version() -> str:

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import json
 import os
+import resource
+import time
 import tracemalloc
 from dataclasses import asdict, fields
 
@@ -51,6 +53,15 @@ def _reset_peak() -> bool:
 
 
 _warm_pid = 0   # the process that has run a counted task before (a forked worker is not warm)
+_driver_pid = 0   # the process whose StageCounts count its own CPU (tasks run there included)
+_reported = (0, 0)   # a worker process's CPU its tasks have reported so far (cpu_us, sys_us)
+_reported_pid = 0    # the process _reported is of (a forked worker starts from zero)
+
+
+def cpu_us() -> tuple[int, int]:
+    """(user + system, system) CPU of this process so far, in microseconds."""
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return int((r.ru_utime + r.ru_stime) * 1e6), int(r.ru_stime * 1e6)
 
 
 def _tracked() -> int:
@@ -98,6 +109,7 @@ def _run(fn, args, traced: bool, memory: bool = True):
     allocator.tune()   # large arrays reuse the memory of the task before (once per process)
     warm = _warm_pid == os.getpid()
     c = IOCounts(tasks=1)
+    here = os.getpid() == _driver_pid   # the driver's own CPU counts this task's
     if traced and warm:
         before = _tracked()
         with counting(c):
@@ -115,27 +127,48 @@ def _run(fn, args, traced: bool, memory: bool = True):
             else:
                 c.first_task_memory = rise
         _warm_pid = os.getpid()
+    if not here:
+        _report_cpu(c)
     return result, c
+
+
+def _report_cpu(c: IOCounts) -> None:
+    """Give ``c`` the CPU this worker process has used since its last task reported (since it
+    started, for its first: loading the kernels and waiting count too)."""
+    global _reported, _reported_pid
+    if _reported_pid != os.getpid():   # a fresh process: its usage started at zero
+        _reported, _reported_pid = (0, 0), os.getpid()
+    now = cpu_us()
+    c.cpu_us, c.sys_us = now[0] - _reported[0], now[1] - _reported[1]
+    _reported = now
 
 
 class StageCounts:
     """Counts per stage of one build run, and the stored-bytes ledger (see docs/modules.md)."""
 
     def __init__(self):
+        global _driver_pid
+        _driver_pid = os.getpid()
         self.stages: dict[str, IOCounts] = {}
         self.stored = 0
         self.peak_stored: dict[str, int] = {}
         self._mark = IOCounts(**asdict(driver_counts()))
+        self._clock = (time.perf_counter(), *cpu_us())
         self.stage = "setup"
 
     def _take_driver(self) -> None:
-        """Move what the driver did since the last call into the current stage."""
+        """Move what the driver did since the last call into the current stage: its requests,
+        its process's CPU and the wall time."""
         now = IOCounts(**asdict(driver_counts()))
         delta = IOCounts()
         for f in fields(IOCounts):
             setattr(delta, f.name, getattr(now, f.name) - getattr(self._mark, f.name))
         delta.peak_task_memory = 0
         self._mark = now
+        clock = (time.perf_counter(), *cpu_us())
+        delta.wall_us = int((clock[0] - self._clock[0]) * 1e6)
+        delta.cpu_us, delta.sys_us = clock[1] - self._clock[1], clock[2] - self._clock[2]
+        self._clock = clock
         self.add(delta)
 
     def add(self, c: IOCounts) -> None:
@@ -217,10 +250,15 @@ def load_stats(store) -> dict:
 STAGE_ORDER = ("setup", "forward", "backward", "merge")
 
 
+def _secs(counts: dict, key: str) -> str:
+    """A time of the counts in seconds ("-" where a build of an older version did not count it)."""
+    return f"{counts[key] / 1e6:,.1f}s" if key in counts else "-"
+
+
 def format_stats(stages: dict) -> list[str]:
     """Lines of a table of the per-stage counts (as :meth:`StageCounts.to_json` gives them)."""
     rows = [("stage", "written", "objects", "read", "GETs", "ranged", "HEAD/LIST", "peak stored",
-             "tasks", "task mem")]
+             "tasks", "task mem", "CPU", "sys", "wall")]
     names = [s for s in STAGE_ORDER if s in stages] + [s for s in stages if s not in STAGE_ORDER]
     for name in names:
         c = stages[name]
@@ -228,7 +266,8 @@ def format_stats(stages: dict) -> list[str]:
                      format_size(c["bytes_read"]), f"{c['get_requests']:,}", f"{c['ranged_reads']:,}",
                      f"{c['head_requests'] + c['list_requests']:,}",
                      format_size(c["peak_stored_bytes"]), f"{c['tasks']:,}",
-                     format_size(c["peak_task_memory"])))
+                     format_size(c["peak_task_memory"]), _secs(c, "cpu_us"), _secs(c, "sys_us"),
+                     _secs(c, "wall_us")))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return ["  ".join(v.rjust(w) if i else v.ljust(w) for i, (v, w) in enumerate(zip(r, widths)))
             for r in rows]

@@ -13,6 +13,7 @@ from __future__ import annotations
 import gc
 import multiprocessing as mp
 import os
+import platform
 import signal
 from concurrent.futures import Executor as _FuturesExecutor
 from concurrent.futures import ProcessPoolExecutor
@@ -28,6 +29,21 @@ def default_workers() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # pragma: no cover - non-Linux
         return max(1, os.cpu_count() or 1)
+
+
+def machine_name() -> str:
+    """This machine's CPU model (``/proc/cpuinfo``) and its cores, e.g. ``Intel(R) Xeon(R)
+    Processor, 2 cores``: what a build's ``stats.json`` and a calibration record."""
+    name = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    name = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return f"{name}, {default_workers()} cores"
 
 
 _in_task = False   # in a local worker process: whether a task is running

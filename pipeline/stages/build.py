@@ -27,7 +27,7 @@ from c4table.pipeline.stages import merge_c4z
 from c4table.pipeline.runtime import resources
 from c4table.pipeline.sort import runcodec
 from c4table.pipeline.sort import shuffle
-from c4table.pipeline.runtime.execution import Executor, default_workers, make_executor
+from c4table.pipeline.runtime.execution import Executor, default_workers, machine_name, make_executor
 from c4table.pipeline.kernels.cpu import key_bits
 from c4table.pipeline.kernels.kernelset import KernelSet, compiled, warm
 from c4table.builddir.manifest import Manifest
@@ -253,7 +253,8 @@ class Build:
         with counters.uncounted():
             counters.save_stats(self.store, self.board.name, self.executor.workers,
                                 self.executor.name, stages,
-                                {"memory": self.memory, "task_memory": self.task_memory,
+                                {"machine": machine_name(),
+                                 "memory": self.memory, "task_memory": self.task_memory,
                                  "storage": "local" if self.store.local else "remote",
                                  "shuffle_max_reads": self.shuffle_max_reads,
                                  "shuffles": self._earlier.get("shuffles", []) + self.shuffles,

@@ -1,0 +1,217 @@
+"""Machine costs fitted on finished builds: ``c4table plan BOARD --calibrate-from DIR ...``
+(design notes: ``docs/modules.md``, ``c4table.pipeline.planning.fit``).
+
+Each build directory's ``stats.json`` holds, per stage and summed over every run that worked
+on it, the CPU of its tasks and driver and the stage's wall time; its manifest, the entries per
+generation. :func:`fit_costs` turns them into the
+:class:`~c4table.pipeline.planning.schedule.MachineCosts` the schedule model prices a plan with:
+
+- forward and backward: CPU per entry ``a_stage + b * log2(keys a task sorts)`` beside a fixed
+  cost per worker and run, ``b`` shared by the two stages (:func:`fit_costs`);
+- merge: CPU per entry beside a fixed cost, the driver's hashing taken out (the schedule adds
+  it back);
+- the driver's wall per generation step: what the passes' measured wall time has over the
+  schedule's with no step cost.
+
+A build of the board being planned is never fitted on (the plan would only repeat it):
+:func:`usable` leaves it out and says so.
+"""
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+
+from c4table.builddir import tableformat
+from c4table.builddir.reader import BuildDir
+from c4table.errors import BuildInputError
+from c4table.game.board import Board
+from c4table.io.storage import open_storage
+from c4table.pipeline.planning.schedule import SORTED_PER_ENTRY, MachineCosts, forward_shards, simulate
+from c4table.pipeline.runtime.counters import load_stats
+
+STAGES = ("forward", "backward", "merge")
+
+
+@dataclass(frozen=True)
+class MeasuredBuild:
+    """What one finished build measured: its board, format, workers and task memory, its
+    entries per generation, and per stage the CPU (user + system) and wall seconds and the
+    tasks, summed over the runs that worked on it."""
+
+    root: str
+    board: Board
+    table_format: str
+    workers: int
+    task_memory: int
+    entries: tuple
+    cpu_s: dict
+    sys_s: dict
+    wall_s: dict
+    tasks: dict
+    runs: int
+    machine: str | None
+
+    @classmethod
+    def load(cls, root: str | os.PathLike) -> "MeasuredBuild":
+        """The finished build in directory ``root``; :class:`BuildInputError` (one line) if it
+        is not finished or its stats have no CPU figures (a build of an older version)."""
+        bd = BuildDir.load(root)
+        where = str(root)
+        fmt = tableformat.of_record(bd.table)
+        if fmt is None:
+            raise BuildInputError(f"{where}: the build is not finished (no table in its manifest)")
+        st = load_stats(open_storage(root))
+        stages = st.get("stages", {})
+        missing = [s for s in STAGES if s not in stages or "cpu_us" not in stages[s]
+                   or not stages[s]["cpu_us"]]
+        if missing:
+            raise BuildInputError(f"{where}/stats.json: no CPU figures for the "
+                                  f"{', '.join(missing)} stage(s) (built by an older version of "
+                                  "c4table, or not finished)")
+        return cls(root=where, board=bd.board, table_format=fmt.name, workers=int(st["workers"]),
+                   task_memory=int(st["task_memory"]),
+                   entries=tuple(int(p.get("entries", 0)) for p in bd.plies),
+                   cpu_s={s: stages[s]["cpu_us"] / 1e6 for s in STAGES},
+                   sys_s={s: stages[s].get("sys_us", 0) / 1e6 for s in STAGES},
+                   wall_s={s: stages[s].get("wall_us", 0) / 1e6 for s in STAGES},
+                   tasks={s: int(stages[s]["tasks"]) for s in STAGES},
+                   runs=max(int(stages[s].get("runs", 1)) for s in STAGES),
+                   machine=st.get("machine"))
+
+    @property
+    def total(self) -> int:
+        return sum(self.entries)
+
+    def log2_task_keys(self) -> float:
+        """The entry-weighted mean over generations of log2 of the keys one of its forward or
+        backward tasks sorts (the task sizes the schedule model gives this build)."""
+        shards = forward_shards(list(self.entries), self.board.width, self.workers,
+                                self.task_memory)
+        num = den = 0.0
+        for g, e in enumerate(self.entries):
+            if e and shards[g]:
+                num += e * math.log2(max(2.0, e / shards[g] * SORTED_PER_ENTRY))
+                den += e
+        return num / den if den else 1.0
+
+    def per_entry(self, stage: str, task_s: float) -> float:
+        """CPU seconds per entry of ``stage``, its tasks' fixed costs taken out."""
+        return max(0.0, self.cpu_s[stage] - task_s * self.tasks[stage]) / max(1, self.total)
+
+
+def usable(dirs: list[str | os.PathLike], board: Board) -> tuple[list[MeasuredBuild], list[str]]:
+    """The builds in ``dirs`` to fit on for a plan of ``board``, and notes on those left out
+    (a build of ``board`` itself). :class:`BuildInputError` if none is left, or if they were
+    measured on different machines."""
+    builds, notes = [], []
+    for d in dirs:
+        b = MeasuredBuild.load(d)
+        if b.board == board:
+            notes.append(f"{d}: a build of {board} itself, left out of the fit (a plan fitted "
+                         "on the build it predicts would only repeat it)")
+            continue
+        builds.append(b)
+    if not builds:
+        raise BuildInputError(f"no build to fit the costs of a {board} plan on: give builds of "
+                              "other boards (--calibrate-from DIR, once per build)")
+    machines = {b.machine for b in builds if b.machine}
+    if len(machines) > 1:
+        raise BuildInputError("the builds were measured on different machines ("
+                              + "; ".join(sorted(machines)) + "): fit on one machine's builds")
+    return builds, notes
+
+
+def _solve(rows: list[list[float]], ys: list[float], nonneg: list[int]) -> list[float]:
+    """Least squares of ``rows @ p = ys``; a parameter listed in ``nonneg`` that comes out
+    below 0 is fixed at 0 and the rest fitted again."""
+    cols = list(range(len(rows[0])))
+    while True:
+        A = np.array([[r[c] for c in cols] for r in rows], float)
+        p, *_ = np.linalg.lstsq(A, np.array(ys, float), rcond=None)
+        bad = [c for c, v in zip(cols, p) if c in nonneg and v < 0]
+        if not bad:
+            out = [0.0] * len(rows[0])
+            for c, v in zip(cols, p):
+                out[c] = float(v)
+            return out
+        cols.remove(bad[0])
+
+
+def fit_costs(builds: list[MeasuredBuild], base: MachineCosts) -> MachineCosts:
+    """:class:`MachineCosts` fitted on ``builds`` (see the module's docstring); what the builds
+    do not measure (tasks' fixed cost, hashing rates, start-up, disk) is taken from ``base``.
+
+    Per build and stage, CPU per entry ``y = F / entries + a + b * log2(task keys)``: ``F`` the
+    stage's fixed CPU per worker and run (loading the kernels, the driver's steps: what makes
+    the small boards dear per entry), ``a`` its cost per entry, ``b`` the growth with the task
+    size, shared by the two passes and fitted from three builds on (never below 0). Each build
+    weighs alike (relative errors). The plan keeps ``a`` and ``b``: ``F`` is noise on a big
+    build.
+    """
+    n = len(builds)
+    fixed = [b.runs * b.workers / max(1, b.total) for b in builds]   # multiplies F
+    xs = [b.log2_task_keys() for b in builds]
+    x_ref = max(xs)   # where the line is anchored: the largest tasks fitted on
+    grow = n >= 3 and max(xs) - min(xs) > 0.5
+    rows, ys = [], []
+    for i, stage in enumerate(("forward", "backward")):
+        for b, f, x in zip(builds, fixed, xs):
+            r = [0.0] * 4 + [x - x_ref]
+            if n >= 2:
+                r[2 * i] = f
+            r[2 * i + 1] = 1.0
+            rows.append(r if grow else r[:4])
+            ys.append(b.per_entry(stage, 0.0))
+    p = _solve(rows, ys, nonneg=[0, 2, 4])
+    slope = p[4] if grow else 0.0   # seconds per entry per doubling of the task's keys
+    m_rows = [[f, 1.0] if n >= 2 else [0.0, 1.0] for f in fixed]
+    merge = _solve(m_rows, [b.per_entry("merge", 0.0) for b in builds], nonneg=[0])[1]
+    sha, _ = base.hash_ns_per_byte
+    entry_size = max(builds, key=lambda b: b.total).board.entry_size
+    merge = max(0.1 * merge, merge - sha * 1e-9 * entry_size)   # the schedule adds the hashing
+    # sort_ns(fit, n) = b_ns * log2(n): SORTED_PER_ENTRY * (sort_ns(n) - ref) is the growth
+    b_ns = slope * 1e9 / SORTED_PER_ENTRY
+    ref = b_ns * x_ref
+    machine = next((b.machine for b in builds if b.machine), None) or base.machine
+    names = ", ".join(f"{b.board} ({b.table_format}, {b.workers} workers, "
+                      f"{sum(b.cpu_s.values()):,.0f} CPU-s)" for b in builds)
+    costs = replace(base, machine=machine, task_s=0.0,
+                    source=f"fitted on {n} build(s): {names}",
+                    forward_s=max(1e-12, p[1]), backward_s=max(1e-12, p[3]), merge_s=merge,
+                    sort_ns=(0.0, b_ns), ref_sort_ns={"forward": ref, "backward": ref},
+                    measured={"builds": [b.root for b in builds],
+                              "fixed_cpu_s_per_worker_run": {"forward": round(p[0], 3),
+                                                             "backward": round(p[2], 3)},
+                              "slope_ns_per_doubling": round(slope * 1e9, 3),
+                              "log2_task_keys": [round(x, 2) for x in xs]})
+    costs.step_s = _step_s(builds, costs)
+    return costs
+
+
+def _step_s(builds: list[MeasuredBuild], costs: MachineCosts) -> float:
+    """The driver's wall per generation step: what the builds' passes took in wall time over
+    the schedule's wall with no step cost, per step (between 2 ms and 1 s)."""
+    over = steps = 0.0
+    free = replace(costs, step_s=0.0)
+    for b in builds:
+        sim = simulate(list(b.entries), b.board.width, b.board.cells, b.workers, b.task_memory,
+                       free, b.board.entry_size)
+        got = b.wall_s["forward"] + b.wall_s["backward"]
+        over += got - sim.stages["forward"]["wall_s"] - sim.stages["backward"]["wall_s"]
+        steps += 2 * sum(1 for e in b.entries if e)
+    return min(1.0, max(0.002, over / max(1.0, steps)))
+
+
+def describe(builds: list[MeasuredBuild]) -> list[str]:
+    """One line per build: its measured CPU per entry and stage, and system time's share."""
+    out = []
+    for b in builds:
+        per = " / ".join(f"{b.cpu_s[s] / b.total * 1e9:.0f}" for s in STAGES)
+        cpu = sum(b.cpu_s.values())
+        out.append(f"{Path(b.root).name or b.root}: {b.board}, {b.total:,} entries, {per} ns per "
+                   f"entry (forward / backward / merge), system {sum(b.sys_s.values()) / cpu:.0%}")
+    return out

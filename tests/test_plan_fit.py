@@ -1,0 +1,157 @@
+"""Costs fitted on finished builds (``c4table plan BOARD --calibrate-from DIR``): a build records
+its CPU (user + system, tasks and driver) and wall time per stage in ``stats.json``, summed
+over the runs that worked on it; the fit recovers the costs a set of builds was made from;
+a build of the planned board is never fitted on; bad input is one line and exit 2.
+"""
+from __future__ import annotations
+
+import json
+import resource
+
+import pytest
+
+from c4table.game.board import Board
+from c4table.io.storage import open_storage
+from c4table.pipeline.planning import fit
+from c4table.pipeline.planning.fit import MeasuredBuild, fit_costs, usable
+from c4table.pipeline.planning.plan import make_plan
+from c4table.pipeline.planning.schedule import FAST_MACHINE
+from c4table.pipeline.runtime import counters
+from conftest import run_cli
+
+STAGES = ("forward", "backward", "merge")
+
+
+def children_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def test_a_build_records_its_cpu_and_wall_per_stage(built):
+    """Every stage of a finished 2-worker build has CPU, system time and wall time; system
+    time is part of the CPU; the machine is named."""
+    st = counters.load_stats(open_storage(built("5x4")))
+    assert st["machine"].endswith("cores")
+    for s in STAGES:
+        c = st["stages"][s]
+        assert c["cpu_us"] > 0 and c["wall_us"] > 0, (s, c)
+        assert 0 <= c["sys_us"] <= c["cpu_us"]
+
+
+def test_cpu_of_worker_tasks_is_theirs(tmp_path):
+    """With two worker processes, the CPU the stats give the build is at least what its
+    worker processes used (this process's children once the pool has ended: the build's
+    driver is this process), so the workers' CPU is counted, their start included."""
+    from c4table.pipeline.stages.build import build_table
+    before = children_cpu()
+    build_table("5x4", tmp_path / "b", quiet=True, workers=2)
+    workers = children_cpu() - before
+    st = counters.load_stats(open_storage(tmp_path / "b"))
+    counted = sum(st["stages"][s]["cpu_us"] for s in STAGES) / 1e6
+    assert workers > 0 and counted >= 0.9 * workers, (counted, workers)
+
+
+def test_a_resumed_build_sums_its_runs(tmp_path):
+    """A build run stage by stage (forward in one run, the rest in another) sums each stage
+    over its runs: the forward stage's CPU is what the first run counted."""
+    d = tmp_path / "b"
+    rc, _, err = run_cli("forward", "4x4", "--out", str(d), "--workers", "1", "-q")
+    assert rc == 0, err
+    first = counters.load_stats(open_storage(d))["stages"]["forward"]
+    rc, _, err = run_cli("build", "4x4", "--out", str(d), "--workers", "1", "-q")
+    assert rc == 0, err
+    st = counters.load_stats(open_storage(d))["stages"]
+    assert st["forward"]["cpu_us"] == first["cpu_us"] and st["forward"]["runs"] == 1
+    assert all(st[s]["cpu_us"] > 0 for s in ("backward", "merge"))
+    b = MeasuredBuild.load(d)
+    assert b.runs == 1 and b.cpu_s["forward"] == first["cpu_us"] / 1e6
+
+
+def synthetic(board: str, workers: int, per_entry: dict, fixed: float, slope_ns: float,
+              x_ref: float) -> MeasuredBuild:
+    """A build of ``board`` (the plan's entries per generation) whose stages cost exactly
+    ``fixed`` seconds per worker plus, per entry, ``per_entry[stage] + slope * (log2 task
+    keys - x_ref)`` (the merge without the slope)."""
+    p = make_plan(board, workers, 1 << 30)
+    entries = tuple(r.entries for r in p.plies)
+    b = MeasuredBuild(root=f"synthetic/{board}", board=Board.parse(board), table_format="dat",
+                      workers=workers, task_memory=1 << 30, entries=entries,
+                      cpu_s={}, sys_s={s: 0.0 for s in STAGES}, wall_s={s: 1.0 for s in STAGES},
+                      tasks={s: 1 for s in STAGES}, runs=1, machine="test machine, 2 cores")
+    x = b.log2_task_keys()
+    E = b.total
+    for s in STAGES:
+        grow = slope_ns * 1e-9 * (x - x_ref) if s != "merge" else 0.0
+        b.cpu_s[s] = fixed * workers + E * (per_entry[s] + grow)
+    return b
+
+
+def test_fit_recovers_the_costs_the_builds_were_made_of():
+    """Builds made from known costs (a fixed cost per worker, a cost per entry and stage, a
+    growth with the task size) give those costs back; the plan of another board is then
+    priced with them."""
+    per = {"forward": 40e-9, "backward": 60e-9, "merge": 12e-9}
+    boards = ["5x4", "5x5", "6x4", "6x5"]
+    probe = [synthetic(b, 2, per, 0.0, 0.0, 0.0) for b in boards]
+    x_ref = max(b.log2_task_keys() for b in probe)
+    builds = [synthetic(b, 2, per, 0.5, 3.0, x_ref) for b in boards]
+    c = fit_costs(builds, FAST_MACHINE)
+    sha = FAST_MACHINE.hash_ns_per_byte[0] * 1e-9 * Board.parse("6x5").entry_size
+    assert c.forward_s == pytest.approx(per["forward"], rel=1e-6)
+    assert c.backward_s == pytest.approx(per["backward"], rel=1e-6)
+    assert c.merge_s == pytest.approx(per["merge"] - sha, rel=1e-6)
+    assert c.measured["slope_ns_per_doubling"] == pytest.approx(3.0, rel=1e-3)
+    # per_entry at the largest build's task size is its intercept; twice the keys, 3 ns more
+    keys = 2 ** x_ref
+    assert c.per_entry("forward", keys) == pytest.approx(per["forward"], rel=1e-6)
+    assert c.per_entry("forward", 2 * keys) == pytest.approx(per["forward"] + 3e-9, rel=1e-4)
+    assert "fitted on 4 build(s)" in c.source and c.machine == "test machine, 2 cores"
+
+
+def test_two_builds_fit_no_growth_and_one_build_its_own_cost():
+    per = {"forward": 50e-9, "backward": 70e-9, "merge": 20e-9}
+    two = [synthetic(b, 2, per, 0.3, 0.0, 0.0) for b in ("5x4", "6x4")]
+    c = fit_costs(two, FAST_MACHINE)
+    assert c.forward_s == pytest.approx(per["forward"], rel=1e-6)
+    assert c.measured["slope_ns_per_doubling"] == 0.0
+    one = fit_costs([synthetic("6x4", 2, per, 0.0, 0.0, 0.0)], FAST_MACHINE)
+    assert one.backward_s == pytest.approx(per["backward"], rel=1e-6)
+
+
+def test_the_planned_board_is_left_out(built):
+    d = built("5x4")
+    with pytest.raises(Exception, match="no build to fit"):
+        usable([d], Board.parse("5x4"))
+    builds, notes = usable([d], Board.parse("5x5"))
+    assert [b.board for b in builds] == [Board.parse("5x4")] and notes == []
+
+
+def test_plan_calibrate_from_cli(built, tmp_path):
+    """``plan 5x5 --calibrate-from`` the 4x4 and 5x4 builds prices the plan with their fitted
+    costs (named in its JSON and its note); the 5x4 build given for a 5x4 plan, or a build
+    whose stats have no CPU figures, is one line and exit 2."""
+    d44, d54 = built("4x4"), built("5x4")
+    rc, out, err = run_cli("plan", "5x5", "--workers", "2", "--json",
+                           "--calibrate-from", str(d44), "--calibrate-from", str(d54))
+    assert rc == 0, err
+    p = json.loads(out)
+    assert p["costs"]["source"].startswith("fitted on 2 build(s): 4x4 (dat, 2 workers")
+    assert p["core_seconds"] > 0 and p["wall_seconds"] > 0
+    rc, out, err = run_cli("plan", "5x4", "--calibrate-from", str(d54))
+    assert rc == 2 and err.count("\n") == 1 and "no build to fit" in err, err
+    old = tmp_path / "old"
+    old.mkdir()
+    for name in ("manifest.json", "connect4_5x4.dat"):
+        (old / name).symlink_to(d54 / name)
+    st = counters.load_stats(open_storage(d54))
+    stages = {s: {k: v for k, v in c.items() if k not in ("cpu_us", "sys_us", "wall_us")}
+              for s, c in st["stages"].items()}
+    counters.save_stats(open_storage(old), "5x4", st["workers"], st["executor"], stages,
+                        {"task_memory": st["task_memory"]})
+    rc, out, err = run_cli("plan", "5x5", "--calibrate-from", str(old))
+    assert rc == 2 and err.count("\n") == 1 and "no CPU figures" in err, err
+
+
+def test_describe_names_each_build(built):
+    lines = fit.describe([MeasuredBuild.load(built("5x4"))])
+    assert len(lines) == 1 and "5x4" in lines[0] and "ns per entry" in lines[0]
