@@ -3,11 +3,12 @@ codes and the bitboard layout; the registry of variants (:func:`find_variant`) a
 variant-independent ways of naming a board (:meth:`Board.parse`, :meth:`Board.of_table_name`,
 :meth:`Board.from_json`).
 
-A variant is a subclass of :class:`Board` that carries what differs between variants (its
-lines, canonical key, drawing, cell names, readers' kernels, what it supports): the 2D board
-(:mod:`c4table.game.board2d`) and the 3D gravity board (:mod:`c4table.game.board3d`), both
-registered when :mod:`c4table.game` is imported. ``Board(...)`` makes the variant its fields
-name. The connect length ``k`` is a field of every variant.
+A variant is :class:`Board` (the 2D board, ``"2d"``) or a subclass of it that overrides what
+differs (its size and name, recorded fields, key readings, lines, cell names, readers' kernels,
+what it supports): the 3D gravity board (:mod:`c4table.game.board3d`, registered when
+:mod:`c4table.game` is imported). The factories (:meth:`Board.parse`, :meth:`Board.from_json`,
+:meth:`Board.from_spec`, :meth:`Board.grid3d`) choose the variant. The connect length ``k``
+is a field of every variant.
 
 Design notes: ``docs/modules.md`` (``c4table.game.board``).
 
@@ -28,6 +29,7 @@ from c4table.errors import BoardError, IllegalPositionError
 from c4table.wording import quote
 
 EMPTY, A, B = 0, 1, 2
+LETTERS = "abcdefghijklmnopqrstuvwxyz"
 _SPEC = re.compile(r"^\s*(\d+)\s*[xX]\s*(\d+)\s*(?:[xX]\s*(\d+)\s*)?(?:[kK]\s*(\d+))?\s*$")
 #: Table file names, as Cadot's script writes them: ``connect{K}_{W}x{H}.dat`` (groups: K, W, H),
 #: or a rooted table; a 3D board's ``connect{K}_{X}x{Y}x{H}.dat`` (groups: K, X, Y, H).
@@ -102,10 +104,11 @@ def column_value(cells: tuple[int, ...]) -> int:
 
 @dataclass(frozen=True)
 class Board:
-    """A board where ``k`` in a row wins: ``width`` columns of ``height`` cells (``width`` is the
-    number of columns of any variant; a 3D board's ``grid = (X, Y)`` places them). The base
-    class of the variants: ``Board(width, height, k)`` is a 2D board, ``Board(width, height, k,
-    grid)`` a 3D one (see :func:`find_variant`).
+    """A ``width`` x ``height`` board where ``k`` in a row wins: the 2D variant (``"2d"``), and
+    the base class of the others, which override what differs (:class:`Board3D
+    <c4table.game.board3d.Board3D>`: ``grid = (X, Y)`` places its ``width = X*Y`` columns).
+    Every variant has ``width`` columns of ``height`` cells, so column codes, keys, moves and
+    bitboard columns are shared.
 
     >>> Board(4, 4).base
     31
@@ -120,26 +123,35 @@ class Board:
     _cache: dict = field(default_factory=dict, init=False, repr=False, compare=False, hash=False)
 
     #: The variant's name in :data:`VARIANTS`.
-    variant: ClassVar[str] = ""
+    variant: ClassVar[str] = "2d"
     #: How many numbers its size has (``WxH``: 2, ``XxYxH``: 3).
-    ndims: ClassVar[int] = 0
+    ndims: ClassVar[int] = 2
     #: What it supports of :data:`FEATURES`.
-    features: ClassVar[frozenset[str]] = frozenset()
-
-    def __new__(cls, *args: Any, **kwargs: Any) -> "Board":
-        if cls is Board:   # the variant its fields name
-            cls = cls._variant_of(*args, **kwargs)
-        return super().__new__(cls)
-
-    @staticmethod
-    def _variant_of(width: Any = None, height: Any = None, k: Any = 4, grid: Any = None) -> type:
-        for cls in VARIANTS.values():
-            if cls.takes(grid):
-                return cls
-        raise BoardError(f"no board variant takes grid {grid!r}")
+    features: ClassVar[frozenset[str]] = frozenset(FEATURES)
+    #: How many fields its :attr:`spec` has (how :meth:`from_spec` tells the variant).
+    spec_len: ClassVar[int] = 3
+    #: The keys :meth:`json_fields` writes (how :meth:`from_json` tells the variant).
+    json_keys: ClassVar[tuple[str, ...]] = ()
+    #: The directions of a line in (column, row) steps: horizontal, vertical, the diagonals.
+    DIRECTIONS: ClassVar[tuple] = ((1, 0), (0, 1), (1, 1), (1, -1))
 
     def __post_init__(self) -> None:
         self._check()
+
+    def _check(self) -> None:
+        """Raise :class:`BoardError` unless the fields make a board of the variant."""
+        if self.grid is not None:
+            raise BoardError(f"a 2D board has no grid (got {self.grid!r}): a 3D board is "
+                             "Board.grid3d(X, Y, H, k) or Board.parse('XxYxH')")
+        if not (isinstance(self.width, int) and isinstance(self.height, int)):
+            raise BoardError("board width and height must be integers")
+        if self.width < 1 or self.height < 1:
+            raise BoardError(f"board {self.width}x{self.height}: width and height must be at least 1")
+        if self.width * (self.height + 1) > 64:
+            raise BoardError(
+                f"board {self.width}x{self.height}: bitboard needs w*(h+1) = "
+                f"{self.width * (self.height + 1)} bits, more than 64")
+        self._check_k(self.width, self.height)
 
     def _check_k(self, *extents: int) -> None:
         """Check the connect length against the board's extents (at most the longest, or 4)."""
@@ -150,72 +162,109 @@ class Board:
                 f"connect length {self.k} does not fit board {'x'.join(map(str, extents))}: no "
                 f"line of {self.k} cells; at most {max(extents)}")
 
-    # ------------------------------------------------------ what a variant says
-    @classmethod
-    def takes(cls, grid: Any) -> bool:
-        """Whether ``Board(width, height, k, grid)`` is a board of this variant."""
-        raise NotImplementedError
+    def check_buildable(self) -> None:
+        """Raise :class:`BoardError` unless the build's 64-bit bitboards hold the board (a 2D
+        board is refused beyond them when it is made)."""
 
+    # ---------------------------------------------- what each variant says
     @classmethod
     def from_dims(cls, dims: Sequence[int], k: int = 4) -> "Board":
         """The board of size ``dims`` (:attr:`ndims` numbers, as in its :attr:`dims`)."""
-        raise NotImplementedError
+        w, h = dims
+        return cls(w, h, k)
 
     @classmethod
     def example(cls) -> "Board":
         """A small board of the variant (for tests and docs)."""
-        raise NotImplementedError
+        return cls(5, 4)
 
-    def _check(self) -> None:
-        """Raise :class:`BoardError` unless the fields make a board of the variant."""
-        raise NotImplementedError
+    @classmethod
+    def _from_json(cls, fields: Mapping[str, Any]) -> "Board":
+        return cls(fields["width"], fields["height"], fields.get("k", 4))
 
     @property
     def dims(self) -> str:
         """``WxH``, or ``XxYxH`` for a 3D board (the name without the connect length)."""
-        raise NotImplementedError
+        return f"{self.width}x{self.height}"
 
     @property
     def spec(self) -> tuple:
         """``(width, height, k)`` (plus ``grid`` for a 3D board): what a task needs to rebuild
-        this board elsewhere, as ``Board(*spec)``."""
-        raise NotImplementedError
+        this board elsewhere, as :meth:`from_spec`."""
+        return (self.width, self.height, self.k)
 
     def json_fields(self) -> dict:
         """The fields a table header or manifest records beside width, height and k."""
-        raise NotImplementedError
+        return {}
 
     def readings(self, codes: Sequence[int]) -> Sequence[int]:
-        """Every symmetry's reading of column ``codes`` as a base-B number, the identity first:
-        the key (:meth:`key_of_codes`) is the least."""
-        raise NotImplementedError
+        """Every symmetry's reading of column ``codes`` as a base-B number, the identity first
+        (the key, :meth:`key_of_codes`, is the least): on a 2D board ``(v1, v2)``, the board
+        read left-to-right and right-to-left.
+
+        >>> Board(5, 4, 3).readings([1, 0, 0, 0, 0])
+        (1, 531441)
+        """
+        base = self.base
+        v1 = v2 = 0
+        for code in reversed(codes):  # Horner: column w-1 is the most significant digit of v1
+            v1 = v1 * base + code
+        for code in codes:
+            v2 = v2 * base + code
+        return v1, v2
 
     def run_through(self, cols: Sequence[Sequence[int]], col: int, row: int) -> list[tuple[int, int]]:
         """Cells (0-based column, row) of the first run of ``k`` or more chips of one player
         through the chip at ``col``, ``row`` of ``cols`` (each column's chips, bottom first),
-        sorted; ``[]`` if there is none."""
-        raise NotImplementedError
+        sorted; ``[]`` if there is none (on a 2D board, in the four :attr:`DIRECTIONS`)."""
+        w, h, k = self.width, self.height, self.k
+        player = cols[col][row]
 
-    def render(self, pos, marks=(), numbers: bool = True, last: bool = False, line=(),
-               margin: bool = False) -> str:
-        """The text drawing of position ``pos`` (:func:`c4table.game.drawing.render`)."""
-        raise NotImplementedError
+        def mine(c: int, r: int) -> bool:
+            return 0 <= c < w and 0 <= r < min(h, len(cols[c])) and cols[c][r] == player
+
+        for dc, dr in self.DIRECTIONS:
+            run = [(col, row)]
+            for sign in (1, -1):
+                c, r = col + sign * dc, row + sign * dr
+                while mine(c, r):
+                    run.append((c, r))
+                    c += sign * dc
+                    r += sign * dr
+            if len(run) >= k:
+                return sorted(run)
+        return []
 
     def cell_name(self, col: int, row: int) -> str:
-        """The name of a cell (0-based column, row from the bottom), as export names it."""
-        raise NotImplementedError
+        """The name of a cell (0-based column, row from the bottom), as export names it: on a
+        2D board ``{column letter}{row number}``, ``a1`` the bottom left cell.
+
+        >>> Board(5, 4).cell_name(1, 0)
+        'b1'
+        """
+        return f"{LETTERS[col]}{row + 1}"
 
     def decode_keys(self, keys: np.ndarray, images: bool = False) -> tuple:
-        """``(codes, plies, terminal, symmetric)`` of uint64 ``keys`` (the readers' kernels);
-        ``images``: the number of distinct images in place of ``symmetric``."""
-        raise NotImplementedError
+        """``(codes, plies, terminal, symmetric)`` of uint64 ``keys``, by the variant's readers'
+        kernels (:mod:`c4table.game.lines` on a 2D board); ``images``: the number of distinct
+        images of each entry in place of ``symmetric``."""
+        from c4table.game import lines   # numba: loaded by the readers that decode
+        n = keys.shape[0]
+        codes = np.empty((n, self.width), np.int64)
+        plies = np.empty(n, np.int64)
+        term = np.empty(n, np.bool_)
+        sym = np.empty(n, np.bool_)
+        lines.classify(keys, self.width, self.stride, self.k, self.base, self.cells,
+                       self.col_bits_a, self.col_bits_b, self.powers, self.col_height,
+                       codes, plies, term, sym)
+        return codes, plies, term, (np.where(sym, 1, 2) if images else sym)
 
     def has_lines(self, bb: np.ndarray) -> np.ndarray:
         """Whether each bitboard of ``bb`` holds ``k`` chips in a row."""
-        raise NotImplementedError
-
-    def check_buildable(self) -> None:
-        """Raise :class:`BoardError` unless the build's 64-bit bitboards hold the board."""
+        from c4table.game import lines
+        out = np.empty(bb.shape[0], np.bool_)
+        lines.has_lines(np.ascontiguousarray(bb, dtype=np.uint64), self.stride, self.k, out)
+        return out
 
     # ----------------------------------------------------------- shared rules
     def supports(self, feature: str) -> bool:
@@ -264,6 +313,19 @@ class Board:
         (6, 12, 'connect3_2x3x2.dat')
         """
         return _variant_of_dims(3).from_dims((x, y, height), k)
+
+    @classmethod
+    def from_spec(cls, spec: Sequence) -> "Board":
+        """The board of a :attr:`spec` (the variant its length names).
+
+        >>> b = Board.grid3d(2, 3, 2)
+        >>> Board.from_spec(b.spec) == b, Board.from_spec((5, 4, 3))
+        (True, Board(width=5, height=4, k=3))
+        """
+        for variant in VARIANTS.values():
+            if variant.spec_len == len(spec):
+                return variant(*spec)
+        raise BoardError(f"no board variant has a spec of {len(spec)} fields")
 
     def __repr__(self) -> str:
         return f"Board(width={self.width}, height={self.height}, k={self.k})"
@@ -317,13 +379,6 @@ class Board:
         """
         variant = max(VARIANTS.values(), key=lambda v: len(set(v.json_keys) & set(fields)))
         return variant._from_json(fields)
-
-    #: The keys :meth:`json_fields` writes (how :meth:`from_json` knows the variant).
-    json_keys: ClassVar[tuple[str, ...]] = ()
-
-    @classmethod
-    def _from_json(cls, fields: Mapping[str, Any]) -> "Board":
-        raise NotImplementedError
 
     @property
     def name(self) -> str:
@@ -447,3 +502,5 @@ class Board:
         """Bits per column in the bitboard: ``h + 1`` (one sentinel bit)."""
         return self.height + 1
 
+
+register_variant(Board)

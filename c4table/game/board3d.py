@@ -1,7 +1,7 @@
 """The 3D gravity board variant (``XxYxH``: an ``X`` by ``Y`` grid of columns of height ``H``;
 our extension of Cadot's format, docs/FORMAT.md section 8): its size and name, and, from
 :mod:`c4table.game.grid3d` and :mod:`c4table.game.lines3d`, its 13 directions of lines, its key
-(the least reading over the grid's symmetries), its layered drawing and its readers' kernels.
+(the least reading over the grid's symmetries) and its readers' kernels.
 
 Design notes: ``docs/modules.md`` (``c4table.game.grid3d``).
 
@@ -16,9 +16,8 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from c4table.errors import BoardError
-from c4table.game import drawing, grid3d
-from c4table.game.board import Board, register_variant
-from c4table.game.board2d import LETTERS
+from c4table.game import grid3d
+from c4table.game.board import LETTERS, Board, register_variant
 
 
 @register_variant
@@ -27,12 +26,9 @@ class Board3D(Board):
 
     variant = "3d"
     ndims = 3
+    spec_len = 4
     features = frozenset()
     json_keys = ("grid",)
-
-    @classmethod
-    def takes(cls, grid: Any) -> bool:
-        return grid is not None
 
     @classmethod
     def from_dims(cls, dims: Sequence[int], k: int = 4) -> "Board3D":
@@ -100,10 +96,6 @@ class Board3D(Board):
 
     def run_through(self, cols: Sequence[Sequence[int]], col: int, row: int) -> list[tuple[int, int]]:
         return grid3d.run_through(self, cols, col, row)
-
-    def render(self, pos, marks=(), numbers: bool = True, last: bool = False, line=(),
-               margin: bool = False) -> str:
-        return drawing.render_layers(pos, marks, numbers, last, line)
 
     def cell_name(self, col: int, row: int) -> str:
         """``{x letter}{y number}z{layer}`` (1-based column ``y*X + x + 1``)."""

@@ -202,8 +202,8 @@ def parse_drawing(text: str, board: Board | str | None = None) -> Position:
 
 def render(pos: Position, marks: Iterable[int] = (), numbers: bool = True,
            last: bool = False, line: Iterable[tuple[int, int]] = (), margin: bool = False) -> str:
-    """Draw ``pos`` as its board's variant draws it (:meth:`Board.render`: :func:`render_rows`,
-    or :func:`render_layers` for a 3D board).
+    """Draw ``pos`` as its board's variant is drawn (:data:`RENDERERS`: :func:`render_rows`, or
+    :func:`render_layers` for a 3D board).
 
     >>> print(render(Position.from_moves(Board(4, 4), "12"), numbers=False))
     . . . .
@@ -211,7 +211,7 @@ def render(pos: Position, marks: Iterable[int] = (), numbers: bool = True,
     . . . .
     A B . .
     """
-    return pos.board.render(pos, marks, numbers, last, line, margin)
+    return RENDERERS[pos.board.variant](pos, marks, numbers, last, line, margin)
 
 
 def render_rows(pos: Position, marks: Iterable[int] = (), numbers: bool = True,
@@ -311,3 +311,13 @@ def render_layers(pos: Position, marks: Iterable[int] = (), numbers: bool = True
         c = pos.moves[-1]
         rows.append(f"last move: column {c + 1} (layer {len(pos.cols[c])})")
     return "\n".join(rows)
+
+
+def _render_layers(pos: Position, marks: Iterable[int] = (), numbers: bool = True,
+                   last: bool = False, line: Iterable[tuple[int, int]] = (),
+                   margin: bool = False) -> str:
+    return render_layers(pos, marks, numbers, last, line)   # no margin: the layers need none
+
+
+#: Board variant name (:data:`c4table.game.board.VARIANTS`) -> how its positions are drawn.
+RENDERERS = {"2d": render_rows, "3d": _render_layers}

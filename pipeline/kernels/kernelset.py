@@ -76,7 +76,7 @@ class KernelSet(NamedTuple):
 
     @property
     def board(self) -> Board:
-        return Board(*self.board_spec)
+        return Board.from_spec(self.board_spec)
 
     @property
     def on_gpu(self) -> bool:
