@@ -128,6 +128,8 @@ class Board:
     ndims: ClassVar[int] = 2
     #: What it supports of :data:`FEATURES`.
     features: ClassVar[frozenset[str]] = frozenset(FEATURES)
+    #: Whether it is the 3D gravity board.
+    is_3d: ClassVar[bool] = False
     #: How many fields its :attr:`spec` has (how :meth:`from_spec` tells the variant).
     spec_len: ClassVar[int] = 3
     #: The keys :meth:`json_fields` writes (how :meth:`from_json` tells the variant).

@@ -26,6 +26,7 @@ class Board3D(Board):
 
     variant = "3d"
     ndims = 3
+    is_3d = True
     spec_len = 4
     features = frozenset()
     json_keys = ("grid",)
