@@ -13,8 +13,8 @@ from c4table.game.board import Board
 def decode_entries(board: Board, keys: np.ndarray, images: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """``(codes (n, w), plies, terminal, symmetric)`` of each key, in one pass of the board
     variant's kernel (:meth:`Board.decode_keys`; :func:`c4table.game.lines.classify` on a 2D
-    board): column codes of the canonical
-    orientation, chips on the board, game over (a line or a full board), own mirror image.
+    board): column codes of the canonical orientation, chips on the board, game over (a line
+    or a full board), own mirror image.
     With ``images``, the last array is instead how many distinct positions each entry stands
     for (1 or 2; on a 3D board up to 8: :mod:`c4table.game.grid3d`).
 
