@@ -43,6 +43,16 @@ def published_totals() -> dict[tuple[int, int], int]:
     return out
 
 
+def published_total(board_name: str) -> int | None:
+    """Total positions with mirror images of the board named ``board_name`` (a board's
+    ``name``), where Böck's Table 1 has it: the connect-4 2D boards ``WxH`` only.
+
+    >>> published_total("7x6"), published_total("7x6k3"), published_total("2x2x4")
+    (4531985219092, None, None)
+    """
+    return {f"{w}x{h}": n for (w, h), n in published_totals().items()}.get(board_name)
+
+
 class Progress:
     """Reports stage progress; ``total`` (units of work, e.g. positions) enables an ETA."""
 

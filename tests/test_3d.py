@@ -124,7 +124,7 @@ def test_a_row_of_columns_is_the_2d_game(built3d, tmp_path, x, y, h, k, flat):
 
 def test_boards_and_names():
     b = Board.parse("3x3x3", k=3)
-    assert b == Board.parse("3x3x3k3") == Board.grid3d(3, 3, 3, 3) == Board(*b.spec)
+    assert b == Board.parse("3x3x3k3") == Board.grid3d(3, 3, 3, 3) == Board.from_spec(b.spec)
     assert (b.width, b.cells, b.base, b.key_bytes, b.name) == (9, 27, 15, 5, "3x3x3k3")
     assert Board.of_table_name("dir/connect3_3x3x3.dat") == b
     assert Board.parse("9x3k3") != b          # a 2D board of as many columns is another game

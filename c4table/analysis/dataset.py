@@ -170,7 +170,7 @@ def export_hf(table, out_dir: str | os.PathLike, *, ply: int | None = None, test
     stream = stream or sys.stderr
     try:
         b = t.board
-        if b.grid is not None:
+        if not b.supports("per_move"):
             raise TableError(f"board {b}: --hf writes 2D boards (its per-move labels)")
         out = Path(out_dir)
         data = out / "data"

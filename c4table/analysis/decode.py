@@ -6,15 +6,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from c4table.game import lines, lines3d
+from c4table.game import lines
 from c4table.game.board import Board
-from c4table.game.grid3d import line_masks
 
 
 def decode_entries(board: Board, keys: np.ndarray, images: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """``(codes (n, w), plies, terminal, symmetric)`` of each key, in one pass of the build's
-    kernel (:func:`c4table.pipeline.lines.classify`): column codes of the canonical
-    orientation, chips on the board, game over (a line or a full board), own mirror image.
+    """``(codes (n, w), plies, terminal, symmetric)`` of each key, in one pass of the board
+    variant's kernel (:meth:`Board.decode_keys`; :func:`c4table.game.lines.classify` on a 2D
+    board): column codes of the canonical orientation, chips on the board, game over (a line
+    or a full board), own mirror image.
     With ``images``, the last array is instead how many distinct positions each entry stands
     for (1 or 2; on a 3D board up to 8: :mod:`c4table.game.grid3d`).
 
@@ -24,21 +24,7 @@ def decode_entries(board: Board, keys: np.ndarray, images: bool = False) -> tupl
     >>> decode_entries(Board.grid3d(2, 2, 2), np.array([0, 1], np.uint64), images=True)[3].tolist()
     [1, 4]
     """
-    keys = np.ascontiguousarray(keys, dtype=np.uint64)
-    n = keys.shape[0]
-    codes = np.empty((n, board.width), np.int64)
-    plies = np.empty(n, np.int64)
-    term = np.empty(n, np.bool_)
-    if board.grid is not None:
-        imgs = np.empty(n, np.int64)
-        t = lines3d.board_tables(board)
-        lines3d.classify(keys, *t[:5], *t[6:], board.col_height, codes, plies, term, imgs)
-        return codes, plies, term, (imgs if images else imgs == 1)
-    sym = np.empty(n, np.bool_)
-    lines.classify(keys, board.width, board.stride, board.k, board.base, board.cells,
-                     board.col_bits_a, board.col_bits_b, board.powers, board.col_height,
-                     codes, plies, term, sym)
-    return codes, plies, term, (np.where(sym, 1, 2) if images else sym)
+    return board.decode_keys(np.ascontiguousarray(keys, dtype=np.uint64), images)
 
 
 def decode_keys(board: Board, keys: np.ndarray) -> np.ndarray:
@@ -85,10 +71,6 @@ def bitboards(board: Board, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def has_line(board: Board, bb: np.ndarray) -> np.ndarray:
-    """Whether each bitboard holds ``k`` chips in a row (the build's line test)."""
-    out = np.empty(bb.shape[0], np.bool_)
-    if board.grid is not None:   # a 3D board: its line masks
-        lines3d.has_lines(np.ascontiguousarray(bb, dtype=np.uint64), line_masks(board), out)
-        return out
-    lines.has_lines(np.ascontiguousarray(bb, dtype=np.uint64), board.stride, board.k, out)
-    return out
+    """Whether each bitboard holds ``k`` chips in a row (the build's line test, as the board's
+    variant does it: :meth:`Board.has_lines`)."""
+    return board.has_lines(bb)

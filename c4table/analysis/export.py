@@ -180,12 +180,7 @@ def cell_names(board: Board) -> list[str]:
     >>> cell_names(Board.grid3d(2, 1, 2))
     ['a1z1', 'a1z2', 'b1z1', 'b1z2']
     """
-    letters = "abcdefghijklmnopqrstuvwxyz"
-    if board.grid is not None:
-        X = board.grid[0]
-        return [f"{letters[c % X]}{c // X + 1}z{r + 1}" for c in range(board.width)
-                for r in range(board.height)]
-    return [f"{letters[c]}{r + 1}" for c in range(board.width) for r in range(board.height)]
+    return [board.cell_name(c, r) for c in range(board.width) for r in range(board.height)]
 
 
 def _build_beside(table) -> "BuildDir | None":
@@ -308,10 +303,10 @@ def export_positions(table, out: str | os.PathLike, ply: int | None = None, *,
     labeller = None
     try:
         b = t.board
-        if mirror and b.grid is not None:
+        if mirror and not b.supports("mirror"):
             raise TableError(f"board {b}: --mirror adds mirror images of 2D boards; a 3D board's "
                              "entry stands for up to 8 images, which export does not write")
-        if (per_move or planes) and b.grid is not None:
+        if (per_move and not b.supports("per_move")) or (planes and not b.supports("planes")):
             raise TableError(f"board {b}: --per-move and --planes are for 2D boards")
         if ply is not None and not 0 <= ply <= b.cells:
             raise TableError(f"ply {ply} does not exist on board {b} (0..{b.cells})")

@@ -80,10 +80,10 @@ class Labeller:
         b = table.board
         if planes is not None and planes not in PLANES:
             raise ValueError(f"planes {planes!r}: one of {', '.join(PLANES)}")
-        if planes is not None and b.grid is not None:
+        if planes is not None and not b.supports("planes"):
             raise TableError(f"board {b}: observation planes are for 2D boards")
         self.table, self.board, self.planes = table, b, planes
-        self.fast = b.width <= 9 and b.grid is None
+        self.fast = b.width <= 9 and b.supports("per_move")
         self.data = None
         if self.fast and isinstance(table, DatTable):
             self.data = table.entries_array().view(np.uint8)   # searched with the table's guard
@@ -280,7 +280,7 @@ def entry_labels(labeller, keys, outs, codes, plies, terminal, planes: str | Non
     """Per-move labels (:func:`c4table.analysis.pons.label_arrays`) of table entries, and
     ``obs`` (canonical orientation) when ``planes``."""
     b = labeller.board
-    if b.grid is not None:
+    if not b.supports("per_move"):
         raise TableError(f"board {b}: per-move labels of table entries are for 2D boards "
                          "(c4table label answers 3D positions one by one)")
     ck = child_keys(b, keys, codes, plies, terminal)

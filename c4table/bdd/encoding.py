@@ -24,7 +24,7 @@ ENCODINGS = ("compressed", "plain")
 def make_encoding(board: Board | str, engine: Engine, name: str = "compressed") -> "Encoding":
     """Declare the variables of ``board`` in ``engine``'s manager and return the encoding."""
     board = Board.parse(board)
-    if board.grid is not None:
+    if not board.supports("bdd"):
         raise BoardError(f"board {board}: BDD mode knows 2D boards only, not 3D boards")
     if name == "compressed":
         return CompressedEncoding(board, engine)

@@ -121,7 +121,7 @@ class Manifest:
                                       "(use another --out or --restart)")
             return m
         data = {"format": FORMAT, "board": board.name, "width": board.width, "height": board.height,
-                "k": board.k, **({"grid": list(board.grid)} if board.grid is not None else {}),
+                "k": board.k, **board.json_fields(),
                 "key_bytes": board.key_bytes, "entry_size": board.entry_size,
                 **({"root": origin.to_json()} if origin is not None else {}),
                 "plies": [], "steps": {"forward": {}, "backward": {}}}
@@ -312,10 +312,8 @@ def _is_int(x) -> bool:
 
 
 def board_of(data: dict) -> Board:
-    """The board a manifest's fields name (``grid`` too for a 3D board)."""
-    grid = data.get("grid")
-    return Board(data["width"], data["height"], data.get("k", 4),
-                 tuple(grid) if isinstance(grid, list) else grid)
+    """The board a manifest's fields name (:meth:`Board.from_json`: ``grid`` too for a 3D board)."""
+    return Board.from_json(data)
 
 
 def structure_problem(data: dict) -> str | None:

@@ -241,7 +241,7 @@ def c4z_header(b: Board, codec, *, entries: int, raw_bytes: int, digests: dict, 
     :func:`finish_part` adds); ``extra`` fields are recorded as they are."""
     return {"format": "c4z", "version": FORMAT_VERSION, "board": b.name,
             "width": b.width, "height": b.height, "k": b.k, "entry_size": b.entry_size,
-            **({"grid": list(b.grid)} if b.grid is not None else {}),
+            **b.json_fields(),
             "key_bytes": b.key_bytes, "entries": entries, "raw_bytes": raw_bytes,
             "sha256": digests["sha256"], **({"md5": digests["md5"]} if "md5" in digests else {}),
             "file": file, "root": root, "block_entries": block_entries, "blocks": blocks,

@@ -71,9 +71,7 @@ class C4zFile:
         try:
             h = json.loads(hdr)
             self.header = h
-            grid = h.get("grid")   # a 3D board (docs/FORMAT.md section 8)
-            self.board = Board(int(h["width"]), int(h["height"]), int(h.get("k", 4)),
-                               None if grid is None else (int(grid[0]), int(grid[1])))
+            self.board = Board.from_json(h)   # its variant's fields (docs/FORMAT.md section 8)
             self.entries = int(h["entries"])
             self.block_entries = int(h["block_entries"])
             self._cache_blocks = max(1, min(CACHE_BLOCKS, CACHE_ENTRIES // self.block_entries))

@@ -53,7 +53,7 @@ def _parse_board(ctx: click.Context, spec: str, connect: int | None = None) -> B
         board = Board.parse(spec, connect or 4)
     except BoardError as e:
         _fail(str(e), EXIT_BAD_INPUT)
-    if board.grid is not None:
+    if not board.supports("bdd"):
         _fail(f"board {board}: BDD mode knows 2D boards only, not 3D boards", EXIT_BAD_INPUT)
     return board
 

@@ -51,7 +51,6 @@ def plan(board, workers, memory_per_worker, from_dir, as_json, root, probe_plies
     and wall time on WORKERS workers, from published counts and measured per-entry costs.
     With --device gpu: the build on one GPU node, from stated device rates (docs/gpu.md)."""
     from c4table.units import format_seconds, format_size, parse_size
-    from c4table.pipeline.planning.plan import make_plan
     from c4table.wording import count
     opts = click.get_current_context().meta.get(DEVICE, {})
     if opts.get("device") == "gpu":
@@ -64,11 +63,9 @@ def plan(board, workers, memory_per_worker, from_dir, as_json, root, probe_plies
     if root is not None:
         from c4table.pipeline.planning.plan import plan_rooted
         p = plan_rooted(board, root, workers, mem, from_dir, probe_plies)
-    elif board.grid is not None:   # a 3D board: nothing published
-        from c4table.pipeline.planning.plan3d import make_plan3d
-        p = make_plan3d(board, workers, mem, from_dir)
-    else:
-        p = make_plan(board, workers, mem, from_dir, shuffle_max_reads)
+    else:   # the board's variant's plan
+        from c4table.pipeline.planning.planners import plan_board
+        p = plan_board(board, workers, mem, from_dir, shuffle_max_reads)
     p.shuffle_max_reads = shuffle_max_reads
     p.table_format = table_format
     p.costs = _plan_costs(calibrate or recalibrate, recalibrate, fast_costs, as_json)

@@ -14,7 +14,6 @@ from __future__ import annotations
 from typing import NamedTuple, Sequence
 
 from c4table.game.board import Board
-from c4table.game.grid3d import readings as readings3d
 
 DRAW, A_WINS, B_WINS = 0x00, 0x40, 0x80
 _RESULT_OF_BITS = {DRAW: "draw", A_WINS: "A", B_WINS: "B"}
@@ -43,23 +42,16 @@ def decode_outcome(byte: int) -> Outcome:
     return Outcome(_RESULT_OF_BITS[cls], byte & 0x3F)
 
 
-def readings(board: Board, codes: Sequence[int]) -> tuple[int, int]:
-    """``(v1, v2)``: the board read left-to-right and right-to-left as base-B numbers."""
-    base = board.base
-    v1 = v2 = 0
-    for code in reversed(codes):  # Horner: column w-1 is the most significant digit of v1
-        v1 = v1 * base + code
-    for code in codes:
-        v2 = v2 * base + code
-    return v1, v2
+def readings(board: Board, codes: Sequence[int]) -> Sequence[int]:
+    """Every symmetry's reading of ``codes`` (:meth:`Board.readings`): on a 2D board ``(v1,
+    v2)``, the board read left-to-right and right-to-left as base-B numbers."""
+    return board.readings(codes)
 
 
 def key_of_codes(board: Board, codes: Sequence[int]) -> int:
     """Mirror-canonical key ``min(v1, v2)`` of a position given its column codes; on a 3D board
-    the least reading over the grid's symmetries (:func:`c4table.game.grid3d.readings`)."""
-    if board.grid is not None:
-        return min(readings3d(board, codes))
-    return min(readings(board, codes))
+    the least reading over the grid's symmetries (:meth:`Board.key_of_codes`)."""
+    return board.key_of_codes(codes)
 
 
 def codes_of_key(board: Board, key: int) -> list[int]:

@@ -172,7 +172,7 @@ def parse_drawing(text: str, board: Board | str | None = None) -> Position:
     >>> parse_drawing("....\\n....\\n....\\nAB..").move_string()
     '12'
     """
-    if board is not None and Board.parse(board).grid is not None:
+    if board is not None and not Board.parse(board).supports("drawing"):
         raise IllegalPositionError(f"board {Board.parse(board)}: drawings of 3D boards are not "
                                    "read; give the position as a move string")
     board, cols = parse_grid(text, Board.parse(board) if board is not None else None)
@@ -202,6 +202,20 @@ def parse_drawing(text: str, board: Board | str | None = None) -> Position:
 
 def render(pos: Position, marks: Iterable[int] = (), numbers: bool = True,
            last: bool = False, line: Iterable[tuple[int, int]] = (), margin: bool = False) -> str:
+    """Draw ``pos`` as its board's variant is drawn (:data:`RENDERERS`: :func:`render_rows`, or
+    :func:`render_layers` for a 3D board).
+
+    >>> print(render(Position.from_moves(Board(4, 4), "12"), numbers=False))
+    . . . .
+    . . . .
+    . . . .
+    A B . .
+    """
+    return RENDERERS[pos.board.variant](pos, marks, numbers, last, line, margin)
+
+
+def render_rows(pos: Position, marks: Iterable[int] = (), numbers: bool = True,
+                last: bool = False, line: Iterable[tuple[int, int]] = (), margin: bool = False) -> str:
     """Draw ``pos`` top row first (``.``, ``A``, ``B``), with column numbers and a ``*`` under
     each 1-based column in ``marks`` (e.g. the best moves). ``last``: a ``^`` under the column
     of the last move (its top chip); ``line``: cells (0-based column, row) drawn in brackets,
@@ -223,8 +237,6 @@ def render(pos: Position, marks: Iterable[int] = (), numbers: bool = True,
      ^
     """
     b = pos.board
-    if b.grid is not None:
-        return render_layers(pos, marks, numbers, last, line)
     wide = max(len(str(b.width)), 1) if numbers else 1
     line = set(line)
     margin = margin or bool(line)
@@ -299,3 +311,13 @@ def render_layers(pos: Position, marks: Iterable[int] = (), numbers: bool = True
         c = pos.moves[-1]
         rows.append(f"last move: column {c + 1} (layer {len(pos.cols[c])})")
     return "\n".join(rows)
+
+
+def _render_layers(pos: Position, marks: Iterable[int] = (), numbers: bool = True,
+                   last: bool = False, line: Iterable[tuple[int, int]] = (),
+                   margin: bool = False) -> str:
+    return render_layers(pos, marks, numbers, last, line)   # no margin: the layers need none
+
+
+#: Board variant name (:data:`c4table.game.board.VARIANTS`) -> how its positions are drawn.
+RENDERERS = {"2d": render_rows, "3d": _render_layers}

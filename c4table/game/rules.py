@@ -14,11 +14,9 @@ from __future__ import annotations
 from typing import Iterable, Sequence
 
 from c4table.game.board import A, B, EMPTY, Board
-from c4table.game.codec import key_of_codes, readings
+from c4table.game.codec import key_of_codes
 from c4table.errors import IllegalPositionError
 from c4table.wording import quote
-from c4table.game.grid3d import readings as readings3d
-from c4table.game.grid3d import run_through as run_through3d
 
 PLAYER_NAME = {A: "A", B: "B"}
 
@@ -44,17 +42,7 @@ class Position:
         Raises :class:`IllegalPositionError` for a bad digit, a full column or a move made after
         the game ended."""
         moves = moves.strip()
-        if board.width > 9 and moves:
-            raise IllegalPositionError(
-                f"board {board} has more than 9 columns: single-digit move strings cannot name them")
-        cols = []
-        for i, ch in enumerate(moves):
-            if not ("1" <= ch <= "9") or int(ch) > board.width:
-                raise IllegalPositionError(
-                    f"bad move {quote(ch)} (character {i + 1} of {quote(moves)}): columns are "
-                    f"1..{board.width}")
-            cols.append(int(ch) - 1)
-        return cls.from_columns(board, cols, text=moves)
+        return cls.from_columns(board, board.columns_of_moves(moves), text=moves)
 
     @classmethod
     def from_columns(cls, board: Board, cols: Iterable[int], text: str | None = None) -> "Position":
@@ -110,13 +98,10 @@ class Position:
 
     def is_symmetric(self) -> bool:
         """Its own mirror image (on a 3D board: its own image under every symmetry)."""
-        if self.board.grid is not None:
-            return len(set(readings3d(self.board, self.codes()))) == 1
-        v1, v2 = readings(self.board, self.codes())
-        return v1 == v2
+        return len(set(self.board.readings(self.codes()))) == 1
 
     def move_string(self) -> str:
-        return "".join(str(c + 1) for c in self.moves)
+        return self.board.move_string(self.moves)
 
     # ------------------------------------------------------------- playing
     def play(self, col: int) -> None:
@@ -178,30 +163,13 @@ def run_through(board: Board, cols: Sequence[Sequence[int]], col: int,
                 row: int) -> list[tuple[int, int]]:
     """Cells (0-based column, row) of the first run of ``k`` or more chips of one player through
     the chip at ``col``, ``row`` of ``cols`` (each column's chips, bottom first), sorted; ``[]``
-    if there is none. The four directions are horizontal, vertical and the two diagonals.
+    if there is none: the board's variant knows its lines (:meth:`Board.run_through`; on a 2D
+    board horizontal, vertical and the two diagonals).
 
     >>> run_through(Board(4, 4), [[1], [1], [1], [1]], 2, 0)
     [(0, 0), (1, 0), (2, 0), (3, 0)]
     """
-    if board.grid is not None:   # a 3D board: 13 directions
-        return run_through3d(board, cols, col, row)
-    w, h, k = board.width, board.height, board.k
-    player = cols[col][row]
-
-    def mine(c: int, r: int) -> bool:
-        return 0 <= c < w and 0 <= r < min(h, len(cols[c])) and cols[c][r] == player
-
-    for dc, dr in ((1, 0), (0, 1), (1, 1), (1, -1)):
-        run = [(col, row)]
-        for sign in (1, -1):
-            c, r = col + sign * dc, row + sign * dr
-            while mine(c, r):
-                run.append((c, r))
-                c += sign * dc
-                r += sign * dr
-        if len(run) >= k:
-            return sorted(run)
-    return []
+    return board.run_through(cols, col, row)
 
 
 def line_through(board: Board, cols: Sequence[Sequence[int]], col: int, row: int) -> bool:

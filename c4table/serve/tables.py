@@ -24,7 +24,7 @@ def load_tables(paths: Iterable[str | os.PathLike | Table]) -> dict[str, Table]:
     for p in paths:
         t = p if isinstance(p, Table) else open_table(p)
         name = t.board.name
-        if t.board.grid is not None:   # the web board draws 2D boards only
+        if not t.board.supports("drawing"):   # the web board draws 2D boards only
             raise ServeError(f"{t.path}: board {name} is a 3D board; serve knows 2D boards only "
                              "(use lookup, best or play)")
         if name in tables:

@@ -121,7 +121,8 @@ class FastProber:
         """A prober, or ``None`` when the table is not a plain sorted file of entries (then use
         :meth:`Table.probe`)."""
         try:
-            if not isinstance(table, Table) or table.board.width > 9 or table.board.grid:
+            if not isinstance(table, Table) or table.board.width > 9 \
+                    or not table.board.supports("per_move"):
                 return None
             return cls(table)
         except (AttributeError, TypeError, ValueError, NotImplementedError):

@@ -51,7 +51,7 @@ class Probe:
 def _probe_svg(self) -> str | None:
     """Jupyter's picture of a probe (:mod:`c4table.game.svg`), when its table set its board."""
     b = getattr(self, "_board", None)
-    if b is None or getattr(b, "grid", None) is not None:
+    if b is None or not b.supports("drawing"):
         return None
     from c4table.game.svg import probe_svg
     return probe_svg(self, b.width, b.height)

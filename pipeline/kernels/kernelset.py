@@ -1,5 +1,6 @@
-"""Which kernels a board's build calls (:func:`for_board`: the 2D ones of
-:mod:`c4table.pipeline.kernels.cpu` or the 3D ones of :mod:`c4table.pipeline.kernels.cpu3d`;
+"""Which kernels a board's build calls (:func:`for_board`: those :data:`CPU_KERNELS` names for
+the board's variant, the 2D ones of :mod:`c4table.pipeline.kernels.cpu` or the 3D ones of
+:mod:`c4table.pipeline.kernels.cpu3d`;
 :class:`KernelSet`: those, or the GPU's, as chosen once when the build opens and passed to each
 task), and loading them into the driver before the workers fork (:func:`warm`)."""
 from __future__ import annotations
@@ -8,6 +9,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from c4table.errors import BoardError
 from c4table.game.board import Board
 from c4table.pipeline.kernels import cpu as kernels
 from c4table.pipeline.kernels import cpu3d as kernels3d
@@ -15,16 +17,22 @@ from c4table.pipeline.kernels.cpu import (dedup_sorted, keep_best, merge_two, pa
                                       strictly_increasing_keys, take_below, words_to_entries)
 
 
+#: Board variant name (:data:`c4table.game.board.VARIANTS`) -> its build's CPU kernel module.
+CPU_KERNELS = {"2d": kernels, "3d": kernels3d}
+
+
 def for_board(board: Board):
-    """The kernel module of ``board``: this one for a 3D board, else
-    :mod:`c4table.pipeline.kernels.cpu`. Both offer ``board_tables``, ``unmove_tables``,
+    """The kernel module of ``board``'s variant (:data:`CPU_KERNELS`). Each offers ``board_tables``, ``unmove_tables``,
     ``expand``, ``resolve`` and ``emit_parents`` with the same calling convention
     (``kernel(data..., *board_tables(board), [*unmove_tables(board)], out...)``).
 
     >>> for_board(Board(5, 4)).__name__, for_board(Board.grid3d(2, 2, 2)).__name__
     ('c4table.pipeline.kernels.cpu', 'c4table.pipeline.kernels.cpu3d')
     """
-    return kernels3d if board.grid is not None else kernels
+    try:
+        return CPU_KERNELS[board.variant]
+    except KeyError:
+        raise BoardError(f"board {board}: the build has no kernels for {board.variant} boards") from None
 
 
 def compiled(board: Board) -> bool | None:
@@ -68,7 +76,7 @@ class KernelSet(NamedTuple):
 
     @property
     def board(self) -> Board:
-        return Board(*self.board_spec)
+        return Board.from_spec(self.board_spec)
 
     @property
     def on_gpu(self) -> bool:

@@ -21,7 +21,7 @@ from c4table.game.board import Board
 from c4table.errors import BuildInputError
 from c4table.pipeline.planning import c4zsize
 from c4table.pipeline.planning.c4zsize import C4Z_MEASURED  # noqa: F401  (re-exported)
-from c4table.progress import published_totals
+from c4table.progress import published_total
 from c4table.wording import count
 from c4table.game.root import root_argument
 from c4table.pipeline.planning.iomodel import predict_io
@@ -268,7 +268,7 @@ def _fit_known_entries(plan: Plan) -> None:
     exact already), so the total, the file size and what follows from them are exact."""
     from c4table.table.known import known_tables
     b = plan.board
-    ref = known_tables().get(b.name) if b.grid is None else None
+    ref = known_tables().get(b.name)
     if not ref or not ref.get("entries"):
         return
     short = int(ref["entries"]) - plan.entries
@@ -308,7 +308,7 @@ def make_plan(board: str | Board, workers: int, memory_per_worker: int,
             if "positions" in p and "entries" in p:
                 exact[p["ply"]] = (p["positions"], p["entries"], "measured")
     published = _profile_7x6() if (board.width, board.height, board.k) == (7, 6, 4) else None
-    total = published_totals().get((board.width, board.height)) if board.k == 4 else None
+    total = published_total(board.name)
     if published is None and total is None and len(exact) < n:
         if board.k != 4:   # nothing published to spread the rest of the plies over
             raise BuildInputError(f"no published figures for board {board}: run the whole forward "

@@ -379,7 +379,7 @@ class BuildSettings:
         :class:`~c4table.game.root.Root`)."""
         table_format = tableformat.get(table_format)
         board = Board.parse(board)
-        if root is not None and board.grid is not None:
+        if root is not None and not board.supports("root"):
             raise BoardError(f"board {board}: rooted builds (--root) are for 2D boards")
         if root is not None and not isinstance(root, Root):
             root = Root.parse(board, root)

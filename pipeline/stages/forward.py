@@ -18,7 +18,7 @@ from c4table.pipeline.kernels.kernelset import KernelSet
 from c4table.pipeline.sort.partition import forward_ranges
 from c4table.builddir.shards import ShardInfo, read_shard, shard_name, verify_shards, write_shard
 from c4table.io.storage import open_storage
-from c4table.progress import published_totals
+from c4table.progress import published_total
 
 
 
@@ -224,6 +224,6 @@ def _merge_runs(build, ply: int, run_rels: list[str], results, last: int):
 
 def _expected_positions(build, last: int) -> int | None:
     board = build.board
-    if board.k != 4 or board.grid is not None or last != board.cells or build.origin is not None:
+    if last != board.cells or build.origin is not None:
         return None
-    return published_totals().get((board.width, board.height))
+    return published_total(board.name)
