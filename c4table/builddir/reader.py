@@ -6,7 +6,7 @@ module reads them back through the same code and trusts nothing it has not check
 Design notes: ``docs/modules.md`` (``c4table.builddir.reader``).
 
 >>> bd = BuildDir.load("tables/5x4")
->>> bd.board, bd.table["file"], len(bd.plies)
+>>> bd.board, bd.table.file, len(bd.plies)
 (Board(width=5, height=4, k=4), 'connect4_5x4.dat', 21)
 """
 from __future__ import annotations
@@ -18,8 +18,10 @@ from typing import Iterator, NamedTuple
 import numpy as np
 
 from c4table.game.board import Board
-from c4table.errors import BuildInputError
+from c4table.game.root import Root
+from c4table.errors import BuildInputError, C4Error
 from c4table.builddir.manifest import MANIFEST, Manifest
+from c4table.builddir.records import PlyRecord, TableRecord
 from c4table.builddir.shards import ShardInfo, read_shard, stored_xxh64
 from c4table.io.storage import Storage, is_url, open_storage
 
@@ -86,20 +88,16 @@ class BuildDir:
         return self.store.display(self.name)
 
     @property
-    def data(self) -> dict:
-        return self.manifest.data
-
-    @property
     def board(self) -> Board:
         return self.manifest.board
 
     @property
-    def plies(self) -> list[dict]:
-        """Per-ply records (see :mod:`c4table.builddir.manifest`)."""
+    def plies(self) -> list[PlyRecord]:
+        """Per-ply records (see :mod:`c4table.builddir.records`)."""
         return self.manifest.plies
 
     @property
-    def table(self) -> dict | None:
+    def table(self) -> TableRecord | None:
         """The finished table's record (file, entries, bytes, sha256, md5), or ``None``."""
         return self.manifest.table
 
@@ -109,7 +107,7 @@ class BuildDir:
         >>> BuildDir.load("tables/5x4").ply_counts()[4]
         PlyCounts(ply=4, positions=345, terminal=0, a_wins=44, draws=231, b_wins=70)
         """
-        return [PlyCounts(r["ply"], *(r.get(f) for f in PlyCounts._fields[1:]))
+        return [PlyCounts(r.ply, *(getattr(r, f) for f in PlyCounts._fields[1:]))
                 for r in self.manifest.plies]
 
     @property
@@ -123,14 +121,27 @@ class BuildDir:
         """Whether this build is the one of the table file called ``table_name``: its table
         record names that file, or its board's default file name is that name."""
         t = self.table
-        return (t is not None and t.get("file") == table_name) or \
+        return (t is not None and t.describes(table_name)) or \
             self.board.table_filename == table_name
+
+    def root_of(self, table_name: str, board: Board | None = None) -> Root | None:
+        """The root of the table file ``table_name`` (read as a table of ``board``, default
+        this build's): this build's root if it describes that file (or has no table yet),
+        else the one its name says; None for a full table."""
+        board = board or self.board
+        t, rec = self.table, self.manifest.root_record()
+        if rec is not None and (t is None or t.describes(table_name)):
+            try:
+                return Root.from_json(board, rec)
+            except (ValueError, KeyError, TypeError, C4Error):
+                pass
+        return Root.from_filename(board, table_name)
 
     def table_path(self) -> Path | None:
         """The local table file of a finished build, if it is there."""
         if self.table is None or not self.store.local:
             return None
-        p = Path(self.store.root) / self.table["file"]
+        p = Path(self.store.root) / self.table.file
         return p if p.is_file() else None
 
     def backward_shards(self, ply: int) -> list[ShardInfo] | None:

@@ -141,7 +141,7 @@ def build(board, out, memory, workers, scheduler, quiet, restart, root, clean, c
     else:
         path = run_build(b, keep_work=not clean)
     click.echo(f"{_compressed(path, compress, compress_only, quiet)}  "
-               f"{b.manifest.table['entries']:,} entries  sha256 {b.manifest.table['sha256']}")
+               f"{b.manifest.table.entries:,} entries  sha256 {b.manifest.table.sha256}")
     if verbose or not b.store.local:
         _echo_counts(b, quiet)
     else:
@@ -173,7 +173,7 @@ def _echo_stages(b, quiet: bool) -> None:
     for stage, seconds in b.stage_seconds.items():
         if stage in ran:
             click.echo("  " + stage_line(stage, seconds, b.stage_work.get(stage),
-                                         b.manifest.table["entries"]))
+                                         b.manifest.table.entries))
 
 
 def stage_line(stage: str, seconds: float, work, entries: int) -> str:
@@ -248,9 +248,9 @@ def backward(board, out, memory, workers, scheduler, quiet, restart, root):
     from c4table.pipeline.stages import backward as bwd
     with _open(board, out, memory, workers, scheduler, quiet, restart, root) as b:
         b.run_stage("backward", bwd.run, b)
-    t = {k: b.manifest.total(k) for k in ("a_wins", "draws", "b_wins")}
-    click.echo(f"{b.root}: backward pass done: A wins {t['a_wins']:,}, draws {t['draws']:,}, "
-               f"B wins {t['b_wins']:,} positions")
+    m = b.manifest
+    click.echo(f"{b.root}: backward pass done: A wins {m.total('a_wins'):,}, draws "
+               f"{m.total('draws'):,}, B wins {m.total('b_wins'):,} positions")
 
 
 @click.command(short_help="Final merge only: write the table (.dat or .c4z)")
@@ -270,7 +270,7 @@ def merge(board, out, memory, workers, scheduler, quiet, restart, root, compress
         if not b.table_format.keeps_work:   # no later step reads the shards
             b.store.delete_tree("work")
     click.echo(f"{_compressed(path, compress, compress_only, quiet)}  "
-               f"{b.manifest.table['entries']:,} entries  sha256 {b.manifest.table['sha256']}")
+               f"{b.manifest.table.entries:,} entries  sha256 {b.manifest.table.sha256}")
 
 
 COMMANDS = [_ordered(c) for c in (build, forward, backward, merge)]

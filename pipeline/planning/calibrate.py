@@ -225,7 +225,7 @@ def _run_board(board: str, workers: int, memory: str, where: Path) -> dict:
         b.close()
         shutil.rmtree(d, ignore_errors=True)
     return {"wall_s": wall, "cpu_s": cpu, "driver_cpu_s": driver, "tasks": tasks, "task_memory": task_memory,
-            "startup_s": startup, "entries": [p["entries"] for p in b.manifest.plies],
+            "startup_s": startup, "entries": [p.entries for p in b.manifest.plies],
             "board": b.board}
 
 

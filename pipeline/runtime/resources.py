@@ -106,8 +106,9 @@ def forward_need(build, ply: int, and_next: bool = False, runs_written: int | No
     prev_rows = sum(s.rows for s in prev) if prev else 0
     growth = rows / prev_rows if prev_rows else float(build.board.width)
     next_rows = rows * growth
-    step = m.step("forward", ply) or {}
-    dup = step.get("run_keys", 0) / rows if rows and step.get("run_keys") else 1.5
+    step = m.step("forward", ply)
+    run_keys = step.run_keys if step is not None else None
+    dup = run_keys / rows if rows and run_keys else 1.5
     shards = _files_bytes(build.store, cur) * growth
     if runs_written is not None:
         return with_margin((runs_written * growth if and_next else 0) + shards)
@@ -145,7 +146,8 @@ def backward_need(build, ply: int) -> int:
 def sent_bytes(build, ply: int) -> int | None:
     """Bytes of the message runs that annotating generation ``ply`` sent, as they lie on disk
     now (None: no finished step of ``ply`` with runs still there)."""
-    runs = (build.manifest.step("backward", ply) or {}).get("messages")
+    step = build.manifest.step("backward", ply)
+    runs = step.messages if step is not None else None
     if not runs:
         return None
     total = 0

@@ -199,7 +199,7 @@ class Build:
             return False
         if not self.store.local:
             return True   # recycle_tree deletes there anyway
-        entries = sum(p.get("entries", 0) for p in self.manifest.plies)
+        entries = sum(p.entries or 0 for p in self.manifest.plies)
         return resources.free_bytes(self.root) >= entries * self.board.entry_size
 
     def spent(self, rel: str) -> None:
@@ -329,7 +329,7 @@ class Build:
         (hashed once per process). A recorded table whose file is missing is not complete (the
         merge finishes it); one whose file differs is an error naming the file."""
         rec = self.manifest.table
-        return MERGE_DRIVERS[tableformat.of_record(rec) or self.table_format].complete(self, rec)
+        return MERGE_DRIVERS[rec.format if rec is not None else self.table_format].complete(self, rec)
 
     @property
     def task_memory(self) -> int:
@@ -459,8 +459,8 @@ def _discard(store: Storage, board: Board, origin: Root | None) -> None:
         old = Manifest.load(store).table if store.exists("manifest.json") else None
     except C4Error:
         old = None
-    if old and isinstance(old.get("file"), str) and "/" not in old["file"]:
-        names.add(old["file"])
+    if old is not None and "/" not in old.file:
+        names.add(old.file)
     names |= {f.file_name(n) for n in names for f in tableformat.FORMATS.values()}   # --compress too
     for name in ("manifest.json", "manifest.json.tmp", counters.STATS, counters.STATS + ".tmp",
                  *(n + x for n in sorted(names) for x in TABLE_FILES)):
@@ -507,7 +507,8 @@ MERGE_DRIVERS = {tableformat.DAT: merge, tableformat.C4Z: merge_c4z}
 def merge_of(b: Build):
     """The merge stage's driver for the build: that of the format of a table already written,
     else of the build's format (:data:`MERGE_DRIVERS`)."""
-    return MERGE_DRIVERS[tableformat.of_record(b.manifest.table) or b.table_format].run
+    rec = b.manifest.table
+    return MERGE_DRIVERS[rec.format if rec is not None else b.table_format].run
 
 
 def run_build(b: Build, keep_work: bool = True) -> Path:

@@ -113,8 +113,7 @@ def start(build) -> None:
 
 def step_done(build, ply: int, last: int) -> bool:
     m = build.manifest
-    rec = m.ply_counts(ply)
-    return "entries" in rec and (ply == last or m.shards("forward", ply + 1) is not None)
+    return m.ply_counts(ply).forward_counted and (ply == last or m.shards("forward", ply + 1) is not None)
 
 
 def run(build, max_ply: int | None = None) -> None:
@@ -142,7 +141,7 @@ def run(build, max_ply: int | None = None) -> None:
     work = build.work("forward", of=last + 1 - build.first_ply)
     for ply in range(last + 1):
         if step_done(build, ply, last):
-            prog.done += build.manifest.ply_counts(ply)["positions"]
+            prog.done += build.manifest.ply_counts(ply).positions
             continue
         t0 = time.perf_counter()
         shards = build.manifest.shards("forward", ply)
@@ -185,8 +184,8 @@ def run(build, max_ply: int | None = None) -> None:
         build.save_stats()   # a killed run loses only this generation's counts
         rec = build.manifest.ply_counts(ply)
         work.add(entries)
-        prog.step(f"ply {ply}/{last}", rec["positions"], entries=entries,
-                  positions=rec["positions"], finished=rec["terminal"],
+        prog.step(f"ply {ply}/{last}", rec.positions, entries=entries,
+                  positions=rec.positions, finished=rec.terminal,
                   time=f"{time.perf_counter() - t0:.2f}s")
     build.manifest.flush()   # the steps checkpoint() left unsaved
 
