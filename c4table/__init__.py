@@ -9,6 +9,7 @@ Small public API over the table format (``README.md``; the modules: ``docs/modul
 """
 import os
 
+from c4table.budget import DEFAULT_MEMORY
 from c4table.errors import (BoardError, BuildError, C4Error, ClosedTableError, CorruptDataError,
                             IllegalPositionError, InputError, MissingTableError,
                             PositionNotFoundError, TableError)
@@ -45,14 +46,14 @@ __all__ = ["Board", "Outcome", "decode_outcome", "encode_outcome", "Position", "
            "export_positions", "ExportReport", "ply_stats", "PlyStats"]
 
 
-def build_table(board: "str | Board", out: "str | os.PathLike", memory: "str | int" = "4GiB",
+def build_table(board: "str | Board", out: "str | os.PathLike", memory: "str | int" = DEFAULT_MEMORY,
                 workers: "int | None" = None, scheduler=None, quiet: bool = True,
                 restart: bool = False, keep_work: bool = True, root: "str | None" = None,
                 table_format: str = "dat"):
     """Build (or finish building) the table of ``board`` (``"5x4"``, ``"5x4k3"`` or a
     :class:`Board`) in the directory ``out`` (or a ``pyarrow.fs`` URI such as
     ``s3://bucket/prefix``) and return the table's path. ``memory``: budget shared by the workers
-    (``"4GiB"``); ``workers``: processes (default: all cores); ``scheduler``: a dask address,
+    (default :data:`c4table.budget.DEFAULT_MEMORY`); ``workers``: processes (default: all cores); ``scheduler``: a dask address,
     ``"local"`` or a ``distributed.Client``; ``quiet=False`` shows progress lines on stderr;
     ``restart``: discard a partial build; ``keep_work``: keep ``out/work`` after the merge;
     ``root``: a move string or drawing, to build the rooted table of every position reachable

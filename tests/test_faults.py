@@ -431,9 +431,9 @@ def test_forward_disk_estimate_covers_each_step_without_counting_runs_twice(tmp_
     seen = []   # (ply announced by the check, need, need without the measured runs)
     real_need = resources.forward_need
 
-    def spy(build, ply, and_next=False, runs_written=None):
-        need = real_need(build, ply, and_next, runs_written)
-        seen.append((ply, need, real_need(build, ply, and_next), store.tree_size(forward.gen_dir(ply))
+    def spy(m, st, ply, and_next=False, runs_written=None):
+        need = real_need(m, st, ply, and_next, runs_written)
+        seen.append((ply, need, real_need(m, st, ply, and_next), store.tree_size(forward.gen_dir(ply))
                      + store.tree_size(forward.runs_dir(ply + 1)), runs_written))
         return need
     monkeypatch.setattr(resources, "forward_need", spy)
@@ -462,18 +462,18 @@ def test_backward_disk_estimate_covers_each_step_priced_by_what_was_sent(tmp_pat
     seen = {}   # ply -> (need, need at the bound, bytes now under the last step's output)
     real_need, real_sent = resources.backward_need, resources.sent_bytes
 
-    def at_bound(build, ply):
-        monkeypatch.setattr(resources, "sent_bytes", lambda build, ply: None)
+    def at_bound(m, st, ply):
+        monkeypatch.setattr(resources, "sent_bytes", lambda m, st, ply: None)
         try:
-            return real_need(build, ply)
+            return real_need(m, st, ply)
         finally:
             monkeypatch.setattr(resources, "sent_bytes", real_sent)
 
-    def spy(build, ply):
+    def spy(m, st, ply):
         done = ply + 1
         written = store.tree_size(backward.gen_dir(done)) + store.tree_size(backward.messages_dir(ply)) \
-            if build.manifest.step("backward", done) else None
-        seen[ply] = (real_need(build, ply), at_bound(build, ply), written)
+            if m.step("backward", done) else None
+        seen[ply] = (real_need(m, st, ply), at_bound(m, st, ply), written)
         return seen[ply][0]
     monkeypatch.setattr(resources, "backward_need", spy)
     build_table(BOARD, tmp_path, workers=1, quiet=True)

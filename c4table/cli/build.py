@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from c4table.budget import DEFAULT_MEMORY, MemoryBudget
 from c4table.builddir import tableformat
 from c4table.cli.c4z import compress_build, compress_options, compressed_build_done
 from c4table.cli.fail import fail as _fail
@@ -12,9 +13,9 @@ from c4table.cli.options import DEFAULT_BOARD, DEVICE, board_arg, connect_option
 from c4table.cli.process import done_with_interpreter
 
 
-def _gpu_memory(host_memory: str, workers, scheduler):
+def _gpu_memory(host: MemoryBudget, workers, scheduler) -> MemoryBudget | None:
     """The memory budget of a ``--device gpu`` run (fails with exit status 2 where the GPU
-    path cannot run), or None on the CPU."""
+    path cannot run), or None on the CPU. ``host``: the budget ``--memory`` gives."""
     ctx = click.get_current_context(silent=True)
     opts = ctx.meta.get(DEVICE, {}) if ctx is not None else {}
     if opts.get("device", "cpu") != "gpu":
@@ -33,8 +34,7 @@ def _gpu_memory(host_memory: str, workers, scheduler):
             (int(card * 0.9) if card else None)
     except ValueError as e:
         raise click.BadParameter(str(e), param_hint="--gpu-memory") from None
-    host = parse_size(host_memory)
-    return min(host, gpu // 2) if gpu else host
+    return MemoryBudget(min(host.bytes, gpu // 2)) if gpu else host
 
 
 def _build_options(f):
@@ -42,7 +42,7 @@ def _build_options(f):
     f = click.option("--out", "out", type=click.Path(file_okay=False), default=None, metavar="DIR",
                      help="build directory, or a pyarrow.fs URI every worker can reach such as "
                           "s3://bucket/prefix (default: tables/WxH)")(f)
-    f = click.option("--memory", default="4GiB", show_default=True, metavar="SIZE",
+    f = click.option("--memory", default=DEFAULT_MEMORY, show_default=True, metavar="SIZE",
                      help="memory budget shared by the workers (e.g. 512MiB, 8GiB)")(f)
     f = click.option("--workers", type=click.IntRange(1, 4096), default=None, metavar="N",
                      help="worker processes (default: all cores)")(f)
@@ -92,15 +92,14 @@ def _open(board, out, memory, workers, scheduler, quiet, restart, root=None, tab
     finally:
         if was:
             gc.enable()
-    from c4table.units import parse_size
     try:
-        parse_size(memory)
+        budget = MemoryBudget.parse(memory)   # parsed once: the settings carry it
     except ValueError as e:
         raise click.BadParameter(str(e), param_hint="--memory") from None
-    on_gpu = _gpu_memory(memory, workers, scheduler)
+    on_gpu = _gpu_memory(budget, workers, scheduler)
     device = "cpu" if on_gpu is None else "gpu"
     if on_gpu is not None:   # --workers N: N processes share the card, default one
-        memory, workers = on_gpu, workers or 1
+        budget, workers = on_gpu, workers or 1
     if out and is_url(out):
         try:
             open_storage(out)
@@ -111,7 +110,7 @@ def _open(board, out, memory, workers, scheduler, quiet, restart, root=None, tab
         from c4table.game.root import root_argument
         origin = root_argument(board, root)
     default = origin.default_dir if origin is not None else f"tables/{board.name}"
-    return open_with(BuildSettings.parse(board, out or default, memory, workers, scheduler, quiet,
+    return open_with(BuildSettings.parse(board, out or default, budget, workers, scheduler, quiet,
                                          restart, origin, device, table_format))
 
 

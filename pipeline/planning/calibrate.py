@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from c4table.budget import DEFAULT_MEMORY
 from c4table.config import cache_dir
 import c4table.config as config
 from c4table.pipeline.planning.schedule import SORTED_PER_ENTRY, MachineCosts, forward_shards, simulate, sort_ns
@@ -257,7 +258,7 @@ def _passes_wall(run: dict, costs: MachineCosts, workers: int) -> tuple[float, f
             sim.stages["forward"]["wall_s"] + sim.stages["backward"]["wall_s"], steps)
 
 
-def calibrate(board: str = CALIBRATION_BOARD, workers: int | None = None, memory: str = "4GiB",
+def calibrate(board: str = CALIBRATION_BOARD, workers: int | None = None, memory: str = DEFAULT_MEMORY,
               where: str | Path | None = None, progress=None, step_board: str = STEP_BOARD
               ) -> MachineCosts:
     """Measure this machine's :class:`~c4table.pipeline.planning.schedule.MachineCosts` with a build

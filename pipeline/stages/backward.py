@@ -173,7 +173,7 @@ def premerged_runs(build, ply: int, runs: list[dict], shards: list[ShardInfo]):
         if rec is not None:
             m.update_step("backward", ply + 1, premerged=None)
         build.store.delete_tree(f"{messages_dir(ply)}/pre")   # an unfinished attempt's pieces
-    per_task, made, group = shuffle.two_level(build, runs, ranges, f"{messages_dir(ply)}/pre",
+    per_task, made, group = shuffle.two_level(build.shuffler(), runs, ranges, f"{messages_dir(ply)}/pre",
                                               unique=False, pieces=pieces)
     if made is not None and pieces is None:
         m.update_step("backward", ply + 1, premerged=Premerged.of(ranges, made))
@@ -229,7 +229,7 @@ def run(build) -> None:
             continue
         t0 = time.perf_counter()
         what = f"backward generation {ply}"
-        resources.check_free(build.store, resources.backward_need(build, ply), what)
+        resources.check_free(build.store, resources.backward_need(m, build.store, ply), what)
         for stale in (gen_dir(ply), *([messages_dir(ply - 1)] if ply else [])):
             build.store.delete_tree(stale)   # an unfinished attempt's output
         finished = f"backward generations {ply + 1}-{last}" if ply < last else "the forward pass"

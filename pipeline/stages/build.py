@@ -15,9 +15,9 @@ from pathlib import Path
 
 from c4table.wording import count
 from c4table.game.board import Board
-from c4table.errors import BoardError, BudgetError, BuildInputError, C4Error
+from c4table.budget import DEFAULT_MEMORY, MemoryBudget
+from c4table.errors import BoardError, BuildInputError, C4Error
 from c4table.game.root import Root
-from c4table.units import format_size, parse_size
 from c4table.pipeline.runtime import allocator
 from c4table.pipeline.stages import backward
 from c4table.pipeline.runtime import counters
@@ -33,7 +33,6 @@ from c4table.pipeline.kernels.kernelset import KernelSet, compiled, warm
 from c4table.builddir.manifest import Manifest
 from c4table.builddir import tableformat
 from c4table.builddir.tableformat import TableFormat
-from c4table.pipeline.sort.partition import MIN_PARALLEL_ROWS, shard_rows_for
 from c4table.progress import Progress
 from c4table.io.storage import Storage, open_storage
 from c4table.io import options as io_options
@@ -42,8 +41,6 @@ import c4table.config as config
 from c4table.io.recycle import RECYCLE_DIR, settle_deletes
 from c4table.table.sums import SUFFIX as SUMS_SUFFIX
 
-DEFAULT_MEMORY = "4GiB"
-MIN_TASK_MEMORY = 1 << 20
 
 
 @dataclass
@@ -72,7 +69,7 @@ class Build:
 
     board: Board
     root: Path | str    # a local directory, or the URI of a remote one (see ``store``)
-    memory: int
+    budget: MemoryBudget   # shared by the workers
     executor: Executor
     quiet: bool = False
     origin: Root | None = None   # the root position of a rooted build (None: the empty board)
@@ -99,12 +96,7 @@ class Build:
         if key_bits(self.board) > 56:
             raise BuildInputError(f"board {self.board}: keys need {key_bits(self.board)} bits; "
                                   "the pipeline packs key and outcome in 64 bits, so at most 56")
-        if self.task_memory < MIN_TASK_MEMORY:
-            least = MIN_TASK_MEMORY * self.executor.workers
-            raise BudgetError(f"memory budget {format_size(self.memory)} ({self.memory:,} bytes) is "
-                             f"too small to make progress with {count(self.executor.workers, 'worker')}: "
-                             f"each needs at least {format_size(MIN_TASK_MEMORY)}, so give "
-                             f"--memory {format_size(least).replace(' ', '')} or more, or fewer --workers")
+        self.budget.check(self.executor.workers)
         self.executor.prepare(self._warm_kernels)   # before the workers fork
         self.executor.prepare(runcodec.warm)   # the runs' codec, likewise
         self.store = open_storage(self.root, self.io)
@@ -253,7 +245,7 @@ class Build:
         with counters.uncounted():
             counters.save_stats(self.store, self.board.name, self.executor.workers,
                                 self.executor.name, stages,
-                                {"memory": self.memory, "task_memory": self.task_memory,
+                                {"memory": self.budget.bytes, "task_memory": self.task_memory,
                                  "storage": "local" if self.store.local else "remote",
                                  "shuffle_max_reads": self.shuffle_max_reads,
                                  "shuffles": self._earlier.get("shuffles", []) + self.shuffles,
@@ -334,17 +326,13 @@ class Build:
     @property
     def task_memory(self) -> int:
         """Bytes one task may hold: the budget shared by the workers."""
-        return self.memory // self.executor.workers
+        return self.budget.per_task(self.executor.workers)
 
-    @property
-    def shard_rows(self) -> int:
-        """Largest generation shard (:func:`shard_rows_for` the task memory)."""
-        return shard_rows_for(self.task_memory, self.board.width)
-
-    @property
-    def min_parallel_rows(self) -> int:
-        """Below this many keys a stage runs as one task (splitting would cost more)."""
-        return MIN_PARALLEL_ROWS
+    def shuffler(self) -> shuffle.Shuffle:
+        """What a shuffle of this build needs (:func:`shuffle.two_level
+        <c4table.pipeline.sort.shuffle.two_level>`): where the runs are, the executor, the
+        task memory and the read threshold."""
+        return shuffle.Shuffle(self.store.uri, self.executor, self.task_memory, self.shuffle_max_reads)
 
     def progress(self, stage: str, total: int | None = None) -> Progress:
         return Progress(stage, quiet=self.quiet, total=total)
@@ -356,7 +344,7 @@ class BuildSettings:
 
     board: Board
     out: str | Path                # a local directory or a pyarrow.fs URI
-    memory: int                    # bytes, shared by the workers
+    budget: MemoryBudget           # memory shared by the workers
     workers: int | None = None     # None: every core
     scheduler: str | None = None   # a dask scheduler ('local' or an address); None: local processes
     quiet: bool = False
@@ -369,13 +357,15 @@ class BuildSettings:
     table_md5: bool = field(default_factory=lambda: config.get("C4TABLE_TABLE_MD5"))
 
     @classmethod
-    def parse(cls, board: str | Board, out: str | Path, memory: str | int = DEFAULT_MEMORY,
+    def parse(cls, board: str | Board, out: str | Path,
+              memory: "str | int | MemoryBudget" = DEFAULT_MEMORY,
               workers: int | None = None, scheduler: str | None = None, quiet: bool = False,
               restart: bool = False, root: str | Root | None = None,
               device: str = "cpu",
               table_format: "str | TableFormat" = tableformat.DAT) -> "BuildSettings":
         """The settings of :func:`open_build`'s arguments (``root``: a move string, drawing or
-        :class:`~c4table.game.root.Root`)."""
+        :class:`~c4table.game.root.Root`; ``memory``: a size or a
+        :class:`~c4table.budget.MemoryBudget`)."""
         table_format = tableformat.get(table_format)
         board = Board.parse(board)
         if root is not None and board.grid is not None:
@@ -385,11 +375,12 @@ class BuildSettings:
         if device != "cpu":
             from c4table.pipeline.kernels.gpu import device as gpu
             gpu.check(device)
-        return cls(board, out, parse_size(memory), workers, scheduler, quiet, restart, root, device,
+        return cls(board, out, MemoryBudget.parse(memory), workers, scheduler, quiet, restart, root, device,
                    table_format)
 
 
-def open_build(board: str | Board, out: str | Path, memory: str | int = DEFAULT_MEMORY,
+def open_build(board: str | Board, out: str | Path,
+               memory: "str | int | MemoryBudget" = DEFAULT_MEMORY,
                workers: int | None = None, scheduler: str | None = None, quiet: bool = False,
                restart: bool = False, root: str | Root | None = None,
                table_format: "str | TableFormat" = tableformat.DAT) -> Build:
@@ -476,7 +467,7 @@ def _open_locked(store, s: BuildSettings) -> Build:
     executor = make_executor(s.workers or default_workers(), s.scheduler,
                              start_method="fork" if store.local else "spawn")
     try:
-        b = Build(board, store.root if store.local else store.uri, s.memory, executor, s.quiet,
+        b = Build(board, store.root if store.local else store.uri, s.budget, executor, s.quiet,
                   origin, s.device, s.table_format, s.io, s.table_md5)
     except BaseException:
         executor.close()
@@ -484,7 +475,8 @@ def _open_locked(store, s: BuildSettings) -> Build:
     return b
 
 
-def build_table(board: str | Board, out: str | Path, memory: str | int = DEFAULT_MEMORY,
+def build_table(board: str | Board, out: str | Path,
+                memory: "str | int | MemoryBudget" = DEFAULT_MEMORY,
                 workers: int | None = None, scheduler: str | None = None, quiet: bool = True,
                 restart: bool = False, keep_work: bool = True,
                 root: str | Root | None = None,

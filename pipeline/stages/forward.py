@@ -156,7 +156,7 @@ def run(build, max_ply: int | None = None) -> None:
             # the merge tasks of generation ply + 1 also expand it: its runs are written too
             written = None if ready is None else build.store.tree_size(rdir)
             resources.check_free(build.store, resources.forward_need(
-                build, ply, and_next=ply + 1 < last, runs_written=written), what)
+                build.manifest, build.store, ply, and_next=ply + 1 < last, runs_written=written), what)
             build.store.delete_tree(gen_dir(ply + 1))   # an unfinished attempt's shards
         else:
             what = f"forward counts of generation {ply}"
@@ -210,7 +210,7 @@ def _merge_runs(build, ply: int, run_rels: list[str], results, last: int):
     runs = [{"file": f, "rows": r.children, "xxh64": r.xxh64} for f, r in zip(run_rels, results)]
     ranges = list(zip(bounds[:-1], bounds[1:]))
     reads0 = build.slice_reads()
-    reads, _, group = shuffle.two_level(build, runs, ranges, f"{runs_dir(ply)}/pre", unique=True)
+    reads, _, group = shuffle.two_level(build.shuffler(), runs, ranges, f"{runs_dir(ply)}/pre", unique=True)
     # shard r is range r: its task spills run r of generation ply + 1 (run_rel)
     tasks = [(build.store.uri, reads[r], lo, hi, shard_name(gen_dir(ply), r),
               (build.kernels, ply, run_rel(ply + 1, r) if ply < last else None))

@@ -310,7 +310,7 @@ def run(build):
     md5 = build.table_md5
     shards = [s for p in plies for s in m.shards("backward", p) if s.rows]
     total = sum(s.rows for s in shards)
-    resources.check_free(store, resources.merge_need(build, plies), f"the table {name}")
+    resources.check_free(store, resources.merge_need(m, plies), f"the table {name}")
     # the table's per-block xxh64, hashed with its sha256 and streamed into its sidecar (the
     # sidecar's temporary file is dropped if the merge fails)
     with resources.disk_full_guard(store, f"the table {name}", "every generation"), \
