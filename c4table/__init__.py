@@ -22,7 +22,8 @@ _LAZY = {"Board": "game.board", "Outcome": "game.codec", "decode_outcome": "game
          "ExportReport": "analysis.export", "export_positions": "analysis.export",
          "Position": "game.rules", "PlyStats": "analysis.stats", "ply_stats": "analysis.stats",
          "MoveProbe": "table.probe", "Probe": "table.probe", "Table": "table.source",
-         "open_table": "open", "VerifyReport": "analysis.verify", "verify_table": "analysis.verify"}
+         "open_table": "open", "VerifyReport": "analysis.verify", "verify_table": "analysis.verify",
+         "BuildDir": "builddir.reader", "open_build_dir": "builddir.reader"}
 
 
 def __getattr__(name: str):
@@ -43,7 +44,7 @@ __all__ = ["Board", "Outcome", "decode_outcome", "encode_outcome", "Position", "
            "MoveProbe", "open_table", "verify_table", "VerifyReport", "C4Error", "InputError", "BoardError",
            "BuildError", "CorruptDataError", "IllegalPositionError", "MissingTableError",
            "PositionNotFoundError", "TableError", "ClosedTableError", "build_table", "parse_drawing", "render",
-           "export_positions", "ExportReport", "ply_stats", "PlyStats"]
+           "export_positions", "ExportReport", "ply_stats", "PlyStats", "open_build_dir", "BuildDir"]
 
 
 def build_table(board: "str | Board", out: "str | os.PathLike", memory: "str | int" = DEFAULT_MEMORY,

@@ -8,12 +8,21 @@ Design notes: ``docs/modules.md`` (``c4table.builddir.reader``).
 >>> bd = BuildDir.load("tables/5x4")
 >>> bd.board, bd.table.file, len(bd.plies)
 (Board(width=5, height=4, k=4), 'connect4_5x4.dat', 21)
+
+A ``.dat`` build keeps its shards in ``DIR/work`` (unless built with ``--clean``); a
+generation's entries read as one ``pyarrow.Table``:
+
+>>> g = open_build_dir("tables/5x4").generation(8)          # the backward shards of ply 8
+>>> g.column_names, g.num_rows == bd.plies[8].entries
+(['key', 'outcome'], True)
+>>> bd.generation(8, stage="forward").num_rows
+10076
 """
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Iterator, NamedTuple
+from typing import TYPE_CHECKING, Iterator, NamedTuple
 
 import numpy as np
 
@@ -24,6 +33,18 @@ from c4table.builddir.manifest import MANIFEST, Manifest
 from c4table.builddir.records import PlyRecord, TableRecord
 from c4table.builddir.shards import ShardInfo, read_shard, stored_xxh64
 from c4table.io.storage import Storage, is_url, open_storage
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+STAGES = ("forward", "backward")
+
+
+def open_build_dir(path: str | os.PathLike | Storage) -> "BuildDir":
+    """The checked build directory ``path`` (:meth:`BuildDir.load`): its manifest's records,
+    and the shards it keeps as Arrow tables (:meth:`BuildDir.generation`,
+    :meth:`BuildDir.shard_tables`)."""
+    return BuildDir.load(path)
 
 
 class PlyCounts(NamedTuple):
@@ -178,13 +199,59 @@ class BuildDir:
             keys, outs = read_shard(self.store, info, with_outcome=True)
             yield keys, np.asarray(outs, np.uint8)
 
+    def generation(self, ply: int, stage: str = "backward") -> "pa.Table":
+        """The entries of generation ``ply`` as one ``pyarrow.Table`` in key order, from the
+        shards of its ``stage`` step: ``key`` (uint64) for ``"forward"``; ``key`` and
+        ``outcome`` (the outcome byte of the table, :func:`c4table.decode_outcome` splits it)
+        for ``"backward"``. Each shard is checked (xxh64, rows) before its rows are used.
+        :class:`BuildInputError` (one line) if the step is not finished or the build kept no
+        shards (``--clean``, ``--format c4z``)."""
+        import pyarrow as pa
+        from c4table.builddir.arrow import empty, shard_table
+        tables = [shard_table(self.store, i, stage) for i in self._kept_shards(stage, ply)]
+        return pa.concat_tables(tables) if tables else empty(stage)
+
+    def shard_tables(self, stage: str = "backward", ply: int | None = None) -> Iterator["pa.Table"]:
+        """Each non-empty shard of ``stage`` (of generation ``ply``, or of every finished
+        generation, ply 0 first) as a ``pyarrow.Table`` (columns as :meth:`generation`), one
+        shard in memory at a time."""
+        from c4table.builddir.arrow import shard_table
+        plies = [ply] if ply is not None else self._finished(stage)
+        for p in plies:
+            for info in self._kept_shards(stage, p):
+                yield shard_table(self.store, info, stage)
+
+    def _finished(self, stage: str) -> list[int]:
+        if stage not in STAGES:
+            raise BuildInputError(f"stage {stage!r}: give {' or '.join(STAGES)}")
+        return self.manifest.finished_plies(stage)
+
+    def _kept_shards(self, stage: str, ply: int) -> list[ShardInfo]:
+        """The non-empty shards of the finished ``stage`` step of ``ply``, refused in one line
+        when this version cannot read them or the build did not keep them."""
+        self._finished(stage)
+        if self.manifest.shard_problem():
+            raise BuildInputError(self.manifest.shard_problem())
+        infos = self.manifest.shards(stage, ply)
+        if infos is None:
+            raise BuildInputError(f"{self.path}: the {stage} step of ply {ply} is not finished")
+        infos = [i for i in infos if i.rows]
+        if infos and not self._has_work():
+            raise BuildInputError(f"{self.store.display('work')}: this build kept no shards "
+                                  "(built with --clean or --format c4z); rebuild it without "
+                                  "--clean to read its generations")
+        return infos
+
+    def _has_work(self) -> bool:
+        store = self.store
+        return (Path(store.root) / "work").exists() if store.local else bool(store.list_files("work"))
+
     def shard_problems(self, limit: int = 10, steps=None) -> list[str]:
         """Shards listed in the manifest that are missing or whose xxh64 differs (at most
         ``limit``); none for a build cleaned with ``--clean`` (no ``work/`` left). ``steps``:
         only these ``(stage, ply)`` steps (default: every finished step)."""
         store = self.store
-        has_work = (Path(store.root) / "work").exists() if store.local else bool(store.list_files("work"))
-        if not has_work:
+        if not self._has_work():
             return []
         if steps is None:
             steps = [(stage, ply) for stage in ("forward", "backward")
@@ -202,5 +269,4 @@ class BuildDir:
                                    f"{info.xxh64} (damaged shard)")
                 if len(out) >= limit:
                     return out
-        return out
         return out
