@@ -153,7 +153,7 @@ def build(board, out, memory, workers, scheduler, quiet, restart, root, clean, c
 def _echo_counts(b, quiet: bool) -> None:
     """The requests, bytes, tasks and task memory of this run's stages (DIR/stats.json)."""
     from c4table.pipeline.runtime.counters import format_stats
-    stages = {k: v for k, v in b.executor_counts.items() if v["tasks"]}
+    stages = {k: v for k, v in b.ledger.executor_counts.items() if v["tasks"]}
     if quiet or not stages:
         return
     click.echo(f"storage and tasks of this run ({b.store.display('stats.json')} sums every "
@@ -168,19 +168,19 @@ def _echo_stages(b, quiet: bool) -> None:
     or DIR/stats.json)."""
     if quiet:
         return
-    ran = {k for k, v in b.executor_counts.items() if v["tasks"]}
-    for stage, seconds in b.stage_seconds.items():
+    ran = {k for k, v in b.ledger.executor_counts.items() if v["tasks"]}
+    for stage, seconds in b.ledger.stage_seconds.items():
         if stage in ran:
-            click.echo("  " + stage_line(stage, seconds, b.stage_work.get(stage),
+            click.echo("  " + stage_line(stage, seconds, b.ledger.stage_work.get(stage),
                                          b.manifest.table.entries))
 
 
 def stage_line(stage: str, seconds: float, work, entries: int) -> str:
     """The summary line of ``stage`` after ``seconds``: its :class:`StageWork
-    <c4table.pipeline.stages.build.StageWork>` ``work`` of this run (None: the whole table's
+    <c4table.pipeline.stages.ledger.StageWork>` ``work`` of this run (None: the whole table's
     ``entries``, a stage that does all or nothing).
 
-    >>> from c4table.pipeline.stages.build import StageWork
+    >>> from c4table.pipeline.stages.ledger import StageWork
     >>> stage_line("backward", 0.3, StageWork(6_383_011, 2, 26), 34_888_367)
     'backward  6,383,011 entries in 0.3s (21.3 M entries/s); resumed: 2 of 26 plies this run'
     >>> stage_line("forward", 0.5, StageWork(0, 0, 26), 34_888_367)

@@ -219,7 +219,7 @@ def _run_board(board: str, workers: int, memory: str, where: Path) -> dict:
             b.run_stage(name, stage, b)
             wall[name], cpu[name] = time.perf_counter() - t, tree_cpu() - c
             driver[name] = own_cpu() - o
-        counts = b.executor_counts
+        counts = b.ledger.executor_counts
         tasks = {s: counts.get(s, {}).get("tasks", 0) for s in wall}
         task_memory = b.task_memory
     finally:

@@ -216,7 +216,7 @@ def run(build) -> None:
                       f"{count(n, 'finished shard')} of {' and '.join(parts)} (xxh64)")
     if todo:
         build.verified.add("backward")
-    work = build.work("backward", of=last + 1 - build.first_ply)
+    work = build.ledger.work("backward", of=last + 1 - build.first_ply)
     for ply in range(last, -1, -1):
         if m.shards("backward", ply) is not None:
             prog.done += m.entries(ply)
@@ -237,7 +237,7 @@ def run(build) -> None:
             runs = incoming_runs(build, ply) if ply < last else []
             shards = [s for s in m.shards("forward", ply) if s.rows]
             n = sum(s.rows for s in shards)
-            reads0 = build.slice_reads()
+            reads0 = build.ledger.slice_reads()
             per_task, group = premerged_runs(build, ply, runs, shards) if runs else \
                 ([runs] * len(shards), None)
             tasks = [(build.store.uri, build.kernels, ply, s.to_json(), per_task[i],
@@ -246,8 +246,8 @@ def run(build) -> None:
                      for i, s in enumerate(shards)]
             results = build.executor.map(annotate_task, tasks)
             if runs:
-                build.log_shuffle("backward", ply, len(shards), len(runs), group,
-                                  build.slice_reads() - reads0)
+                build.ledger.log_shuffle("backward", ply, len(shards), len(runs), group,
+                                  build.ledger.slice_reads() - reads0)
             stats = np.zeros(6, np.int64)
             infos, sent = [], []
             for r in results:
@@ -261,7 +261,7 @@ def run(build) -> None:
             m.checkpoint(n)
             build.verified.add(f"messages {ply - 1}")
         build.spent(messages_dir(ply))   # spent: recycled or deleted (Build.spent)
-        build.save_stats()   # a killed run loses only this generation's counts
+        build.ledger.save()   # a killed run loses only this generation's counts
         rec = m.ply_counts(ply)
         work.add(n)
         prog.step(f"ply {ply}", n, entries=n, a_wins=rec.a_wins, draws=rec.draws,

@@ -22,6 +22,7 @@ from c4table.pipeline.runtime import allocator
 from c4table.pipeline.stages import backward
 from c4table.pipeline.runtime import counters
 from c4table.pipeline.stages import forward
+from c4table.pipeline.stages.ledger import RunLedger
 from c4table.pipeline.stages import merge
 from c4table.pipeline.stages import merge_c4z
 from c4table.pipeline.runtime import resources
@@ -38,29 +39,9 @@ from c4table.io.storage import Storage, open_storage
 from c4table.io import options as io_options
 from c4table.io.options import IOOptions
 import c4table.config as config
-from c4table.io.recycle import RECYCLE_DIR, settle_deletes
+from c4table.io.recycle import settle_deletes
 from c4table.table.sums import SUFFIX as SUMS_SUFFIX
 
-
-
-@dataclass
-class StageWork:
-    """What one stage did in this run, for the build's summary: the entries it processed and
-    the steps it ran (generations, or ranges of a ``.c4z`` merge) of the ``of`` it has in all;
-    a resumed stage ran fewer steps than that."""
-
-    entries: int = 0
-    steps: int = 0
-    of: int = 0
-
-    def add(self, entries: int, steps: int = 1) -> None:
-        self.entries += entries
-        self.steps += steps
-
-    @property
-    def resumed(self) -> bool:
-        """True if steps finished by earlier runs were left as they were."""
-        return self.steps < self.of
 
 
 @dataclass
@@ -80,16 +61,12 @@ class Build:
     manifest: Manifest = field(init=False)
     store: Storage = field(init=False)                  # where the files live
     verified: set = field(init=False, default_factory=set)  # what this process has checked
-    _counts: object = field(init=False, default=None)        # the executor's StageCounts
+    ledger: RunLedger = field(init=False)   # this run's counts, times and shuffles (stats.json)
     # a shuffle past this many ranged reads (tasks x runs) is made two-level (pipeline/sort/shuffle.py)
     shuffle_max_reads: int = field(default_factory=lambda: shuffle.max_reads_default())
-    shuffles: list = field(init=False, default_factory=list)  # this run's shuffles, measured
-    stage_seconds: dict = field(init=False, default_factory=dict)  # wall time of this run's stages
-    stage_work: dict = field(init=False, default_factory=dict)  # stage -> its StageWork this run
     _io_before: IOOptions | None = field(init=False, default=None)  # put back by close()
     # the directories opening the build created (deepest first): removed by close() if empty
     made: list = field(init=False, default_factory=list)
-    _earlier: dict = field(init=False, default_factory=dict)   # stats.json as this run found it
 
     def __post_init__(self) -> None:
         self.board.check_buildable()   # a 3D board too large for 64-bit bitboards
@@ -117,34 +94,7 @@ class Build:
             raise
         if n:
             self.note("build", f"removed {count(n, 'scratch file')} left by an interrupted run")
-        self._earlier = self._load_earlier()
-        self._start_ledger()
-
-    def _load_earlier(self) -> dict:
-        """``DIR/stats.json`` as the earlier runs left it ({}: none, or damaged)."""
-        with counters.uncounted():
-            try:
-                return counters.load_stats(self.store) if self.store.exists(counters.STATS) else {}
-            except C4Error:
-                return {}
-
-    def _start_ledger(self) -> None:
-        """Start this run's stored-bytes ledger from what the build directory holds now (after
-        the scratch of an interrupted run is gone), so that a resumed run's peak is what the
-        disk held, not a rise from zero. Locally that is measured: the bytes of the directory's
-        files but ``stats.json`` (never counted) and the recycle bin (counted as deleted). On
-        an object store (a LIST of a big build is many requests) it is the ledger the earlier
-        runs left in ``stats.json`` (``stored_bytes``; it drifts by the scratch files a resume
-        deletes, which no earlier run counted as deleted), or the setup's counts if none."""
-        with counters.uncounted():
-            if self.store.local:
-                held = self.store.tree_size("") - self.store.tree_size(RECYCLE_DIR)
-                if self.store.exists(counters.STATS):
-                    held -= self.store.size(counters.STATS)
-            else:
-                held = self._earlier.get("stored_bytes")
-        if held is not None:
-            self.executor.counts.rebase(held)
+        self.ledger = RunLedger(self.store, self.executor, self.board.name, self._stats_settings)
 
     def _warm_kernels(self) -> None:
         """Load the kernels (:func:`warm`), saying so when they must be compiled first (the
@@ -203,85 +153,16 @@ class Build:
             self.store.empty_recycle_bin()
             self.store.delete_tree(rel)
 
-    def work(self, stage: str, of: int) -> StageWork:
-        """The :class:`StageWork` of ``stage`` in this run, which has ``of`` steps in all (its
-        driver adds the entries of each step it runs)."""
-        w = self.stage_work.setdefault(stage, StageWork())
-        w.of = of
-        return w
-
     def run_stage(self, stage: str, fn, *args):
-        """Run ``fn(*args)`` (a stage's driver) with its requests, bytes and tasks counted
-        under ``stage``; then record the counts in ``DIR/stats.json`` (:meth:`save_stats`; the
-        stages also do after each generation or merge range)."""
-        self._counts = self.executor.counts
-        self._counts.set_stage(stage)
-        t0 = time.perf_counter()
-        try:
-            return fn(*args)
-        finally:
-            self.stage_seconds[stage] = time.perf_counter() - t0
-            self.save_stats()
+        """Run ``fn(*args)`` (a stage's driver) counted under ``stage`` (:meth:`RunLedger.run_stage
+        <c4table.pipeline.stages.ledger.RunLedger.run_stage>`)."""
+        return self.ledger.run_stage(stage, fn, *args)
 
-    @property
-    def executor_counts(self) -> dict:
-        """This run's counts per stage (kept after the executor is closed)."""
-        return self._counts.to_json() if self._counts is not None else {}
-
-    def save_stats(self) -> None:
-        """Write ``DIR/stats.json``: per stage, the counts of the runs before this one (as this
-        run found them) plus this run's so far, with ``runs`` one more (:func:`counters.add_run
-        <c4table.pipeline.runtime.counters.add_run>`), for the stages this run ran tasks in;
-        the others as found. Called often (after each generation and merge range): a run killed
-        loses only the counts since. A stage with nothing left to do runs no task and adds no
-        run. Its own requests are not counted: the file's size depends on the counts it holds
-        (timings, memory, the executor's name), and the next stage would count reading it."""
-        mine = {k: v for k, v in self.executor_counts.items()
-                if k != "setup" and v["tasks"]}
-        if not mine:
-            return
-        before = self._earlier.get("stages", {})
-        stages = {**before, **{k: counters.add_run(before.get(k), v) for k, v in mine.items()}}
-        with counters.uncounted():
-            counters.save_stats(self.store, self.board.name, self.executor.workers,
-                                self.executor.name, stages,
-                                {"memory": self.budget.bytes, "task_memory": self.task_memory,
-                                 "storage": "local" if self.store.local else "remote",
-                                 "shuffle_max_reads": self.shuffle_max_reads,
-                                 "shuffles": self._earlier.get("shuffles", []) + self.shuffles,
-                                 # the ledger now (a remote resume starts from it)
-                                 "stored_bytes": self._counts.stored,
-                                 # the .c4z merge's files are counted (format 1 did not)
-                                 "c4z_counted": self._earlier.get("c4z_counted", True)
-                                 or "merge" not in before})
-
-    def saving(self, results):
-        """Yield the items of ``results`` (a stage's task results), saving the counts
-        (:meth:`save_stats`) after the caller has taken each in. Closing it closes
-        ``results`` (:meth:`Executor.imap <c4table.pipeline.runtime.execution.Executor.imap>`
-        then cancels the tasks not started)."""
-        try:
-            for r in results:
-                yield r
-                self.save_stats()
-        finally:
-            if hasattr(results, "close"):
-                results.close()
-
-    def slice_reads(self) -> int:
-        """Run-slice reads counted so far in the current stage (see :meth:`log_shuffle`)."""
-        c = self.executor.counts
-        c.sample()
-        st = c.stages.get(c.stage)
-        return st.slice_reads if st is not None else 0
-
-    def log_shuffle(self, stage: str, ply: int, tasks: int, runs: int, group: int | None,
-                    reads: int) -> None:
-        """Record one shuffle of this run (written to ``stats.json``): its tasks, the runs they
-        read, the pre-merge group size (None: read directly) and the run-slice reads counted."""
-        self.shuffles.append({"stage": stage, "ply": ply, "tasks": tasks, "runs": runs,
-                              "group": group, "slice_reads": reads,
-                              "bound": shuffle.read_bound(tasks, runs, group)})
+    def _stats_settings(self) -> dict:
+        """The settings ``stats.json`` records beside the counts (read when it is saved)."""
+        return {"memory": self.budget.bytes, "task_memory": self.task_memory,
+                "storage": "local" if self.store.local else "remote",
+                "shuffle_max_reads": self.shuffle_max_reads}
 
     def _unlock(self) -> None:
         if self.store.local:

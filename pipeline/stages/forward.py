@@ -138,7 +138,7 @@ def run(build, max_ply: int | None = None) -> None:
     if todo:   # every forward shard is now verified or about to be written by this process
         build.verified.add("forward")
     fused = None   # (ply, expand results): a generation its merge tasks expanded already
-    work = build.work("forward", of=last + 1 - build.first_ply)
+    work = build.ledger.work("forward", of=last + 1 - build.first_ply)
     for ply in range(last + 1):
         if step_done(build, ply, last):
             prog.done += build.manifest.ply_counts(ply).positions
@@ -181,7 +181,7 @@ def run(build, max_ply: int | None = None) -> None:
             build.manifest.set_forward_counts(ply, entries, sym, terminal, term_sym)
             build.manifest.checkpoint(entries)
         build.spent(rdir)   # spent: recycled or deleted (Build.spent)
-        build.save_stats()   # a killed run loses only this generation's counts
+        build.ledger.save()   # a killed run loses only this generation's counts
         rec = build.manifest.ply_counts(ply)
         work.add(entries)
         prog.step(f"ply {ply}/{last}", rec.positions, entries=entries,
@@ -209,14 +209,14 @@ def _merge_runs(build, ply: int, run_rels: list[str], results, last: int):
                                       [r.children for r in results])
     runs = [{"file": f, "rows": r.children, "xxh64": r.xxh64} for f, r in zip(run_rels, results)]
     ranges = list(zip(bounds[:-1], bounds[1:]))
-    reads0 = build.slice_reads()
+    reads0 = build.ledger.slice_reads()
     reads, _, group = shuffle.two_level(build.shuffler(), runs, ranges, f"{runs_dir(ply)}/pre", unique=True)
     # shard r is range r: its task spills run r of generation ply + 1 (run_rel)
     tasks = [(build.store.uri, reads[r], lo, hi, shard_name(gen_dir(ply), r),
               (build.kernels, ply, run_rel(ply + 1, r) if ply < last else None))
              for r, (lo, hi) in enumerate(ranges)]
     out = build.executor.map(merge_task, tasks)
-    build.log_shuffle("forward", ply, len(ranges), len(runs), group, build.slice_reads() - reads0)
+    build.ledger.log_shuffle("forward", ply, len(ranges), len(runs), group, build.ledger.slice_reads() - reads0)
     infos = [ShardInfo.from_json(m.shard) for m in out]
     return infos, [m.expanded for m in out if m.expanded is not None]
 

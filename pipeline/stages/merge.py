@@ -341,9 +341,9 @@ def run(build):
                       sum(s.rows for s in shards if s.last < bounds[r]), direct)
                      for r in range(n_r)]
             # each range is hashed once it and those before it are written
-            # (the counts saved after each range: Build.saving)
+            # (the counts saved after each range: RunLedger.saving)
             hashes = hash_ranges(store, target, E, n_r, total,
-                                 build.saving(build.executor.imap(range_task, tasks)),
+                                 build.ledger.saving(build.executor.imap(range_task, tasks)),
                                  direct, md5, sums)
             prog.note(f"sorted and hashed {total:,} entries ({total * E:,} bytes) in "
                       f"{count(len(tasks), 'range')} in {time.perf_counter() - t0:.2f}s")

@@ -413,9 +413,9 @@ def run(build):
             save_state(store, tmp, MergeState(digest, bounds, level, k, at, B, P, mm))
             drop_shards(store, shards, bounds[k])
 
-        build.work("merge", of=n_r).add(total - (state.at.entries if state is not None else 0),
+        build.ledger.work("merge", of=n_r).add(total - (state.at.entries if state is not None else 0),
                                         n_r - done)
-        results = build.saving(build.executor.imap(range_blocks_task, tasks))   # counts saved
+        results = build.ledger.saving(build.executor.imap(range_blocks_task, tasks))   # counts saved
         digests = assemble(store, store.root / tmp, board, total, n_r, level, results, build.table_md5,
                            resume=state, appended=appended, min_match=mm,
                            file=build.table_name, root=m.root_record())
