@@ -9,6 +9,7 @@ Small public API over the table format (``README.md``; the modules: ``docs/modul
 """
 import os
 
+from c4table.budget import DEFAULT_MEMORY
 from c4table.errors import (BoardError, BuildError, C4Error, ClosedTableError, CorruptDataError,
                             IllegalPositionError, InputError, MissingTableError,
                             PositionNotFoundError, TableError)
@@ -21,7 +22,8 @@ _LAZY = {"Board": "game.board", "Outcome": "game.codec", "decode_outcome": "game
          "ExportReport": "analysis.export", "export_positions": "analysis.export",
          "Position": "game.rules", "PlyStats": "analysis.stats", "ply_stats": "analysis.stats",
          "MoveProbe": "table.probe", "Probe": "table.probe", "Table": "table.source",
-         "open_table": "open", "VerifyReport": "analysis.verify", "verify_table": "analysis.verify"}
+         "open_table": "open", "VerifyReport": "analysis.verify", "verify_table": "analysis.verify",
+         "BuildDir": "builddir.reader", "open_build_dir": "builddir.reader"}
 
 
 def __getattr__(name: str):
@@ -42,17 +44,17 @@ __all__ = ["Board", "Outcome", "decode_outcome", "encode_outcome", "Position", "
            "MoveProbe", "open_table", "verify_table", "VerifyReport", "C4Error", "InputError", "BoardError",
            "BuildError", "CorruptDataError", "IllegalPositionError", "MissingTableError",
            "PositionNotFoundError", "TableError", "ClosedTableError", "build_table", "parse_drawing", "render",
-           "export_positions", "ExportReport", "ply_stats", "PlyStats"]
+           "export_positions", "ExportReport", "ply_stats", "PlyStats", "open_build_dir", "BuildDir"]
 
 
-def build_table(board: "str | Board", out: "str | os.PathLike", memory: "str | int" = "4GiB",
+def build_table(board: "str | Board", out: "str | os.PathLike", memory: "str | int" = DEFAULT_MEMORY,
                 workers: "int | None" = None, scheduler=None, quiet: bool = True,
                 restart: bool = False, keep_work: bool = True, root: "str | None" = None,
                 table_format: str = "dat"):
     """Build (or finish building) the table of ``board`` (``"5x4"``, ``"5x4k3"`` or a
     :class:`Board`) in the directory ``out`` (or a ``pyarrow.fs`` URI such as
     ``s3://bucket/prefix``) and return the table's path. ``memory``: budget shared by the workers
-    (``"4GiB"``); ``workers``: processes (default: all cores); ``scheduler``: a dask address,
+    (default :data:`c4table.budget.DEFAULT_MEMORY`); ``workers``: processes (default: all cores); ``scheduler``: a dask address,
     ``"local"`` or a ``distributed.Client``; ``quiet=False`` shows progress lines on stderr;
     ``restart``: discard a partial build; ``keep_work``: keep ``out/work`` after the merge;
     ``root``: a move string or drawing, to build the rooted table of every position reachable

@@ -127,11 +127,13 @@ def describe_table(path: Path, board: str) -> None:
     import hashlib
     from c4table.game.board import Board
     from c4table.builddir.manifest import Manifest
+    from c4table.builddir.records import TableRecord
+    from c4table.builddir.tableformat import DAT
     b = Board.parse(board)
     m = Manifest.open_or_create(path.parent, b)
     body = path.read_bytes()
-    m.data["table"] = {"file": path.name, "entries": len(body) // b.entry_size, "bytes": len(body),
-                       "sha256": hashlib.sha256(body).hexdigest()}
+    m.record_table(TableRecord.of(DAT, path.name, len(body) // b.entry_size,
+                                  {"bytes": len(body), "sha256": hashlib.sha256(body).hexdigest()}))
     m.save()
 
 

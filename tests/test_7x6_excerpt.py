@@ -22,6 +22,8 @@ from c4table.testing import oracle
 from c4table.game.board import Board, column_value
 from c4table.errors import TableError
 from c4table.builddir.manifest import Manifest
+from c4table.builddir.records import TableRecord
+from c4table.builddir.tableformat import DAT
 from c4table.game.rules import Position
 from c4table.open import open_table
 from conftest import cadot_column_table, run_cli as run
@@ -46,8 +48,8 @@ def excerpt(tmp_path_factory):
         open_table(path)
     data = path.read_bytes()
     m = Manifest.open_or_create(d, Board.parse("7x6"))
-    m.data["table"] = {"file": path.name, "entries": len(entries), "bytes": len(data),
-                       "sha256": hashlib.sha256(data).hexdigest()}
+    m.record_table(TableRecord.of(DAT, path.name, len(entries),
+                                  {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}))
     m.save()
     sums = BlockSums(7)   # its block checksums, as a build writes them
     sums.update(data)

@@ -173,7 +173,8 @@ def write_manifest(tmp_path: Path, w: int, h: int, wdl: bool = True, tweak=None)
     d = tmp_path / f"{w}x{h}"
     d.mkdir()
     m = Manifest.open_or_create(d, Board(w, h))   # a real manifest, with its own checksum
-    m.data["plies"] = plies
+    for p in plies:
+        m.set_counts(p.pop("ply"), **p)
     m.save()
     return d
 

@@ -564,7 +564,7 @@ def test_c4z_merge_disk_check_covers_what_the_merge_grows(staged54, tmp_path, mo
     b = open_build("5x4", out, memory=SMALL[1], workers=2, quiet=True, table_format="c4z")
     try:
         merge_c4z.run(b)
-        raw = b.manifest.table["bytes"]
+        raw = b.manifest.table.bytes
     finally:
         b.close()
     assert len(seen["sizes"]) > 4

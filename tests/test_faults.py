@@ -67,7 +67,7 @@ def partial(tmp_path_factory):
         b.close()
         raise
     m = b.manifest
-    interrupt_backward(b, lambda: len(m.data["steps"]["backward"]) >= 11)   # after plies 20..10
+    interrupt_backward(b, lambda: len(m.finished_plies("backward")) >= 11)   # after plies 20..10
     assert len(json.loads((d / "manifest.json").read_text())["steps"]["backward"]) == 11
     return d
 
@@ -154,7 +154,7 @@ def test_damaged_shard_is_a_one_line_error_naming_it(partial, tmp_path, damage, 
     assert str(f) in err
     assert ("missing" if damage == "delete" else "checksum") in err
     # nothing finished was lost: the manifest still lists every finished step
-    assert len(soak.read_manifest(out)["steps"]["backward"]) == 11
+    assert len(soak.read_manifest(out).finished_plies("backward")) == 11
 
 
 def test_verify_reports_damaged_shards_of_a_finished_build(reference, tmp_path):
@@ -234,17 +234,17 @@ def test_damaged_manifest(reference, tmp_path, damage):
 def test_merge_killed_after_rename_before_manifest_save(reference, tmp_path):
     """A table file with no record in the manifest is not trusted: the merge runs again."""
     out = copy_build(reference[1], tmp_path / "b")
-    m = Manifest.load(out)
-    m.data.pop("table")
-    m.data.pop("totals")
-    m.save()
+    data = json.loads((out / "manifest.json").read_text())   # the manifest before the merge's save
+    for k in ("table", "totals", "xxh64"):
+        data.pop(k)
+    Manifest(out, data).save()
     f = out / TABLE
     f.write_bytes(f.read_bytes()[:1000])          # whatever the crash left
     code, err = resume(out)
     assert code == 0, err
     assert "not trusted" in err
     assert soak.sha256_file(f) == reference[0]
-    assert soak.read_manifest(out)["table"]["sha256"] == reference[0]
+    assert soak.read_manifest(out).table.sha256 == reference[0]
 
 
 @pytest.mark.parametrize("tmp_ok", [True, False])
@@ -342,9 +342,9 @@ def test_enospc_in_a_worker_process_keeps_finished_steps(reference, tmp_path, st
     assert "disk full" in p.stderr and str(out) in p.stderr and finished in p.stderr
     m = soak.read_manifest(out)
     if stage == "forward":
-        assert sorted(map(int, m["steps"]["forward"])) == list(range(ply))
+        assert m.finished_plies("forward") == list(range(ply))
     else:
-        assert sorted(map(int, m["steps"]["backward"])) == list(range(ply + 1, 21))
+        assert m.finished_plies("backward") == list(range(ply + 1, 21))
     assert not list(out.rglob("*.tmp"))   # the failed write removed its temporary file
     code, err = resume(out, "-q")
     assert code == 0, err
@@ -385,7 +385,7 @@ def test_worker_process_killed_is_one_line_and_resumable(reference, tmp_path):
                        capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert p.returncode == 1 and one_line_error(p.stderr), p.stderr
     assert "worker process died" in p.stderr
-    assert sorted(map(int, soak.read_manifest(out)["steps"]["backward"])) == list(range(15, 21))
+    assert soak.read_manifest(out).finished_plies("backward") == list(range(15, 21))
     code, err = resume(out, "-q")
     assert code == 0, err
     assert soak.sha256_file(out / TABLE) == reference[0]
@@ -412,7 +412,7 @@ def test_free_disk_check_refuses_with_needed_and_free(reference, tmp_path, monke
     assert "300,000 bytes" in msg and "needs about" in msg
     need = int(msg.split("needs about ")[1].split("(")[1].split(" bytes")[0].replace(",", ""))
     assert need > 300_000
-    assert len(soak.read_manifest(tmp_path)["steps"]["forward"]) == 12
+    assert len(soak.read_manifest(tmp_path).finished_plies("forward")) == 12
     monkeypatch.setattr(resources, "free_bytes", lambda path: 1 << 40)
     path = build_table(BOARD, tmp_path, workers=1, quiet=True)
     assert soak.sha256_file(path) == reference[0]
@@ -431,9 +431,9 @@ def test_forward_disk_estimate_covers_each_step_without_counting_runs_twice(tmp_
     seen = []   # (ply announced by the check, need, need without the measured runs)
     real_need = resources.forward_need
 
-    def spy(build, ply, and_next=False, runs_written=None):
-        need = real_need(build, ply, and_next, runs_written)
-        seen.append((ply, need, real_need(build, ply, and_next), store.tree_size(forward.gen_dir(ply))
+    def spy(m, st, ply, and_next=False, runs_written=None):
+        need = real_need(m, st, ply, and_next, runs_written)
+        seen.append((ply, need, real_need(m, st, ply, and_next), store.tree_size(forward.gen_dir(ply))
                      + store.tree_size(forward.runs_dir(ply + 1)), runs_written))
         return need
     monkeypatch.setattr(resources, "forward_need", spy)
@@ -462,18 +462,18 @@ def test_backward_disk_estimate_covers_each_step_priced_by_what_was_sent(tmp_pat
     seen = {}   # ply -> (need, need at the bound, bytes now under the last step's output)
     real_need, real_sent = resources.backward_need, resources.sent_bytes
 
-    def at_bound(build, ply):
-        monkeypatch.setattr(resources, "sent_bytes", lambda build, ply: None)
+    def at_bound(m, st, ply):
+        monkeypatch.setattr(resources, "sent_bytes", lambda m, st, ply: None)
         try:
-            return real_need(build, ply)
+            return real_need(m, st, ply)
         finally:
             monkeypatch.setattr(resources, "sent_bytes", real_sent)
 
-    def spy(build, ply):
+    def spy(m, st, ply):
         done = ply + 1
         written = store.tree_size(backward.gen_dir(done)) + store.tree_size(backward.messages_dir(ply)) \
-            if build.manifest.step("backward", done) else None
-        seen[ply] = (real_need(build, ply), at_bound(build, ply), written)
+            if m.step("backward", done) else None
+        seen[ply] = (real_need(m, st, ply), at_bound(m, st, ply), written)
         return seen[ply][0]
     monkeypatch.setattr(resources, "backward_need", spy)
     build_table(BOARD, tmp_path, workers=1, quiet=True)
@@ -515,17 +515,17 @@ def test_tiny_filesystem(reference, tmp_path, skip_check):
         assert code == 1 and one_line_error(err), err
         assert ("disk full" if skip_check else "not enough free disk") in err
         m = soak.read_manifest(out)
-        assert m is not None and len(m["steps"]["forward"]) > 5
-        finished = {s["file"]: s["xxh64"] for st in m["steps"].values() for v in st.values()
-                    for s in v["shards"]}
+        assert m is not None and len(m.finished_plies("forward")) > 5
+        finished = {s.file: s.xxh64 for st in ("forward", "backward")
+                    for p in m.finished_plies(st) for s in m.shards(st, p)}
         subprocess.run(["mount", "-o", "remount,size=64m", str(mnt)], check=True)
         code, _, err = cli("build", BOARD, "--out", out, "-q", "--workers", 2, env=env)
         assert code == 0, err
         m2 = soak.read_manifest(out)
-        for stage in m2["steps"].values():   # finished steps were kept, not redone differently
-            for v in stage.values():
-                for s in v["shards"]:
-                    assert finished.get(s["file"], s["xxh64"]) == s["xxh64"]
+        for st in ("forward", "backward"):   # finished steps were kept, not redone differently
+            for p in m2.finished_plies(st):
+                for s in m2.shards(st, p):
+                    assert finished.get(s.file, s.xxh64) == s.xxh64
         assert soak.sha256_file(out / TABLE) == reference[0]
     finally:
         subprocess.run(["umount", "-l", str(mnt)], capture_output=True)

@@ -192,8 +192,8 @@ def test_a_resumed_build_counts_only_the_work_of_this_run(tmp_path):
     from c4table.pipeline.stages.build import open_build
     b = open_build("5x4", tmp_path / "b", workers=1, quiet=True)
     forward.run(b)
-    steps = b.manifest.data["steps"]
-    interrupt_backward(b, lambda: len(steps["backward"]) >= 11)   # after plies 20..10
+    m = b.manifest
+    interrupt_backward(b, lambda: len(m.finished_plies("backward")) >= 11)   # after plies 20..10
     rc, out, err = c4table("build", "5x4", "--out", "b", "--workers", "2", cwd=tmp_path)
     assert rc == 0, err
     plies = json.loads((tmp_path / "b" / "manifest.json").read_text())["plies"]

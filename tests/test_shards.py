@@ -162,7 +162,7 @@ def test_a_build_directory_of_the_parquet_format_keeps_its_table_but_not_its_sha
     data["xxh64"] = checksum(data)
     (d / "manifest.json").write_text(json.dumps(data))
     bd = BuildDir.load(d)
-    assert bd.table["file"] == "connect4_5x4.dat" and not bd.has_backward_files(8)
+    assert bd.table.file == "connect4_5x4.dat" and not bd.has_backward_files(8)
     with pytest.raises(BuildError, match="c4table-manifest/1"):
         next(iter(bd.read_backward(8)))
     old = export_positions(d / "connect4_5x4.dat", tmp_path / "old.parquet", ply=8)

@@ -127,9 +127,10 @@ def test_premerged_messages_are_reused_after_an_interruption(tmp_path):
     except BaseException:
         b.close()
         raise
-    steps = b.manifest.data["steps"]["backward"]
+    m = b.manifest
     # stop at the first annotation that reads pre-merged pieces
-    interrupt_backward(b, lambda: any("premerged" in s for s in steps.values()))
+    interrupt_backward(b, lambda: any(m.step("backward", p).premerged is not None
+                                      for p in m.finished_plies("backward")))
     b = open_build("5x4", out, memory="4MiB", workers=1, quiet=True)
     b.shuffle_max_reads = 30
     calls, real_map = [], b.executor.map

@@ -21,14 +21,14 @@ SMALL = "4MiB"   # many shards and tasks per generation on 5x4
 
 KILL_AFTER_SAVES = """
 import os, runpy, signal, sys
-from c4table.pipeline.stages.build import Build
-n, seen, real = int(sys.argv[1]), [0], Build.save_stats
+from c4table.pipeline.stages.ledger import RunLedger
+n, seen, real = int(sys.argv[1]), [0], RunLedger.save
 def save_then_kill(self):
     real(self)
     seen[0] += 1
     if seen[0] == n:
         os.killpg(0, signal.SIGKILL)
-Build.save_stats = save_then_kill
+RunLedger.save = save_then_kill
 sys.argv = ["c4table", *sys.argv[2:]]
 runpy.run_module("c4table.cli.main", run_name="__main__")
 """
@@ -63,7 +63,7 @@ def test_a_build_killed_mid_stage_and_resumed_reports_both_runs(tmp_path):
 
     b = open_build("5x4", out, memory=SMALL, workers=2, quiet=True)
     run_build(b)
-    mine = b.executor_counts   # the resuming run's own counts
+    mine = b.ledger.executor_counts   # the resuming run's own counts
     st = json.loads((out / STATS).read_text())
     assert st["format"] == STATS_FORMAT
     total = st["stages"]

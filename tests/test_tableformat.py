@@ -10,6 +10,8 @@ import pytest
 
 import c4table
 from c4table.builddir import tableformat
+from c4table.builddir.reader import BuildDir
+from c4table.builddir.records import FileRecord, TableRecord
 from c4table.builddir.tableformat import C4Z, DAT
 from c4table.c4z.writer import decompress_table
 from c4table.errors import BuildError
@@ -32,12 +34,13 @@ def test_every_format_is_found_by_its_name_and_unknown_names_are_refused():
 
 def test_a_record_names_its_format_and_an_old_record_is_raw():
     old = {"file": "connect4_4x4.dat", "entries": 2, "bytes": 6, "sha256": "x"}
-    assert tableformat.of_record(old) is DAT and tableformat.of_record(None) is None
-    rec = C4Z.table_record("connect4_4x4.dat", 2, 6, {"sha256": "x", "md5": "y", "bytes": 6},
-                           {"file": "connect4_4x4.c4z", "bytes": 5, "sha256": "z"})
-    assert tableformat.of_record(rec) is C4Z and C4Z.container(rec)["file"] == "connect4_4x4.c4z"
-    assert DAT.table_record("connect4_4x4.dat", 2, 6, {"sha256": "x"}) == old
-    assert DAT.container(old) is None
+    assert TableRecord.from_json(old).format is DAT and TableRecord.from_json(old).container is None
+    rec = TableRecord.of(C4Z, "connect4_4x4.dat", 2, {"sha256": "x", "md5": "y", "bytes": 6},
+                         FileRecord("connect4_4x4.c4z", 5, "z"))
+    js = rec.to_json()
+    assert js["format"] == "c4z" and js["c4z"] == {"file": "connect4_4x4.c4z", "bytes": 5, "sha256": "z"}
+    assert TableRecord.from_json(js) == rec
+    assert TableRecord.of(DAT, "connect4_4x4.dat", 2, {"sha256": "x", "bytes": 6}).to_json() == old
 
 
 @pytest.mark.parametrize("fmt", tableformat.NAMES)
@@ -55,8 +58,10 @@ def test_public_build_table_writes_each_format_with_the_published_4x4_bytes(tmp_
         assert not (tmp_path / fmt / "connect4_4x4.dat").exists()
         assert not (tmp_path / fmt / "work").exists()   # nothing kept past its last reader
     assert sha256_of(raw) == published_tables()["4x4"]["sha256"]
+    assert BuildDir.load(tmp_path / fmt).table.format is f
+    # on disk: a raw table's record names no format (as before .c4z builds), a .c4z's does
     rec = json.loads((tmp_path / fmt / "manifest.json").read_text())["table"]
-    assert tableformat.of_record(rec) is f
+    assert rec.get("format") == (None if f.raw else fmt)
 
 
 def test_format_names_are_compared_only_in_the_format_object():

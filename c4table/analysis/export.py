@@ -329,7 +329,7 @@ def export_positions(table, out: str | os.PathLike, ply: int | None = None, *,
         total = None
         bd = _build_beside(t)
         if bd is not None and ply is not None and len(bd.plies) > ply:
-            total = bd.plies[ply].get("entries")
+            total = bd.plies[ply].entries
         tmp = out.with_name(out.name + ".tmp")
         rows = entries = 0
         scanned = [0]

@@ -64,10 +64,10 @@ def stats_from_manifest(build: BuildDir) -> list[PlyStats]:
     root = build.manifest.origin()
     first = root.ply if root is not None else 0   # a rooted build: its plies from the root's
     for rec in build.plies[first:]:
-        if "a_wins" not in rec:
+        if rec.a_wins is None:
             raise TableError("the manifest has no outcome counts yet (run the backward pass)")
-        out.append(PlyStats(rec["ply"], rec["a_wins"], rec["draws"], rec["b_wins"],
-                            rec["positions"], rec["entries"], rec["terminal"]))
+        out.append(PlyStats(rec.ply, rec.a_wins, rec.draws, rec.b_wins,
+                            rec.positions, rec.entries, rec.terminal))
     if not out:
         raise TableError("the manifest has no per-ply counts (run the forward and backward passes)")
     return out

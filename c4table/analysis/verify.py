@@ -123,7 +123,8 @@ def _verify_stream(path, b: Board, store, name, z, build, build_problem, sha256,
     then the comparisons with the checked ``build`` beside it, the known tables and
     ``sha256``."""
     rep = VerifyReport(path, b)
-    origin = root_of(b, name, build.data if build is not None else None) if name else None
+    origin = (build.root_of(name, b) if build is not None else root_of(b, name, None)) \
+        if name else None
     first_key = origin.key if origin is not None else 0
     E, K = b.entry_size, b.key_bytes
     size = z.header["raw_bytes"] if z is not None else sums.table_bytes
@@ -280,7 +281,7 @@ def _compare(rep: VerifyReport, build, b: Board, sha256: str | None, rooted: boo
         check("the given --sha256", {"sha256": sha256.strip().lower()})
     plies = None
     if build is not None and build.table is not None:
-        check("manifest.json", build.table)
+        check("manifest.json", build.table.figures())
         plies = build.plies
     ref = known_tables().get(b.name) if not rooted else None
     if ref:
@@ -305,8 +306,8 @@ def _compare_plies(rep: VerifyReport, manifest: str, plies: list, ref: dict) -> 
         return
     for rec, known in zip(plies, ref["plies"]):
         for fld, value in zip(fields, known):
-            if rec.get(fld) != value:
-                rep.problems.append(f"{manifest}: ply {rec.get('ply')} {fld} {rec.get(fld)} != "
+            if rec.count(fld) != value:
+                rep.problems.append(f"{manifest}: ply {rec.ply} {fld} {rec.count(fld)} != "
                                     f"known {value}")
                 return
     rep.matched.append("per-ply counts match the known table")

@@ -15,12 +15,12 @@ Design notes: ``docs/modules.md`` (``c4table.bdd.crosscheck``).
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from c4table.bdd.results import WON_GAMES, BddCounts
 from c4table.errors import BuildError, C4Error, CorruptDataError
+from c4table.builddir.manifest import MANIFEST, NotJSONError
 from c4table.builddir.reader import BuildDir, PlyCounts
 
 FIELDS = (("positions", "positions"), ("terminal", "terminal"), ("won", "a_wins"),
@@ -85,15 +85,14 @@ def load_manifest(path: str | Path) -> tuple[BuildDir, Path]:
     if not p.is_file():
         raise ManifestError(f"no manifest at {p}")
     hint = "crosscheck takes a build directory or its manifest.json"
-    if p.name != "manifest.json":   # another file that is not JSON is the wrong argument (bad
-        try:                        # input); a manifest.json that is not is damaged (below)
-            json.loads(p.read_bytes().decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError):
-            raise ManifestError(f"{p}: not a manifest (not JSON text); {hint}") from None
-        except OSError as e:
-            raise ManifestError(f"cannot read manifest {p}: {e.strerror or e}") from None
     try:   # the one checked reader: format, own checksum, layout
         bd = BuildDir.load(p)
+    except NotJSONError as e:   # a manifest.json that is not JSON is damaged (below); another
+        if p.name != MANIFEST:  # file that is not JSON is the wrong argument (bad input)
+            raise ManifestError(f"{p}: not a manifest (not JSON text); {hint}") from None
+        raise CorruptManifestError(f"{e}; its figures are not trusted") from None
+    except OSError as e:
+        raise ManifestError(f"cannot read manifest {p}: {e.strerror or e}") from None
     except CorruptDataError as e:
         raise CorruptManifestError(f"{e}; its figures are not trusted") from None
     except BuildError as e:

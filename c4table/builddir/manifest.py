@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from concurrent.futures import Future
+from dataclasses import replace
 from pathlib import PurePosixPath
 
 import xxhash
@@ -14,6 +15,8 @@ import xxhash
 from c4table.game.board import Board
 from c4table.errors import BoardError, BuildInputError, C4Error, CorruptDataError
 from c4table.io.counting import IOCounts, active, counting
+from c4table.builddir.tableformat import DAT, FORMATS
+from c4table.builddir.records import PlyRecord, StepRecord, TableRecord
 from c4table.builddir.shards import ShardInfo
 from c4table.io.storage import Storage, open_storage
 from c4table.io.files import background
@@ -37,6 +40,10 @@ MANIFEST = "manifest.json"
 CHECKPOINT_ENTRIES = 1 << 21
 
 
+class NotJSONError(CorruptDataError):
+    """A manifest file that is not JSON text (damaged, or not a manifest at all)."""
+
+
 def _uncounted(fn, *args):
     """``fn(*args)`` with its requests counted apart (the caller counted them already)."""
     with counting(IOCounts()):
@@ -47,13 +54,24 @@ def _storage(root) -> Storage:
     return root if isinstance(root, Storage) else open_storage(root)
 
 
+STAGES = ("forward", "backward")
+
+
 class Manifest:
     """In-memory manifest of one build directory (a path, a URI or a
-    :class:`~c4table.io.storage.Storage`); :meth:`save` writes it atomically."""
+    :class:`~c4table.io.storage.Storage`); :meth:`save` writes it atomically. It hands out
+    typed records (:mod:`~c4table.builddir.records`) and takes changes through its methods;
+    ``data`` (a checked manifest's JSON object) never leaves it."""
 
     def __init__(self, root, data: dict):
         self.store = _storage(root)
-        self.data = data
+        self._head = data   # the fields of the header (and the order of every field)
+        self._plies = [PlyRecord.from_json(r) for r in data["plies"]]
+        # stage -> ply -> (record, its JSON): a step read is written back as it was read
+        self._steps: dict[str, dict[int, tuple[StepRecord, dict]]] = {
+            stage: {int(p): (StepRecord.from_json(rec), rec) for p, rec in data["steps"][stage].items()}
+            for stage in STAGES}
+        self._table = TableRecord.from_json(data["table"]) if data.get("table") else None
         self._unsaved = 0       # entries of the steps recorded since the last save
         self._dirty = False
         self._unsynced: set[str] = set()   # files of the steps recorded since the last save
@@ -73,7 +91,7 @@ class Manifest:
         except FileNotFoundError:
             raise BuildInputError(f"{path}: no manifest (has this directory been built?)") from None
         except (json.JSONDecodeError, UnicodeDecodeError) as e:
-            raise CorruptDataError(f"{path}: manifest is not valid JSON ({e})") from None
+            raise NotJSONError(f"{path}: manifest is not valid JSON ({e})") from None
         if not isinstance(data, dict):
             raise CorruptDataError(f"{path}: not a manifest (a JSON object is expected, found "
                                    f"{type(data).__name__})")
@@ -95,7 +113,7 @@ class Manifest:
     def shard_problem(self) -> str | None:
         """Why this version cannot read the build's shards (a manifest of an older format, one
         line naming it), or ``None``."""
-        fmt = self.data.get("format")
+        fmt = self._head.get("format")
         if fmt == FORMAT:
             return None
         return (f"{self.store.display(MANIFEST)}: a build directory of manifest format {fmt} "
@@ -112,7 +130,7 @@ class Manifest:
             if m.shard_problem():
                 raise BuildInputError(f"{m.shard_problem()}; rerun with --restart to rebuild it")
             if m.board != board:
-                raise BuildInputError(f"{store.display()}: holds a build of board {m.data['board']}, "
+                raise BuildInputError(f"{store.display()}: holds a build of board {m.board.name}, "
                                       f"not {board} (use another --out or --restart)")
             mine = m.origin()
             if origin is not None and (mine is None or mine.key != origin.key):
@@ -137,8 +155,13 @@ class Manifest:
 
     def _snapshot(self) -> tuple[bytes, set[str]]:
         """The manifest's text as of now and the files to make durable before it."""
-        data = dict(self.data)
+        data = dict(self._head)
         data.pop("xxh64", None)
+        data["plies"] = [r.to_json() for r in self._plies]
+        data["steps"] = {stage: {str(p): js for p, (_, js) in self._steps[stage].items()}
+                         for stage in STAGES}
+        if self._table is not None:
+            data["table"] = self._table.to_json()
         data["xxh64"] = checksum(data)
         files, self._unsynced = self._unsynced, set()
         self._unsaved = 0
@@ -204,101 +227,119 @@ class Manifest:
     # ------------------------------------------------------------ queries
     @property
     def board(self) -> Board:
-        return board_of(self.data)
+        return board_of(self._head)
 
     def origin(self):
         """The :class:`c4table.game.root.Root` of a rooted build, or None for a full build."""
-        rec = self.data.get("root")
+        rec = self._head.get("root")
         if rec is None:
             return None
         return Root.from_json(self.board, rec)
 
     def root_record(self) -> dict | None:
         """The ``"root"`` record of a rooted build as stored (moves, ply, key), or None for a
-        full build: what a ``.c4z`` header copies."""
-        return self.data.get("root")
+        full build: what a ``.c4z`` header copies, byte for byte."""
+        rec = self._head.get("root")
+        return dict(rec) if isinstance(rec, dict) else None
 
-    def step(self, stage: str, ply: int) -> dict | None:
-        """The record of a finished step (``shards`` and what its stage added: ``run_keys``,
-        ``messages``, ``premerged``), or None if the step is not finished."""
-        return self.data["steps"][stage].get(str(ply))
+    def step(self, stage: str, ply: int) -> StepRecord | None:
+        """The record of a finished step, or None if the step is not finished."""
+        got = self._steps[stage].get(ply)
+        return None if got is None else got[0]
 
     def finished_plies(self, stage: str) -> list[int]:
         """The plies whose ``stage`` step is finished, in increasing order."""
-        return sorted(int(p) for p in self.data["steps"][stage])
+        return sorted(self._steps[stage])
 
     def resuming(self) -> bool:
         """True if any step is recorded (a run continues a build)."""
-        st = self.data["steps"]
-        return bool(st["forward"]) or bool(st["backward"])
+        return any(self._steps[stage] for stage in STAGES)
 
     def shards(self, stage: str, ply: int) -> list[ShardInfo] | None:
         """Shards of a finished step, or None if the step is not finished."""
         step = self.step(stage, ply)
-        if step is None:
-            return None
-        return [ShardInfo.from_json(s) for s in step["shards"]]
+        return None if step is None else list(step.shards)
 
-    def finish_step(self, stage: str, ply: int, shards: list[ShardInfo], **extra) -> None:
-        """Record a finished step and its shards (made durable when the manifest is saved)."""
-        self.data["steps"][stage][str(ply)] = {"shards": [s.to_json() for s in shards], **extra}
+    # ------------------------------------------------------------ changes
+    def finish_step(self, stage: str, ply: int, shards: list[ShardInfo], *,
+                    run_keys: int | None = None, messages: list | None = None) -> None:
+        """Record a finished step and its shards (made durable when the manifest is saved),
+        with what its stage adds: the keys of its runs (forward), the message runs it sent
+        (backward)."""
+        self._put(stage, ply, StepRecord(tuple(shards), run_keys, messages))
         self._unsynced.update(s.file for s in shards)
 
+    def update_step(self, stage: str, ply: int, **changes) -> StepRecord:
+        """Change fields of a finished step (:class:`StepRecord`'s, e.g. ``messages`` sent
+        again, ``premerged=None``); saved by the next :meth:`save`. Returns the new record."""
+        rec = self.step(stage, ply)
+        if rec is None:
+            raise KeyError(f"no finished {stage} step of ply {ply}")
+        rec = rec.replace(**changes)
+        self._put(stage, ply, rec)
+        self._dirty = True
+        return rec
+
+    def _put(self, stage: str, ply: int, rec: StepRecord) -> None:
+        self._steps[stage][ply] = (rec, rec.to_json())
+
     def forget_step(self, stage: str, ply: int) -> None:
-        for s in self.data["steps"][stage].pop(str(ply), {}).get("shards", []):
-            self._unsynced.discard(s["file"])
+        rec = self._steps[stage].pop(ply, None)
+        for s in rec[0].shards if rec is not None else ():
+            self._unsynced.discard(s.file)
 
     @property
-    def plies(self) -> list[dict]:
+    def plies(self) -> list[PlyRecord]:
         """The per-ply count records, ply 0 first (fields in docs/modules.md)."""
-        return self.data["plies"]
+        return list(self._plies)
 
-    def ply_counts(self, ply: int) -> dict:
-        """The counts recorded for ``ply`` (empty if none yet); read them, do not change them."""
-        plies = self.data["plies"]
-        return plies[ply] if ply < len(plies) else {}
+    def ply_counts(self, ply: int) -> PlyRecord:
+        """The counts recorded for ``ply`` (none counted yet: a record of ``None`` counts)."""
+        return self._plies[ply] if ply < len(self._plies) else PlyRecord(ply)
 
     def entries(self, ply: int) -> int:
         """Table entries of generation ``ply`` (its forward step must be recorded)."""
-        return self.data["plies"][ply]["entries"]
+        return self._plies[ply].entries
 
     def total(self, field: str, plies=None) -> int:
         """The sum of a count over ``plies`` (default: every recorded ply)."""
-        recs = self.data["plies"] if plies is None else [self.data["plies"][p] for p in plies]
-        return sum(r[field] for r in recs)
+        recs = self._plies if plies is None else [self._plies[p] for p in plies]
+        return sum(r.count(field) for r in recs)
 
-    def ply_record(self, ply: int) -> dict:
-        """The record of ``ply`` to fill in, created (with the plies below it) if missing."""
-        plies = self.data["plies"]
-        while len(plies) <= ply:
-            plies.append({"ply": len(plies)})
-        return plies[ply]
+    def set_counts(self, ply: int, **counts) -> None:
+        """Record counts of ``ply`` by name (fields of :class:`PlyRecord`); the stages record
+        theirs with :meth:`set_forward_counts` and :meth:`set_backward_counts`."""
+        while len(self._plies) <= ply:
+            self._plies.append(PlyRecord(len(self._plies)))
+        self._plies[ply] = replace(self._plies[ply], **counts)
 
     def set_forward_counts(self, ply: int, entries: int, symmetric: int, terminal: int,
                            terminal_symmetric: int) -> None:
-        rec = self.ply_record(ply)
-        rec.update(entries=entries, symmetric=symmetric, positions=2 * entries - symmetric,
-                   terminal_entries=terminal, terminal=2 * terminal - terminal_symmetric)
-        if "grid" in self.data:   # 3D: the kernels count 2 - images per entry, not a count
-            del rec["symmetric"]
+        self.set_counts(ply, entries=entries, positions=2 * entries - symmetric,
+                         terminal_entries=terminal, terminal=2 * terminal - terminal_symmetric,
+                         # 3D: the kernels count 2 - images per entry, not a count
+                         symmetric=None if "grid" in self._head else symmetric)
 
     def set_backward_counts(self, ply: int, stats) -> None:
         """``stats``: [draws, draws symmetric, A wins, A sym, B wins, B sym] in entries."""
-        rec = self.ply_record(ply)
+        counts = {}
         for i, name in enumerate(("draws", "a_wins", "b_wins")):
             n, s = int(stats[2 * i]), int(stats[2 * i + 1])
-            rec[name + "_entries"] = n
-            rec[name] = 2 * n - s
+            counts[name + "_entries"] = n
+            counts[name] = 2 * n - s
+        self.set_counts(ply, **counts)
 
     @property
-    def table(self) -> dict | None:
-        """The finished table's record (file, entries, bytes, sha256, md5), or None."""
-        return self.data.get("table")
+    def table(self) -> TableRecord | None:
+        """The finished table's record, or None."""
+        return self._table
 
-    def record_table(self, table: dict, totals: dict) -> None:
-        """Record the finished table (saved by the next :meth:`save`) and the board's totals."""
-        self.data["table"] = table
-        self.data["totals"] = totals
+    def record_table(self, table: TableRecord) -> None:
+        """Record the finished table and the board's totals (saved by the next :meth:`save`)."""
+        self._table = table
+        keys = ("entries", "positions", "terminal", "a_wins", "draws", "b_wins")
+        self._head["table"] = None   # its place in the file: before the totals
+        self._head["totals"] = {k: sum(p.count(k) or 0 for p in self._plies) for k in keys}
 
 
 def checksum(data: dict) -> str:
@@ -364,6 +405,12 @@ def structure_problem(data: dict) -> str | None:
     if table is not None:
         if not isinstance(table, dict) or not all(k in table for k in ("file", "entries", "bytes", "sha256")):
             return "'table' record is incomplete"
+        if not isinstance(table["file"], str) or table.get("format", DAT.name) not in FORMATS:
+            return "'table' record names no file or an unknown format"
+        box = table.get(table.get("format", DAT.name))
+        if table.get("format", DAT.name) != DAT.name and box and (
+                not isinstance(box, dict) or not all(k in box for k in ("file", "bytes", "sha256"))):
+            return f"'table' record of its {table['format']} file is incomplete"
         if not (_is_int(table["bytes"]) and _is_int(table["entries"])) or \
                 table["bytes"] != table["entries"] * board.entry_size:
             return "'table' bytes is not entries x entry size"

@@ -6,22 +6,45 @@ module reads them back through the same code and trusts nothing it has not check
 Design notes: ``docs/modules.md`` (``c4table.builddir.reader``).
 
 >>> bd = BuildDir.load("tables/5x4")
->>> bd.board, bd.table["file"], len(bd.plies)
+>>> bd.board, bd.table.file, len(bd.plies)
 (Board(width=5, height=4, k=4), 'connect4_5x4.dat', 21)
+
+A ``.dat`` build keeps its shards in ``DIR/work`` (unless built with ``--clean``); a
+generation's entries read as one ``pyarrow.Table``:
+
+>>> g = open_build_dir("tables/5x4").generation(8)          # the backward shards of ply 8
+>>> g.column_names, g.num_rows == bd.plies[8].entries
+(['key', 'outcome'], True)
+>>> bd.generation(8, stage="forward").num_rows
+10076
 """
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Iterator, NamedTuple
+from typing import TYPE_CHECKING, Iterator, NamedTuple
 
 import numpy as np
 
 from c4table.game.board import Board
-from c4table.errors import BuildInputError
+from c4table.game.root import Root
+from c4table.errors import BuildInputError, C4Error
 from c4table.builddir.manifest import MANIFEST, Manifest
+from c4table.builddir.records import PlyRecord, TableRecord
 from c4table.builddir.shards import ShardInfo, read_shard, stored_xxh64
 from c4table.io.storage import Storage, is_url, open_storage
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+STAGES = ("forward", "backward")
+
+
+def open_build_dir(path: str | os.PathLike | Storage) -> "BuildDir":
+    """The checked build directory ``path`` (:meth:`BuildDir.load`): its manifest's records,
+    and the shards it keeps as Arrow tables (:meth:`BuildDir.generation`,
+    :meth:`BuildDir.shard_tables`)."""
+    return BuildDir.load(path)
 
 
 class PlyCounts(NamedTuple):
@@ -86,20 +109,16 @@ class BuildDir:
         return self.store.display(self.name)
 
     @property
-    def data(self) -> dict:
-        return self.manifest.data
-
-    @property
     def board(self) -> Board:
         return self.manifest.board
 
     @property
-    def plies(self) -> list[dict]:
-        """Per-ply records (see :mod:`c4table.builddir.manifest`)."""
+    def plies(self) -> list[PlyRecord]:
+        """Per-ply records (see :mod:`c4table.builddir.records`)."""
         return self.manifest.plies
 
     @property
-    def table(self) -> dict | None:
+    def table(self) -> TableRecord | None:
         """The finished table's record (file, entries, bytes, sha256, md5), or ``None``."""
         return self.manifest.table
 
@@ -109,7 +128,7 @@ class BuildDir:
         >>> BuildDir.load("tables/5x4").ply_counts()[4]
         PlyCounts(ply=4, positions=345, terminal=0, a_wins=44, draws=231, b_wins=70)
         """
-        return [PlyCounts(r["ply"], *(r.get(f) for f in PlyCounts._fields[1:]))
+        return [PlyCounts(r.ply, *(getattr(r, f) for f in PlyCounts._fields[1:]))
                 for r in self.manifest.plies]
 
     @property
@@ -123,14 +142,27 @@ class BuildDir:
         """Whether this build is the one of the table file called ``table_name``: its table
         record names that file, or its board's default file name is that name."""
         t = self.table
-        return (t is not None and t.get("file") == table_name) or \
+        return (t is not None and t.describes(table_name)) or \
             self.board.table_filename == table_name
+
+    def root_of(self, table_name: str, board: Board | None = None) -> Root | None:
+        """The root of the table file ``table_name`` (read as a table of ``board``, default
+        this build's): this build's root if it describes that file (or has no table yet),
+        else the one its name says; None for a full table."""
+        board = board or self.board
+        t, rec = self.table, self.manifest.root_record()
+        if rec is not None and (t is None or t.describes(table_name)):
+            try:
+                return Root.from_json(board, rec)
+            except (ValueError, KeyError, TypeError, C4Error):
+                pass
+        return Root.from_filename(board, table_name)
 
     def table_path(self) -> Path | None:
         """The local table file of a finished build, if it is there."""
         if self.table is None or not self.store.local:
             return None
-        p = Path(self.store.root) / self.table["file"]
+        p = Path(self.store.root) / self.table.file
         return p if p.is_file() else None
 
     def backward_shards(self, ply: int) -> list[ShardInfo] | None:
@@ -167,13 +199,59 @@ class BuildDir:
             keys, outs = read_shard(self.store, info, with_outcome=True)
             yield keys, np.asarray(outs, np.uint8)
 
+    def generation(self, ply: int, stage: str = "backward") -> "pa.Table":
+        """The entries of generation ``ply`` as one ``pyarrow.Table`` in key order, from the
+        shards of its ``stage`` step: ``key`` (uint64) for ``"forward"``; ``key`` and
+        ``outcome`` (the outcome byte of the table, :func:`c4table.decode_outcome` splits it)
+        for ``"backward"``. Each shard is checked (xxh64, rows) before its rows are used.
+        :class:`BuildInputError` (one line) if the step is not finished or the build kept no
+        shards (``--clean``, ``--format c4z``)."""
+        import pyarrow as pa
+        from c4table.builddir.arrow import empty, shard_table
+        tables = [shard_table(self.store, i, stage) for i in self._kept_shards(stage, ply)]
+        return pa.concat_tables(tables) if tables else empty(stage)
+
+    def shard_tables(self, stage: str = "backward", ply: int | None = None) -> Iterator["pa.Table"]:
+        """Each non-empty shard of ``stage`` (of generation ``ply``, or of every finished
+        generation, ply 0 first) as a ``pyarrow.Table`` (columns as :meth:`generation`), one
+        shard in memory at a time."""
+        from c4table.builddir.arrow import shard_table
+        plies = [ply] if ply is not None else self._finished(stage)
+        for p in plies:
+            for info in self._kept_shards(stage, p):
+                yield shard_table(self.store, info, stage)
+
+    def _finished(self, stage: str) -> list[int]:
+        if stage not in STAGES:
+            raise BuildInputError(f"stage {stage!r}: give {' or '.join(STAGES)}")
+        return self.manifest.finished_plies(stage)
+
+    def _kept_shards(self, stage: str, ply: int) -> list[ShardInfo]:
+        """The non-empty shards of the finished ``stage`` step of ``ply``, refused in one line
+        when this version cannot read them or the build did not keep them."""
+        self._finished(stage)
+        if self.manifest.shard_problem():
+            raise BuildInputError(self.manifest.shard_problem())
+        infos = self.manifest.shards(stage, ply)
+        if infos is None:
+            raise BuildInputError(f"{self.path}: the {stage} step of ply {ply} is not finished")
+        infos = [i for i in infos if i.rows]
+        if infos and not self._has_work():
+            raise BuildInputError(f"{self.store.display('work')}: this build kept no shards "
+                                  "(built with --clean or --format c4z); rebuild it without "
+                                  "--clean to read its generations")
+        return infos
+
+    def _has_work(self) -> bool:
+        store = self.store
+        return (Path(store.root) / "work").exists() if store.local else bool(store.list_files("work"))
+
     def shard_problems(self, limit: int = 10, steps=None) -> list[str]:
         """Shards listed in the manifest that are missing or whose xxh64 differs (at most
         ``limit``); none for a build cleaned with ``--clean`` (no ``work/`` left). ``steps``:
         only these ``(stage, ply)`` steps (default: every finished step)."""
         store = self.store
-        has_work = (Path(store.root) / "work").exists() if store.local else bool(store.list_files("work"))
-        if not has_work:
+        if not self._has_work():
             return []
         if steps is None:
             steps = [(stage, ply) for stage in ("forward", "backward")
@@ -191,5 +269,4 @@ class BuildDir:
                                    f"{info.xxh64} (damaged shard)")
                 if len(out) >= limit:
                     return out
-        return out
         return out

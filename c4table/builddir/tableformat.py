@@ -2,14 +2,13 @@
 
 A build asks its :class:`TableFormat` what the format implies (the file's suffix, whether the
 merge writes raw entries, whether spent scratch may be kept for reuse, whether an object store
-may hold the build, whether ``DIR/work`` survives the merge) and how its finished table is
-recorded in the manifest; nothing else compares format names. The merge driver of each format
-lives in the pipeline (``c4table.pipeline.stages.build.MERGE_DRIVERS``), keyed by these objects.
+may hold the build, whether ``DIR/work`` survives the merge); nothing else compares format
+names. The manifest records a finished table's format in its
+:class:`~c4table.builddir.records.TableRecord`. The merge driver of each format lives in the
+pipeline (``c4table.pipeline.stages.build.MERGE_DRIVERS``), keyed by these objects.
 
 >>> get("c4z").suffix, get("dat").raw
 ('.c4z', True)
->>> of_record({"file": "connect4_4x4.dat", "entries": 1, "bytes": 3, "sha256": "..."}).name
-'dat'
 >>> get("xz")
 Traceback (most recent call last):
 ...
@@ -47,26 +46,6 @@ class TableFormat:
         stem = raw_name[:-len(DAT.suffix)] if raw_name.endswith(DAT.suffix) else raw_name
         return stem + self.suffix
 
-    def table_record(self, file: str, entries: int, nbytes: int, hashes: dict,
-                     container: dict | None = None) -> dict:
-        """The manifest's record of a finished table: the raw file's name, entries, bytes
-        and hashes (of the raw bytes, whatever the file holds); a non-raw format adds its
-        name and its own file's record (``container``: file, bytes, sha256).
-
-        >>> get("c4z").table_record("t.dat", 1, 3, {"sha256": "ab"}, {"file": "t.c4z"})["format"]
-        'c4z'
-        """
-        rec = {"file": file, "entries": entries, "bytes": nbytes,
-               **{k: hashes[k] for k in ("sha256", "md5") if k in hashes}}
-        if not self.raw:
-            rec["format"] = self.name
-            rec[self.name] = dict(container or {})
-        return rec
-
-    def container(self, rec: dict) -> dict | None:
-        """The record of this format's own file inside a table record (None for ``dat``)."""
-        return None if self.raw else rec.get(self.name)
-
 
 DAT = TableFormat("dat", ".dat", raw=True, keeps_spent=True, remote=True, keeps_work=True,
                   summary="the raw table (.dat)")
@@ -84,11 +63,3 @@ def get(fmt: "str | TableFormat") -> TableFormat:
         return FORMATS[fmt]
     except (KeyError, TypeError):
         raise BuildInputError(f"table format {fmt!r}: give {' or '.join(NAMES)}") from None
-
-
-def of_record(rec: dict | None) -> TableFormat | None:
-    """The format of a manifest's table record (None: no table recorded). A record without
-    ``format`` is a raw table, as every build before ``.c4z`` builds wrote it."""
-    if rec is None:
-        return None
-    return get(rec.get("format", DAT.name))

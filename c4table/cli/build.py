@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from c4table.budget import DEFAULT_MEMORY, MemoryBudget
 from c4table.builddir import tableformat
 from c4table.cli.c4z import compress_build, compress_options, compressed_build_done
 from c4table.cli.fail import fail as _fail
@@ -12,9 +13,9 @@ from c4table.cli.options import DEFAULT_BOARD, DEVICE, board_arg, connect_option
 from c4table.cli.process import done_with_interpreter
 
 
-def _gpu_memory(host_memory: str, workers, scheduler):
+def _gpu_memory(host: MemoryBudget, workers, scheduler) -> MemoryBudget | None:
     """The memory budget of a ``--device gpu`` run (fails with exit status 2 where the GPU
-    path cannot run), or None on the CPU."""
+    path cannot run), or None on the CPU. ``host``: the budget ``--memory`` gives."""
     ctx = click.get_current_context(silent=True)
     opts = ctx.meta.get(DEVICE, {}) if ctx is not None else {}
     if opts.get("device", "cpu") != "gpu":
@@ -33,8 +34,7 @@ def _gpu_memory(host_memory: str, workers, scheduler):
             (int(card * 0.9) if card else None)
     except ValueError as e:
         raise click.BadParameter(str(e), param_hint="--gpu-memory") from None
-    host = parse_size(host_memory)
-    return min(host, gpu // 2) if gpu else host
+    return MemoryBudget(min(host.bytes, gpu // 2)) if gpu else host
 
 
 def _build_options(f):
@@ -42,7 +42,7 @@ def _build_options(f):
     f = click.option("--out", "out", type=click.Path(file_okay=False), default=None, metavar="DIR",
                      help="build directory, or a pyarrow.fs URI every worker can reach such as "
                           "s3://bucket/prefix (default: tables/WxH)")(f)
-    f = click.option("--memory", default="4GiB", show_default=True, metavar="SIZE",
+    f = click.option("--memory", default=DEFAULT_MEMORY, show_default=True, metavar="SIZE",
                      help="memory budget shared by the workers (e.g. 512MiB, 8GiB)")(f)
     f = click.option("--workers", type=click.IntRange(1, 4096), default=None, metavar="N",
                      help="worker processes (default: all cores)")(f)
@@ -92,15 +92,14 @@ def _open(board, out, memory, workers, scheduler, quiet, restart, root=None, tab
     finally:
         if was:
             gc.enable()
-    from c4table.units import parse_size
     try:
-        parse_size(memory)
+        budget = MemoryBudget.parse(memory)   # parsed once: the settings carry it
     except ValueError as e:
         raise click.BadParameter(str(e), param_hint="--memory") from None
-    on_gpu = _gpu_memory(memory, workers, scheduler)
+    on_gpu = _gpu_memory(budget, workers, scheduler)
     device = "cpu" if on_gpu is None else "gpu"
     if on_gpu is not None:   # --workers N: N processes share the card, default one
-        memory, workers = on_gpu, workers or 1
+        budget, workers = on_gpu, workers or 1
     if out and is_url(out):
         try:
             open_storage(out)
@@ -111,7 +110,7 @@ def _open(board, out, memory, workers, scheduler, quiet, restart, root=None, tab
         from c4table.game.root import root_argument
         origin = root_argument(board, root)
     default = origin.default_dir if origin is not None else f"tables/{board.name}"
-    return open_with(BuildSettings.parse(board, out or default, memory, workers, scheduler, quiet,
+    return open_with(BuildSettings.parse(board, out or default, budget, workers, scheduler, quiet,
                                          restart, origin, device, table_format))
 
 
@@ -141,7 +140,7 @@ def build(board, out, memory, workers, scheduler, quiet, restart, root, clean, c
     else:
         path = run_build(b, keep_work=not clean)
     click.echo(f"{_compressed(path, compress, compress_only, quiet)}  "
-               f"{b.manifest.table['entries']:,} entries  sha256 {b.manifest.table['sha256']}")
+               f"{b.manifest.table.entries:,} entries  sha256 {b.manifest.table.sha256}")
     if verbose or not b.store.local:
         _echo_counts(b, quiet)
     else:
@@ -154,7 +153,7 @@ def build(board, out, memory, workers, scheduler, quiet, restart, root, clean, c
 def _echo_counts(b, quiet: bool) -> None:
     """The requests, bytes, tasks and task memory of this run's stages (DIR/stats.json)."""
     from c4table.pipeline.runtime.counters import format_stats
-    stages = {k: v for k, v in b.executor_counts.items() if v["tasks"]}
+    stages = {k: v for k, v in b.ledger.executor_counts.items() if v["tasks"]}
     if quiet or not stages:
         return
     click.echo(f"storage and tasks of this run ({b.store.display('stats.json')} sums every "
@@ -169,19 +168,19 @@ def _echo_stages(b, quiet: bool) -> None:
     or DIR/stats.json)."""
     if quiet:
         return
-    ran = {k for k, v in b.executor_counts.items() if v["tasks"]}
-    for stage, seconds in b.stage_seconds.items():
+    ran = {k for k, v in b.ledger.executor_counts.items() if v["tasks"]}
+    for stage, seconds in b.ledger.stage_seconds.items():
         if stage in ran:
-            click.echo("  " + stage_line(stage, seconds, b.stage_work.get(stage),
-                                         b.manifest.table["entries"]))
+            click.echo("  " + stage_line(stage, seconds, b.ledger.stage_work.get(stage),
+                                         b.manifest.table.entries))
 
 
 def stage_line(stage: str, seconds: float, work, entries: int) -> str:
     """The summary line of ``stage`` after ``seconds``: its :class:`StageWork
-    <c4table.pipeline.stages.build.StageWork>` ``work`` of this run (None: the whole table's
+    <c4table.pipeline.stages.ledger.StageWork>` ``work`` of this run (None: the whole table's
     ``entries``, a stage that does all or nothing).
 
-    >>> from c4table.pipeline.stages.build import StageWork
+    >>> from c4table.pipeline.stages.ledger import StageWork
     >>> stage_line("backward", 0.3, StageWork(6_383_011, 2, 26), 34_888_367)
     'backward  6,383,011 entries in 0.3s (21.3 M entries/s); resumed: 2 of 26 plies this run'
     >>> stage_line("forward", 0.5, StageWork(0, 0, 26), 34_888_367)
@@ -248,9 +247,9 @@ def backward(board, out, memory, workers, scheduler, quiet, restart, root):
     from c4table.pipeline.stages import backward as bwd
     with _open(board, out, memory, workers, scheduler, quiet, restart, root) as b:
         b.run_stage("backward", bwd.run, b)
-    t = {k: b.manifest.total(k) for k in ("a_wins", "draws", "b_wins")}
-    click.echo(f"{b.root}: backward pass done: A wins {t['a_wins']:,}, draws {t['draws']:,}, "
-               f"B wins {t['b_wins']:,} positions")
+    m = b.manifest
+    click.echo(f"{b.root}: backward pass done: A wins {m.total('a_wins'):,}, draws "
+               f"{m.total('draws'):,}, B wins {m.total('b_wins'):,} positions")
 
 
 @click.command(short_help="Final merge only: write the table (.dat or .c4z)")
@@ -270,7 +269,7 @@ def merge(board, out, memory, workers, scheduler, quiet, restart, root, compress
         if not b.table_format.keeps_work:   # no later step reads the shards
             b.store.delete_tree("work")
     click.echo(f"{_compressed(path, compress, compress_only, quiet)}  "
-               f"{b.manifest.table['entries']:,} entries  sha256 {b.manifest.table['sha256']}")
+               f"{b.manifest.table.entries:,} entries  sha256 {b.manifest.table.sha256}")
 
 
 COMMANDS = [_ordered(c) for c in (build, forward, backward, merge)]

@@ -98,48 +98,47 @@ def decompress(c4z_path, out, threads, quiet):
     click.echo(f"{path}  {path.stat().st_size:,} bytes")
 
 
+def _build_of(src: Path):
+    """The checked build directory beside the table ``src`` whose finished table it is, or
+    None (no manifest there, or one of another table). A damaged manifest is refused."""
+    from c4table.builddir.reader import BuildDir
+    bd = BuildDir.beside(src)
+    return bd if bd is not None and bd.table is not None and bd.table.describes(src.name) else None
+
+
 def _manifest_hashes(src: Path) -> dict | None:
-    """The manifest's record of the table ``src`` (sha256, md5), if the manifest beside it
-    describes it: compressing then also checks the file against it."""
-    import json
-    m = src.parent / "manifest.json"
-    try:
-        rec = json.loads(m.read_text()).get("table") or {}
-    except (OSError, ValueError, AttributeError):
-        return None
-    return rec if rec.get("file") == src.name else None
+    """The manifest's figures of the table ``src`` (sha256, md5), if the manifest beside it
+    describes it: compressing then also checks the file against them."""
+    bd = _build_of(src)
+    return bd.table.figures() if bd is not None else None
 
 
 def _manifest_root(src: Path):
     """The ``root`` (start position) the manifest beside ``src`` records for it, if any."""
-    import json
-    if _manifest_hashes(src) is None:
-        return None
-    try:
-        return json.loads((src.parent / "manifest.json").read_text()).get("root")
-    except (OSError, ValueError, AttributeError):
-        return None
+    bd = _build_of(src)
+    return bd.manifest.root_record() if bd is not None else None
 
 
 def compressed_build_done(store, table_name: str) -> bool:
     """True if a local build directory holds a ``.c4z`` of its recorded table (same raw
     sha256) and no raw table: a ``--compress-only`` build that is finished."""
-    import json
+    from c4table.builddir.manifest import MANIFEST
+    from c4table.builddir.reader import BuildDir
     from c4table.c4z.format import default_c4z_name
     from c4table.c4z.reader import open_c4z
-    from c4table.errors import TableError
+    from c4table.errors import C4Error
     if not store.local:
         return False
     root = store.root
     dat = root / table_name
     z = default_c4z_name(dat)
-    if dat.exists() or not z.exists() or not (root / "manifest.json").exists():
+    if dat.exists() or not z.exists() or not store.exists(MANIFEST):
         return False
     try:
-        rec = json.loads((root / "manifest.json").read_text()).get("table") or {}
+        rec = BuildDir.load(store).table
         with open_c4z(z) as f:
-            return rec.get("sha256") == f.header["sha256"]
-    except (ValueError, OSError, TableError):
+            return rec is not None and rec.sha256 == f.header["sha256"]
+    except (ValueError, OSError, C4Error):
         return False
 
 

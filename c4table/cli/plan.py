@@ -7,6 +7,7 @@ import json
 import click
 
 from c4table.cli.options import DEVICE, board_arg, connect_option, device_options, format_option
+from c4table.budget import DEFAULT_MEMORY
 from c4table.builddir import tableformat
 
 
@@ -15,7 +16,7 @@ from c4table.builddir import tableformat
 @connect_option
 @click.option("--workers", type=click.IntRange(1, 1_000_000), default=1, show_default=True,
               help="workers (cores) of the cluster")
-@click.option("--memory-per-worker", default="4GiB", show_default=True, help="memory of one worker")
+@click.option("--memory-per-worker", default=DEFAULT_MEMORY, show_default=True, help="memory of one worker")
 @click.option("--from", "from_dir", type=click.Path(file_okay=False, exists=True), default=None,
               help="build directory of a measured forward run (c4table forward --max-ply N)")
 @click.option("--json", "as_json", is_flag=True, help="the plan as one JSON object")

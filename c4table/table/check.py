@@ -34,7 +34,7 @@ def reference(name: str, board: Board, build, rooted: bool = False) -> tuple[str
     the known table of the board (not for a rooted table: known tables are full ones), else
     ``None``."""
     if build is not None and build.table is not None and build.describes(name):
-        return f"its manifest {build.path}", build.table
+        return f"its manifest {build.path}", build.table.figures()
     ref = None if rooted else known_tables().get(board.name)
     if ref is not None:
         return f"known table {board.name}", ref

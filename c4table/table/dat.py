@@ -48,7 +48,8 @@ class DatTable(Table):
         self.build = build if build is not None and build.describes(self.path.name) else None
         self.board = board_from(self.path.name, build, board, where=str(self.path),
                                 size=self.path.stat().st_size)
-        self.root = root_of(self.board, self.path.name, build.data if build is not None else None)
+        self.root = build.root_of(self.path.name, self.board) if build is not None else \
+            root_of(self.board, self.path.name, None)
         self.entry_size = self.board.entry_size
         self.key_bytes = self.board.key_bytes
         size = self.path.stat().st_size

@@ -12,7 +12,7 @@ from importlib import metadata, resources
 from pathlib import Path
 
 from c4table.errors import TableError
-from c4table.builddir import tableformat
+from c4table.builddir.reader import BuildDir
 
 PLY_FIELDS = ("positions", "terminal", "a_wins", "draws", "b_wins")
 
@@ -63,33 +63,32 @@ def record_build(build_dir: Path, note: str | None, known: dict, force: bool = F
     build, which writes no raw file), else hashed from the raw table file; a ``.c4z`` build
     with none of these is recorded without one."""
     build_dir = Path(build_dir)
-    m = json.loads((build_dir / "manifest.json").read_text())
-    table = m.get("table")
-    if not table:
+    bd = BuildDir.load(build_dir)   # checked: a damaged manifest is refused
+    table = bd.table
+    if table is None:
         raise TableError(f"{build_dir}: no finished table in the manifest")
-    board = m["board"]
+    board = bd.board.name
     old = known.get(board, {})
-    same = old.get("sha256") == table["sha256"]
+    same = old.get("sha256") == table.sha256
     if old and not same and not force:
-        raise TableError(f"{board}: known sha256 {old.get('sha256')} differs from {table['sha256']} (use --force)")
+        raise TableError(f"{board}: known sha256 {old.get('sha256')} differs from {table.sha256} (use --force)")
     built = {"provenance": "built", "c4table_version": c4table_version(),
              "date": datetime.datetime.now(datetime.timezone.utc).date().isoformat()}
     if same and old.get("provenance") == "published":
         entry = dict(old)                    # the published figures stay as they are
     else:
-        raw = build_dir / table["file"]
-        md5 = table.get("md5") or md5 or (_md5(raw) if tableformat.of_record(table).raw or raw.exists()
-                                          else None)
+        raw = build_dir / table.file
+        md5 = table.md5 or md5 or (_md5(raw) if table.format.raw or raw.exists() else None)
         entry = {**built, **({"note": note} if note else {}),
-                 **{k: table[k] for k in ("entries", "bytes", "sha256")},
+                 "entries": table.entries, "bytes": table.bytes, "sha256": table.sha256,
                  **({"md5": md5} if md5 else {})}
         if same:                             # keep what an earlier record said beyond the figures
             entry = {**{k: v for k, v in old.items() if k not in entry}, **entry}
     entry["plies_provenance"] = built
     entry["ply_fields"] = list(PLY_FIELDS)
-    entry["plies"] = [[p[f] for f in PLY_FIELDS] for p in m["plies"]]
+    entry["plies"] = [[p.count(f) for f in PLY_FIELDS] for p in bd.plies]
     known[board] = entry
-    return (f"{board}: {table['entries']:,} entries, {len(m['plies'])} plies recorded "
+    return (f"{board}: {table.entries:,} entries, {len(bd.plies)} plies recorded "
             f"({entry['provenance']} figures, built per-ply counts)")
 
 

@@ -4,7 +4,6 @@
 and its workers together."""
 from __future__ import annotations
 
-import json
 import os
 import random
 import shutil
@@ -14,6 +13,8 @@ import sys
 import time
 from pathlib import Path
 
+from c4table.builddir.manifest import Manifest
+from c4table.errors import C4Error
 from c4table.io.hashes import sha256_of as sha256_file
 
 ROOT = Path(__file__).resolve().parents[2]   # the builds' working directory (a checkout's root)
@@ -59,19 +60,20 @@ def kill_group(p: subprocess.Popen) -> bool:
     return alive and p.returncode == -signal.SIGKILL
 
 
-def read_manifest(out: Path) -> dict | None:
+def read_manifest(out: Path) -> Manifest | None:
+    """The checked manifest of the build directory ``out``, or None if it has none (or a
+    damaged one)."""
     try:
-        return json.loads((Path(out) / "manifest.json").read_text())
-    except (FileNotFoundError, ValueError):
+        return Manifest.load(Path(out))
+    except C4Error:
         return None
 
 
-def stage_of(m: dict | None) -> tuple[int, int, bool]:
+def stage_of(m: Manifest | None) -> tuple[int, int, bool]:
     """(finished forward steps, finished backward steps, table recorded)."""
-    if not m:
+    if m is None:
         return 0, 0, False
-    st = m.get("steps", {})
-    return len(st.get("forward", {})), len(st.get("backward", {})), bool(m.get("table"))
+    return len(m.finished_plies("forward")), len(m.finished_plies("backward")), m.table is not None
 
 
 def wait_for_stage(p: subprocess.Popen, out: Path, stage: str, count: int,

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from c4table.budget import DEFAULT_MEMORY
 from c4table.config import cache_dir
 import c4table.config as config
 from c4table.pipeline.planning.schedule import SORTED_PER_ENTRY, MachineCosts, forward_shards, simulate, sort_ns
@@ -208,14 +209,14 @@ def _run_board(board: str, workers: int, memory: str, where: Path) -> dict:
             b.run_stage(name, stage, b)
             wall[name], cpu[name] = time.perf_counter() - t, tree_cpu() - c
             driver[name] = own_cpu() - o
-        counts = b.executor_counts
+        counts = b.ledger.executor_counts
         tasks = {s: counts.get(s, {}).get("tasks", 0) for s in wall}
         task_memory = b.task_memory
     finally:
         b.close()
         shutil.rmtree(d, ignore_errors=True)
     return {"wall_s": wall, "cpu_s": cpu, "driver_cpu_s": driver, "tasks": tasks, "task_memory": task_memory,
-            "startup_s": startup, "entries": [p["entries"] for p in b.manifest.plies],
+            "startup_s": startup, "entries": [p.entries for p in b.manifest.plies],
             "board": b.board}
 
 
@@ -247,7 +248,7 @@ def _passes_wall(run: dict, costs: MachineCosts, workers: int) -> tuple[float, f
             sim.stages["forward"]["wall_s"] + sim.stages["backward"]["wall_s"], steps)
 
 
-def calibrate(board: str = CALIBRATION_BOARD, workers: int | None = None, memory: str = "4GiB",
+def calibrate(board: str = CALIBRATION_BOARD, workers: int | None = None, memory: str = DEFAULT_MEMORY,
               where: str | Path | None = None, progress=None, step_board: str = STEP_BOARD
               ) -> MachineCosts:
     """Measure this machine's :class:`~c4table.pipeline.planning.schedule.MachineCosts` with a build

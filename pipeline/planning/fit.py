@@ -25,7 +25,6 @@ from pathlib import Path
 
 import numpy as np
 
-from c4table.builddir import tableformat
 from c4table.builddir.reader import BuildDir
 from c4table.errors import BuildInputError
 from c4table.game.board import Board
@@ -61,8 +60,7 @@ class MeasuredBuild:
         is not finished or its stats have no CPU figures (a build of an older version)."""
         bd = BuildDir.load(root)
         where = str(root)
-        fmt = tableformat.of_record(bd.table)
-        if fmt is None:
+        if bd.table is None:
             raise BuildInputError(f"{where}: the build is not finished (no table in its manifest)")
         st = load_stats(open_storage(root))
         stages = st.get("stages", {})
@@ -72,9 +70,9 @@ class MeasuredBuild:
             raise BuildInputError(f"{where}/stats.json: no CPU figures for the "
                                   f"{', '.join(missing)} stage(s) (built by an older version of "
                                   "c4table, or not finished)")
-        return cls(root=where, board=bd.board, table_format=fmt.name, workers=int(st["workers"]),
+        return cls(root=where, board=bd.board, table_format=bd.table.format.name, workers=int(st["workers"]),
                    task_memory=int(st["task_memory"]),
-                   entries=tuple(int(p.get("entries", 0)) for p in bd.plies),
+                   entries=tuple(p.entries or 0 for p in bd.plies),
                    cpu_s={s: stages[s]["cpu_us"] / 1e6 for s in STAGES},
                    sys_s={s: stages[s].get("sys_us", 0) / 1e6 for s in STAGES},
                    wall_s={s: stages[s].get("wall_us", 0) / 1e6 for s in STAGES},

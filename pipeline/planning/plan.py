@@ -305,8 +305,8 @@ def make_plan(board: str | Board, workers: int, memory_per_worker: int,
         if m.board.name != board.name:
             raise BuildInputError(f"{from_dir}: manifest is for board {m.board.name}, not {board}")
         for p in m.plies:
-            if "positions" in p and "entries" in p:
-                exact[p["ply"]] = (p["positions"], p["entries"], "measured")
+            if p.positions is not None and p.entries is not None:
+                exact[p.ply] = (p.positions, p.entries, "measured")
     published = _profile_7x6() if (board.width, board.height, board.k) == (7, 6, 4) else None
     total = published_total(board.name)
     if published is None and total is None and len(exact) < n:
@@ -490,8 +490,8 @@ def plan_rooted(board: Board, value: str, workers: int, memory_per_worker: int,
         mine = m.origin()
         if m.board != board or mine is None or mine.key != origin.key:
             raise BuildInputError(f"{from_dir}: holds no forward run of board {board} rooted at {origin}")
-        measured = {p: rec["entries"] for p, rec in enumerate(m.plies)
-                    if p >= origin.ply and "entries" in rec}
+        measured = {p: rec.entries for p, rec in enumerate(m.plies)
+                    if p >= origin.ply and rec.entries is not None}
     else:
         measured = probe_forward(board, origin, probe_plies)
     return make_rooted_plan(board, origin, workers, memory_per_worker, measured)

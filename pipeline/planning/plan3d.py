@@ -75,8 +75,8 @@ def make_plan3d(board: str | Board, workers: int, memory_per_worker: int,
         m = BuildDir.load(from_dir)      # checked: a damaged manifest is refused
         if m.board.name != board.name:
             raise BuildInputError(f"{from_dir}: manifest is for board {m.board.name}, not {board}")
-        measured = [(p["positions"], p["entries"]) for p in m.plies
-                    if "positions" in p and "entries" in p]
+        measured = [(p.positions, p.entries) for p in m.plies
+                    if p.positions is not None and p.entries is not None]
         if len(measured) > len(exact):
             exact, source = measured[: cells + 1], "measured"
     frac = _fraction_7x6()

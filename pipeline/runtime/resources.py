@@ -20,6 +20,7 @@ from pathlib import Path
 import c4table.config as config
 from c4table.errors import BuildError, BuildInputError
 from c4table.units import format_size
+from c4table.builddir.manifest import Manifest
 from c4table.io.storage import Storage, open_storage
 
 SKIP_ENV = "C4TABLE_SKIP_DISK_CHECK"
@@ -90,7 +91,8 @@ def _files_bytes(store: Storage, infos) -> int:
     return total
 
 
-def forward_need(build, ply: int, and_next: bool = False, runs_written: int | None = None) -> int:
+def forward_need(m: Manifest, store: Storage, ply: int, and_next: bool = False,
+                 runs_written: int | None = None) -> int:
     """Bytes that expanding generation ``ply`` into ``ply + 1`` will write at its peak: the runs
     (:data:`RUN_BYTES_PER_KEY` a key: runs are compressed) and generation ``ply + 1``'s shards. Both are
     generation ``ply``'s figures times its growth over generation ``ply - 1``. With ``and_next``,
@@ -99,23 +101,23 @@ def forward_need(build, ply: int, and_next: bool = False, runs_written: int | No
     growth again. ``runs_written`` is the size of ``ply + 1``'s runs when they are already on disk
     (the previous step's merge tasks spilled them): they are not counted again, and ``ply + 2``'s
     runs are estimated from their real size rather than that allowance."""
-    m = build.manifest
     cur = m.shards("forward", ply) or []
     rows = sum(s.rows for s in cur)
     prev = m.shards("forward", ply - 1) if ply > 0 else None
     prev_rows = sum(s.rows for s in prev) if prev else 0
-    growth = rows / prev_rows if prev_rows else float(build.board.width)
+    growth = rows / prev_rows if prev_rows else float(m.board.width)
     next_rows = rows * growth
-    step = m.step("forward", ply) or {}
-    dup = step.get("run_keys", 0) / rows if rows and step.get("run_keys") else 1.5
-    shards = _files_bytes(build.store, cur) * growth
+    step = m.step("forward", ply)
+    run_keys = step.run_keys if step is not None else None
+    dup = run_keys / rows if rows and run_keys else 1.5
+    shards = _files_bytes(store, cur) * growth
     if runs_written is not None:
         return with_margin((runs_written * growth if and_next else 0) + shards)
     runs = next_rows * max(dup, 1.0) * RUN_BYTES_PER_KEY
     return with_margin(runs * (1 + growth if and_next else 1) + shards)
 
 
-def backward_need(build, ply: int) -> int:
+def backward_need(m: Manifest, store: Storage, ply: int) -> int:
     """Bytes that annotating generation ``ply`` will write: its backward shards (its forward
     shards' size times the backward/forward size ratio of the generation annotated before it)
     and its messages to generation ``ply - 1``, plus a copy of the message runs it reads (a
@@ -123,46 +125,44 @@ def backward_need(build, ply: int) -> int:
     what the step before sent per position (:func:`sent_bytes`, measured on disk) times
     :data:`MESSAGE_GROWTH`; before any step has sent, at :data:`MESSAGES_PER_ENTRY` times
     :data:`MESSAGE_BYTES`."""
-    m = build.manifest
     fwd = m.shards("forward", ply) or []
     rows = sum(s.rows for s in fwd)
     ratio = 1.5
     nxt_f, nxt_b = m.shards("forward", ply + 1), m.shards("backward", ply + 1)
     if nxt_f and nxt_b:
-        fb = _files_bytes(build.store, nxt_f)
+        fb = _files_bytes(store, nxt_f)
         if fb:
-            ratio = max(1.0, _files_bytes(build.store, nxt_b) / fb)
-    incoming = sent_bytes(build, ply + 1)   # the runs this step reads
+            ratio = max(1.0, _files_bytes(store, nxt_b) / fb)
+    incoming = sent_bytes(m, store, ply + 1)   # the runs this step reads
     senders = sum(s.rows for s in nxt_f or [])
     if incoming is None or not senders:
         incoming, per_entry = 0, MESSAGES_PER_ENTRY * MESSAGE_BYTES
     else:
         per_entry = incoming / senders * MESSAGE_GROWTH
     sent = rows * per_entry if ply > 0 else 0
-    return with_margin(_files_bytes(build.store, fwd) * ratio + sent + incoming)
+    return with_margin(_files_bytes(store, fwd) * ratio + sent + incoming)
 
 
-def sent_bytes(build, ply: int) -> int | None:
+def sent_bytes(m: Manifest, store: Storage, ply: int) -> int | None:
     """Bytes of the message runs that annotating generation ``ply`` sent, as they lie on disk
     now (None: no finished step of ``ply`` with runs still there)."""
-    runs = (build.manifest.step("backward", ply) or {}).get("messages")
+    step = m.step("backward", ply)
+    runs = step.messages if step is not None else None
     if not runs:
         return None
     total = 0
     for r in runs:
         try:
-            total += build.store.size(r["file"])
+            total += store.size(r["file"])
         except OSError:
             return None   # gone already (a resumed build that passed them): not measured
     return total
 
 
-def merge_need(build, plies: list[int]) -> int:
+def merge_need(m: Manifest, plies: list[int]) -> int:
     """Bytes of the table file (its parts are deleted as they are appended, so the parts and
     the file together peak at about one table)."""
-    m = build.manifest
-    total = m.total("entries", plies)
-    return with_margin(total * build.board.entry_size)
+    return with_margin(m.total("entries", plies) * m.board.entry_size)
 
 
 # ------------------------------------------------------------------ ENOSPC

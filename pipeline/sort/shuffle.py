@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import bisect
 import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -22,8 +24,23 @@ from c4table.pipeline.sort import extsort
 from c4table.io.storage import open_storage
 from c4table.pipeline.sort.partition import premerge_keys
 
+if TYPE_CHECKING:
+    from c4table.pipeline.runtime.execution import Executor
+
 DEFAULT_MAX_READS = 1_000_000
 ENV_MAX_READS = "C4TABLE_SHUFFLE_MAX_READS"
+
+
+@dataclass(frozen=True)
+class Shuffle:
+    """What a shuffle of a build needs from it: the build directory's URI (the tasks open it),
+    the executor that runs the pre-merge tasks (its ``map``), the memory one task may hold and
+    the threshold of ranged reads past which the shuffle is made two-level."""
+
+    store_uri: str
+    executor: Executor
+    task_memory: int
+    max_reads: int
 
 
 def max_reads_default() -> int:
@@ -83,7 +100,7 @@ def premerge_task(root: str, runs: list[dict], bounds: list[int], out: str, uniq
     return pieces
 
 
-def two_level(build, runs: list[dict], ranges: list[tuple[int, int]], where: str,
+def two_level(sh: Shuffle, runs: list[dict], ranges: list[tuple[int, int]], where: str,
               unique: bool, pieces: list[dict] | None = None
               ) -> tuple[list[list[dict]], list[dict] | None, int | None]:
     """The runs each range's task reads: all of ``runs`` (direct), or, past the build's
@@ -91,7 +108,7 @@ def two_level(build, runs: list[dict], ranges: list[tuple[int, int]], where: str
     verified ``pieces`` of an earlier run). ``ranges`` are disjoint and increasing ``[lo, hi)``.
     Returns (runs per range, the pieces or None, the group size or None)."""
     T, R = len(ranges), len(runs)
-    g = group_size(T, R, build.shuffle_max_reads)
+    g = group_size(T, R, sh.max_reads)
     if g is not None and any(ranges[i][1] > ranges[i + 1][0] for i in range(T - 1)):
         g = None   # not disjoint and ordered: read directly (never the case in a build)
     if g is None:
@@ -106,9 +123,9 @@ def two_level(build, runs: list[dict], ranges: list[tuple[int, int]], where: str
                 idx = range(edges[c], edges[c + 1])
                 bounds = [0 if c == 0 else ranges[idx[0]][0], *(ranges[i][0] for i in idx[1:]),
                           1 << 64 if c == P - 1 else ranges[edges[c + 1]][0]]
-                tasks.append((build.store.uri, group, bounds, f"{where}/g{gi:05d}-c{c:05d}", unique,
-                              premerge_keys(build.task_memory)))
-        pieces = [p for ps in build.executor.map(premerge_task, tasks) for p in ps]
+                tasks.append((sh.store_uri, group, bounds, f"{where}/g{gi:05d}-c{c:05d}", unique,
+                              premerge_keys(sh.task_memory)))
+        pieces = [p for ps in sh.executor.map(premerge_task, tasks) for p in ps]
     per_range: list[list[dict]] = [[] for _ in range(T)]
     starts = [lo for lo, _ in ranges]
     for p in pieces:   # a piece holds the ranges that start inside it, whole

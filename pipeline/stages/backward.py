@@ -18,6 +18,7 @@ from c4table.pipeline.runtime import resources
 from c4table.pipeline.sort import shuffle
 from c4table.pipeline.kernels.cpu import keep_best
 from c4table.pipeline.kernels.kernelset import KernelSet, for_board
+from c4table.builddir.records import Premerged
 from c4table.builddir.shards import (ShardInfo, read_shard, shard_name, stored_xxh64, verify_shards,
                                      write_outcomes)
 from c4table.io.storage import Storage, open_storage
@@ -130,7 +131,7 @@ def incoming_runs(build, ply: int) -> list[dict]:
     step = m.step("backward", ply + 1)
     if step is None:
         raise BuildError(f"generation {ply + 1} has not been annotated yet")
-    runs = step.get("messages")
+    runs = step.messages
     tag = f"messages {ply}"
     if runs is not None and tag in build.verified:
         return runs
@@ -140,14 +141,15 @@ def incoming_runs(build, ply: int) -> list[dict]:
     build.note("backward", f"messages to generation {ply} are missing or damaged; sending them "
                            f"again from generation {ply + 1}'s backward shards")
     build.store.delete_tree(messages_dir(ply))
-    step.pop("premerged", None)   # pieces of the messages being replaced
-    shards = [s for s in m.shards("backward", ply + 1) if s.rows]
+    if step.premerged is not None:   # pieces of the messages being replaced
+        step = m.update_step("backward", ply + 1, premerged=None)
+    shards = step.nonempty()
     if "backward" not in build.verified:
         verify_shards(build.executor, build.store, shards)
     tasks = [(build.store.uri, build.kernels, ply + 1, s.to_json(),
               f"{messages_dir(ply)}/run-{i:05d}.u64") for i, s in enumerate(shards)]
     runs = build.executor.map(emit_task, tasks)
-    step["messages"] = runs
+    m.update_step("backward", ply + 1, messages=runs)
     m.save()
     build.verified.add(tag)
     return runs
@@ -161,20 +163,20 @@ def premerged_runs(build, ply: int, runs: list[dict], shards: list[ShardInfo]):
     reuses them rather than merging again. Returns (runs per task, group size or None)."""
     m = build.manifest
     ranges = [(s.first << 8, ((s.last << 8) | 0xFF) + 1) for s in shards]
-    step = m.step("backward", ply + 1)
-    rec, pieces = step.get("premerged"), None
-    if rec is not None and rec.get("ranges") == [list(r) for r in ranges]:
-        if all(build.executor.map(verify_run_task, [(build.store.uri, p) for p in rec["pieces"]])):
-            pieces = rec["pieces"]
+    rec, pieces = m.step("backward", ply + 1).premerged, None
+    if rec is not None and rec.matches(ranges):
+        if all(build.executor.map(verify_run_task, [(build.store.uri, p) for p in rec.pieces])):
+            pieces = rec.pieces
             build.note("backward", f"reusing the {count(len(pieces), 'pre-merged message run')} "
                                    f"to generation {ply} (verified, xxh64)")
     if pieces is None:
-        step.pop("premerged", None)
+        if rec is not None:
+            m.update_step("backward", ply + 1, premerged=None)
         build.store.delete_tree(f"{messages_dir(ply)}/pre")   # an unfinished attempt's pieces
-    per_task, made, group = shuffle.two_level(build, runs, ranges, f"{messages_dir(ply)}/pre",
+    per_task, made, group = shuffle.two_level(build.shuffler(), runs, ranges, f"{messages_dir(ply)}/pre",
                                               unique=False, pieces=pieces)
     if made is not None and pieces is None:
-        step["premerged"] = {"ranges": [list(r) for r in ranges], "pieces": made}
+        m.update_step("backward", ply + 1, premerged=Premerged.of(ranges, made))
         m.save()
     return per_task, group
 
@@ -191,7 +193,7 @@ def run(build) -> None:
     last = board.cells
     if build.complete():
         return
-    if m.shards("forward", last) is None or "entries" not in m.ply_record(last):
+    if m.shards("forward", last) is None or not m.ply_counts(last).forward_counted:
         raise BuildInputError(f"{build.root}: the forward pass is not finished (run forward first)")
     total = m.total("entries", range(last + 1))
     prog = build.progress("backward", total=total)
@@ -214,7 +216,7 @@ def run(build) -> None:
                       f"{count(n, 'finished shard')} of {' and '.join(parts)} (xxh64)")
     if todo:
         build.verified.add("backward")
-    work = build.work("backward", of=last + 1 - build.first_ply)
+    work = build.ledger.work("backward", of=last + 1 - build.first_ply)
     for ply in range(last, -1, -1):
         if m.shards("backward", ply) is not None:
             prog.done += m.entries(ply)
@@ -227,7 +229,7 @@ def run(build) -> None:
             continue
         t0 = time.perf_counter()
         what = f"backward generation {ply}"
-        resources.check_free(build.store, resources.backward_need(build, ply), what)
+        resources.check_free(build.store, resources.backward_need(m, build.store, ply), what)
         for stale in (gen_dir(ply), *([messages_dir(ply - 1)] if ply else [])):
             build.store.delete_tree(stale)   # an unfinished attempt's output
         finished = f"backward generations {ply + 1}-{last}" if ply < last else "the forward pass"
@@ -235,7 +237,7 @@ def run(build) -> None:
             runs = incoming_runs(build, ply) if ply < last else []
             shards = [s for s in m.shards("forward", ply) if s.rows]
             n = sum(s.rows for s in shards)
-            reads0 = build.slice_reads()
+            reads0 = build.ledger.slice_reads()
             per_task, group = premerged_runs(build, ply, runs, shards) if runs else \
                 ([runs] * len(shards), None)
             tasks = [(build.store.uri, build.kernels, ply, s.to_json(), per_task[i],
@@ -244,8 +246,8 @@ def run(build) -> None:
                      for i, s in enumerate(shards)]
             results = build.executor.map(annotate_task, tasks)
             if runs:
-                build.log_shuffle("backward", ply, len(shards), len(runs), group,
-                                  build.slice_reads() - reads0)
+                build.ledger.log_shuffle("backward", ply, len(shards), len(runs), group,
+                                  build.ledger.slice_reads() - reads0)
             stats = np.zeros(6, np.int64)
             infos, sent = [], []
             for r in results:
@@ -254,16 +256,16 @@ def run(build) -> None:
                 if r.sent is not None:
                     sent.append(r.sent)
             m.finish_step("backward", ply, infos,
-                          **({"messages": sent} if ply > build.first_ply else {}))
+                          messages=sent if ply > build.first_ply else None)
             m.set_backward_counts(ply, stats)
             m.checkpoint(n)
             build.verified.add(f"messages {ply - 1}")
         build.spent(messages_dir(ply))   # spent: recycled or deleted (Build.spent)
-        build.save_stats()   # a killed run loses only this generation's counts
+        build.ledger.save()   # a killed run loses only this generation's counts
         rec = m.ply_counts(ply)
         work.add(n)
-        prog.step(f"ply {ply}", n, entries=n, a_wins=rec["a_wins"], draws=rec["draws"],
-                  b_wins=rec["b_wins"], sent=sum(r["rows"] for r in sent),
+        prog.step(f"ply {ply}", n, entries=n, a_wins=rec.a_wins, draws=rec.draws,
+                  b_wins=rec.b_wins, sent=sum(r["rows"] for r in sent),
                   time=f"{time.perf_counter() - t0:.2f}s")
     m.flush()   # the steps checkpoint() left unsaved
     build.store.empty_recycle_bin()   # the scratch files are done; the merge needs the disk

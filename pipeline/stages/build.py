@@ -15,13 +15,14 @@ from pathlib import Path
 
 from c4table.wording import count
 from c4table.game.board import Board
-from c4table.errors import BoardError, BudgetError, BuildInputError, C4Error
+from c4table.budget import DEFAULT_MEMORY, MemoryBudget
+from c4table.errors import BoardError, BuildInputError, C4Error
 from c4table.game.root import Root
-from c4table.units import format_size, parse_size
 from c4table.pipeline.runtime import allocator
 from c4table.pipeline.stages import backward
 from c4table.pipeline.runtime import counters
 from c4table.pipeline.stages import forward
+from c4table.pipeline.stages.ledger import RunLedger
 from c4table.pipeline.stages import merge
 from c4table.pipeline.stages import merge_c4z
 from c4table.pipeline.runtime import resources
@@ -33,37 +34,14 @@ from c4table.pipeline.kernels.kernelset import KernelSet, compiled, warm
 from c4table.builddir.manifest import Manifest
 from c4table.builddir import tableformat
 from c4table.builddir.tableformat import TableFormat
-from c4table.pipeline.sort.partition import MIN_PARALLEL_ROWS, shard_rows_for
 from c4table.progress import Progress
 from c4table.io.storage import Storage, open_storage
 from c4table.io import options as io_options
 from c4table.io.options import IOOptions
 import c4table.config as config
-from c4table.io.recycle import RECYCLE_DIR, settle_deletes
+from c4table.io.recycle import settle_deletes
 from c4table.table.sums import SUFFIX as SUMS_SUFFIX
 
-DEFAULT_MEMORY = "4GiB"
-MIN_TASK_MEMORY = 1 << 20
-
-
-@dataclass
-class StageWork:
-    """What one stage did in this run, for the build's summary: the entries it processed and
-    the steps it ran (generations, or ranges of a ``.c4z`` merge) of the ``of`` it has in all;
-    a resumed stage ran fewer steps than that."""
-
-    entries: int = 0
-    steps: int = 0
-    of: int = 0
-
-    def add(self, entries: int, steps: int = 1) -> None:
-        self.entries += entries
-        self.steps += steps
-
-    @property
-    def resumed(self) -> bool:
-        """True if steps finished by earlier runs were left as they were."""
-        return self.steps < self.of
 
 
 @dataclass
@@ -72,7 +50,7 @@ class Build:
 
     board: Board
     root: Path | str    # a local directory, or the URI of a remote one (see ``store``)
-    memory: int
+    budget: MemoryBudget   # shared by the workers
     executor: Executor
     quiet: bool = False
     origin: Root | None = None   # the root position of a rooted build (None: the empty board)
@@ -83,28 +61,19 @@ class Build:
     manifest: Manifest = field(init=False)
     store: Storage = field(init=False)                  # where the files live
     verified: set = field(init=False, default_factory=set)  # what this process has checked
-    _counts: object = field(init=False, default=None)        # the executor's StageCounts
+    ledger: RunLedger = field(init=False)   # this run's counts, times and shuffles (stats.json)
     # a shuffle past this many ranged reads (tasks x runs) is made two-level (pipeline/sort/shuffle.py)
     shuffle_max_reads: int = field(default_factory=lambda: shuffle.max_reads_default())
-    shuffles: list = field(init=False, default_factory=list)  # this run's shuffles, measured
-    stage_seconds: dict = field(init=False, default_factory=dict)  # wall time of this run's stages
-    stage_work: dict = field(init=False, default_factory=dict)  # stage -> its StageWork this run
     _io_before: IOOptions | None = field(init=False, default=None)  # put back by close()
     # the directories opening the build created (deepest first): removed by close() if empty
     made: list = field(init=False, default_factory=list)
-    _earlier: dict = field(init=False, default_factory=dict)   # stats.json as this run found it
 
     def __post_init__(self) -> None:
         self.board.check_buildable()   # a 3D board too large for 64-bit bitboards
         if key_bits(self.board) > 56:
             raise BuildInputError(f"board {self.board}: keys need {key_bits(self.board)} bits; "
                                   "the pipeline packs key and outcome in 64 bits, so at most 56")
-        if self.task_memory < MIN_TASK_MEMORY:
-            least = MIN_TASK_MEMORY * self.executor.workers
-            raise BudgetError(f"memory budget {format_size(self.memory)} ({self.memory:,} bytes) is "
-                             f"too small to make progress with {count(self.executor.workers, 'worker')}: "
-                             f"each needs at least {format_size(MIN_TASK_MEMORY)}, so give "
-                             f"--memory {format_size(least).replace(' ', '')} or more, or fewer --workers")
+        self.budget.check(self.executor.workers)
         self.executor.prepare(self._warm_kernels)   # before the workers fork
         self.executor.prepare(runcodec.warm)   # the runs' codec, likewise
         self.store = open_storage(self.root, self.io)
@@ -125,34 +94,7 @@ class Build:
             raise
         if n:
             self.note("build", f"removed {count(n, 'scratch file')} left by an interrupted run")
-        self._earlier = self._load_earlier()
-        self._start_ledger()
-
-    def _load_earlier(self) -> dict:
-        """``DIR/stats.json`` as the earlier runs left it ({}: none, or damaged)."""
-        with counters.uncounted():
-            try:
-                return counters.load_stats(self.store) if self.store.exists(counters.STATS) else {}
-            except C4Error:
-                return {}
-
-    def _start_ledger(self) -> None:
-        """Start this run's stored-bytes ledger from what the build directory holds now (after
-        the scratch of an interrupted run is gone), so that a resumed run's peak is what the
-        disk held, not a rise from zero. Locally that is measured: the bytes of the directory's
-        files but ``stats.json`` (never counted) and the recycle bin (counted as deleted). On
-        an object store (a LIST of a big build is many requests) it is the ledger the earlier
-        runs left in ``stats.json`` (``stored_bytes``; it drifts by the scratch files a resume
-        deletes, which no earlier run counted as deleted), or the setup's counts if none."""
-        with counters.uncounted():
-            if self.store.local:
-                held = self.store.tree_size("") - self.store.tree_size(RECYCLE_DIR)
-                if self.store.exists(counters.STATS):
-                    held -= self.store.size(counters.STATS)
-            else:
-                held = self._earlier.get("stored_bytes")
-        if held is not None:
-            self.executor.counts.rebase(held)
+        self.ledger = RunLedger(self.store, self.executor, self.board.name, self._stats_settings)
 
     def _warm_kernels(self) -> None:
         """Load the kernels (:func:`warm`), saying so when they must be compiled first (the
@@ -199,7 +141,7 @@ class Build:
             return False
         if not self.store.local:
             return True   # recycle_tree deletes there anyway
-        entries = sum(p.get("entries", 0) for p in self.manifest.plies)
+        entries = sum(p.entries or 0 for p in self.manifest.plies)
         return resources.free_bytes(self.root) >= entries * self.board.entry_size
 
     def spent(self, rel: str) -> None:
@@ -211,86 +153,16 @@ class Build:
             self.store.empty_recycle_bin()
             self.store.delete_tree(rel)
 
-    def work(self, stage: str, of: int) -> StageWork:
-        """The :class:`StageWork` of ``stage`` in this run, which has ``of`` steps in all (its
-        driver adds the entries of each step it runs)."""
-        w = self.stage_work.setdefault(stage, StageWork())
-        w.of = of
-        return w
-
     def run_stage(self, stage: str, fn, *args):
-        """Run ``fn(*args)`` (a stage's driver) with its requests, bytes and tasks counted
-        under ``stage``; then record the counts in ``DIR/stats.json`` (:meth:`save_stats`; the
-        stages also do after each generation or merge range)."""
-        self._counts = self.executor.counts
-        self._counts.set_stage(stage)
-        t0 = time.perf_counter()
-        try:
-            return fn(*args)
-        finally:
-            self.stage_seconds[stage] = time.perf_counter() - t0
-            self.save_stats()
+        """Run ``fn(*args)`` (a stage's driver) counted under ``stage`` (:meth:`RunLedger.run_stage
+        <c4table.pipeline.stages.ledger.RunLedger.run_stage>`)."""
+        return self.ledger.run_stage(stage, fn, *args)
 
-    @property
-    def executor_counts(self) -> dict:
-        """This run's counts per stage (kept after the executor is closed)."""
-        return self._counts.to_json() if self._counts is not None else {}
-
-    def save_stats(self) -> None:
-        """Write ``DIR/stats.json``: per stage, the counts of the runs before this one (as this
-        run found them) plus this run's so far, with ``runs`` one more (:func:`counters.add_run
-        <c4table.pipeline.runtime.counters.add_run>`), for the stages this run ran tasks in;
-        the others as found. Called often (after each generation and merge range): a run killed
-        loses only the counts since. A stage with nothing left to do runs no task and adds no
-        run. Its own requests are not counted: the file's size depends on the counts it holds
-        (timings, memory, the executor's name), and the next stage would count reading it."""
-        mine = {k: v for k, v in self.executor_counts.items()
-                if k != "setup" and v["tasks"]}
-        if not mine:
-            return
-        before = self._earlier.get("stages", {})
-        stages = {**before, **{k: counters.add_run(before.get(k), v) for k, v in mine.items()}}
-        with counters.uncounted():
-            counters.save_stats(self.store, self.board.name, self.executor.workers,
-                                self.executor.name, stages,
-                                {"machine": machine_name(),
-                                 "memory": self.memory, "task_memory": self.task_memory,
-                                 "storage": "local" if self.store.local else "remote",
-                                 "shuffle_max_reads": self.shuffle_max_reads,
-                                 "shuffles": self._earlier.get("shuffles", []) + self.shuffles,
-                                 # the ledger now (a remote resume starts from it)
-                                 "stored_bytes": self._counts.stored,
-                                 # the .c4z merge's files are counted (format 1 did not)
-                                 "c4z_counted": self._earlier.get("c4z_counted", True)
-                                 or "merge" not in before})
-
-    def saving(self, results):
-        """Yield the items of ``results`` (a stage's task results), saving the counts
-        (:meth:`save_stats`) after the caller has taken each in. Closing it closes
-        ``results`` (:meth:`Executor.imap <c4table.pipeline.runtime.execution.Executor.imap>`
-        then cancels the tasks not started)."""
-        try:
-            for r in results:
-                yield r
-                self.save_stats()
-        finally:
-            if hasattr(results, "close"):
-                results.close()
-
-    def slice_reads(self) -> int:
-        """Run-slice reads counted so far in the current stage (see :meth:`log_shuffle`)."""
-        c = self.executor.counts
-        c.sample()
-        st = c.stages.get(c.stage)
-        return st.slice_reads if st is not None else 0
-
-    def log_shuffle(self, stage: str, ply: int, tasks: int, runs: int, group: int | None,
-                    reads: int) -> None:
-        """Record one shuffle of this run (written to ``stats.json``): its tasks, the runs they
-        read, the pre-merge group size (None: read directly) and the run-slice reads counted."""
-        self.shuffles.append({"stage": stage, "ply": ply, "tasks": tasks, "runs": runs,
-                              "group": group, "slice_reads": reads,
-                              "bound": shuffle.read_bound(tasks, runs, group)})
+    def _stats_settings(self) -> dict:
+        """The settings ``stats.json`` records beside the counts (read when it is saved)."""
+        return {"machine": machine_name(), "memory": self.budget.bytes, "task_memory": self.task_memory,
+                "storage": "local" if self.store.local else "remote",
+                "shuffle_max_reads": self.shuffle_max_reads}
 
     def _unlock(self) -> None:
         if self.store.local:
@@ -330,22 +202,18 @@ class Build:
         (hashed once per process). A recorded table whose file is missing is not complete (the
         merge finishes it); one whose file differs is an error naming the file."""
         rec = self.manifest.table
-        return MERGE_DRIVERS[tableformat.of_record(rec) or self.table_format].complete(self, rec)
+        return MERGE_DRIVERS[rec.format if rec is not None else self.table_format].complete(self, rec)
 
     @property
     def task_memory(self) -> int:
         """Bytes one task may hold: the budget shared by the workers."""
-        return self.memory // self.executor.workers
+        return self.budget.per_task(self.executor.workers)
 
-    @property
-    def shard_rows(self) -> int:
-        """Largest generation shard (:func:`shard_rows_for` the task memory)."""
-        return shard_rows_for(self.task_memory, self.board.width)
-
-    @property
-    def min_parallel_rows(self) -> int:
-        """Below this many keys a stage runs as one task (splitting would cost more)."""
-        return MIN_PARALLEL_ROWS
+    def shuffler(self) -> shuffle.Shuffle:
+        """What a shuffle of this build needs (:func:`shuffle.two_level
+        <c4table.pipeline.sort.shuffle.two_level>`): where the runs are, the executor, the
+        task memory and the read threshold."""
+        return shuffle.Shuffle(self.store.uri, self.executor, self.task_memory, self.shuffle_max_reads)
 
     def progress(self, stage: str, total: int | None = None) -> Progress:
         return Progress(stage, quiet=self.quiet, total=total)
@@ -357,7 +225,7 @@ class BuildSettings:
 
     board: Board
     out: str | Path                # a local directory or a pyarrow.fs URI
-    memory: int                    # bytes, shared by the workers
+    budget: MemoryBudget           # memory shared by the workers
     workers: int | None = None     # None: every core
     scheduler: str | None = None   # a dask scheduler ('local' or an address); None: local processes
     quiet: bool = False
@@ -370,13 +238,15 @@ class BuildSettings:
     table_md5: bool = field(default_factory=lambda: config.get("C4TABLE_TABLE_MD5"))
 
     @classmethod
-    def parse(cls, board: str | Board, out: str | Path, memory: str | int = DEFAULT_MEMORY,
+    def parse(cls, board: str | Board, out: str | Path,
+              memory: "str | int | MemoryBudget" = DEFAULT_MEMORY,
               workers: int | None = None, scheduler: str | None = None, quiet: bool = False,
               restart: bool = False, root: str | Root | None = None,
               device: str = "cpu",
               table_format: "str | TableFormat" = tableformat.DAT) -> "BuildSettings":
         """The settings of :func:`open_build`'s arguments (``root``: a move string, drawing or
-        :class:`~c4table.game.root.Root`)."""
+        :class:`~c4table.game.root.Root`; ``memory``: a size or a
+        :class:`~c4table.budget.MemoryBudget`)."""
         table_format = tableformat.get(table_format)
         board = Board.parse(board)
         if root is not None and not board.supports("root"):
@@ -386,11 +256,12 @@ class BuildSettings:
         if device != "cpu":
             from c4table.pipeline.kernels.gpu import device as gpu
             gpu.check(device)
-        return cls(board, out, parse_size(memory), workers, scheduler, quiet, restart, root, device,
+        return cls(board, out, MemoryBudget.parse(memory), workers, scheduler, quiet, restart, root, device,
                    table_format)
 
 
-def open_build(board: str | Board, out: str | Path, memory: str | int = DEFAULT_MEMORY,
+def open_build(board: str | Board, out: str | Path,
+               memory: "str | int | MemoryBudget" = DEFAULT_MEMORY,
                workers: int | None = None, scheduler: str | None = None, quiet: bool = False,
                restart: bool = False, root: str | Root | None = None,
                table_format: "str | TableFormat" = tableformat.DAT) -> Build:
@@ -460,8 +331,8 @@ def _discard(store: Storage, board: Board, origin: Root | None) -> None:
         old = Manifest.load(store).table if store.exists("manifest.json") else None
     except C4Error:
         old = None
-    if old and isinstance(old.get("file"), str) and "/" not in old["file"]:
-        names.add(old["file"])
+    if old is not None and "/" not in old.file:
+        names.add(old.file)
     names |= {f.file_name(n) for n in names for f in tableformat.FORMATS.values()}   # --compress too
     for name in ("manifest.json", "manifest.json.tmp", counters.STATS, counters.STATS + ".tmp",
                  *(n + x for n in sorted(names) for x in TABLE_FILES)):
@@ -477,7 +348,7 @@ def _open_locked(store, s: BuildSettings) -> Build:
     executor = make_executor(s.workers or default_workers(), s.scheduler,
                              start_method="fork" if store.local else "spawn")
     try:
-        b = Build(board, store.root if store.local else store.uri, s.memory, executor, s.quiet,
+        b = Build(board, store.root if store.local else store.uri, s.budget, executor, s.quiet,
                   origin, s.device, s.table_format, s.io, s.table_md5)
     except BaseException:
         executor.close()
@@ -485,7 +356,8 @@ def _open_locked(store, s: BuildSettings) -> Build:
     return b
 
 
-def build_table(board: str | Board, out: str | Path, memory: str | int = DEFAULT_MEMORY,
+def build_table(board: str | Board, out: str | Path,
+                memory: "str | int | MemoryBudget" = DEFAULT_MEMORY,
                 workers: int | None = None, scheduler: str | None = None, quiet: bool = True,
                 restart: bool = False, keep_work: bool = True,
                 root: str | Root | None = None,
@@ -508,7 +380,8 @@ MERGE_DRIVERS = {tableformat.DAT: merge, tableformat.C4Z: merge_c4z}
 def merge_of(b: Build):
     """The merge stage's driver for the build: that of the format of a table already written,
     else of the build's format (:data:`MERGE_DRIVERS`)."""
-    return MERGE_DRIVERS[tableformat.of_record(b.manifest.table) or b.table_format].run
+    rec = b.manifest.table
+    return MERGE_DRIVERS[rec.format if rec is not None else b.table_format].run
 
 
 def run_build(b: Build, keep_work: bool = True) -> Path:

@@ -113,8 +113,7 @@ def start(build) -> None:
 
 def step_done(build, ply: int, last: int) -> bool:
     m = build.manifest
-    rec = m.ply_counts(ply)
-    return "entries" in rec and (ply == last or m.shards("forward", ply + 1) is not None)
+    return m.ply_counts(ply).forward_counted and (ply == last or m.shards("forward", ply + 1) is not None)
 
 
 def run(build, max_ply: int | None = None) -> None:
@@ -139,10 +138,10 @@ def run(build, max_ply: int | None = None) -> None:
     if todo:   # every forward shard is now verified or about to be written by this process
         build.verified.add("forward")
     fused = None   # (ply, expand results): a generation its merge tasks expanded already
-    work = build.work("forward", of=last + 1 - build.first_ply)
+    work = build.ledger.work("forward", of=last + 1 - build.first_ply)
     for ply in range(last + 1):
         if step_done(build, ply, last):
-            prog.done += build.manifest.ply_counts(ply)["positions"]
+            prog.done += build.manifest.ply_counts(ply).positions
             continue
         t0 = time.perf_counter()
         shards = build.manifest.shards("forward", ply)
@@ -157,7 +156,7 @@ def run(build, max_ply: int | None = None) -> None:
             # the merge tasks of generation ply + 1 also expand it: its runs are written too
             written = None if ready is None else build.store.tree_size(rdir)
             resources.check_free(build.store, resources.forward_need(
-                build, ply, and_next=ply + 1 < last, runs_written=written), what)
+                build.manifest, build.store, ply, and_next=ply + 1 < last, runs_written=written), what)
             build.store.delete_tree(gen_dir(ply + 1))   # an unfinished attempt's shards
         else:
             what = f"forward counts of generation {ply}"
@@ -182,11 +181,11 @@ def run(build, max_ply: int | None = None) -> None:
             build.manifest.set_forward_counts(ply, entries, sym, terminal, term_sym)
             build.manifest.checkpoint(entries)
         build.spent(rdir)   # spent: recycled or deleted (Build.spent)
-        build.save_stats()   # a killed run loses only this generation's counts
+        build.ledger.save()   # a killed run loses only this generation's counts
         rec = build.manifest.ply_counts(ply)
         work.add(entries)
-        prog.step(f"ply {ply}/{last}", rec["positions"], entries=entries,
-                  positions=rec["positions"], finished=rec["terminal"],
+        prog.step(f"ply {ply}/{last}", rec.positions, entries=entries,
+                  positions=rec.positions, finished=rec.terminal,
                   time=f"{time.perf_counter() - t0:.2f}s")
     build.manifest.flush()   # the steps checkpoint() left unsaved
 
@@ -210,14 +209,14 @@ def _merge_runs(build, ply: int, run_rels: list[str], results, last: int):
                                       [r.children for r in results])
     runs = [{"file": f, "rows": r.children, "xxh64": r.xxh64} for f, r in zip(run_rels, results)]
     ranges = list(zip(bounds[:-1], bounds[1:]))
-    reads0 = build.slice_reads()
-    reads, _, group = shuffle.two_level(build, runs, ranges, f"{runs_dir(ply)}/pre", unique=True)
+    reads0 = build.ledger.slice_reads()
+    reads, _, group = shuffle.two_level(build.shuffler(), runs, ranges, f"{runs_dir(ply)}/pre", unique=True)
     # shard r is range r: its task spills run r of generation ply + 1 (run_rel)
     tasks = [(build.store.uri, reads[r], lo, hi, shard_name(gen_dir(ply), r),
               (build.kernels, ply, run_rel(ply + 1, r) if ply < last else None))
              for r, (lo, hi) in enumerate(ranges)]
     out = build.executor.map(merge_task, tasks)
-    build.log_shuffle("forward", ply, len(ranges), len(runs), group, build.slice_reads() - reads0)
+    build.ledger.log_shuffle("forward", ply, len(ranges), len(runs), group, build.ledger.slice_reads() - reads0)
     infos = [ShardInfo.from_json(m.shard) for m in out]
     return infos, [m.expanded for m in out if m.expanded is not None]
 

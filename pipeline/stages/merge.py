@@ -40,6 +40,8 @@ from c4table.pipeline.runtime import resources
 from c4table.pipeline.sort.extsort import sorted_chunks
 from c4table.pipeline.kernels.cpu import pack_entries, pack_mapped, strictly_increasing_keys, words_to_entries
 from c4table.pipeline.sort.partition import merge_shares
+from c4table.builddir.records import TableRecord
+from c4table.builddir.tableformat import DAT
 from c4table.builddir.shards import ShardInfo, open_row_groups, read_row_groups, verify_shards
 from c4table.io.storage import Storage, open_storage
 from c4table.io.files import background, fsync_path, start_writeback
@@ -289,12 +291,12 @@ def run(build):
         return final
     prog = build.progress("merge")
     rec = m.table
-    if rec is not None and store.local and store.exists(tmp_name) and store.size(tmp_name) == rec["bytes"]:
+    if rec is not None and store.local and store.exists(tmp_name) and store.size(tmp_name) == rec.bytes:
         prog.note(f"found the finished table under {tmp_name}; verifying it (sha256)")
-        if hash_stored(store, tmp_name, md5=False)["sha256"] == rec["sha256"]:
+        if hash_stored(store, tmp_name, md5=False)["sha256"] == rec.sha256:
             store.rename(tmp_name, name)
             build.verified.add("table")
-            prog.note(f"{name}: sha256 {rec['sha256']}")
+            prog.note(f"{name}: sha256 {rec.sha256}")
             return final
         prog.note(f"{tmp_name} does not match the manifest; merging again")
     if rec is None and store.exists(name):
@@ -308,7 +310,7 @@ def run(build):
     md5 = build.table_md5
     shards = [s for p in plies for s in m.shards("backward", p) if s.rows]
     total = sum(s.rows for s in shards)
-    resources.check_free(store, resources.merge_need(build, plies), f"the table {name}")
+    resources.check_free(store, resources.merge_need(m, plies), f"the table {name}")
     # the table's per-block xxh64, hashed with its sha256 and streamed into its sidecar (the
     # sidecar's temporary file is dropped if the merge fails)
     with resources.disk_full_guard(store, f"the table {name}", "every generation"), \
@@ -339,9 +341,9 @@ def run(build):
                       sum(s.rows for s in shards if s.last < bounds[r]), direct)
                      for r in range(n_r)]
             # each range is hashed once it and those before it are written
-            # (the counts saved after each range: Build.saving)
+            # (the counts saved after each range: RunLedger.saving)
             hashes = hash_ranges(store, target, E, n_r, total,
-                                 build.saving(build.executor.imap(range_task, tasks)),
+                                 build.ledger.saving(build.executor.imap(range_task, tasks)),
                                  direct, md5, sums)
             prog.note(f"sorted and hashed {total:,} entries ({total * E:,} bytes) in "
                       f"{count(len(tasks), 'range')} in {time.perf_counter() - t0:.2f}s")
@@ -360,7 +362,7 @@ def run(build):
                              f"expected {total * E:,}")
         store.delete_tree(PARTS)
         sidecar.commit(sums)
-        m.record_table({"file": name, "entries": total, "bytes": total * E, **hashes}, _totals(m.plies))
+        m.record_table(TableRecord.of(DAT, name, total, hashes))
         m.save()
     if store.local:
         store.rename(tmp_name, name)
@@ -391,12 +393,7 @@ def append_parts(store: Storage, out: str, parts: list[str], chunk: int = 1 << 2
     return h.result()
 
 
-def _totals(plies: list[dict]) -> dict:
-    keys = ["entries", "positions", "terminal", "a_wins", "draws", "b_wins"]
-    return {k: sum(p.get(k, 0) for p in plies) for k in keys}
-
-
-def complete(build, rec: dict | None) -> bool:
+def complete(build, rec: TableRecord | None) -> bool:
     """True if the raw table the manifest records as ``rec`` is there, of its size and sha256
     (hashed once per process); False if it is missing (or none is recorded); an error naming
     it if it differs."""
@@ -409,15 +406,15 @@ def complete(build, rec: dict | None) -> bool:
         return True
     E = build.board.entry_size
     size = store.size(name)
-    if size != rec["bytes"]:
+    if size != rec.bytes:
         why = f"size {size:,} is not a multiple of the {E}-byte entry" if size % E else f"size {size:,}"
-        raise CorruptDataError(f"{final}: {why}, the manifest records {rec['bytes']:,} bytes; "
+        raise CorruptDataError(f"{final}: {why}, the manifest records {rec.bytes:,} bytes; "
                                "delete it and rerun to rewrite it from the finished generations")
     build.note("merge", f"verifying the finished table {name} (sha256)")
     digest = hash_stored(store, name)["sha256"]
-    if digest != rec["sha256"]:
+    if digest != rec.sha256:
         raise CorruptDataError(f"{final}: sha256 {digest} does not match the manifest's "
-                               f"{rec['sha256']}; delete it and rerun to rewrite it from the "
+                               f"{rec.sha256}; delete it and rerun to rewrite it from the "
                                "finished generations")
     build.verified.add("table")
     return True

@@ -64,7 +64,8 @@ from c4table.pipeline.sort.partition import merge_shares
 from c4table.pipeline.stages import merge
 from c4table.wording import count
 from c4table.builddir.shards import verify_shards
-from c4table.builddir.tableformat import C4Z, of_record
+from c4table.builddir.records import FileRecord, TableRecord
+from c4table.builddir.tableformat import C4Z
 
 STATE_VERSION = 3        # 2: the state records the file's grid (1: 65,536-entry blocks, 36,864-entry parts); 3: its min match (before: 0)
 C4Z_SHARE = 0.10         # the .c4z as a share of the raw table, at most (measured at the build's profile: 6.4% on 5x5,
@@ -307,22 +308,22 @@ def merge_need(store, shards, bounds: list, done: int, total: int, raw_bytes: in
     return resources.with_margin(peak - now + in_flight)
 
 
-def complete(build, rec: dict | None) -> bool:
+def complete(build, rec: TableRecord | None) -> bool:
     """True if the ``.c4z`` the manifest's table record ``rec`` names is there, of its size and
     sha256 (hashed once per process); False if it is missing (or none is recorded); an error
     naming it if it differs."""
-    if rec is None:
+    if rec is None or rec.container is None:
         return False
-    store, z = build.store, C4Z.container(rec)
-    if not store.exists(z["file"]):
+    store, z = build.store, rec.container
+    if not store.exists(z.file):
         return False
     if "table" in build.verified:
         return True
-    size = store.size(z["file"])
-    digest = merge.hash_stored(store, z["file"], md5=False)["sha256"] if size == z["bytes"] else None
-    if digest != z["sha256"]:
+    size = store.size(z.file)
+    digest = merge.hash_stored(store, z.file, md5=False)["sha256"] if size == z.bytes else None
+    if digest != z.sha256:
         what = f"sha256 {digest}" if digest else f"size {size:,}"
-        raise CorruptDataError(f"{store.display(z['file'])}: {what} does not match the manifest's "
+        raise CorruptDataError(f"{store.display(z.file)}: {what} does not match the manifest's "
                                "record; delete it and rerun to rewrite it from the finished "
                                "generations")
     build.verified.add("table")
@@ -350,17 +351,17 @@ def run(build):
     final = store.root / name
     tmp = name + ".tmp"
     rec = m.table
-    if of_record(rec) not in (None, C4Z) and build.complete():
+    if rec is not None and rec.format is not C4Z and build.complete():
         build.progress("merge").note(f"the table is already built as {build.table_name}; "
                                      "c4table compress makes its .c4z")
         return store.root / build.table_name
-    if of_record(rec) is C4Z:
+    if rec is not None and rec.format is C4Z and rec.container is not None:
         if complete(build, rec):
             forget_state(store, tmp)
             return final
-        if store.exists(tmp) and store.size(tmp) == C4Z.container(rec)["bytes"]:
+        if store.exists(tmp) and store.size(tmp) == rec.container.bytes:
             build.progress("merge").note(f"found the finished table under {tmp}; verifying it")
-            if merge.hash_stored(store, tmp, md5=False)["sha256"] == C4Z.container(rec)["sha256"]:
+            if merge.hash_stored(store, tmp, md5=False)["sha256"] == rec.container.sha256:
                 store.rename(tmp, name)
                 fsync_dir(store.root)
                 forget_state(store, tmp)
@@ -412,9 +413,9 @@ def run(build):
             save_state(store, tmp, MergeState(digest, bounds, level, k, at, B, P, mm))
             drop_shards(store, shards, bounds[k])
 
-        build.work("merge", of=n_r).add(total - (state.at.entries if state is not None else 0),
+        build.ledger.work("merge", of=n_r).add(total - (state.at.entries if state is not None else 0),
                                         n_r - done)
-        results = build.saving(build.executor.imap(range_blocks_task, tasks))   # counts saved
+        results = build.ledger.saving(build.executor.imap(range_blocks_task, tasks))   # counts saved
         digests = assemble(store, store.root / tmp, board, total, n_r, level, results, build.table_md5,
                            resume=state, appended=appended, min_match=mm,
                            file=build.table_name, root=m.root_record())
@@ -423,10 +424,8 @@ def run(build):
                              f"{total * board.entry_size:,}")
         store.delete_tree(merge.PARTS)
         zhash = merge.hash_stored(store, tmp, md5=False)
-        m.record_table(C4Z.table_record(build.table_name, total, digests["bytes"], digests,
-                                        {"file": name, "bytes": zhash["bytes"],
-                                         "sha256": zhash["sha256"]}),
-                       merge._totals(m.plies))
+        m.record_table(TableRecord.of(C4Z, build.table_name, total, digests,
+                                      FileRecord(name, zhash["bytes"], zhash["sha256"])))
         m.save()
     store.rename(tmp, name)
     fsync_dir(store.root)

@@ -59,8 +59,8 @@ def run_build(python: str, board: str, workers: int, memory: str | None) -> tupl
 
 
 def _entry_size(table: Path) -> int:
-    import json
-    return json.loads((table.parent / "manifest.json").read_text())["entry_size"]
+    from c4table.builddir.reader import BuildDir
+    return BuildDir.load(table.parent).board.entry_size
 
 
 def main() -> int:

@@ -181,7 +181,7 @@ def bench(board: str, workers: int | None, memory: str, keep: Path | None) -> No
         b.close()
         sampler.stop()
     table = b.manifest.table
-    entries = table["entries"]
+    entries = table.entries
     total = sum(times.values())
     base = baseline_sort_seconds(entries)
     mib = 2**20

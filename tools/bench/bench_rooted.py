@@ -26,6 +26,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from c4table.builddir.reader import BuildDir
+from c4table.errors import C4Error
 from c4table.game.board import Board
 from c4table.game.rules import Position
 from tools.bench.bench_build import BuildSampler
@@ -88,11 +90,11 @@ def bench_root(board: Board, moves: str, workers: int, memory: str, timeout: flo
     out = {"ply": len(moves), "root": moves, "status": status, "seconds": round(wall, 1),
            "peak_pss_mib": round(sampler.peak_pss / 2**20), "peak_disk_mib": round(sampler.peak_disk / 2**20, 1)}
     try:
-        m = json.loads((root / "manifest.json").read_text())
-        if m.get("table"):
-            out["entries"] = m["table"]["entries"]
-            out["final_mib"] = round(m["table"]["bytes"] / 2**20, 2)
-    except (OSError, ValueError):
+        t = BuildDir.load(root).table
+        if t is not None:
+            out["entries"] = t.entries
+            out["final_mib"] = round(t.bytes / 2**20, 2)
+    except (OSError, ValueError, C4Error):
         pass
     if keep is None:
         shutil.rmtree(root, ignore_errors=True)

@@ -23,6 +23,7 @@ import sys
 import time
 from pathlib import Path
 
+from c4table.builddir.reader import BuildDir
 from tools.bench.diskuse import KINDS, DiskSampler
 
 
@@ -95,9 +96,8 @@ def report(args, log: Path) -> None:
         if seen:
             runs.append({"start": start, "wall_s": seen[-1]["t"] - start,
                          "cpu_s": max(s["cpu_s"] for s in seen), "rc": None})
-    manifest = json.loads((args.dir / "manifest.json").read_text()) if (args.dir / "manifest.json").exists() else {}
-    table = manifest.get("table") or {}
-    entries = table.get("entries")
+    table = BuildDir.load(args.dir).table if (args.dir / "manifest.json").exists() else None
+    entries = table.entries if table is not None else None
     peak = max(samples, key=lambda s: s["bytes"]) if samples else None
     out = {"board": args.board, "runs": len(runs),
            "wall_s": round(sum(s["wall_s"] for s in runs)),

@@ -45,6 +45,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from c4table.builddir.reader import BuildDir
 from tools.bench.big_build import tree_times
 from tools.bench.diskuse import KINDS, DiskSampler
 
@@ -109,18 +110,17 @@ def run_build(board: str, out: Path, workers: int, memory: str, fmt: str, level:
     if rc:
         raise SystemExit(f"{' '.join(cmd)} failed: {stderr}")
     user, sys_ = after.ru_utime - before.ru_utime, after.ru_stime - before.ru_stime
-    m = json.loads((out / "manifest.json").read_text())
-    t = m["table"]
-    entries = t["entries"]
-    size = t["c4z"]["bytes"] if t.get("format") == "c4z" else t["bytes"]
+    t = BuildDir.load(out).table
+    entries = t.entries
+    size = t.container.bytes if t.container is not None else t.bytes
     work = {k: sum(f.stat().st_size for f in (out / d).rglob("*") if f.is_file())
             for k, d in (("key shards", "work/forward"), ("outcome shards", "work/backward"))}
     return {"format": fmt if level is None else f"{fmt} (level {level})", "entries": entries,
             "wall_s": wall, "cpu_s": user + sys_, "user_s": user, "sys_s": sys_,
             "passes_user_s": at_merge[0], "passes_sys_s": at_merge[1],
             "peak_disk": disk.peak, "peak_kind": disk.peak_kind, "table_bytes": size,
-            "raw_bytes": t["bytes"], "raw_seen": sorted(disk.raw_seen), "sha256": t["sha256"],
-            "kept": work, "stage_seconds": m.get("stage_seconds")}
+            "raw_bytes": t.bytes, "raw_seen": sorted(disk.raw_seen), "sha256": t.sha256,
+            "kept": work}
 
 
 DEFAULT_PROFILES = ["65536:36864:3", "65536:36864:5", "65536:36864:9", "262144:65536:3",

@@ -14,7 +14,6 @@ Each variant is ``dat`` or a c4z level spec as in ``c4z_build.py`` (``LEVEL[mMIN
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import resource
 import shutil
@@ -23,6 +22,7 @@ import sys
 import time
 from pathlib import Path
 
+from c4table.builddir.reader import BuildDir
 from tools.bench.c4z_build import profile_env
 
 
@@ -56,12 +56,12 @@ def merge_once(board: str, staged: Path, run: Path, variant: str, workers: int,
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if p.returncode:
         raise SystemExit(f"{' '.join(cmd)} failed: {p.stderr}")
-    t = json.loads((run / "manifest.json").read_text())["table"]
+    t = BuildDir.load(run).table
     shutil.rmtree(run, ignore_errors=True)
     return {"cpu_s": after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime,
             "sys_s": after.ru_stime - before.ru_stime, "minflt": after.ru_minflt - before.ru_minflt,
-            "wall_s": wall, "raw_bytes": t["bytes"], "sha256": t["sha256"],
-            "table_bytes": t["c4z"]["bytes"] if t.get("format") == "c4z" else t["bytes"]}
+            "wall_s": wall, "raw_bytes": t.bytes, "sha256": t.sha256,
+            "table_bytes": t.container.bytes if t.container is not None else t.bytes}
 
 
 def main(argv=None) -> None:

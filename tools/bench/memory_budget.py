@@ -14,7 +14,6 @@ runs in a fresh directory, deleted after. A benchmark, not a test: run it on an 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import shutil
@@ -23,6 +22,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from c4table.builddir.reader import BuildDir
 
 CHILD = r"""
 import sys
@@ -68,7 +69,7 @@ def one_build(board: str, memory: str, trim: int, fmt: str, workers: int, scratc
     wall = time.perf_counter() - t0
     if status != 0:
         raise SystemExit(f"build {board} --memory {memory} (trim {trim}) failed: status {status}")
-    entries = json.loads((out / "manifest.json").read_text())["table"]["entries"]
+    entries = BuildDir.load(out).table.entries
     shutil.rmtree(out, ignore_errors=True)
     cpu = ru.ru_utime + ru.ru_stime
     return {"board": board, "memory": memory, "trim": trim, "format": fmt, "wall_s": round(wall, 1),

@@ -27,6 +27,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from c4table.builddir.reader import BuildDir
 from tools.bench.bench_ab import timed_run
 
 
@@ -37,9 +38,9 @@ def build(python: str, board: str, workers: int, memory: str, tmp: str | None) -
                "--workers", str(workers), "--memory", memory]
         load0 = os.getloadavg()[0]
         wall, cpu = timed_run(cmd, out)
-        m = json.loads((out / "manifest.json").read_text())
+        t = BuildDir.load(out).table
         return {"board": board, "workers": workers, "memory": memory, "wall_s": wall, "cpu_s": cpu,
-                "entries": m["table"]["entries"], "sha256": m["table"]["sha256"],
+                "entries": t.entries, "sha256": t.sha256,
                 "load": (load0 + os.getloadavg()[0]) / 2}
     finally:
         shutil.rmtree(out, ignore_errors=True)

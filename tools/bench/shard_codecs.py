@@ -26,6 +26,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import zstandard
 
+from c4table.builddir.reader import BuildDir
+from c4table.builddir.shards import ShardInfo
 from c4table.io.varint import decode_deltas, encode_deltas
 
 
@@ -38,31 +40,28 @@ def _col(table: pa.Table, name: str, dtype) -> np.ndarray:
 def load_shards(root: Path, max_shards: int | None):
     """``(keys, outcomes)`` pairs of the build's backward shards (outcomes may be None when
     a step has no backward record), and the table's entries."""
-    m = json.loads((root / "manifest.json").read_text())
+    m = BuildDir.load(root).manifest   # also an older build directory's (parquet shards)
     pairs = []
-    for ply, step in sorted(m["steps"]["forward"].items(), key=lambda kv: int(kv[0])):
-        back = {s.get("keys"): s for s in m["steps"]["backward"].get(ply, {}).get("shards", [])}
-        for s in step["shards"]:
-            if s["rows"] == 0:
-                continue
+    for ply in m.finished_plies("forward"):
+        back = {s.keys: s for s in m.shards("backward", ply) or []}
+        for s in m.step("forward", ply).nonempty():
             keys = _read(root, s, "key")
-            b = back.get(s["file"])
+            b = back.get(s.file)
             outs = _read(root, b, "outcome") if b is not None else None
             pairs.append((keys, outs))
     pairs.sort(key=lambda p: -p[0].shape[0])
     if max_shards:
         pairs = pairs[:max_shards]
-    entries = m.get("table", {}).get("entries") or sum(k.shape[0] for k, _ in pairs)
+    entries = m.table.entries if m.table is not None else sum(k.shape[0] for k, _ in pairs)
     return pairs, entries
 
 
-def _read(root: Path, s: dict, col: str) -> np.ndarray:
-    if s["file"].endswith(".parquet"):
-        t = pq.ParquetFile(root / s["file"]).read(columns=[col], use_threads=False)
+def _read(root: Path, info: ShardInfo, col: str) -> np.ndarray:
+    if info.file.endswith(".parquet"):
+        t = pq.ParquetFile(root / info.file).read(columns=[col], use_threads=False)
         return _col(t, col, np.uint64 if col == "key" else np.uint8).copy()
-    from c4table.builddir.shards import ShardInfo, read_shard
+    from c4table.builddir.shards import read_shard
     from c4table.io.storage import open_storage
-    info = ShardInfo.from_json(s)
     got = read_shard(open_storage(root), info, with_outcome=col == "outcome")
     return got[1] if col == "outcome" else got
 

@@ -14,14 +14,13 @@ CPU is ``thread_time``, the best of ``--repeat`` calls. A diagnostic, not a test
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from pathlib import Path
 
+from c4table.builddir.reader import BuildDir
 import numpy as np
 
-from c4table.builddir.shards import ShardInfo, read_shard
-from c4table.game.board import Board
+from c4table.builddir.shards import read_shard
 from c4table.io.storage import open_storage
 from c4table.pipeline.kernels import cpu
 
@@ -43,9 +42,8 @@ def descents(x: np.ndarray) -> int:
 
 def generation(root: Path, ply: int, stage: str = "forward", outcomes: bool = False):
     """The keys (and outcomes) of generation ``ply`` of the build at ``root``."""
-    man = json.loads((root / "manifest.json").read_text())
     store = open_storage(str(root))
-    infos = [ShardInfo.from_json(s) for s in man["steps"][stage][str(ply)]["shards"] if s["rows"]]
+    infos = BuildDir.load(root).manifest.step(stage, ply).nonempty()
     parts = [read_shard(store, s, with_outcome=outcomes) for s in infos]
     if not outcomes:
         return np.concatenate(parts)
@@ -75,8 +73,7 @@ def main() -> None:
     ap.add_argument("--plies", type=int, nargs="+", required=True)
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
-    man = json.loads((args.root / "manifest.json").read_text())
-    board = Board.parse(man["board"])
+    board = BuildDir.load(args.root).board
     if board.variant != "2d":
         raise SystemExit("a 2D board's build, please (the 3D kernels write no runs)")
     tabs, untabs = cpu.board_tables(board), cpu.unmove_tables(board)
