@@ -1,0 +1,200 @@
+"""How much of a ``.c4z``'s key stream the rules of the game already know: over a stretch of
+the key space, the candidate keys that pass a rule (chips balanced, mirror-canonical, lines
+only where a last move can have made them) against the keys the table holds. A key stream
+could then store only the exceptions; this measures what that costs, in bits per entry.
+
+    python -m tools.diag.c4z_keyrules FILE.dat [...] [--regions 8] [--entries 200000]
+
+Rules, each adding to the one before:
+
+- ``balanced``: A has as many chips as B or one more (A moves first), and the key is the
+  mirror-canonical reading (``min(v1, v2)``, :func:`c4table.game.codec.key_of_codes`);
+- ``no loser line``: the player who did not move last has no k in a row;
+- ``last move``: if the last mover has k in a row, taking back some top chip of theirs leaves
+  them none (the game ended on that move);
+- ``takeback``: the position is reachable: top chips can be taken back one at a time, each the
+  chip of the player who moved last, down to the empty board without a position with k in a
+  row on the way (a depth-first search; a search of over 20,000 positions counts as a pass).
+
+Also the CPU time of the rules per table entry (what a decoder that enumerates the key space
+would spend). Per rule: candidates per table entry, recall (table entries that pass), precision (passing
+candidates in the table) and the cost of the exceptions, bits per entry: each passing
+candidate's membership at its binary entropy plus, for each entry that fails, its position
+among the failing candidates (``log2`` of their number per entry); beside today's key frames.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+from numba import njit
+
+from c4table.game.lines import _decode, _has_line
+from c4table.table.source import board_of_table, keys_of_rows
+
+
+@njit(cache=True)
+def rule_levels(lo, hi, w, base, stride, k, bits_a, bits_b, powers, col_height, out):
+    """``out[i]`` for candidate key ``lo + i``: how many rules it passes (0-4, module
+    docstring)."""
+    hs = np.empty(w, np.int64)
+    codes = np.empty(w, np.int64)
+    for i in range(hi - lo):
+        key = np.uint64(lo + i)
+        bb_a, bb_b, v2 = _decode(key, w, base, codes, bits_a, bits_b, powers, stride)
+        na = 0
+        nb = 0
+        for c in range(w):
+            x = bits_a[codes[c]]
+            while x:
+                na += 1
+                x &= x - np.uint64(1)
+        ply = 0
+        for c in range(w):
+            ply += col_height[codes[c]]
+        nb = ply - na
+        if not (na == nb or na == nb + 1) or v2 < key:
+            out[i] = 0
+            continue
+        last_a = na > nb or ply == 0
+        last = bb_a if last_a else bb_b
+        other = bb_b if last_a else bb_a
+        if ply > 0 and _has_line(other, stride, k):
+            out[i] = 1
+            continue
+        ok = ply == 0 or not _has_line(last, stride, k)
+        for c in range(w if not ok else 0):
+            h = col_height[codes[c]]
+            if h == 0:
+                continue
+            bit = np.uint64(1) << np.uint64(c * stride + h - 1)
+            if last & bit and not _has_line(last & ~bit, stride, k):
+                ok = True
+                break
+        if not ok:
+            out[i] = 2
+            continue
+        for c in range(w):
+            hs[c] = col_height[codes[c]]
+        out[i] = 4 if _reachable(bb_a, bb_b, hs, ply, w, stride, k) else 3
+
+
+@njit(cache=True)
+def _reachable(bb_a, bb_b, hs, ply, w, stride, k):
+    """True if the chips can be taken back to the empty board (module docstring,
+    ``takeback``); the position itself is the caller's to check. Depth-first with an explicit
+    stack of (column tried last) per depth; True after 20,000 positions (undecided)."""
+    tried = np.full(ply + 1, -1, np.int64)
+    a, b = bb_a, bb_b
+    h = hs.copy()
+    d = ply
+    nodes = 0
+    while True:
+        if d == 0:
+            return True
+        nodes += 1
+        if nodes > 20000:
+            return True
+        mover_a = d % 2 == 1
+        c = tried[d] + 1
+        moved = False
+        while c < w:
+            if h[c] > 0:
+                bit = np.uint64(1) << np.uint64(c * stride + h[c] - 1)
+                mine = a if mover_a else b
+                if mine & bit:
+                    na = a & ~bit if mover_a else a
+                    nb = b if mover_a else b & ~bit
+                    if not _has_line(na, stride, k) and not _has_line(nb, stride, k):
+                        tried[d] = c
+                        a, b = na, nb
+                        h[c] -= 1
+                        d -= 1
+                        tried[d] = -1
+                        moved = True
+                        break
+            c += 1
+        if moved:
+            continue
+        # back up: restore the chip taken at depth d + 1
+        tried[d] = -1
+        d += 1
+        if d > ply:
+            return False
+        c = tried[d]
+        h[c] += 1
+        bit = np.uint64(1) << np.uint64(c * stride + h[c] - 1)
+        if d % 2 == 1:
+            a |= bit
+        else:
+            b |= bit
+
+
+def measure(dat: Path, regions: int, n_entries: int) -> list[tuple]:
+    board = board_of_table(dat, None)
+    E = board.entry_size
+    total = dat.stat().st_size // E
+    counts = np.zeros((5, 2), np.int64)   # rule level passed x in table
+    entries = 0
+    spent = 0.0
+    rule_levels(0, 1, board.width, board.base, board.stride, board.k,   # compile first
+                np.asarray(board.col_bits_a, np.uint64), np.asarray(board.col_bits_b, np.uint64),
+                np.asarray(board.powers, np.uint64), np.asarray(board.col_height, np.int64),
+                np.empty(1, np.int8))
+    with open(dat, "rb") as f:
+        for s in np.linspace(0, max(total - n_entries, 0), regions).astype(np.int64):
+            rows = np.frombuffer(os.pread(f.fileno(), n_entries * E, int(s) * E), np.uint8)
+            keys = keys_of_rows(rows.reshape(-1, E), E - 1)
+            lo, hi = int(keys[0]), int(keys[-1]) + 1
+            lev = np.empty(hi - lo, np.int8)
+            t0 = time.thread_time()
+            rule_levels(lo, hi, board.width, board.base, board.stride, board.k,
+                        np.asarray(board.col_bits_a, np.uint64), np.asarray(board.col_bits_b, np.uint64),
+                        np.asarray(board.powers, np.uint64), np.asarray(board.col_height, np.int64), lev)
+            spent += time.thread_time() - t0
+            member = np.zeros(hi - lo, bool)
+            member[(keys - np.uint64(lo)).astype(np.int64)] = True
+            for v in range(5):
+                for m in (0, 1):
+                    counts[v, m] += int(((lev == v) & (member == m)).sum())
+            entries += keys.shape[0]
+    res = []
+    for r, name in ((1, "balanced"), (2, "no loser line"), (3, "last move"), (4, "takeback")):
+        passing = counts[r:].sum(0)          # [not in table, in table]
+        failing = counts[:r].sum(0)
+        cand = passing.sum()
+        p = passing[1] / cand
+        h = 0.0 if p in (0, 1) else -(p * math.log2(p) + (1 - p) * math.log2(1 - p))
+        miss = failing[1]
+        miss_bits = miss * math.log2(max(failing.sum() / max(miss, 1), 1)) + miss * 1.0
+        res.append((name, cand / entries, passing[1] / entries, p,
+                    (cand * h + miss_bits) / entries))
+    return board, entries, counts, res, spent / entries
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("tables", nargs="+", type=Path)
+    ap.add_argument("--regions", type=int, default=8)
+    ap.add_argument("--entries", type=int, default=200000)
+    a = ap.parse_args(argv)
+    print(f"load average at start: {os.getloadavg()}")
+    for t in a.tables:
+        board, n, counts, res, per = measure(t, a.regions, a.entries)
+        cand = int(counts.sum())
+        print(f"\n### {t.name}: {a.regions} regions of {a.entries:,} entries ({n:,})\n"
+              "| rule | candidates per entry | recall | precision | exceptions, bits per entry |\n"
+              "|---|---:|---:|---:|---:|")
+        for name, cpe, rec, prec, bits in res:
+            print(f"| {name} | {cpe:.3f} | {rec:.5f} | {prec:.5f} | {bits:.4f} |")
+        print(f"\nkey space candidates per entry {cand / n:.1f}; all rules cost {per * 1e9:.0f} ns "
+              f"of CPU per table entry ({per * n / cand * 1e9:.1f} ns per candidate key), "
+              f"one thread")
+
+
+if __name__ == "__main__":
+    main()
