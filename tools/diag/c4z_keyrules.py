@@ -16,7 +16,10 @@ Rules, each adding to the one before:
   chip of the player who moved last, down to the empty board without a position with k in a
   row on the way (a depth-first search; a search of over 20,000 positions counts as a pass).
 
-Also the CPU time of the rules per table entry (what a decoder that enumerates the key space
+Then the same ``last move`` candidates listed row by row of the key space
+(:func:`enumerate_keys`: only the column-0 codes that balance the chips of the other
+columns), as a decoder would list them, with its CPU time per table entry and a check that no
+table key is missed. Also the CPU time of the rules per table entry (what a decoder that enumerates the key space
 would spend). Per rule: candidates per table entry, recall (table entries that pass), precision (passing
 candidates in the table) and the cost of the exceptions, bits per entry: each passing
 candidate's membership at its binary entropy plus, for each entry that fails, its position
@@ -176,6 +179,156 @@ def measure(dat: Path, regions: int, n_entries: int) -> list[tuple]:
     return board, entries, counts, res, spent / entries
 
 
+def d0_lists(board) -> tuple[np.ndarray, np.ndarray]:
+    """``(codes, count)``: for each chip balance ``r`` of columns 1.. (A's minus B's, offset by
+    the board height), the column-0 codes, increasing, whose balance makes the whole position
+    balanced (``-r`` or ``1 - r``): the only candidates of a row of the key space."""
+    h = board.height
+    dif = np.array([sum(1 for x in col if x == 1) - sum(1 for x in col if x == 2)
+                    for col in board.columns], np.int64)
+    span = 2 * h * board.width + 1
+    codes = np.full((span, board.base), -1, np.int64)
+    count = np.zeros(span, np.int64)
+    for ri in range(span):
+        r = ri - h * board.width
+        ok = [c for c in range(board.base) if dif[c] in (-r, 1 - r)]
+        codes[ri, :len(ok)] = ok
+        count[ri] = len(ok)
+    return codes, count, dif
+
+
+@njit(cache=True)
+def enumerate_keys(lo, hi, w, base, stride, k, bits_a, bits_b, powers, col_height, dif,
+                   codes, count, out, lined):
+    """The keys in ``[lo, hi)`` that pass the ``last move`` rule (module docstring), row by
+    row of the key space (a row: all keys that share columns 1..; its candidates are the
+    column-0 codes that balance the chips, :func:`d0_lists`), into ``out``; returns how many
+    (-1 if ``out`` is too short); ``lined[j]``: the last mover of ``out[j]`` has k in a row."""
+    m = 0
+    off = (col_height.max()) * w
+    top = powers[w - 1]
+    row = lo // base
+    row_hi = (hi - 1) // base
+    rest = np.zeros(w, np.int64)
+    x = row
+    for c in range(1, w):
+        rest[c] = x % base
+        x //= base
+    while row <= row_hi:
+        ra = np.uint64(0)
+        rb = np.uint64(0)
+        r = 0
+        rply = 0
+        mir = np.uint64(0)
+        for c in range(1, w):
+            d = rest[c]
+            ra |= bits_a[d] << np.uint64(c * stride)
+            rb |= bits_b[d] << np.uint64(c * stride)
+            r += dif[d]
+            rply += col_height[d]
+            mir += np.uint64(d) * powers[w - 1 - c]
+        ri = r + off
+        if ri < 0 or ri >= count.shape[0] or (_has_line(ra, stride, k) and _has_line(rb, stride, k)):
+            _next_row(rest, w, base)
+            row += 1
+            continue
+        base_key = np.uint64(row) * np.uint64(base)
+        for j in range(count[ri]):
+            d0 = codes[ri, j]
+            key = base_key + np.uint64(d0)
+            if key < lo:
+                continue
+            if key >= hi:
+                break
+            if np.uint64(d0) * top + mir < key:      # not the mirror-canonical reading
+                continue
+            a = ra | bits_a[d0]
+            b = rb | bits_b[d0]
+            ply = rply + col_height[d0]
+            last_a = ply % 2 == 1
+            last = a if last_a else b
+            other = b if last_a else a
+            if ply > 0 and _has_line(other, stride, k):
+                continue
+            won = ply > 0 and _has_line(last, stride, k)
+            if won:
+                ok = False
+                for c in range(w):
+                    hc = col_height[d0] if c == 0 else col_height[rest[c]]
+                    if hc == 0:
+                        continue
+                    bit = np.uint64(1) << np.uint64(c * stride + hc - 1)
+                    if last & bit and not _has_line(last & ~bit, stride, k):
+                        ok = True
+                        break
+                if not ok:
+                    continue
+            if m >= out.shape[0]:
+                return -1
+            out[m] = key
+            lined[m] = won
+            m += 1
+        _next_row(rest, w, base)
+        row += 1
+    return m
+
+
+@njit(cache=True, inline="always")
+def _next_row(rest, w, base):
+    """The digits ``rest[1:]`` of the next row of the key space (add one, carry)."""
+    c = 1
+    while c < w:
+        rest[c] += 1
+        if rest[c] < base:
+            return
+        rest[c] = 0
+        c += 1
+
+
+def enumerate_check(dat: Path, regions: int, n_entries: int):
+    """Per region: the keys :func:`enumerate_keys` lists against the table's; returns
+    (entries, candidates, table keys not listed, seconds of CPU, bits): ``bits`` the code
+    length of the candidates' membership under adaptive counts per (ply, last mover has a
+    line) that start afresh every 65,536 candidates (the measure of
+    :mod:`tools.diag.c4z_models`)."""
+    board = board_of_table(dat, None)
+    E = board.entry_size
+    total = dat.stat().st_size // E
+    codes, count, dif = d0_lists(board)
+    args = (board.width, board.base, board.stride, board.k,
+            np.asarray(board.col_bits_a, np.uint64), np.asarray(board.col_bits_b, np.uint64),
+            np.asarray(board.powers, np.uint64), np.asarray(board.col_height, np.int64), dif,
+            codes, count)
+    enumerate_keys(np.uint64(0), np.uint64(1), *args, np.empty(4, np.uint64),
+                   np.empty(4, np.bool_))   # compile
+    from c4table.c4z.codec import BlockCodec
+    from tools.diag.c4z_models import _adaptive_bits
+    codec = BlockCodec(board)
+    n = cand = missed = 0
+    bits = 0.0
+    spent = 0.0
+    with open(dat, "rb") as f:
+        for s in np.linspace(0, max(total - n_entries, 0), regions).astype(np.int64):
+            rows = np.frombuffer(os.pread(f.fileno(), n_entries * E, int(s) * E), np.uint8)
+            keys = keys_of_rows(rows.reshape(-1, E), E - 1)
+            out = np.empty(4 * keys.shape[0] + 1024, np.uint64)
+            lined = np.empty(out.shape[0], np.bool_)
+            t0 = time.thread_time()
+            m = enumerate_keys(keys[0], keys[-1] + np.uint64(1), *args, out, lined)
+            spent += time.thread_time() - t0
+            got = out[:m]
+            member = np.isin(got, keys).astype(np.int64)
+            ctx = codec.plies(got) * 2 + lined[:m]
+            starts = np.arange(0, m, 65536, dtype=np.int64)   # counts start afresh every 65,536
+            cl = np.empty(m, np.float64)
+            _adaptive_bits(member, ctx, int(ctx.max()) + 1, 2, starts, True, cl)
+            bits += cl.sum()
+            n += keys.shape[0]
+            cand += m
+            missed += int((~np.isin(keys, got)).sum())
+    return n, cand, missed, spent, bits
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("tables", nargs="+", type=Path)
@@ -191,6 +344,10 @@ def main(argv=None) -> None:
               "|---|---:|---:|---:|---:|")
         for name, cpe, rec, prec, bits in res:
             print(f"| {name} | {cpe:.3f} | {rec:.5f} | {prec:.5f} | {bits:.4f} |")
+        en, ec, em, es, eb = enumerate_check(t, a.regions, a.entries)
+        print(f"\nrow-by-row enumeration of the `last move` candidates: {ec / en:.3f} per entry, "
+              f"{em} table keys not among them, {es / en * 1e9:.1f} ns of CPU per table entry; "
+              f"their membership coded adaptively by (ply, line): {eb / en:.4f} bits per entry")
         print(f"\nkey space candidates per entry {cand / n:.1f}; all rules cost {per * 1e9:.0f} ns "
               f"of CPU per table entry ({per * n / cand * 1e9:.1f} ns per candidate key), "
               f"one thread")
