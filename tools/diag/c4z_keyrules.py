@@ -214,22 +214,28 @@ def enumerate_keys(lo, hi, w, base, stride, k, bits_a, bits_b, powers, col_heigh
     for c in range(1, w):
         rest[c] = x % base
         x //= base
+    ua = ub = umir = np.uint64(0)
+    ur = uply = 0
+    fresh = True
     while row <= row_hi:
-        ra = np.uint64(0)
-        rb = np.uint64(0)
-        r = 0
-        rply = 0
-        mir = np.uint64(0)
-        for c in range(1, w):
-            d = rest[c]
-            ra |= bits_a[d] << np.uint64(c * stride)
-            rb |= bits_b[d] << np.uint64(c * stride)
-            r += dif[d]
-            rply += col_height[d]
-            mir += np.uint64(d) * powers[w - 1 - c]
-        ri = r + off
-        if ri < 0 or ri >= count.shape[0] or (_has_line(ra, stride, k) and _has_line(rb, stride, k)):
-            _next_row(rest, w, base)
+        if fresh:                               # columns 2..: only when column 1 wraps
+            ua = ub = umir = np.uint64(0)
+            ur = uply = 0
+            for c in range(2, w):
+                d = rest[c]
+                ua |= bits_a[d] << np.uint64(c * stride)
+                ub |= bits_b[d] << np.uint64(c * stride)
+                ur += dif[d]
+                uply += col_height[d]
+                umir += np.uint64(d) * powers[w - 1 - c]
+        d = rest[1]
+        ra = ua | (bits_a[d] << np.uint64(stride))
+        rb = ub | (bits_b[d] << np.uint64(stride))
+        ri = ur + dif[d] + off
+        rply = uply + col_height[d]
+        mir = umir + np.uint64(d) * powers[w - 2]
+        if ri < 0 or ri >= count.shape[0]:
+            fresh = _next_row(rest, w, base)
             row += 1
             continue
         base_key = np.uint64(row) * np.uint64(base)
@@ -268,21 +274,23 @@ def enumerate_keys(lo, hi, w, base, stride, k, bits_a, bits_b, powers, col_heigh
             out[m] = key
             lined[m] = won
             m += 1
-        _next_row(rest, w, base)
+        fresh = _next_row(rest, w, base)
         row += 1
     return m
 
 
 @njit(cache=True, inline="always")
 def _next_row(rest, w, base):
-    """The digits ``rest[1:]`` of the next row of the key space (add one, carry)."""
+    """The digits ``rest[1:]`` of the next row of the key space (add one, carry); True if a
+    digit above ``rest[1]`` changed."""
     c = 1
     while c < w:
         rest[c] += 1
         if rest[c] < base:
-            return
+            return c > 1
         rest[c] = 0
         c += 1
+    return True
 
 
 def enumerate_check(dat: Path, regions: int, n_entries: int):
