@@ -293,11 +293,11 @@ def _next_row(rest, w, base):
     return True
 
 
-def enumerate_check(dat: Path, regions: int, n_entries: int):
+def enumerate_check(dat: Path, regions: int, n_entries: int, restart: int = 65536):
     """Per region: the keys :func:`enumerate_keys` lists against the table's; returns
     (entries, candidates, table keys not listed, seconds of CPU, bits): ``bits`` the code
     length of the candidates' membership under adaptive counts per (ply, last mover has a
-    line) that start afresh every 65,536 candidates (the measure of
+    line) that start afresh every ``restart`` candidates (the measure of
     :mod:`tools.diag.c4z_models`)."""
     board = board_of_table(dat, None)
     E = board.entry_size
@@ -327,7 +327,7 @@ def enumerate_check(dat: Path, regions: int, n_entries: int):
             got = out[:m]
             member = np.isin(got, keys).astype(np.int64)
             ctx = codec.plies(got) * 2 + lined[:m]
-            starts = np.arange(0, m, 65536, dtype=np.int64)   # counts start afresh every 65,536
+            starts = np.arange(0, m, restart, dtype=np.int64)   # counts start afresh
             cl = np.empty(m, np.float64)
             _adaptive_bits(member, ctx, int(ctx.max()) + 1, 2, starts, True, cl)
             bits += cl.sum()
@@ -342,6 +342,8 @@ def main(argv=None) -> None:
     ap.add_argument("tables", nargs="+", type=Path)
     ap.add_argument("--regions", type=int, default=8)
     ap.add_argument("--entries", type=int, default=200000)
+    ap.add_argument("--restart", default="65536,1024",
+                    help="candidates after which the membership coder's counts start afresh")
     a = ap.parse_args(argv)
     print(f"load average at start: {os.getloadavg()}")
     for t in a.tables:
@@ -352,10 +354,12 @@ def main(argv=None) -> None:
               "|---|---:|---:|---:|---:|")
         for name, cpe, rec, prec, bits in res:
             print(f"| {name} | {cpe:.3f} | {rec:.5f} | {prec:.5f} | {bits:.4f} |")
-        en, ec, em, es, eb = enumerate_check(t, a.regions, a.entries)
-        print(f"\nrow-by-row enumeration of the `last move` candidates: {ec / en:.3f} per entry, "
-              f"{em} table keys not among them, {es / en * 1e9:.1f} ns of CPU per table entry; "
-              f"their membership coded adaptively by (ply, line): {eb / en:.4f} bits per entry")
+        for r in (int(x) for x in a.restart.split(",")):
+            en, ec, em, es, eb = enumerate_check(t, a.regions, a.entries, r)
+            print(f"\nrow-by-row enumeration of the `last move` candidates: {ec / en:.3f} per "
+                  f"entry, {em} table keys not among them, {es / en * 1e9:.1f} ns of CPU per table "
+                  f"entry; their membership coded adaptively by (ply, line), counts afresh every "
+                  f"{r:,} candidates: {eb / en:.4f} bits per entry")
         print(f"\nkey space candidates per entry {cand / n:.1f}; all rules cost {per * 1e9:.0f} ns "
               f"of CPU per table entry ({per * n / cand * 1e9:.1f} ns per candidate key), "
               f"one thread")
