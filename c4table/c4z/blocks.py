@@ -437,6 +437,8 @@ class PlySymbolCodec:
     """
 
     name: ClassVar[str]
+    format_version: ClassVar[int] = 3
+    uses_key_dict: ClassVar[bool] = True
     board: Board
     part_entries: int
     level: int = DEFAULT_LEVEL

@@ -20,10 +20,12 @@ starts afresh at each run, so that a probe decodes one run only.
 >>> import numpy as np
 >>> from c4table.game.board import Board
 >>> rk = RuleKeys(Board.parse("4x4"))
->>> keys = np.array([1, 16, 17, 30], np.uint64)     # a few positions of 4x4 (canonical)
+>>> keys = np.array([0, 1, 31, 33, 160], np.uint64)  # "", "1", "2", "12", "1122" on 4x4
 >>> data = rk.encode(keys)
->>> rk.decode(data, 1, 4).tolist(), rk.find(data, 1, 4, 17), rk.find(data, 1, 4, 18)
-([1, 16, 17, 30], 2, -1)
+>>> rk.decode(data, 0, 5).tolist(), rk.find(data, 0, 5, 33), rk.find(data, 0, 5, 34)
+([0, 1, 31, 33, 160], 3, -1)
+>>> rk.encode(np.array([0, 2], np.uint64)) is None    # B's chip alone: no position
+True
 """
 from __future__ import annotations
 
