@@ -37,6 +37,7 @@ from pathlib import Path
 import numpy as np
 from numba import njit
 
+from c4table.c4z.rulekeys import d0_lists
 from c4table.game.lines import _decode, _has_line
 from c4table.table.source import board_of_table, keys_of_rows
 
@@ -180,31 +181,13 @@ def measure(dat: Path, regions: int, n_entries: int) -> list[tuple]:
     return board, entries, counts, res, spent / entries
 
 
-def d0_lists(board) -> tuple[np.ndarray, np.ndarray]:
-    """``(codes, count)``: for each chip balance ``r`` of columns 1.. (A's minus B's, offset by
-    the board height), the column-0 codes, increasing, whose balance makes the whole position
-    balanced (``-r`` or ``1 - r``): the only candidates of a row of the key space."""
-    h = board.height
-    dif = np.array([sum(1 for x in col if x == 1) - sum(1 for x in col if x == 2)
-                    for col in board.columns], np.int64)
-    span = 2 * h * board.width + 1
-    codes = np.full((span, board.base), -1, np.int64)
-    count = np.zeros(span, np.int64)
-    for ri in range(span):
-        r = ri - h * board.width
-        ok = [c for c in range(board.base) if dif[c] in (-r, 1 - r)]
-        codes[ri, :len(ok)] = ok
-        count[ri] = len(ok)
-    return codes, count, dif
-
-
 @njit(cache=True)
 def enumerate_keys(lo, hi, w, base, stride, k, bits_a, bits_b, powers, col_height, dif,
                    codes, count, out, lined):
     """The keys in ``[lo, hi)`` that pass the ``last move`` rule (module docstring), row by
     row of the key space (a row: all keys that share columns 1..; its candidates are the
-    column-0 codes that balance the chips, :func:`d0_lists`), into ``out``; returns how many
-    (-1 if ``out`` is too short); ``lined[j]``: the last mover of ``out[j]`` has k in a row."""
+    column-0 codes that balance the chips, :func:`~c4table.c4z.rulekeys.d0_lists`), into
+    ``out``; returns how many (-1 if ``out`` is too short); ``lined[j]``: the last mover of ``out[j]`` has k in a row."""
     m = 0
     off = (col_height.max()) * w
     top = powers[w - 1]
