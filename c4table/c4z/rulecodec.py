@@ -91,6 +91,9 @@ class RuleKeyCodec:
     name: ClassVar[str]
     format_version: ClassVar[int] = 4
     uses_key_dict: ClassVar[bool] = False
+    #: ``probe_keys`` probes a block's keys one by one when it holds at most this many (a
+    #: whole block walks all its runs: about 30 probes' work)
+    probe_alone: ClassVar[int] = 16
     board: Board
     part_entries: int
     level: int = DEFAULT_LEVEL
