@@ -20,7 +20,7 @@ import pytest
 import xxhash
 
 from c4table.testing import faults as soak
-from c4table.c4z.format import MAGIC, TRAILER
+from c4table.c4z.format import BUILD_CODEC, MAGIC, TRAILER
 from c4table.c4z.writer import compress_table
 from c4table.io.hashes import sha256_of
 from c4table.table.known import known_tables
@@ -111,14 +111,14 @@ def test_c4z_build_decompresses_to_the_dat_build_and_known_sha256(board, built, 
     assert m["sha256"] == known and m["format"] == "c4z" and m["c4z"]["file"] == z.name
     assert m["bytes"] == dat.stat().st_size and "md5" not in m
     assert m["c4z"]["sha256"] == sha256_of(z) and m["c4z"]["bytes"] == z.stat().st_size
-    # the same blocks as compress of the .dat at the build's settings: the merge's ranges
+    # the same blocks as compress of the .dat at the build's settings (its codec too): the merge's ranges
     # are stitched onto the file's grid exactly
     from c4table.pipeline.stages.merge_c4z import build_grid, build_level, build_min_match
     B, P = build_grid()
     assert (B, P) == (16384, 9216)
     ref = compress_table(dat, tmp_path / "ref.c4z", level=build_level(), key_dict=False,
                          sym_dict=False, quiet=True, block_entries=B, part_entries=P,
-                         min_match=build_min_match())
+                         min_match=build_min_match(), codec=BUILD_CODEC)
     assert blocks_region(z) == blocks_region(ref)
     assert blocks_region(z).startswith(MAGIC)
 
@@ -343,11 +343,12 @@ def test_a_resumed_c4z_merge_keeps_the_grid_it_began_on(staged54, tmp_path, buil
         assert "min_match" not in f.header
     ref = compress_table(built("5x4") / "connect4_5x4.dat", tmp_path / "ref.c4z",
                          level=build_level(), block_entries=32768, part_entries=18432,
-                         key_dict=False, sym_dict=False, quiet=True)
+                         key_dict=False, sym_dict=False, quiet=True, codec=BUILD_CODEC)
     assert blocks_region(z) == blocks_region(ref)
     other = compress_table(built("5x4") / "connect4_5x4.dat", tmp_path / "other.c4z",
                            level=build_level(), block_entries=32768, part_entries=18432,
-                           key_dict=False, sym_dict=False, quiet=True, min_match=build_min_match())
+                           key_dict=False, sym_dict=False, quiet=True, min_match=build_min_match(),
+                           codec=BUILD_CODEC)
     assert blocks_region(other) != blocks_region(ref)
 
 
@@ -402,7 +403,7 @@ def test_default_profile_is_the_build_grid_of_compress(tmp_path, built, monkeypa
     dat = built("5x4") / "connect4_5x4.dat"
     ref = compress_table(dat, tmp_path / "ref.c4z", level=4, block_entries=262144,
                          part_entries=65536, key_dict=False, sym_dict=False, quiet=True,
-                         min_match=6)
+                         min_match=6, codec=BUILD_CODEC)
     assert blocks_region(z) == blocks_region(ref)
     code, _, err = cli("decompress", z, "-o", tmp_path / "back.dat")
     assert code == 0, err
@@ -491,7 +492,8 @@ def test_entries_split_anywhere_make_the_same_file(tmp_path, built):
     n = len(raw) // E
     mm = build_min_match()
     ref = compress_table(dat, tmp_path / "ref.c4z", level=build_level(), block_entries=B,
-                         key_dict=False, sym_dict=False, quiet=True, min_match=mm)
+                         key_dict=False, sym_dict=False, quiet=True, min_match=mm,
+                         codec=BUILD_CODEC)
     rng = np.random.default_rng(SEED % (1 << 32))
     a = Assembler(tmp_path / "a.c4z", board, B, build_level(), min_match=mm)
     at = 0
@@ -636,9 +638,10 @@ def test_the_three_writers_write_the_same_file(tmp_path, built):
     xz.write_bytes(lzma.compress(dat.read_bytes(), preset=0))
     z_dat = compress_table(dat, tmp_path / "dat.c4z", level=level, block_entries=B,
                            part_entries=P, key_dict=False, sym_dict=False, min_match=mm,
-                           quiet=True, threads=2)
+                           quiet=True, threads=2, codec=BUILD_CODEC)
     z_xz = compress_stream(xz, tmp_path / "xz.c4z", level=level, block_entries=B,
-                           part_entries=P, min_match=mm, quiet=True, threads=2)
+                           part_entries=P, min_match=mm, quiet=True, threads=2,
+                           codec=BUILD_CODEC)
     data = built_z.read_bytes()
     assert z_dat.read_bytes() == data and z_xz.read_bytes() == data
     hdr = json.loads(data[-TRAILER.size - TRAILER.unpack(data[-TRAILER.size:])[2]: -TRAILER.size])

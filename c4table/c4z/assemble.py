@@ -21,7 +21,7 @@ import xxhash
 
 from c4table.c4z.blocks import default_part_entries
 from c4table.c4z.blockwriter import BlockWriter, Resume, idx_path
-from c4table.c4z.format import IDX_RECORD, MAGIC, TRANSFORM
+from c4table.c4z.format import BUILD_CODEC, IDX_RECORD, MAGIC
 from c4table.c4z.registry import get_codec
 from c4table.errors import BuildError, CorruptDataError
 from c4table.game.board import Board
@@ -58,7 +58,7 @@ class Assembler:
         self.part, self.board, self.level, self.min_match = Path(part), board, level, min_match
         self.block_entries = block_entries
         self.part_entries = part_entries or default_part_entries(block_entries)
-        self.codec = get_codec(TRANSFORM)(board, self.part_entries, level, min_match)
+        self.codec = get_codec(BUILD_CODEC)(board, self.part_entries, level, min_match)
         self.E = board.entry_size
         self.hashes = Hashes(md5)
         self.pending = bytearray()   # raw entries of the block being filled (from the grid)

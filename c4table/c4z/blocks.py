@@ -437,6 +437,9 @@ class PlySymbolCodec:
     """
 
     name: ClassVar[str]
+    format_version: ClassVar[int] = 3
+    uses_key_dict: ClassVar[bool] = True
+    probe_alone: ClassVar[int] = 0       # probe_keys decodes whole blocks
     board: Board
     part_entries: int
     level: int = DEFAULT_LEVEL

@@ -239,7 +239,8 @@ def c4z_header(b: Board, codec, *, entries: int, raw_bytes: int, digests: dict, 
                block_entries: int, blocks: int, **extra) -> dict:
     """The JSON header of a ``.c4z`` written with ``codec`` (without ``index_xxh64``, which
     :func:`finish_part` adds); ``extra`` fields are recorded as they are."""
-    return {"format": "c4z", "version": FORMAT_VERSION, "board": b.name,
+    return {"format": "c4z", "version": getattr(codec, "format_version", FORMAT_VERSION),
+            "board": b.name,
             "width": b.width, "height": b.height, "k": b.k, "entry_size": b.entry_size,
             **b.json_fields(),
             "key_bytes": b.key_bytes, "entries": entries, "raw_bytes": raw_bytes,

@@ -288,8 +288,11 @@ class C4zFile:
             raise self._bad(f"block {i}: cannot be decoded ({e}); damaged block") from None
 
     def probe_keys(self, keys, default: int | None = None) -> np.ndarray:
-        """Outcome bytes of many keys (any order): each needed block is read and decoded once.
-        Missing keys raise :class:`PositionNotFoundError`, or get ``default`` (int16 result)."""
+        """Outcome bytes of many keys (any order): each needed block is read and decoded once,
+        but for a block not decoded yet that holds at most the codec's ``probe_alone`` of the
+        keys, whose keys are probed one by one (:meth:`_probe_block`, which decodes a part of
+        the block only). Missing keys raise :class:`PositionNotFoundError`, or get ``default``
+        (int16 result)."""
         q = np.asarray(keys, dtype=np.uint64).ravel()
         out = np.full(q.shape[0], -1, np.int16)
         if q.size == 0:
@@ -299,9 +302,13 @@ class C4zFile:
         blk = np.searchsorted(self.first_keys, sq, "right").astype(np.int64) - 1
         cuts = np.flatnonzero(np.diff(blk)) + 1
         res = np.full(sq.shape[0], -1, np.int16)
+        alone = getattr(self.codec, "probe_alone", 1)
         for lo, hi in zip(np.r_[0, cuts], np.r_[cuts, sq.shape[0]]):
             i = int(blk[lo])
             if i < 0:
+                continue
+            if hi - lo <= alone and self._lru.get(i) is None:
+                res[lo:hi] = [self._probe_block(i, int(k)) for k in sq[lo:hi]]
                 continue
             bk, bo = self.block(i)
             j = np.searchsorted(bk, sq[lo:hi])

@@ -4,12 +4,13 @@ there (:func:`get_codec`), as zarr-python finds an array's codecs by the names i
 metadata. A writer writes its codec's name into the header; a file naming a codec this
 version does not know is refused in one line. Where a new codec goes: ``docs/c4z.md``.
 
+>>> import c4table.c4z                     # registers both formats' codecs
 >>> from c4table.c4z.blocks import PlySymbolCodec
 >>> get_codec("varint-plysym-v3") is PlySymbolCodec
 True
 >>> get_codec("varint-plysym-v9")
 Traceback (most recent call last):
-c4table.errors.TableError: no .c4z block codec named 'varint-plysym-v9' (this c4table knows varint-plysym-v3); upgrade c4table
+c4table.errors.TableError: no .c4z block codec named 'varint-plysym-v9' (this c4table knows rulekeys-plysym-v4, varint-plysym-v3); upgrade c4table
 """
 from __future__ import annotations
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from c4table.c4z.blocks import tune_malloc
 from c4table.c4z.blockwriter import BlockWriter, Resume, check_grid, idx_path, load_checkpoint, publish_part
-from c4table.c4z.format import FORMAT_VERSION, PROGRESS_EVERY, TRANSFORM, default_c4z_name
+from c4table.c4z.format import DEFAULT_CODEC, FORMAT_VERSION, PROGRESS_EVERY, default_c4z_name
 from c4table.c4z.registry import get_codec
 from c4table.c4z.writer import _say
 from c4table.errors import CorruptDataError, MissingTableError, TableBoardError, TableError
@@ -218,12 +218,14 @@ def _stop(reader: _Reader, hashers, f, own: bool) -> None:
 def compress_stream(src, out=None, *, board: str | Board | None = None,
                     level: int = STREAM_LEVEL, block_entries: int = STREAM_BLOCK_ENTRIES,
                     part_entries: int | None = None, threads: int | None = None,
-                    quiet: bool = False, stream=None, infile=None, min_match: int = 0) -> Path:
+                    quiet: bool = False, stream=None, infile=None, min_match: int = 0,
+                    codec: str = DEFAULT_CODEC) -> Path:
     """Convert the raw table stream ``src`` (a ``.xz`` path, or ``-`` for standard input;
     ``infile``: a binary file object to read instead of standard input) into the ``.c4z``
     ``out`` (default: :func:`stream_names`), resuming an interrupted run (module docstring).
     ``min_match``: the frames' zstd parameters (:func:`~c4table.c4z.blocks.zstd_params`; 0,
-    the default: the level's own). Returns ``out``."""
+    the default: the level's own); ``codec``: the block codec's name (default format 4's).
+    Returns ``out``."""
     from c4table.table.known import known_tables
     b, raw_name, out = stream_names(src, board, out)
     part_entries = check_grid(level, block_entries, part_entries)
@@ -242,11 +244,11 @@ def compress_stream(src, out=None, *, board: str | Board | None = None,
         f = infile
     settings = {**ident, "level": level, "block_entries": block_entries, "board": b.name,
                 "part_entries": part_entries, "key_dict": False, "sym_dict": False,
-                "version": FORMAT_VERSION, "stream": True,
+                "version": FORMAT_VERSION, "stream": True, "codec": codec,
                 **({"min_match": min_match} if min_match else {})}
     state = load_checkpoint(ckpt, part, settings) or {}
     done = int(state["blocks"]) if state else 0
-    codec = get_codec(TRANSFORM)(b, part_entries, level, min_match)
+    codec = get_codec(codec)(b, part_entries, level, min_match)
     t0 = time.perf_counter()
     depth = 2 * threads + 2
     reader = _Reader(f, name, chunk, depth)

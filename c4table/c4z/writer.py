@@ -16,7 +16,7 @@ from c4table.errors import (CorruptDataError, MissingTableError,
                             TableError)
 from c4table.units import format_seconds, format_size
 from c4table.c4z.blocks import train_dicts, tune_malloc
-from c4table.c4z.format import CHECKPOINT_SECONDS, DEFAULT_BLOCK_ENTRIES, DEFAULT_LEVEL, FORMAT_VERSION, KEY_DICT_BYTES, MAGIC, PROGRESS_EVERY, SYM_DICT_BYTES, TRANSFORM, default_c4z_name
+from c4table.c4z.format import CHECKPOINT_SECONDS, DEFAULT_BLOCK_ENTRIES, DEFAULT_LEVEL, FORMAT_VERSION, KEY_DICT_BYTES, MAGIC, PROGRESS_EVERY, SYM_DICT_BYTES, DEFAULT_CODEC, default_c4z_name
 from c4table.c4z.blockwriter import BlockWriter, Resume, _fsync, check_grid, idx_path, load_checkpoint, publish_part
 from c4table.c4z.reader import open_c4z
 from c4table.c4z.registry import get_codec
@@ -84,7 +84,8 @@ def compress_table(src: str | os.PathLike, out: str | os.PathLike | None = None,
                    block_entries: int = DEFAULT_BLOCK_ENTRIES, threads: int | None = None,
                    quiet: bool = False, stream=None, hashes: dict | None = None,
                    root: str | None = None, part_entries: int | None = None,
-                   key_dict: bool = True, sym_dict: bool = True, min_match: int = 0) -> Path:
+                   key_dict: bool = True, sym_dict: bool = True, min_match: int = 0,
+                   codec: str = DEFAULT_CODEC) -> Path:
     """Compress the table file ``src`` into ``out`` (default: ``src`` with ``.c4z``), streaming,
     on ``threads`` threads (default: all cores), resuming an interrupted run (module
     docstring). ``hashes`` (``sha256``, ``md5`` from a manifest), when given, must equal the
@@ -96,7 +97,8 @@ def compress_table(src: str | os.PathLike, out: str | os.PathLike | None = None,
     which a single probe decodes alone when it holds the key;
     ``key_dict=False`` / ``sym_dict=False`` skip the trained dictionaries; ``min_match``: the
     frames' zstd parameters (:func:`~c4table.c4z.blocks.zstd_params`; 0, the default: the
-    level's own). Returns ``out``.
+    level's own); ``codec``: the block codec's name (:mod:`~c4table.c4z.registry`; default
+    format 4's). Returns ``out``.
 
     >>> compress_table("tables/4x4/connect4_4x4.dat", "t44.c4z", quiet=True)
     PosixPath('t44.c4z')
@@ -111,13 +113,15 @@ def compress_table(src: str | os.PathLike, out: str | os.PathLike | None = None,
         raise ValueError("min_match must be 3..7 (or 0: the level's own)")
     threads = threads or os.cpu_count() or 1
     tune_malloc()
+    codec_cls = get_codec(codec)
+    key_dict = key_dict and codec_cls.uses_key_dict
     entries = size // E
     nblocks = -(-entries // block_entries)
     part, ckpt = (out.with_name(out.name + s) for s in (".part", ".part.json"))
     settings = {"src": str(src.resolve()), "bytes": size, "mtime_ns": src.stat().st_mtime_ns,
                 "level": level, "block_entries": block_entries, "board": b.name,
                 "part_entries": part_entries, "key_dict": key_dict,
-                "sym_dict": sym_dict, "version": FORMAT_VERSION,
+                "sym_dict": sym_dict, "version": FORMAT_VERSION, "codec": codec,
                 **({"min_match": min_match} if min_match else {})}
     state = load_checkpoint(ckpt, part, settings)
     done = int(state["blocks"]) if state else 0
@@ -136,7 +140,7 @@ def compress_table(src: str | os.PathLike, out: str | os.PathLike | None = None,
         key_dict, sym_dict = train_dicts(src, b, block_entries,
                                          key_size=KEY_DICT_BYTES if key_dict else 0,
                                          sym_size=SYM_DICT_BYTES if sym_dict else 0)
-    codec = get_codec(TRANSFORM)(b, part_entries, level, min_match, key_dict, sym_dict)
+    codec = codec_cls(b, part_entries, level, min_match, key_dict, sym_dict)
     with _dropped_if_refused(part, idx_path(part), ckpt), check or contextlib.nullcontext(), \
             open(src, "rb") as fin:
         resume = None

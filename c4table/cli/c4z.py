@@ -38,9 +38,12 @@ def _threads_option(f):
                    "(about 2/3 of the default size; every reader still takes it, but a single "
                    "probe decodes a whole block: tens of milliseconds instead of about a hundred "
                    "microseconds)")
+@click.option("--codec", default=None, metavar="NAME",
+              help="block codec by name (default rulekeys-plysym-v4, format 4: the keys coded "
+                   "by the rules of the game; varint-plysym-v3: format 3)")
 @_threads_option
 @click.option("-q", "--quiet", is_flag=True, help="no progress lines")
-def compress(table_path, out, board, level, block_entries, archive, threads, quiet):
+def compress(table_path, out, board, level, block_entries, archive, codec, threads, quiet):
     """Compress a table file into a .c4z (blocks of sorted entries, zstd) that every reader
     (lookup, best, play, stats, export, verify, open_table) takes as it is. Streaming, on all
     cores; an interrupted run resumes when rerun with the same arguments.
@@ -52,6 +55,8 @@ def compress(table_path, out, board, level, block_entries, archive, threads, qui
     checkpoint (decoded and hashed, not compressed) and the run goes on."""
     from c4table import c4z
     from c4table.c4z.stream import is_stream_input
+    codec = codec or c4z.DEFAULT_CODEC
+    c4z.get_codec(codec)          # an unknown name: one line, before anything is read
     if is_stream_input(table_path):
         from c4table.c4z.stream import STREAM_BLOCK_ENTRIES, STREAM_LEVEL, compress_stream
         if archive:
@@ -60,7 +65,7 @@ def compress(table_path, out, board, level, block_entries, archive, threads, qui
             raise click.UsageError("the raw table on standard input needs --board WxH")
         path = compress_stream(table_path, out, board=board, level=level or STREAM_LEVEL,
                                block_entries=block_entries or STREAM_BLOCK_ENTRIES,
-                               threads=threads, quiet=quiet)
+                               threads=threads, quiet=quiet, codec=codec)
         from c4table.c4z.reader import open_c4z
         with open_c4z(path) as z:
             raw = z.header["raw_bytes"]
@@ -79,7 +84,7 @@ def compress(table_path, out, board, level, block_entries, archive, threads, qui
     path = c4z.compress_table(src, out, board=board, level=level or c4z.DEFAULT_LEVEL,
                               block_entries=block_entries or c4z.DEFAULT_BLOCK_ENTRIES,
                               threads=threads, quiet=quiet, hashes=_manifest_hashes(src),
-                              root=_manifest_root(src), **extra)
+                              root=_manifest_root(src), codec=codec, **extra)
     raw, size = src.stat().st_size, path.stat().st_size
     click.echo(f"{path}  {size:,} bytes ({100 * size / raw:.2f}% of {raw:,})")
 

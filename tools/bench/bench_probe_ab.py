@@ -6,6 +6,11 @@ Reports p25 / p50 / p90 / mean in thread CPU microseconds, what a loaded machine
 least, with the load average.
 
     python -m tools.bench.bench_probe_ab TABLE.dat A.c4z B.c4z [...] [--probes 3000] [--seed 1]
+    python -m tools.bench.bench_probe_ab TABLE.dat A.c4z B.c4z --batch 20000 [--rounds 3]
+
+``--batch N``: instead, ``probe_keys`` of N random keys per file, warm (one call per file
+first), decoded blocks dropped before each call, the files in a new random order each round;
+reports the best of ``--rounds`` per file in microseconds per key, wall and process CPU.
 
 Make the files to compare with ``compress_table`` (e.g. ``part_entries=65536`` for one part
 per block, the layout of format 2). The answers are checked against the .dat.
@@ -29,7 +34,12 @@ def main(argv=None) -> None:
     ap.add_argument("c4z", nargs="+", type=Path)
     ap.add_argument("--probes", type=int, default=3000)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--batch", type=int, default=0, metavar="N")
+    ap.add_argument("--rounds", type=int, default=3)
     a = ap.parse_args(argv)
+    if a.batch:
+        batch(a)
+        return
     rng = np.random.default_rng(a.seed)
     keys = sample_keys(a.dat, a.probes, rng)
     with open_table(a.dat) as t:
@@ -55,6 +65,37 @@ def main(argv=None) -> None:
         p25, p50, p90 = np.percentile(v, [25, 50, 90])
         print(f"{z.name}: p25 {p25:.0f}  p50 {p50:.0f}  p90 {p90:.0f}  mean {v.mean():.0f} us "
               f"(thread CPU, {len(v)} probes)")
+    print(f"load average at end: {os.getloadavg()}")
+
+
+def batch(a) -> None:
+    """``--batch``: warm ``probe_keys`` of the same random keys in every file, best of
+    ``--rounds`` (module docstring)."""
+    rng = np.random.default_rng(a.seed)
+    keys = sample_keys(a.dat, a.batch, rng)
+    with open_table(a.dat) as t:
+        want = t.probe_keys(keys)
+    tabs = [(z, open_table(z)) for z in a.c4z]
+    print(f"load average at start: {os.getloadavg()}")
+    best: dict = {z: (float("inf"), float("inf")) for z in a.c4z}
+    for _, t in tabs:
+        t.probe_keys(keys[: 200])          # kernels compiled, index loaded
+    order = list(tabs)
+    for _ in range(a.rounds):
+        rng.shuffle(order)
+        for z, t in order:
+            t.c4z.clear_cache()
+            w0, c0 = time.perf_counter(), time.process_time()
+            got = t.probe_keys(keys)
+            w, c = time.perf_counter() - w0, time.process_time() - c0
+            if not np.array_equal(got, want):
+                raise SystemExit(f"{z}: probe_keys differs from the .dat")
+            best[z] = (min(best[z][0], w), min(best[z][1], c))
+    for z, t in tabs:
+        t.close()
+        w, c = best[z]
+        print(f"{z.name}: best of {a.rounds}: {w / len(keys) * 1e6:.1f} us per key wall, "
+              f"{c / len(keys) * 1e6:.1f} us CPU ({len(keys):,} keys)")
     print(f"load average at end: {os.getloadavg()}")
 
 

@@ -1,0 +1,320 @@
+"""The keys of a run of sorted table entries as one bit per *candidate*: the keys the rules of
+the game allow there, listed in key order, each coded member (1) or not (0) by an adaptive
+binary range coder. Nearly every candidate is a table key (on 5x5-6x5 about 97%), so the bits
+cost 0.10-0.17 per entry where zstd of the key deltas costs 0.85-0.90
+(``docs/measurements/2026-11-28-c4z-streams.md``).
+
+A key is a candidate when its position has chips balanced (A as many as B, or one more), is
+the mirror-canonical reading (:func:`c4table.game.codec.key_of_codes`), the player who did
+not move last has no k in a row, and, if the last mover has one, taking back some top chip of
+theirs leaves none. Every reachable position passes these, so every table key is a
+candidate; a key that is not (a file that is no game table) makes :func:`walk` return -1
+and the caller store the block otherwise. Candidates are listed row by row of the key space
+(a row: the keys that share the columns 1..; only the column-0 codes that balance the other
+columns' chips are tried, :func:`d0_lists`).
+
+The coder is the binary range coder of LZMA (11-bit probabilities, adapted by 1/32 of the
+error), one probability per (ply, the last mover has k in a row) of the candidate; its state
+starts afresh at each run, so that a probe decodes one run only.
+
+>>> import numpy as np
+>>> from c4table.game.board import Board
+>>> rk = RuleKeys(Board.parse("4x4"))
+>>> keys = np.array([0, 1, 31, 33, 160], np.uint64)  # "", "1", "2", "12", "1122" on 4x4
+>>> data = rk.encode(keys)
+>>> rk.decode(data, 0, 5).tolist(), rk.find(data, 0, 5, 33), rk.find(data, 0, 5, 34)
+([0, 1, 31, 33, 160], 3, -1)
+>>> rk.encode(np.array([0, 2], np.uint64)) is None    # B's chip alone: no position
+True
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from c4table.game.board import Board
+from c4table.game.lines import _has_line
+
+ENCODE, DECODE, FIND = 0, 1, 2
+_TOP = np.int64(1 << 24)
+_MASK32 = np.int64(0xFFFFFFFF)
+
+
+def d0_lists(board: Board) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(codes, count, dif)``: ``dif[c]`` is A's chips minus B's in column code ``c``; for each
+    chip balance ``r`` of the columns 1.. (offset by ``height * width``), ``codes[r, :count[r]]``
+    are the column-0 codes, increasing, that make the whole position balanced (``dif`` of
+    ``-r`` or ``1 - r``)."""
+    dif = np.array([sum(1 for x in col if x == 1) - sum(1 for x in col if x == 2)
+                    for col in board.columns], np.int64)
+    off = board.height * board.width
+    span = 2 * off + 1
+    codes = np.full((span, board.base), -1, np.int64)
+    count = np.zeros(span, np.int64)
+    for ri in range(span):
+        r = ri - off
+        ok = [c for c in range(board.base) if dif[c] in (-r, 1 - r)]
+        codes[ri, :len(ok)] = ok
+        count[ri] = len(ok)
+    return codes, count, dif
+
+
+@njit(cache=True, inline="always")
+def _next_row(rest, w, base):
+    """The digits ``rest[1:]`` of the next row of the key space (add one, carry); True if a
+    digit above ``rest[1]`` changed."""
+    c = 1
+    while c < w:
+        rest[c] += 1
+        if rest[c] < base:
+            return c > 1
+        rest[c] = 0
+        c += 1
+    return True
+
+
+@njit(cache=True)
+def walk(mode, first, n, keys, buf, target, w, base, stride, k, bits_a, bits_b, powers,
+         col_height, dif, codes, count, limit, probs):
+    """The candidates after ``first`` (a table key, not coded) in key order, each coded by
+    one bit, until the run's ``n`` keys are all placed.
+
+    - ``ENCODE``: ``keys[1:n]`` (increasing, ``keys[0] == first``) into ``buf`` (large
+      enough); returns the bytes written, or -1 if a key is no candidate.
+    - ``DECODE``: the keys from ``buf`` into ``keys`` (``keys[0] = first``); returns the bytes
+      read, or -1 unless ``buf`` holds exactly ``n`` keys below ``limit`` (damaged).
+    - ``FIND``: the index of ``target`` among the run's keys, -1 if it is none; -2 if damaged.
+
+    ``probs``: the coder's probabilities (``2 * (cells + 1)``), reset here."""
+    probs[:] = 1024
+    # range coder state: encoder (low, rng, cache, pending) / decoder (code, rng, pos)
+    low = np.int64(0)
+    rng = _MASK32
+    cache = np.int64(0)
+    pending = np.int64(1)
+    pos = 0
+    code = np.int64(0)
+    m = buf.shape[0]
+    if mode == ENCODE:
+        keys[0] = first
+    else:
+        if mode == DECODE:
+            keys[0] = first
+        else:
+            if target == first:
+                return 0
+            if target < first:
+                return -1
+        for _ in range(5):
+            code = ((code << 8) | (np.int64(buf[pos]) if pos < m else 0)) & _MASK32
+            pos += 1
+    placed = 1
+    if n <= 1:
+        if mode == ENCODE:
+            return 0
+        return 0 if mode == DECODE else -1
+    off = col_height.max() * w
+    top = powers[w - 1]
+    lo = first + np.uint64(1)
+    row = lo // np.uint64(base)
+    rest = np.zeros(w, np.int64)
+    x = row
+    for c in range(1, w):
+        rest[c] = np.int64(x % np.uint64(base))
+        x //= np.uint64(base)
+    ua = ub = umir = np.uint64(0)
+    ur = uply = 0
+    fresh = True
+    while True:
+        if row * np.uint64(base) >= limit:
+            return -1 if mode == ENCODE or mode == DECODE else -2
+        if fresh:
+            ua = ub = umir = np.uint64(0)
+            ur = uply = 0
+            for c in range(2, w):
+                d = rest[c]
+                ua |= bits_a[d] << np.uint64(c * stride)
+                ub |= bits_b[d] << np.uint64(c * stride)
+                ur += dif[d]
+                uply += col_height[d]
+                umir += np.uint64(d) * powers[w - 1 - c]
+        d1 = rest[1]
+        ri = ur + dif[d1] + off
+        if 0 <= ri < count.shape[0]:
+            ra = ua | (bits_a[d1] << np.uint64(stride))
+            rb = ub | (bits_b[d1] << np.uint64(stride))
+            rply = uply + col_height[d1]
+            mir = umir + np.uint64(d1) * powers[w - 2]
+            base_key = row * np.uint64(base)
+            for j in range(count[ri]):
+                d0 = codes[ri, j]
+                key = base_key + np.uint64(d0)
+                if key < lo:
+                    continue
+                if np.uint64(d0) * top + mir < key:      # not the mirror-canonical reading
+                    continue
+                a = ra | bits_a[d0]
+                b = rb | bits_b[d0]
+                ply = rply + col_height[d0]
+                last_a = ply % 2 == 1
+                last = a if last_a else b
+                other = b if last_a else a
+                if ply > 0 and _has_line(other, stride, k):
+                    continue
+                won = ply > 0 and _has_line(last, stride, k)
+                if won:
+                    ok = False
+                    for c in range(w):
+                        hc = col_height[d0] if c == 0 else col_height[rest[c]]
+                        if hc == 0:
+                            continue
+                        bit = np.uint64(1) << np.uint64(c * stride + hc - 1)
+                        if last & bit and not _has_line(last & ~bit, stride, k):
+                            ok = True
+                            break
+                    if not ok:
+                        continue
+                # a candidate: one bit
+                ctx = 2 * ply + (1 if won else 0)
+                p = np.int64(probs[ctx])
+                bound = (rng >> 11) * p
+                if mode == ENCODE:
+                    want = keys[placed]
+                    if key > want:
+                        return -1                        # a key that is no candidate
+                    member = key == want
+                    if member:
+                        low += bound
+                        rng -= bound
+                        probs[ctx] = p - (p >> 5)
+                    else:
+                        rng = bound
+                        probs[ctx] = p + ((2048 - p) >> 5)
+                    while rng < _TOP:
+                        rng = (rng << 8) & _MASK32
+                        # shift_low
+                        if (low & _MASK32) < 0xFF000000 or (low >> 32) != 0:
+                            carry = low >> 32
+                            t = cache
+                            while True:
+                                if pos >= m:
+                                    return -1
+                                buf[pos] = (t + carry) & 0xFF
+                                pos += 1
+                                t = 0xFF
+                                pending -= 1
+                                if pending == 0:
+                                    break
+                            cache = (low >> 24) & 0xFF
+                        pending += 1
+                        low = (low & 0x00FFFFFF) << 8
+                    if member:
+                        placed += 1
+                        if placed == n:
+                            for _ in range(5):           # flush
+                                if (low & _MASK32) < 0xFF000000 or (low >> 32) != 0:
+                                    carry = low >> 32
+                                    t = cache
+                                    while True:
+                                        if pos >= m:
+                                            return -1
+                                        buf[pos] = (t + carry) & 0xFF
+                                        pos += 1
+                                        t = 0xFF
+                                        pending -= 1
+                                        if pending == 0:
+                                            break
+                                    cache = (low >> 24) & 0xFF
+                                pending += 1
+                                low = (low & 0x00FFFFFF) << 8
+                            return pos
+                else:
+                    if mode == FIND and key > target:
+                        return -1
+                    if code < bound:
+                        member = False
+                        rng = bound
+                        probs[ctx] = p + ((2048 - p) >> 5)
+                    else:
+                        member = True
+                        code -= bound
+                        rng -= bound
+                        probs[ctx] = p - (p >> 5)
+                    while rng < _TOP:
+                        rng = (rng << 8) & _MASK32
+                        code = ((code << 8) | (np.int64(buf[pos]) if pos < m else 0)) & _MASK32
+                        pos += 1
+                    if pos > m:
+                        return -1 if mode == DECODE else -2
+                    if member:
+                        if mode == FIND:
+                            if key == target:
+                                return placed
+                        else:
+                            keys[placed] = key
+                        placed += 1
+                        if placed == n:
+                            if mode == FIND:
+                                return -1
+                            return pos if pos == m else -1
+                    elif mode == FIND and key == target:
+                        return -1
+        fresh = _next_row(rest, w, base)
+        row += np.uint64(1)
+
+
+class RuleKeys:
+    """The rule-coded keys of runs of one board (module docstring)."""
+
+    def __init__(self, board: Board):
+        self.board = board
+        self.codes, self.count, self.dif = d0_lists(board)
+        self.args = (board.width, board.base, board.stride, board.k,
+                     np.asarray(board.col_bits_a, np.uint64),
+                     np.asarray(board.col_bits_b, np.uint64),
+                     np.asarray(board.powers, np.uint64), np.asarray(board.col_height, np.int64),
+                     self.dif, self.codes, self.count, np.uint64(board.key_limit))
+        self.nprobs = 2 * (board.cells + 1)
+
+    def _walk(self, mode, first, n, keys, buf, target=0):
+        return walk(mode, np.uint64(first), n, keys, buf, np.uint64(target), *self.args,
+                    np.empty(self.nprobs, np.int64))
+
+    def encode(self, keys: np.ndarray) -> bytes | None:
+        """The bits of a run of increasing keys (its first key is not coded: the caller keeps
+        it); None if a key is no candidate."""
+        keys = np.ascontiguousarray(keys, np.uint64)
+        n = keys.shape[0]
+        buf = np.empty(16 + n // 2 + 8 * n // 64 + 64, np.uint8)
+        while True:
+            m = self._walk(ENCODE, keys[0], n, keys.copy(), buf)
+            if m >= 0 or not self._grow(buf, n):
+                break
+            buf = np.empty(buf.shape[0] * 4, np.uint8)
+        return None if m < 0 else buf[:m].tobytes()
+
+    def _grow(self, buf, n) -> bool:
+        """True if ``buf`` may have been too short (try a bigger one)."""
+        return buf.shape[0] < 16 * n + 64
+
+    def decode(self, data, first: int, n: int) -> np.ndarray:
+        """The ``n`` keys of a run from its bits; ValueError if they do not hold them."""
+        keys = np.empty(max(n, 1), np.uint64)
+        if self._walk(DECODE, first, n, keys, _writable(data)) < 0:
+            raise ValueError(f"the key bits do not hold {n} keys")
+        return keys[:n]
+
+    def find(self, data, first: int, n: int, key: int) -> int:
+        """Index of ``key`` in the run, -1 if absent; ValueError if the bits are damaged."""
+        j = self._walk(FIND, first, n, np.empty(1, np.uint64), _writable(data),
+                       key)
+        if j == -2:
+            raise ValueError("the key bits end early")
+        return int(j)
+
+
+def _writable(data) -> np.ndarray:
+    """``data`` as a uint8 array that :func:`walk` may take (it writes when it encodes, so its
+    compiled form takes writable arrays only): a view if writable, else a copy."""
+    a = np.frombuffer(data, np.uint8)
+    return a if a.flags.writeable else a.copy()
