@@ -185,7 +185,9 @@ def _outputs(d: Path, tmp: Path) -> dict:
         return REFUSED if rep.problems else (rep.sha256, rep.matched)
 
     readers = {"stats": lambda: format_table(ply_stats(d), "tsv"),
-               "crosscheck": lambda: json.dumps(load_manifest(d)[0].data, sort_keys=True),
+               "crosscheck": lambda: json.dumps([str(load_manifest(d)[0].board),
+                                                  [r.to_json() for r in load_manifest(d)[0].plies]],
+                                                 sort_keys=True),
                "lookup": lookup, "verify": verify}
     readers.update({f"export {p}": (lambda p=p: export(p)) for p in range(Board.parse(BOARD).cells + 1)})
     out = {}

@@ -118,7 +118,7 @@ def report(args, log: Path) -> None:
         out["bytes_read"] = sum(v["bytes_read"] for v in st.values())
         out["stages_peak_stored_bytes"] = {k: v.get("peak_stored_bytes") for k, v in st.items()}
         out["stages_runs"] = {k: v.get("runs", 1) for k, v in st.items()}   # runs summed per stage
-    out["table"] = table
+    out["table"] = table.to_json() if table is not None else None
     print(json.dumps(out, indent=1))
 
 
