@@ -73,6 +73,29 @@ def _next_row(rest, w, base):
     return True
 
 
+@njit(cache=True, inline="always")
+def _shift_low(low, cache, pending, buf, pos, m):
+    """The range encoder's byte output (LZMA's ``ShiftLow``): write the cached byte and the
+    pending 0xFF bytes, carried, once the top byte of ``low`` is settled; returns (low, cache,
+    pending, pos), ``pos`` -1 when ``buf[:m]`` is full."""
+    if (low & _MASK32) < 0xFF000000 or (low >> 32) != 0:
+        carry = low >> 32
+        t = cache
+        while True:
+            if pos >= m:
+                return low, cache, pending, -1
+            buf[pos] = (t + carry) & 0xFF
+            pos += 1
+            t = 0xFF
+            pending -= 1
+            if pending == 0:
+                break
+        cache = (low >> 24) & 0xFF
+    pending += 1
+    low = (low & 0x00FFFFFF) << 8
+    return low, cache, pending, pos
+
+
 @njit(cache=True)
 def walk(mode, first, n, keys, buf, target, w, base, stride, k, bits_a, bits_b, powers,
          col_height, dif, codes, count, limit, probs):
@@ -192,41 +215,17 @@ def walk(mode, first, n, keys, buf, target, w, base, stride, k, bits_a, bits_b, 
                         probs[ctx] = p + ((2048 - p) >> 5)
                     while rng < _TOP:
                         rng = (rng << 8) & _MASK32
-                        # shift_low
-                        if (low & _MASK32) < 0xFF000000 or (low >> 32) != 0:
-                            carry = low >> 32
-                            t = cache
-                            while True:
-                                if pos >= m:
-                                    return -1
-                                buf[pos] = (t + carry) & 0xFF
-                                pos += 1
-                                t = 0xFF
-                                pending -= 1
-                                if pending == 0:
-                                    break
-                            cache = (low >> 24) & 0xFF
-                        pending += 1
-                        low = (low & 0x00FFFFFF) << 8
+                        low, cache, pending, pos = _shift_low(low, cache, pending, buf, pos, m)
+                        if pos < 0:
+                            return -1
                     if member:
                         placed += 1
                         if placed == n:
                             for _ in range(5):           # flush
-                                if (low & _MASK32) < 0xFF000000 or (low >> 32) != 0:
-                                    carry = low >> 32
-                                    t = cache
-                                    while True:
-                                        if pos >= m:
-                                            return -1
-                                        buf[pos] = (t + carry) & 0xFF
-                                        pos += 1
-                                        t = 0xFF
-                                        pending -= 1
-                                        if pending == 0:
-                                            break
-                                    cache = (low >> 24) & 0xFF
-                                pending += 1
-                                low = (low & 0x00FFFFFF) << 8
+                                low, cache, pending, pos = _shift_low(low, cache, pending, buf,
+                                                                      pos, m)
+                                if pos < 0:
+                                    return -1
                             return pos
                 else:
                     if mode == FIND and key > target:
