@@ -1,6 +1,7 @@
-"""Format 4 of ``.c4z`` (block codec ``rulekeys-plysym-v4``): its files round-trip to the raw
-table's bytes, answer as the raw table does (single probes, ``probe_keys``, absent keys),
-stay beside format-3 files written by name, and refuse damage."""
+"""Formats 4 and 5 of ``.c4z`` (block codecs ``rulekeys-plysym-v4`` and ``rulekeys-frames-v5``,
+the keys coded by the rules of the game): their files round-trip to the raw table's bytes,
+answer as the raw table does (single probes, ``probe_keys``, absent keys), stay beside
+format-3 files written by name, and refuse damage."""
 from __future__ import annotations
 
 import hashlib
@@ -22,46 +23,56 @@ BLOCKS = 8192     # several blocks and several runs per block on 5x4
 
 @pytest.fixture(scope="module")
 def pair(built, tmp_path_factory):
-    """The 5x4 table, and its .c4z in format 4 (default) and in format 3 (by name)."""
+    """The 5x4 table, and its .c4z in format 5 (default), format 4 and format 3 (by name)."""
     d = tmp_path_factory.mktemp("rk54")
     dat = d / "connect4_5x4.dat"
     shutil.copy(built("5x4") / "connect4_5x4.dat", dat)
-    v4 = compress_table(dat, d / "v4.c4z", block_entries=BLOCKS, quiet=True, threads=2)
+    v5 = compress_table(dat, d / "v5.c4z", block_entries=BLOCKS, quiet=True, threads=2,
+                        frame_entries=3000)
+    v4 = compress_table(dat, d / "v4.c4z", block_entries=BLOCKS, quiet=True, threads=2,
+                        codec=c4z.RULE_CODEC)
     v3 = compress_table(dat, d / "v3.c4z", block_entries=BLOCKS, quiet=True, threads=2,
                         codec=c4z.TRANSFORM)
-    return dat, v4, v3
+    return dat, v5, v4, v3
 
 
-def test_format_4_is_the_default_and_round_trips_to_the_raw_bytes(pair, tmp_path):
-    dat, v4, v3 = pair
-    with open_c4z(v4) as f:
-        assert (f.header["version"], f.header["transform"]) == (4, c4z.RULE_CODEC)
-        assert f.header["run_entries"] == c4z.RUN_ENTRIES < f.block_entries
-        assert f.header["sha256"] == hashlib.sha256(dat.read_bytes()).hexdigest()
-        # every block coded by the rules (mode 1): a game table has no key outside them
-        assert all(f.read_block(i)[0] == 1 for i in range(f.blocks))
-        assert c4z.RawStream(f).read() == dat.read_bytes()
+def test_format_5_is_the_default_and_formats_4_5_round_trip_to_the_raw_bytes(pair, tmp_path):
+    dat, v5, v4, v3 = pair
+    for z, version, name, run in ((v5, 5, c4z.FRAME_CODEC, c4z.SHORT_RUN_ENTRIES),
+                                  (v4, 4, c4z.RULE_CODEC, c4z.RUN_ENTRIES)):
+        with open_c4z(z) as f:
+            assert (f.header["version"], f.header["transform"]) == (version, name)
+            assert f.header["run_entries"] == run < f.block_entries
+            assert f.header["sha256"] == hashlib.sha256(dat.read_bytes()).hexdigest()
+            # every block coded by the rules (mode 1): a game table has no key outside them
+            assert all(f.read_block(i)[0] == 1 for i in range(f.blocks))
+            assert c4z.RawStream(f).read() == dat.read_bytes()
+        back = decompress_table(z, tmp_path / f"back{version}.dat", quiet=True)
+        assert back.read_bytes() == dat.read_bytes()
+        assert z.stat().st_size < 0.8 * v3.stat().st_size
+    assert c4z.DEFAULT_CODEC == c4z.FRAME_CODEC
+    with open_c4z(v5) as f:
+        assert f.header["frame_entries"] == 3000      # as asked (not a multiple of the runs)
     with open_c4z(v3) as f:
         assert (f.header["version"], f.header["transform"]) == (3, c4z.TRANSFORM)
-    back = decompress_table(v4, tmp_path / "back.dat", quiet=True)
-    assert back.read_bytes() == dat.read_bytes()
-    assert v4.stat().st_size < 0.8 * v3.stat().st_size
 
 
-def test_format_4_answers_as_the_raw_table(pair):
-    """Keys from every run of every block (first, last, middle), keys just past them, probed
-    one by one from cold blocks and as a batch, in both formats."""
-    dat, v4, v3 = pair
+@pytest.mark.parametrize("fmt", [5, 4])
+def test_formats_4_5_answer_as_the_raw_table(pair, fmt):
+    """Keys from every run and every frame of every block (first, last, middle), keys just
+    past them, probed one by one from cold blocks and as a batch, beside format 3."""
+    dat, v5, v4, v3 = pair
+    run = c4z.SHORT_RUN_ENTRIES if fmt == 5 else c4z.RUN_ENTRIES
+    cuts = sorted(set(range(0, BLOCKS * 64, run)) | set(range(0, BLOCKS * 64, 3000)))
     with open_table(dat) as t:
         n = len(t)
-        idx = sorted({i for b in range(0, n, c4z.RUN_ENTRIES)
-                      for i in (b, b + 1, b + c4z.RUN_ENTRIES // 2, b - 1) if 0 <= i < n})
+        idx = sorted({i for b in cuts for i in (b, b + 1, b + run // 2, b - 1) if 0 <= i < n})
         keys = np.array([t.key_at(i) for i in idx], np.uint64)
         want = t.probe_keys(keys)
         near = keys + np.uint64(1)
         near_want = t.probe_keys(near, default=-1)
     assert (near_want == -1).any()
-    for z in (v4, v3):
+    for z in ((v5 if fmt == 5 else v4), v3):
         with open_table(z) as t:
             got = []
             for k in keys:
@@ -78,13 +89,15 @@ def test_format_4_answers_as_the_raw_table(pair):
 
 
 def test_rule_keys_round_trip_and_refuse_truncated_bits(built):
-    """Runs cut anywhere in the 5x4 table decode back exactly; their bits cut short or a
-    key that is no candidate are refused."""
+    """Runs cut anywhere in the 5x4 table decode back exactly (format 4's framing, and
+    format 5's lean one with trained starting probabilities, however far off they are); the
+    bits cut short or a key that is no candidate are refused; a run's tally counts its
+    candidates and keys."""
     from c4table.game.board import Board
     b = Board.parse("5x4")
     raw = np.fromfile(built("5x4") / "connect4_5x4.dat", np.uint8).reshape(-1, b.entry_size)
     keys = keys_of_rows(raw, b.key_bytes)
-    rk = RuleKeys(b)
+    rk, lean = RuleKeys(b), RuleKeys(b, lean=True)
     rng = np.random.default_rng(7)
     for start in [0, len(keys) - 300, *rng.integers(0, len(keys) - 3000, 6).tolist()]:
         run = keys[start: start + int(rng.integers(1, 3000))]
@@ -95,15 +108,32 @@ def test_rule_keys_round_trip_and_refuse_truncated_bits(built):
                 rk.decode(data[:-3], int(run[0]), len(run))
             j = len(run) // 2
             assert rk.find(data, int(run[0]), len(run), int(run[j])) == j
+        counts = np.zeros((2, lean.nprobs), np.int64)
+        assert lean.tally(run, counts)
+        assert counts[1].sum() == len(run) - 1 <= counts[0].sum()
+        for init in (None, rng.integers(8, 2041, lean.nprobs).astype(np.int64)):
+            ld = lean.encode(run, init)
+            assert lean.decode(ld, int(run[0]), len(run), init).tolist() == run.tolist()
+            if len(run) > 8:
+                j = int(rng.integers(0, len(run)))
+                assert lean.find(ld, int(run[0]), len(run), int(run[j]), init) == j
+                assert lean.find(ld, int(run[0]), len(run), int(run[j]) + 1, init) in (-1, j + 1)
+        if len(run) > 64:         # the lean framing: no leading zero byte, at most 2 to end
+            assert len(lean.encode(run)) < len(data) - 3
     # B's chip alone in column 0 (no position: B never moves first) after the empty board
     assert rk.encode(np.array([0, 2], np.uint64)) is None
+    assert not lean.tally(np.array([0, 2], np.uint64), np.zeros((2, lean.nprobs), np.int64))
 
-def test_damaged_format_4_block_is_refused(pair, tmp_path):
-    dat, v4, _ = pair
+@pytest.mark.parametrize("fmt,where", [(4, 20), (5, 3), (5, 40), (5, -30)])
+def test_damaged_format_4_5_block_is_refused(pair, tmp_path, fmt, where):
+    """A byte changed in block 1's head, key bits or last frame: the block's checksum
+    refuses it for a probe and for a scan."""
+    dat, v5, v4, _ = pair
+    z = v5 if fmt == 5 else v4
     bad = tmp_path / "bad.c4z"
-    data = bytearray(v4.read_bytes())
-    with open_c4z(v4) as f:
-        at = int(f.offsets[1]) + 20          # inside block 1's head or key bits
+    data = bytearray(z.read_bytes())
+    with open_c4z(z) as f:
+        at = (int(f.offsets[1]) if where > 0 else int(f.offsets[2])) + where
         k = int(f.first_keys[1])
     data[at] ^= 0x5A
     bad.write_bytes(bytes(data))
@@ -114,8 +144,24 @@ def test_damaged_format_4_block_is_refused(pair, tmp_path):
             c4z.RawStream(f).read()
 
 
+def test_format_5_heads_that_do_not_fit_are_refused(pair):
+    """Behind the checksum: a format-5 block whose head or frames do not fit its entries is
+    refused by the codec itself (ValueError), never answered from."""
+    dat, v5, _, _ = pair
+    with open_c4z(v5) as f:
+        blk, n, first = bytes(f.read_block(1)), f.block_rows(1), int(f.first_keys[1])
+        codec = f.codec
+    for bad in (blk[:-1], blk + b"\0", blk[:1] + b"\x7f" + blk[2:]):
+        with pytest.raises(ValueError):
+            codec.probe_state(bad, n, first)
+        with pytest.raises(ValueError):
+            codec.decode(bad, n, first)
+    with pytest.raises(ValueError):
+        codec.decode(blk, n - 1, first)
+
+
 def test_unknown_codec_name_is_one_line(pair, tmp_path):
-    dat, _, _ = pair
+    dat, _, _, _ = pair
     with pytest.raises(TableError, match="no .c4z block codec named 'nope'"):
         compress_table(dat, tmp_path / "x.c4z", quiet=True, codec="nope")
     assert not (tmp_path / "x.c4z").exists()

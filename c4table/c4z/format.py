@@ -21,12 +21,15 @@ from pathlib import Path
 MAGIC = b"C4ZTBL01"
 END_MAGIC = b"C4ZEND01"
 TRAILER = struct.Struct("<QQQQ8s")      # index offset, index length, header length, xxh64(header)
-FORMAT_VERSION = 4                      # what the writers write (their default codec's)
+FORMAT_VERSION = 5                      # what the writers write (their default codec's)
 TRANSFORM = "varint-plysym-v3"          # format 3's codec: zstd of the key deltas
 RULE_CODEC = "rulekeys-plysym-v4"       # format 4's: the keys as bits over the rules' candidates
-DEFAULT_CODEC = RULE_CODEC              # compress (of a .dat) and compress_stream (.xz, stdin)
+DEFAULT_CODEC = "rulekeys-frames-v5"    # compress (of a .dat) and compress_stream (.xz, stdin)
 BUILD_CODEC = TRANSFORM                 # build --format c4z: its merge tasks encode format 3
 RUN_ENTRIES = 1 << 11                   # format 4: entries of a run of keys a probe walks
+FRAME_CODEC = DEFAULT_CODEC             # format 5's: short key runs, small symbol frames
+SHORT_RUN_ENTRIES = 1 << 8              # format 5: entries of a run of keys a probe walks ...
+FRAME_ENTRIES = 1 << 14                 # ... and of the symbol frame it decodes
 DEFAULT_BLOCK_ENTRIES = 1 << 16
 ARCHIVE_BLOCK_ENTRIES = 1 << 24         # compress --archive: smaller files, probes in tens of ms
 DEFAULT_LEVEL = 19

@@ -280,7 +280,9 @@ class C4zFile:
         got = self._slru.get(i)
         try:
             if got is None:
-                got = self.codec.probe_state(self.read_block(i), n, int(self.first_keys[i]))
+                got = self.codec.probe_state(
+                    self.read_block(i, copy=getattr(self.codec, "probe_copies", False)), n,
+                    int(self.first_keys[i]))
                 self._slru.put(i, got)
             return self.codec.probe(got, n, key)
         except (zstandard.ZstdError, ValueError) as e:

@@ -10,7 +10,7 @@ version does not know is refused in one line. Where a new codec goes: ``docs/c4z
 True
 >>> get_codec("varint-plysym-v9")
 Traceback (most recent call last):
-c4table.errors.TableError: no .c4z block codec named 'varint-plysym-v9' (this c4table knows rulekeys-plysym-v4, varint-plysym-v3); upgrade c4table
+c4table.errors.TableError: no .c4z block codec named 'varint-plysym-v9' (this c4table knows rulekeys-frames-v5, rulekeys-plysym-v4, varint-plysym-v3); upgrade c4table
 """
 from __future__ import annotations
 

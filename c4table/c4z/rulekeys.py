@@ -35,7 +35,7 @@ from numba import njit
 from c4table.game.board import Board
 from c4table.game.lines import _has_line
 
-ENCODE, DECODE, FIND = 0, 1, 2
+ENCODE, DECODE, FIND, COUNT = 0, 1, 2, 3
 _TOP = np.int64(1 << 24)
 _MASK32 = np.int64(0xFFFFFFFF)
 
@@ -96,9 +96,21 @@ def _shift_low(low, cache, pending, buf, pos, m):
     return low, cache, pending, pos
 
 
+@njit(cache=True, inline="always")
+def _settle(low, rng):
+    """The value in ``[low, low + rng)`` with the most low zero bits: the encoder's last
+    interval written as few bytes as the decoder needs (it reads zeros past the end)."""
+    for b in range(40, -1, -1):
+        mask = (np.int64(1) << b) - 1
+        v = (low + mask) & ~mask
+        if v < low + rng:
+            return v
+    return low
+
+
 @njit(cache=True)
 def walk(mode, first, n, keys, buf, target, w, base, stride, k, bits_a, bits_b, powers,
-         col_height, dif, codes, count, limit, probs):
+         col_height, dif, codes, count, limit, probs, init, lean, counts):
     """The candidates after ``first`` (a table key, not coded) in key order, each coded by
     one bit, until the run's ``n`` keys are all placed.
 
@@ -107,9 +119,15 @@ def walk(mode, first, n, keys, buf, target, w, base, stride, k, bits_a, bits_b, 
     - ``DECODE``: the keys from ``buf`` into ``keys`` (``keys[0] = first``); returns the bytes
       read, or -1 unless ``buf`` holds exactly ``n`` keys below ``limit`` (damaged).
     - ``FIND``: the index of ``target`` among the run's keys, -1 if it is none; -2 if damaged.
+    - ``COUNT``: no coding: ``counts[0, c]`` += the candidates of context ``c``, ``counts[1,
+      c]`` += those that are keys; returns 0, or -1 if a key is no candidate.
 
-    ``probs``: the coder's probabilities (``2 * (cells + 1)``), reset here."""
-    probs[:] = 1024
+    ``probs``: the coder's probabilities (``2 * (cells + 1)``), set to ``init`` here (the
+    probability, out of 2048, that a candidate of that context is *not* a key). ``lean``: the
+    encoder drops its first byte (always 0) and ends on the fewest bytes that hold its last
+    interval (:func:`_settle`; the decoder reads zeros past the end, so trailing zero bytes
+    are dropped too), instead of LZMA's five-byte flush."""
+    probs[:] = init
     # range coder state: encoder (low, rng, cache, pending) / decoder (code, rng, pos)
     low = np.int64(0)
     rng = _MASK32
@@ -118,7 +136,7 @@ def walk(mode, first, n, keys, buf, target, w, base, stride, k, bits_a, bits_b, 
     pos = 0
     code = np.int64(0)
     m = buf.shape[0]
-    if mode == ENCODE:
+    if mode == ENCODE or mode == COUNT:
         keys[0] = first
     else:
         if mode == DECODE:
@@ -128,12 +146,12 @@ def walk(mode, first, n, keys, buf, target, w, base, stride, k, bits_a, bits_b, 
                 return 0
             if target < first:
                 return -1
-        for _ in range(5):
+        for _ in range(4 if lean else 5):
             code = ((code << 8) | (np.int64(buf[pos]) if pos < m else 0)) & _MASK32
             pos += 1
     placed = 1
     if n <= 1:
-        if mode == ENCODE:
+        if mode == ENCODE or mode == COUNT:
             return 0
         return 0 if mode == DECODE else -1
     off = col_height.max() * w
@@ -150,7 +168,7 @@ def walk(mode, first, n, keys, buf, target, w, base, stride, k, bits_a, bits_b, 
     fresh = True
     while True:
         if row * np.uint64(base) >= limit:
-            return -1 if mode == ENCODE or mode == DECODE else -2
+            return -2 if mode == FIND else -1
         if fresh:
             ua = ub = umir = np.uint64(0)
             ur = uply = 0
@@ -201,7 +219,17 @@ def walk(mode, first, n, keys, buf, target, w, base, stride, k, bits_a, bits_b, 
                 ctx = 2 * ply + (1 if won else 0)
                 p = np.int64(probs[ctx])
                 bound = (rng >> 11) * p
-                if mode == ENCODE:
+                if mode == COUNT:
+                    want = keys[placed]
+                    if key > want:
+                        return -1
+                    counts[0, ctx] += 1
+                    if key == want:
+                        counts[1, ctx] += 1
+                        placed += 1
+                        if placed == n:
+                            return 0
+                elif mode == ENCODE:
                     want = keys[placed]
                     if key > want:
                         return -1                        # a key that is no candidate
@@ -221,6 +249,8 @@ def walk(mode, first, n, keys, buf, target, w, base, stride, k, bits_a, bits_b, 
                     if member:
                         placed += 1
                         if placed == n:
+                            if lean:
+                                low = _settle(low, rng)
                             for _ in range(5):           # flush
                                 low, cache, pending, pos = _shift_low(low, cache, pending, buf,
                                                                       pos, m)
@@ -243,7 +273,7 @@ def walk(mode, first, n, keys, buf, target, w, base, stride, k, bits_a, bits_b, 
                         rng = (rng << 8) & _MASK32
                         code = ((code << 8) | (np.int64(buf[pos]) if pos < m else 0)) & _MASK32
                         pos += 1
-                    if pos > m:
+                    if pos > m and not lean:
                         return -1 if mode == DECODE else -2
                     if member:
                         if mode == FIND:
@@ -255,7 +285,7 @@ def walk(mode, first, n, keys, buf, target, w, base, stride, k, bits_a, bits_b, 
                         if placed == n:
                             if mode == FIND:
                                 return -1
-                            return pos if pos == m else -1
+                            return pos if pos == m or lean and pos >= m else -1
                     elif mode == FIND and key == target:
                         return -1
         fresh = _next_row(rest, w, base)
@@ -263,10 +293,13 @@ def walk(mode, first, n, keys, buf, target, w, base, stride, k, bits_a, bits_b, 
 
 
 class RuleKeys:
-    """The rule-coded keys of runs of one board (module docstring)."""
+    """The rule-coded keys of runs of one board (module docstring). ``lean``: the framing of
+    :func:`walk`'s ``lean`` (format 5); the methods' ``init``: the coder's starting
+    probabilities (default: 1024 in every context, format 4)."""
 
-    def __init__(self, board: Board):
+    def __init__(self, board: Board, lean: bool = False):
         self.board = board
+        self.lean = lean
         self.codes, self.count, self.dif = d0_lists(board)
         self.args = (board.width, board.base, board.stride, board.k,
                      np.asarray(board.col_bits_a, np.uint64),
@@ -274,39 +307,53 @@ class RuleKeys:
                      np.asarray(board.powers, np.uint64), np.asarray(board.col_height, np.int64),
                      self.dif, self.codes, self.count, np.uint64(board.key_limit))
         self.nprobs = 2 * (board.cells + 1)
+        self.flat = np.full(self.nprobs, 1024, np.int64)
+        self._none = np.zeros((2, 1), np.int64)
 
-    def _walk(self, mode, first, n, keys, buf, target=0):
+    def _walk(self, mode, first, n, keys, buf, target=0, init=None, counts=None):
         return walk(mode, np.uint64(first), n, keys, buf, np.uint64(target), *self.args,
-                    np.empty(self.nprobs, np.int64))
+                    np.empty(self.nprobs, np.int64), self.flat if init is None else init,
+                    self.lean, self._none if counts is None else counts)
 
-    def encode(self, keys: np.ndarray) -> bytes | None:
+    def encode(self, keys: np.ndarray, init: np.ndarray | None = None) -> bytes | None:
         """The bits of a run of increasing keys (its first key is not coded: the caller keeps
         it); None if a key is no candidate."""
         keys = np.ascontiguousarray(keys, np.uint64)
         n = keys.shape[0]
         buf = np.empty(16 + n // 2 + 8 * n // 64 + 64, np.uint8)
         while True:
-            m = self._walk(ENCODE, keys[0], n, keys.copy(), buf)
+            m = self._walk(ENCODE, keys[0], n, keys.copy(), buf, init=init)
             if m >= 0 or not self._grow(buf, n):
                 break
             buf = np.empty(buf.shape[0] * 4, np.uint8)
-        return None if m < 0 else buf[:m].tobytes()
+        if m < 0:
+            return None
+        if self.lean and m:        # the first byte is always 0; trailing zeros are implied
+            nz = np.flatnonzero(buf[1:m])
+            return buf[1: 2 + int(nz[-1])].tobytes() if nz.shape[0] else b""
+        return buf[:m].tobytes()
+
+    def tally(self, keys: np.ndarray, counts: np.ndarray) -> bool:
+        """Add a run's candidates and keys per context to ``counts`` (``int64[2, nprobs]``);
+        False if a key is no candidate."""
+        keys = np.ascontiguousarray(keys, np.uint64)
+        return self._walk(COUNT, keys[0], keys.shape[0], keys, np.empty(0, np.uint8),
+                          counts=counts) == 0
 
     def _grow(self, buf, n) -> bool:
         """True if ``buf`` may have been too short (try a bigger one)."""
         return buf.shape[0] < 16 * n + 64
 
-    def decode(self, data, first: int, n: int) -> np.ndarray:
+    def decode(self, data, first: int, n: int, init: np.ndarray | None = None) -> np.ndarray:
         """The ``n`` keys of a run from its bits; ValueError if they do not hold them."""
         keys = np.empty(max(n, 1), np.uint64)
-        if self._walk(DECODE, first, n, keys, _writable(data)) < 0:
+        if self._walk(DECODE, first, n, keys, _writable(data), init=init) < 0:
             raise ValueError(f"the key bits do not hold {n} keys")
         return keys[:n]
 
-    def find(self, data, first: int, n: int, key: int) -> int:
+    def find(self, data, first: int, n: int, key: int, init: np.ndarray | None = None) -> int:
         """Index of ``key`` in the run, -1 if absent; ValueError if the bits are damaged."""
-        j = self._walk(FIND, first, n, np.empty(1, np.uint64), _writable(data),
-                       key)
+        j = self._walk(FIND, first, n, np.empty(1, np.uint64), _writable(data), key, init=init)
         if j == -2:
             raise ValueError("the key bits end early")
         return int(j)
@@ -315,5 +362,5 @@ class RuleKeys:
 def _writable(data) -> np.ndarray:
     """``data`` as a uint8 array that :func:`walk` may take (it writes when it encodes, so its
     compiled form takes writable arrays only): a view if writable, else a copy."""
-    a = np.frombuffer(data, np.uint8)
+    a = data if isinstance(data, np.ndarray) else np.frombuffer(data, np.uint8)
     return a if a.flags.writeable else a.copy()

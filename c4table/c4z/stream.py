@@ -224,7 +224,7 @@ def compress_stream(src, out=None, *, board: str | Board | None = None,
     ``infile``: a binary file object to read instead of standard input) into the ``.c4z``
     ``out`` (default: :func:`stream_names`), resuming an interrupted run (module docstring).
     ``min_match``: the frames' zstd parameters (:func:`~c4table.c4z.blocks.zstd_params`; 0,
-    the default: the level's own); ``codec``: the block codec's name (default format 4's).
+    the default: the level's own); ``codec``: the block codec's name (default format 5's).
     Returns ``out``."""
     from c4table.table.known import known_tables
     b, raw_name, out = stream_names(src, board, out)

@@ -85,7 +85,7 @@ def compress_table(src: str | os.PathLike, out: str | os.PathLike | None = None,
                    quiet: bool = False, stream=None, hashes: dict | None = None,
                    root: str | None = None, part_entries: int | None = None,
                    key_dict: bool = True, sym_dict: bool = True, min_match: int = 0,
-                   codec: str = DEFAULT_CODEC) -> Path:
+                   codec: str = DEFAULT_CODEC, frame_entries: int | None = None) -> Path:
     """Compress the table file ``src`` into ``out`` (default: ``src`` with ``.c4z``), streaming,
     on ``threads`` threads (default: all cores), resuming an interrupted run (module
     docstring). ``hashes`` (``sha256``, ``md5`` from a manifest), when given, must equal the
@@ -98,7 +98,8 @@ def compress_table(src: str | os.PathLike, out: str | os.PathLike | None = None,
     ``key_dict=False`` / ``sym_dict=False`` skip the trained dictionaries; ``min_match``: the
     frames' zstd parameters (:func:`~c4table.c4z.blocks.zstd_params`; 0, the default: the
     level's own); ``codec``: the block codec's name (:mod:`~c4table.c4z.registry`; default
-    format 4's). Returns ``out``.
+    format 5's); ``frame_entries``: the entries of its symbol frames, for a codec that has
+    them (format 5; default :data:`~c4table.c4z.format.FRAME_ENTRIES`). Returns ``out``.
 
     >>> compress_table("tables/4x4/connect4_4x4.dat", "t44.c4z", quiet=True)
     PosixPath('t44.c4z')
@@ -115,6 +116,7 @@ def compress_table(src: str | os.PathLike, out: str | os.PathLike | None = None,
     tune_malloc()
     codec_cls = get_codec(codec)
     key_dict = key_dict and codec_cls.uses_key_dict
+    sym_dict = sym_dict and getattr(codec_cls, "uses_sym_dict", True)
     entries = size // E
     nblocks = -(-entries // block_entries)
     part, ckpt = (out.with_name(out.name + s) for s in (".part", ".part.json"))
@@ -122,7 +124,8 @@ def compress_table(src: str | os.PathLike, out: str | os.PathLike | None = None,
                 "level": level, "block_entries": block_entries, "board": b.name,
                 "part_entries": part_entries, "key_dict": key_dict,
                 "sym_dict": sym_dict, "version": FORMAT_VERSION, "codec": codec,
-                **({"min_match": min_match} if min_match else {})}
+                **({"min_match": min_match} if min_match else {}),
+                **({"frame_entries": frame_entries} if frame_entries else {})}
     state = load_checkpoint(ckpt, part, settings)
     done = int(state["blocks"]) if state else 0
     # the input's blocks, checked against its sidecar as they are read (None: it has none)
@@ -140,7 +143,8 @@ def compress_table(src: str | os.PathLike, out: str | os.PathLike | None = None,
         key_dict, sym_dict = train_dicts(src, b, block_entries,
                                          key_size=KEY_DICT_BYTES if key_dict else 0,
                                          sym_size=SYM_DICT_BYTES if sym_dict else 0)
-    codec = codec_cls(b, part_entries, level, min_match, key_dict, sym_dict)
+    codec = codec_cls(b, part_entries, level, min_match, key_dict, sym_dict,
+                      **({"frame_entries": frame_entries} if frame_entries else {}))
     with _dropped_if_refused(part, idx_path(part), ckpt), check or contextlib.nullcontext(), \
             open(src, "rb") as fin:
         resume = None

@@ -39,8 +39,9 @@ def _threads_option(f):
                    "probe decodes a whole block: tens of milliseconds instead of about a hundred "
                    "microseconds)")
 @click.option("--codec", default=None, metavar="NAME",
-              help="block codec by name (default rulekeys-plysym-v4, format 4: the keys coded "
-                   "by the rules of the game; varint-plysym-v3: format 3)")
+              help="block codec by name (default rulekeys-frames-v5, format 5: the keys coded "
+                   "by the rules of the game in short runs, the outcomes in small frames; "
+                   "rulekeys-plysym-v4: format 4; varint-plysym-v3: format 3)")
 @_threads_option
 @click.option("-q", "--quiet", is_flag=True, help="no progress lines")
 def compress(table_path, out, board, level, block_entries, archive, codec, threads, quiet):
@@ -81,6 +82,8 @@ def compress(table_path, out, board, level, block_entries, archive, codec, threa
     if archive:
         block_entries = block_entries or c4z.ARCHIVE_BLOCK_ENTRIES
         extra["part_entries"] = block_entries      # one part: a probe decodes the frames anyway
+        if "frame_entries" in getattr(c4z.get_codec(codec), "__dataclass_fields__", {}):
+            extra["frame_entries"] = block_entries
     path = c4z.compress_table(src, out, board=board, level=level or c4z.DEFAULT_LEVEL,
                               block_entries=block_entries or c4z.DEFAULT_BLOCK_ENTRIES,
                               threads=threads, quiet=quiet, hashes=_manifest_hashes(src),

@@ -6,11 +6,13 @@ Reports p25 / p50 / p90 / mean in thread CPU microseconds, what a loaded machine
 least, with the load average.
 
     python -m tools.bench.bench_probe_ab TABLE.dat A.c4z B.c4z [...] [--probes 3000] [--seed 1]
-    python -m tools.bench.bench_probe_ab TABLE.dat A.c4z B.c4z --batch 20000 [--rounds 3]
+    python -m tools.bench.bench_probe_ab TABLE.dat A.c4z B.c4z --batch 20000 [--rounds 3] [--cold]
 
 ``--batch N``: instead, ``probe_keys`` of N random keys per file, warm (one call per file
 first), decoded blocks dropped before each call, the files in a new random order each round;
 reports the best of ``--rounds`` per file in microseconds per key, wall and process CPU.
+``--cold``: each file's pages dropped from the page cache (``posix_fadvise(DONTNEED)``)
+before each of its calls, so that every block is read from the disk again.
 
 Make the files to compare with ``compress_table`` (e.g. ``part_entries=65536`` for one part
 per block, the layout of format 2). The answers are checked against the .dat.
@@ -25,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from c4table.open import open_table
-from tools.bench.bench_lookup import sample_keys
+from tools.bench.bench_lookup import drop_cache, sample_keys
 
 
 def main(argv=None) -> None:
@@ -36,6 +38,7 @@ def main(argv=None) -> None:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--batch", type=int, default=0, metavar="N")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--cold", action="store_true")
     a = ap.parse_args(argv)
     if a.batch:
         batch(a)
@@ -85,6 +88,8 @@ def batch(a) -> None:
         rng.shuffle(order)
         for z, t in order:
             t.c4z.clear_cache()
+            if a.cold:
+                drop_cache(z)
             w0, c0 = time.perf_counter(), time.process_time()
             got = t.probe_keys(keys)
             w, c = time.perf_counter() - w0, time.process_time() - c0
@@ -94,7 +99,8 @@ def batch(a) -> None:
     for z, t in tabs:
         t.close()
         w, c = best[z]
-        print(f"{z.name}: best of {a.rounds}: {w / len(keys) * 1e6:.1f} us per key wall, "
+        print(f"{z.name}: best of {a.rounds}{' cold' if a.cold else ''}: "
+              f"{w / len(keys) * 1e6:.1f} us per key wall, "
               f"{c / len(keys) * 1e6:.1f} us CPU ({len(keys):,} keys)")
     print(f"load average at end: {os.getloadavg()}")
 

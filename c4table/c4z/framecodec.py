@@ -1,0 +1,379 @@
+"""The block codec of ``.c4z`` format 5 (registered under :data:`FRAME_CODEC`): format 4's
+rule-coded keys (:mod:`c4table.c4z.rulekeys`) in short *runs* whose coder starts from
+probabilities trained on the block, and the outcome symbols of format 3
+(:mod:`c4table.c4z.codec`) in small zstd *frames* that each decode alone. A probe walks one run
+of ``run_entries`` keys and decodes one frame of ``frame_entries`` symbols, whatever the
+block's size: its cost no longer grows with the block.
+
+Block layout: a mode byte; mode 0: a format-3 block follows (a block whose keys are not all
+candidates, which no game table has); mode 1: LEB128 varints ``q`` (runs), ``f`` (frames),
+``c0`` and ``nc`` (the contexts the block trains), ``nc`` bytes (each context's starting
+probability that a candidate is *not* a key, in 1/256), the first keys of runs 1.. as
+deltas from the run before (``q - 1`` varints), the runs' byte lengths (``q``), the frames'
+byte lengths (``f``); then the runs' key bits (:class:`~c4table.c4z.rulekeys.RuleKeys`
+``lean``), then the frames.
+
+>>> from c4table.game.board import Board
+>>> c = FrameCodec(Board.parse("4x4"), 0, level=3, run_entries=2, frame_entries=3)
+>>> raw = bytes([0, 0, 0, 16, 0, 0, 1, 0x4f, 0, 0, 31, 0x0e, 0, 0, 33, 0x8d])  # keys 0 1 31 33
+>>> first, block = c.encode(raw)
+>>> keys, outs = c.decode(block, 4, first)
+>>> keys.tolist(), outs.tolist(), block[0]
+([0, 1, 31, 33], [16, 79, 14, 141], 1)
+>>> st = c.probe_state(block, 4, first)
+>>> [c.probe(st, 4, k) for k in (0, 1, 31, 33, 2)]
+[16, 79, 14, 141, -1]
+>>> odd = bytes([0, 0, 0, 16, 0, 0, 2, 0x4f])       # key 2 is no position: stored as format 3
+>>> first, block = c.encode(odd)
+>>> block[0], c.decode(block, 2, first)[0].tolist(), c.probe(c.probe_state(block, 2, first), 2, 2)
+(0, [0, 2], 79)
+>>> c2 = FrameCodec.from_header(c.header_fields(), c.board)
+>>> (c2.name, c2.run_entries, c2.frame_entries, c2.encode(raw) == c.encode(raw))
+('rulekeys-frames-v5', 2, 3, True)
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+import numpy as np
+import xxhash
+from numba import njit
+
+from c4table.c4z.blocks import (
+    PlySymbolCodec,
+    _cctx,
+    _dctx,
+    block_codec,
+    rows_of,
+)
+from c4table.c4z.format import DEFAULT_LEVEL, FRAME_CODEC, FRAME_ENTRIES, SHORT_RUN_ENTRIES
+from c4table.c4z.registry import register_codec
+from c4table.c4z.rulekeys import DECODE, FIND, RuleKeys, walk
+from c4table.errors import TableError
+from c4table.game.board import Board
+from c4table.table.source import keys_of_rows
+
+_lean_keys: dict = {}
+
+
+def lean_keys(board: Board) -> RuleKeys:
+    """The lean :class:`~c4table.c4z.rulekeys.RuleKeys` of ``board``, made once per process."""
+    r = _lean_keys.get(board)
+    if r is None:
+        r = _lean_keys[board] = RuleKeys(board, lean=True)
+    return r
+
+
+def _varints(values) -> bytes:
+    """LEB128 of non-negative ints."""
+    out = bytearray()
+    for v in values:
+        v = int(v)
+        while v >= 0x80:
+            out.append((v & 0x7F) | 0x80)
+            v >>= 7
+        out.append(v)
+    return bytes(out)
+
+
+@njit(cache=True)
+def _read_varint(buf, pos):
+    """``(value, next pos)`` of the LEB128 varint at ``pos``; pos -1 if it runs past ``buf``
+    or past 63 bits."""
+    v = np.uint64(0)
+    s = 0
+    while pos < buf.shape[0] and s < 63:
+        b = buf[pos]
+        pos += 1
+        v |= np.uint64(b & 0x7F) << np.uint64(s)
+        if b < 0x80:
+            return v, pos
+        s += 7
+    return v, -1
+
+
+@njit(cache=True)
+def parse_head(buf, first, n, run_entries, frame_entries, nprobs):
+    """The head of a mode-1 block of ``n`` entries: ``(firsts, kstarts, fstarts, init, ok)``
+    with the runs' first keys, the runs' key bits at ``buf[kstarts[r]:kstarts[r + 1]]``, the
+    frames at ``buf[fstarts[j]:fstarts[j + 1]]`` and the coder's starting probabilities (out
+    of 2048); ``ok`` False if the head does not fit the block."""
+    q = (n + run_entries - 1) // run_entries
+    f = (n + frame_entries - 1) // frame_entries
+    firsts = np.empty(q, np.uint64)
+    kstarts = np.empty(q + 1, np.int64)
+    fstarts = np.empty(f + 1, np.int64)
+    init = np.full(nprobs, 1024, np.int64)
+    bad = (firsts, kstarts, fstarts, init, False)
+    pos = 1
+    vals = np.empty(4, np.int64)
+    for i in range(4):
+        v, pos = _read_varint(buf, pos)
+        if pos < 0:
+            return bad
+        vals[i] = np.int64(v)
+    if vals[0] != q or vals[1] != f or vals[2] + vals[3] > nprobs or pos + vals[3] > buf.shape[0]:
+        return bad
+    for i in range(vals[3]):
+        init[vals[2] + i] = np.int64(buf[pos + i]) * 8
+    pos += vals[3]
+    firsts[0] = first
+    for r in range(1, q):
+        v, pos = _read_varint(buf, pos)
+        if pos < 0 or v == 0 or firsts[r - 1] + v < firsts[r - 1]:
+            return bad
+        firsts[r] = firsts[r - 1] + v
+    lens = np.empty(q + f, np.int64)
+    for i in range(q + f):
+        v, pos = _read_varint(buf, pos)
+        if pos < 0 or v > np.uint64(buf.shape[0]):
+            return bad
+        lens[i] = np.int64(v)
+    kstarts[0] = pos
+    for r in range(q):
+        kstarts[r + 1] = kstarts[r] + lens[r]
+    fstarts[0] = kstarts[q]
+    for j in range(f):
+        fstarts[j + 1] = fstarts[j] + lens[q + j]
+    if fstarts[f] != buf.shape[0]:
+        return bad
+    return firsts, kstarts, fstarts, init, True
+
+
+@njit(cache=True)
+def decode_runs(buf, firsts, kstarts, n, run_entries, keys, init, w, base, stride, k, bits_a,
+                bits_b, powers, col_height, dif, codes, count, limit):
+    """All the keys of a mode-1 block into ``keys`` (one :func:`~c4table.c4z.rulekeys.walk`
+    per run, in one call); returns -1, or the first run that does not decode to its keys in
+    order after the run before."""
+    probs = np.empty(init.shape[0], np.int64)
+    none = np.zeros((2, 1), np.int64)
+    for r in range(firsts.shape[0]):
+        lo = r * run_entries
+        hi = min(n, lo + run_entries)
+        got = walk(DECODE, firsts[r], hi - lo, keys[lo:hi], buf[kstarts[r]:kstarts[r + 1]],
+                   np.uint64(0), w, base, stride, k, bits_a, bits_b, powers, col_height, dif,
+                   codes, count, limit, probs, init, True, none)
+        if got < 0 or r and not keys[lo - 1] < keys[lo]:
+            return r
+    return -1
+
+
+@njit(cache=True)
+def find_key(buf, firsts, kstarts, n, run_entries, key, init, w, base, stride, k, bits_a,
+             bits_b, powers, col_height, dif, codes, count, limit):
+    """``(index, ply)`` of ``key`` in a mode-1 block: the run that can hold it (by the runs'
+    first keys) walked up to it; index -1 if the block does not hold it, -2 if the run's bits
+    end early."""
+    r = np.searchsorted(firsts, key, side="right") - 1
+    if r < 0:
+        return -1, 0
+    lo = r * run_entries
+    hi = min(n, lo + run_entries)
+    j = walk(FIND, firsts[r], hi - lo, np.empty(1, np.uint64), buf[kstarts[r]:kstarts[r + 1]],
+             key, w, base, stride, k, bits_a, bits_b, powers, col_height, dif, codes, count,
+             limit, np.empty(init.shape[0], np.int64), init, True, np.zeros((2, 1), np.int64))
+    if j < 0:
+        return j, 0
+    ply = 0
+    x = key
+    for _ in range(w):
+        ply += col_height[np.int64(x % np.uint64(base))]
+        x //= np.uint64(base)
+    return lo + j, ply
+
+
+@dataclass
+class FrameProbeState:
+    """What probes of a format-5 block keep: the block (a writable copy, which the key walk
+    takes), its parsed head and the frames decoded so far (``v3``: the state of a mode-0
+    block, probed as format 3 does)."""
+
+    buf: np.ndarray
+    firsts: np.ndarray
+    kstarts: np.ndarray
+    fstarts: np.ndarray
+    init: np.ndarray
+    frames: dict = field(default_factory=dict)
+    v3: object = None
+
+
+@register_codec(FRAME_CODEC)
+@dataclass(frozen=True, eq=False)
+class FrameCodec:
+    """The block codec of format 5 (module docstring). One per file: :meth:`from_header`
+    reads it back from a header that :meth:`header_fields` wrote. ``part_entries`` and
+    ``key_dict`` serve the format-3 blocks of a file that is no game table."""
+
+    name: ClassVar[str]
+    format_version: ClassVar[int] = 5
+    uses_key_dict: ClassVar[bool] = False
+    #: no trained symbol dictionary: on frames of 16,384 symbols it saves about 1% and costs
+    #: a probe about a fifth of its frame's decoding time
+    uses_sym_dict: ClassVar[bool] = False
+    #: ``probe_keys`` probes a block's keys one by one when it holds at most this many (a
+    #: whole block walks all its runs)
+    probe_alone: ClassVar[int] = 256
+    #: a probe copies the block (the key walk takes a writable buffer): the reader reads it
+    #: into a buffer of its own rather than mapping its pages
+    probe_copies: ClassVar[bool] = True
+    board: Board
+    part_entries: int
+    level: int = DEFAULT_LEVEL
+    min_match: int = 0
+    key_dict: bytes | None = None
+    sym_dict: bytes | None = None
+    run_entries: int = SHORT_RUN_ENTRIES
+    frame_entries: int = FRAME_ENTRIES
+    v3: PlySymbolCodec = field(init=False, repr=False)
+    _args: tuple = field(init=False, repr=False)
+    _nprobs: int = field(init=False, repr=False)
+    _inv: np.ndarray = field(init=False, repr=False)
+
+    def __post_init__(self):
+        object.__setattr__(self, "key_dict", None)
+        rk = lean_keys(self.board)     # what every probe needs, looked up once
+        object.__setattr__(self, "_args", rk.args)
+        object.__setattr__(self, "_nprobs", rk.nprobs)
+        object.__setattr__(self, "_inv", block_codec(self.board).inv)
+        object.__setattr__(self, "v3", PlySymbolCodec(self.board, self.part_entries
+                                                      or self.frame_entries, self.level,
+                                                      self.min_match, None, self.sym_dict))
+
+    @classmethod
+    def from_header(cls, header: dict, board: Board, key_dict: bytes | None = None,
+                    sym_dict: bytes | None = None) -> "FrameCodec":
+        """The codec a ``.c4z`` header describes (its symbol dictionary read from the file)."""
+        run, frame = int(header.get("run_entries", 0)), int(header.get("frame_entries", 0))
+        if run < 1 or frame < 1:
+            raise TableError("header has no run_entries or frame_entries (damaged header)")
+        return cls(board, int(header.get("part_entries", 0)),
+                   int(header.get("level", DEFAULT_LEVEL)), int(header.get("min_match", 0)),
+                   None, sym_dict, run, frame)
+
+    def header_fields(self) -> dict:
+        """The header's fields of this codec (its name as ``transform``)."""
+        sd = self.sym_dict
+        return {"transform": self.name, "codec": "zstd", "level": self.level,
+                "part_entries": self.part_entries, "run_entries": self.run_entries,
+                "frame_entries": self.frame_entries, "key_dict": None,
+                "sym_dict": {"length": len(sd), "xxh64": xxhash.xxh64_intdigest(sd)} if sd else None,
+                **({"min_match": self.min_match} if self.min_match else {})}
+
+    # ------------------------------------------------------------- encode
+    def encode(self, raw, check_outcomes: bool = False) -> tuple[int, bytes]:
+        """``(first key, block)`` of raw table rows (whole entries, keys strictly increasing)."""
+        E = self.board.entry_size
+        rows = np.frombuffer(raw, np.uint8).reshape(-1, E)
+        keys = keys_of_rows(rows, E - 1)
+        if keys.shape[0] > 1 and not (keys[1:] > keys[:-1]).all():
+            raise TableError("keys are not strictly increasing (not a sorted table)")
+        return self.encode_entries(keys, np.ascontiguousarray(rows[:, E - 1]), check_outcomes)
+
+    def _fallback(self, keys, outs, check_outcomes) -> tuple[int, bytes]:
+        first, block = self.v3.encode(rows_of(keys, outs, self.board.entry_size), check_outcomes)
+        return first, b"\x00" + block
+
+    def encode_entries(self, keys: np.ndarray, outs: np.ndarray,
+                       check_outcomes: bool = False) -> tuple[int, bytes]:
+        """:meth:`encode` of a block given as its keys (uint64, strictly increasing) and
+        outcome bytes (uint8)."""
+        n = keys.shape[0]
+        kernels = block_codec(self.board)
+        syms = kernels.fwd[kernels.plies(keys), outs.astype(np.int64)]
+        if check_outcomes and n and syms.max() >= 65:
+            j = int(np.argmax(syms >= 65))
+            raise TableError(f"entry {j} of the block (key {int(keys[j])}): outcome byte "
+                             f"0x{int(outs[j]):02x} is impossible at its ply")
+        rk = lean_keys(self.board)
+        R, F = self.run_entries, self.frame_entries
+        counts = np.zeros((2, rk.nprobs), np.int64)
+        for o in range(0, n, R):          # the block's statistics: the runs' starting point
+            if not rk.tally(keys[o: o + R], counts):
+                return self._fallback(keys, outs, check_outcomes)
+        seen = np.flatnonzero(counts[0])
+        c0 = int(seen[0]) if seen.shape[0] else 0
+        nc = int(seen[-1]) + 1 - c0 if seen.shape[0] else 0
+        cand, memb = counts[0, c0: c0 + nc], counts[1, c0: c0 + nc]
+        q8 = np.clip(np.rint(256 * (cand - memb + 0.5) / (cand + 1.0)), 1, 255).astype(np.int64)
+        init = np.full(rk.nprobs, 1024, np.int64)
+        init[c0: c0 + nc] = q8 * 8
+        bits = [rk.encode(keys[o: o + R], init) for o in range(0, n, R)]
+        sy = syms.astype(np.uint8)
+        cctx = _cctx(self.level, self.sym_dict, self.min_match)
+        frames = [cctx.compress(sy[o: o + F].tobytes()) for o in range(0, n, F)]
+        firsts = keys[::R]
+        head = (b"\x01" + _varints([len(bits), len(frames), c0, nc]) + q8.astype(np.uint8).tobytes()
+                + _varints(np.diff(firsts).tolist()) + _varints([len(b) for b in bits])
+                + _varints([len(f) for f in frames]))
+        return int(keys[0]), head + b"".join(bits) + b"".join(frames)
+
+    # ------------------------------------------------------------- decode
+    def _state(self, block, n: int, first: int) -> FrameProbeState:
+        """A mode-1 block parsed; ValueError if its head does not fit ``n``."""
+        buf = np.frombuffer(block, np.uint8).copy()
+        firsts, ks, fs, init, ok = parse_head(buf, np.uint64(first), n, self.run_entries,
+                                              self.frame_entries, self._nprobs)
+        if not ok or buf[0] != 1:
+            raise ValueError("the block's head does not fit its entries")
+        return FrameProbeState(buf, firsts, ks, fs, init)
+
+    def _frame(self, st: FrameProbeState, j: int, n: int) -> bytes:
+        """The symbols of frame ``j`` (decoded once per state)."""
+        sy = st.frames.get(j)
+        if sy is None:
+            F = self.frame_entries
+            want = min(F, n - j * F)
+            sy = _dctx(self.sym_dict).decompress(st.buf[st.fstarts[j]: st.fstarts[j + 1]])
+            if len(sy) != want:
+                raise ValueError(f"frame {j} does not hold {want} symbols")
+            st.frames[j] = sy
+        return sy
+
+    def decode(self, block: bytes, n: int, first: int) -> tuple[np.ndarray, np.ndarray]:
+        """Keys and outcome bytes of a block of ``n`` entries; ValueError or ZstdError if it
+        does not decode to exactly that."""
+        if block[:1] == b"\x00":
+            return self.v3.decode(memoryview(block)[1:], n, first)
+        st = self._state(block, n, first)
+        keys = np.empty(n, np.uint64)
+        bad = decode_runs(st.buf, st.firsts, st.kstarts, n, self.run_entries, keys, st.init,
+                          *self._args)
+        if bad >= 0:
+            raise ValueError(f"run {bad}: its bits do not hold its keys in order")
+        sy = np.frombuffer(b"".join(self._frame(st, j, n) for j in range(st.fstarts.shape[0] - 1)),
+                           np.uint8)
+        kernels = block_codec(self.board)
+        outs = kernels.inv[kernels.plies(keys), sy.astype(np.int64)]
+        return keys, outs.astype(np.uint8)
+
+    def decode_rows(self, block: bytes, n: int, first: int) -> tuple[memoryview, int]:
+        """Raw table rows of a block and its last key."""
+        keys, outs = self.decode(block, n, first)
+        return rows_of(keys, outs, self.board.entry_size), int(keys[-1])
+
+    # ------------------------------------------------------------- probe
+    def probe_state(self, block: bytes, n: int, first: int) -> FrameProbeState:
+        """A block of ``n`` entries parsed for probing, nothing decoded yet; ValueError if its
+        head does not fit."""
+        if block[:1] == b"\x00":
+            e = np.empty(0, np.int64)
+            return FrameProbeState(e, e, e, e, e, v3=self.v3.probe_state(memoryview(block)[1:],
+                                                                          n, first))
+        return self._state(block, n, first)
+
+    def probe(self, st: FrameProbeState, n: int, key: int) -> int:
+        """Outcome byte of ``key`` in the block of ``st``, or -1: the run that can hold it (by
+        the runs' first keys) walked up to ``key``, then its frame decoded (kept in ``st`` for
+        the next probe). ValueError or ZstdError if damaged."""
+        if st.v3 is not None:
+            return self.v3.probe(st.v3, n, key)
+        i, ply = find_key(st.buf, st.firsts, st.kstarts, n, self.run_entries, np.uint64(key),
+                          st.init, *self._args)
+        if i < 0:
+            if i == -2:
+                raise ValueError("the key bits end early")
+            return -1
+        sy = self._frame(st, i // self.frame_entries, n)
+        return int(self._inv[ply, sy[i % self.frame_entries]])
