@@ -35,7 +35,7 @@ from typing import Callable
 
 from c4table.errors import BuildError
 
-PIECE_BYTES = 1 << 26     # 64 MiB: the tree's piece (part of its definition)
+PIECE_BYTES = 1 << 26     # 64 MiB: the tree's piece (part of its definition; read when used)
 FIELD = "sha256_tree"     # the name records, headers and known tables give it
 
 
@@ -44,12 +44,13 @@ def sha256_piece(b) -> bytes:
     return hashlib.sha256(b).digest()
 
 
-def root_of(digests, size: int, piece: int = PIECE_BYTES) -> str:
+def root_of(digests, size: int, piece: int | None = None) -> str:
     """The tree hash of ``size`` bytes whose pieces have ``digests`` (in order).
 
     >>> root_of([], 0) == hashlib.sha256(bytes(8) + (1 << 26).to_bytes(8, "little")).hexdigest()
     True
     """
+    piece = piece or PIECE_BYTES
     want = -(-size // piece)
     if len(digests) != want:
         raise BuildError(f"tree hash of {size:,} bytes: {len(digests):,} piece digests, "
@@ -61,8 +62,9 @@ def root_of(digests, size: int, piece: int = PIECE_BYTES) -> str:
     return h.hexdigest()
 
 
-def tree_hash(data, piece: int = PIECE_BYTES) -> str:
+def tree_hash(data, piece: int | None = None) -> str:
     """The tree hash of ``data`` (bytes-like), plainly: one piece after the other."""
+    piece = piece or PIECE_BYTES
     mv = memoryview(data).cast("B")
     return root_of([sha256_piece(mv[i: i + piece]) for i in range(0, len(mv), piece)],
                    len(mv), piece)
@@ -72,11 +74,12 @@ def _threads(threads: int | None) -> int:
     return max(1, threads or min(16, os.cpu_count() or 1))
 
 
-def tree_hash_file(path, threads: int | None = None, piece: int = PIECE_BYTES,
+def tree_hash_file(path, threads: int | None = None, piece: int | None = None,
                    start: int = 0, size: int | None = None) -> dict:
     """``{"sha256_tree", "bytes"}`` of a local file (or of its ``size`` bytes from byte
     ``start``), its pieces read and hashed on ``threads`` threads (default: the cores, at
     most 16); memory: a piece per thread."""
+    piece = piece or PIECE_BYTES
     with open(path, "rb", buffering=0) as f:
         fd = f.fileno()
         n = os.fstat(fd).st_size - start if size is None else size
@@ -103,8 +106,8 @@ class TreeHash:
     in flight); :meth:`add_pieces` takes the digests of whole pieces hashed elsewhere (the
     stream must then stand on a piece boundary)."""
 
-    def __init__(self, threads: int | None = None, piece: int = PIECE_BYTES):
-        self.piece, self.size = piece, 0
+    def __init__(self, threads: int | None = None, piece: int | None = None):
+        self.piece, self.size = piece or PIECE_BYTES, 0
         self._threads = _threads(threads)
         self._pool: ThreadPoolExecutor | None = None
         self._digests: list = []        # bytes, or futures of them, in order
