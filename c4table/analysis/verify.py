@@ -7,7 +7,7 @@ and a hash given by the user. Which references apply when: ``docs/modules.md``
 
 >>> r = verify_table("tables/4x4/connect4_4x4.dat", quiet=True)
 >>> r.ok, r.verdict()
-(True, 'OK connect4_4x4.dat: 80,541 entries, ...sha256 matches known table 4x4 (published: ...)...')
+(True, 'OK connect4_4x4.dat: 80,541 entries, ...sha256_tree matches known table 4x4 (published: ...)...')
 """
 from __future__ import annotations
 
