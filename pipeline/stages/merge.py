@@ -14,10 +14,12 @@ from their footers' statistics, and the row group straddling the boundary, read 
 writes them around the page cache (``O_DIRECT``: the whole blocks from two reused aligned
 buffers, the partial blocks it shares with its neighbours through the page cache;
 :class:`~c4table.io.storage.PositionalWriter`), since new page-cache pages are what
-writing a table cost on a virtual machine that hands freed memory back to its host. The
-driver hashes each range (sha256; md5 too with ``C4TABLE_TABLE_MD5``, read when the build opens) once
-it and those before it are written (read back the same way,
-:func:`~c4table.io.storage.read_span`), then fsyncs the file, records its size and
+writing a table cost on a virtual machine that hands freed memory back to its host. Each
+task hashes, as it writes, the tree hash's pieces and the block sums sidecar's blocks that lie
+inside its bytes and returns the bytes at its edges (:class:`RangeWritten`); the driver
+combines them in range order, hashing only the pieces two ranges straddle
+(:func:`hash_ranges`; the whole-file sha256 and md5 only with ``C4TABLE_TABLE_SHA256`` and
+``C4TABLE_TABLE_MD5``, read back in key order), then fsyncs the file, records its size and
 hashes in the manifest, and only then renames it into place (see :func:`run` for what a
 resumed merge does). Where the file system refuses ``O_DIRECT`` the same code goes through the
 page cache, and the driver starts each range's writeback as it comes in. On an object store (no positional writes) each task writes a part file and the driver

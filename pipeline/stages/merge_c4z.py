@@ -11,9 +11,11 @@ on the grid of :func:`build_grid` at the level of :func:`build_level` with the m
 and returns the raw entries before the first and after the last of them (fewer than ``B``
 each). The driver takes the tasks' results in range order while later ranges still run and
 feeds them to an :class:`~c4table.c4z.assemble.Assembler`: it compresses the partial blocks
-where two ranges meet, appends every block to ``connect4_WxH.c4z.tmp``, decodes each block
-again to hash the raw table (sha256; md5 too with ``C4TABLE_TABLE_MD5``), and deletes each
-part file once appended. The file's bytes depend only on the table, the grid, the level and the
+where two ranges meet, appends every block to ``connect4_WxH.c4z.tmp`` and deletes each part
+file once appended. Each task decodes its blocks again and hashes the tree hash's pieces inside
+its raw bytes; the driver combines them, hashing only the pieces two ranges straddle (the
+whole-file sha256 and md5, every block decoded in the driver, only with
+``C4TABLE_TABLE_SHA256`` and ``C4TABLE_TABLE_MD5``). The file's bytes depend only on the table, the grid, the level and the
 min match (each block is compressed alone, deterministically), not on how the ranges were cut:
 a rerun after a crash writes the same file.
 
