@@ -95,6 +95,11 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
     Setting("C4TABLE_SHUFFLE_MAX_READS", 1_000_000, "Ranged reads a backward step may make before "
             "its messages go through the two-level shuffle (a positive number).", positive_count,
             BuildInputError),
+    Setting("C4TABLE_TABLE_SHA256", False, "Switch: a build also records its table's whole-file "
+            "sha256 (a pass over the table in key order, one core, in the merge's driver: on a "
+            "large table the longest serial part of the build). The table's identity, its tree "
+            "hash, is recorded always; `c4table verify --file-hashes` prints the sha256 of any "
+            "table.", switch),
     Setting("C4TABLE_TABLE_MD5", False, "Switch: a build also records its table's md5 (a second "
             "pass over the table in key order, one core, beside the sha256: on a large table "
             "it is the merge's longest serial part). `c4table verify` prints the md5 anyway.",

@@ -10,6 +10,8 @@ import pytest
 
 from c4table.game.board import Board
 from c4table.analysis.verify import verify_table
+from c4table.io.treehash import SpanCut, tree_hash, tree_hash_file
+from c4table.table.known import known_tables
 from conftest import published_tables, published_totals, run_cli
 from c4table.testing.oracle import oracle_bytes, oracle_ply_counts
 from c4table.pipeline.stages.build import build_table, open_build
@@ -48,7 +50,9 @@ def test_table_sorted_unique_and_hash_recorded(built, spec):
     path = built(spec) / board.table_filename
     rep = verify_table(path, quiet=True)
     assert rep.ok, rep.problems
-    assert rep.sha256 == manifest(built(spec))["table"]["sha256"] == sha256(path)
+    assert rep.sha256_tree == manifest(built(spec))["table"]["sha256_tree"] == \
+        tree_hash_file(path)["sha256_tree"]
+    assert sha256(path) == known_tables()[spec]["sha256"]   # byte-identical
 
 
 @pytest.mark.slow
@@ -106,7 +110,7 @@ def test_mirror_symmetric_keys_and_first_entry(built):
 
 
 @pytest.mark.parametrize("direct", [False, True])
-def test_hash_ranges_hashes_each_range_once_written(tmp_path, direct):
+def test_hash_ranges_hashes_each_range_once_written(tmp_path, direct, monkeypatch):
     """The merge hashes the table while later ranges are still being written: each range's
     bytes are read only once its task reported them (no read-ahead into a range still being
     filled), so the hashes equal those of the finished file; a range that does not start where
@@ -114,7 +118,7 @@ def test_hash_ranges_hashes_each_range_once_written(tmp_path, direct):
     Read around the page cache (``direct``), the bytes the tasks left dirty in it are those
     hashed too (the kernel writes them back before such a read)."""
     from c4table.errors import BuildError
-    from c4table.pipeline.stages.merge import hash_ranges
+    from c4table.pipeline.stages.merge import RangeWritten, hash_ranges
     from c4table.io.storage import open_storage
     rng = np.random.default_rng(7)
     E, counts = 5, [3, 1000, 1, 2000, 7]   # ranges far smaller than a read buffer
@@ -128,32 +132,43 @@ def test_hash_ranges_hashes_each_range_once_written(tmp_path, direct):
         with open(path, "r+b") as f:
             for r, c in enumerate(counts):
                 f.seek(below[r] * E)
-                f.write(data[below[r] * E: below[r + 1] * E])
+                span = data[below[r] * E: below[r + 1] * E]
+                f.write(span)
                 f.flush()
-                yield below[r], c + (r == wrong) + (last_wrong and r == n - 1)
+                cuts = [SpanCut(below[r] * E, u) for u in (1000, 4096 * E)]
+                for cut in cuts:
+                    cut.update(span)
+                yield RangeWritten(below[r], c + (r == wrong) + (last_wrong and r == n - 1),
+                                   *(cut.finish() for cut in cuts))
 
-    got = hash_ranges(open_storage(tmp_path), "t.dat", E, n, total, tasks(), direct)
+    from c4table.io import treehash
+    monkeypatch.setattr(treehash, "PIECE_BYTES", 1000)   # the tasks' pieces above
+    tree = tree_hash(data, 1000)
+    got = hash_ranges(open_storage(tmp_path), "t.dat", E, n, total, tasks(), direct, md5=True,
+                      sha256=True)
     assert got == {"sha256": hashlib.sha256(data).hexdigest(), "md5": hashlib.md5(data).hexdigest(),
-                   "bytes": len(data)}
-    got = hash_ranges(open_storage(tmp_path), "t.dat", E, n, total, tasks(), direct, md5=False)
-    assert got == {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)}
+                   "sha256_tree": tree, "bytes": len(data)}
+    got = hash_ranges(open_storage(tmp_path), "t.dat", E, n, total, tasks(), direct)
+    assert got == {"sha256_tree": tree, "bytes": len(data)}
     path.write_bytes(bytes(len(data)))
-    with pytest.raises(BuildError, match="range 3 starts at entry 1,004 where the ranges before it end at 1,005"):
+    with pytest.raises(BuildError, match="merge range 2: its hashed bytes end at 5,020, its entries at byte 5,025"):
         hash_ranges(open_storage(tmp_path), "t.dat", E, n, total, tasks(wrong=2))
-    with pytest.raises(BuildError, match="wrote 3,012 entries where 3,011 were counted"):
+    with pytest.raises(BuildError, match="merge range 4: its hashed bytes end at 15,055, its entries at byte 15,060"):
         hash_ranges(open_storage(tmp_path), "t.dat", E, n, total, tasks(last_wrong=True))
     with pytest.raises(BuildError, match="finished 2 of 5 ranges"):
-        hash_ranges(open_storage(tmp_path), "t.dat", E, n, total, iter(list(zip(below, counts))[:2]))
+        hash_ranges(open_storage(tmp_path), "t.dat", E, n, total, iter(list(tasks())[:2]))
 
 
 def test_md5_recorded_when_asked(built, tmp_path, monkeypatch):
-    """The manifest holds the table's sha256; its md5 (a second serial pass) only with
-    C4TABLE_TABLE_MD5, and then that of the bytes on disk; verify prints it either way."""
+    """The manifest holds the table's tree hash; its sha256 and md5 (serial passes) only with
+    C4TABLE_TABLE_SHA256 and C4TABLE_TABLE_MD5, and then those of the bytes on disk; verify
+    prints them with --file-hashes."""
     path = built("4x4") / "connect4_4x4.dat"
     data = path.read_bytes()
-    assert "md5" not in manifest(built("4x4"))["table"]
-    assert verify_table(path, quiet=True).md5 == hashlib.md5(data).hexdigest()
+    assert "md5" not in manifest(built("4x4"))["table"] and "sha256" not in manifest(built("4x4"))["table"]
+    assert verify_table(path, quiet=True, file_hashes=True).md5 == hashlib.md5(data).hexdigest()
     monkeypatch.setenv("C4TABLE_TABLE_MD5", "1")
+    monkeypatch.setenv("C4TABLE_TABLE_SHA256", "1")
     again = build_table("4x4", tmp_path, workers=2, quiet=True)
     rec = manifest(tmp_path)["table"]
     assert again.read_bytes() == data

@@ -17,6 +17,8 @@ import threading
 from pathlib import Path
 
 import pytest
+
+from c4table.io.treehash import tree_hash_file
 import xxhash
 
 from c4table.testing import faults as soak
@@ -108,9 +110,10 @@ def test_c4z_build_decompresses_to_the_dat_build_and_known_sha256(board, built, 
     known = known_tables()[board]["sha256"]
     assert sha256_of(tmp_path / "back.dat") == known
     m = json.loads((out / "manifest.json").read_text())["table"]
-    assert m["sha256"] == known and m["format"] == "c4z" and m["c4z"]["file"] == z.name
-    assert m["bytes"] == dat.stat().st_size and "md5" not in m
-    assert m["c4z"]["sha256"] == sha256_of(z) and m["c4z"]["bytes"] == z.stat().st_size
+    assert m["sha256_tree"] == known_tables()[board]["sha256_tree"] == tree_hash_file(dat)["sha256_tree"]
+    assert m["format"] == "c4z" and m["c4z"]["file"] == z.name
+    assert m["bytes"] == dat.stat().st_size and "md5" not in m and "sha256" not in m
+    assert m["c4z"]["sha256_tree"] == tree_hash_file(z)["sha256_tree"] and m["c4z"]["bytes"] == z.stat().st_size
     # the same blocks as compress of the .dat at the build's settings (its codec too): the merge's ranges
     # are stitched onto the file's grid exactly
     from c4table.pipeline.stages.merge_c4z import build_grid, build_level, build_min_match
@@ -332,14 +335,14 @@ def test_a_resumed_c4z_merge_keeps_the_grid_it_began_on(staged54, tmp_path, buil
     merge_killed(staged54, out, "save_state", "after", 2,
                  env={"C4TABLE_C4Z_BLOCK_ENTRIES": "32768", "C4TABLE_C4Z_MIN_MATCH": "0"})
     state = json.loads((out / "connect4_5x4.c4z.tmp.state").read_text())
-    assert state["version"] == 3 and (state["block_entries"], state["part_entries"]) == (32768, 18432)
+    assert state["version"] == 4 and (state["block_entries"], state["part_entries"]) == (32768, 18432)
     assert state["min_match"] == 0
     code, err = build_c4z("5x4", out)   # C4TABLE_C4Z_BLOCK_ENTRIES=16384 here
     assert code == 0, err
     z = out / "connect4_5x4.c4z"
     with open_c4z(z) as f:
         assert (f.block_entries, f.part_entries) == (32768, 18432)
-        assert f.header["sha256"] == known_tables()["5x4"]["sha256"]
+        assert f.header["sha256_tree"] == known_tables()["5x4"]["sha256_tree"]
         assert "min_match" not in f.header
     ref = compress_table(built("5x4") / "connect4_5x4.dat", tmp_path / "ref.c4z",
                          level=build_level(), block_entries=32768, part_entries=18432,
@@ -378,7 +381,7 @@ def test_a_merge_state_of_the_first_version_is_continued_on_its_grid():
         "at": {"entries": 5, "blocks": 0, "part_bytes": 8, "last_key": -1, "pending": ""}}).encode())
     assert (st.block_entries, st.part_entries, st.level, st.min_match) == (65536, 36864, 3, 0)
     again = MergeState.from_json(st.to_json())
-    assert again == st and json.loads(st.to_json())["version"] == 3
+    assert again == st and json.loads(st.to_json())["version"] == 4
     v2 = json.loads(st.to_json())
     v2["version"] = 2
     del v2["min_match"]
@@ -462,7 +465,8 @@ def test_header_has_no_md5_unless_asked(c4z54, tmp_path, built):
     import hashlib
     from c4table.c4z.reader import open_c4z
     with open_c4z(c4z54[0] / "connect4_5x4.c4z") as z:
-        assert "md5" not in z.header and z.header["sha256"] == known_tables()["5x4"]["sha256"]
+        assert "md5" not in z.header and "sha256" not in z.header
+        assert z.header["sha256_tree"] == known_tables()["5x4"]["sha256_tree"]
     out = tmp_path / "b"
     code, _, err = cli("build", "4x4", "--out", out, "--workers", 2, "-q", *C4Z_CMD,
                        env={"C4TABLE_TABLE_MD5": "1"})
@@ -629,7 +633,8 @@ def test_the_three_writers_write_the_same_file(tmp_path, built):
     from c4table.pipeline.stages.merge_c4z import build_grid, build_level, build_min_match
     out = tmp_path / "b"
     code, _, err = cli("build", "5x4", "--out", out, "--workers", 2, "-q", *C4Z_CMD, *SMALL,
-                       env={"C4TABLE_TABLE_MD5": "1"})   # the other two record the md5 too
+                       env={"C4TABLE_TABLE_MD5": "1", "C4TABLE_TABLE_SHA256": "1"})
+    # (the other two record the sha256 and md5 too)
     assert code == 0, err
     built_z = out / "connect4_5x4.c4z"
     dat = built("5x4") / "connect4_5x4.dat"

@@ -264,7 +264,7 @@ def test_verify_says_when_the_reference_is_our_own_earlier_build(built):
     rc, out, err = c4table("verify", str(built("5x4")), "-q")
     assert rc == 0, err
     verdict = out.strip().splitlines()[-1]
-    assert "sha256 matches known table 5x4 (our own earlier build" in verdict
+    assert "sha256_tree matches known table 5x4 (our own earlier build" in verdict
     assert "no published hash" in verdict
     rc, out, err = c4table("verify", str(built("4x4")), "-q")
     assert rc == 0, err

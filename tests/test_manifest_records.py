@@ -45,7 +45,7 @@ def test_every_record_of_a_real_manifest_round_trips(built):
     assert TableRecord.from_json(data["table"]).to_json() == data["table"]
     # and the typed view agrees with the file
     bd = BuildDir.load(built)
-    assert bd.table.sha256 == data["table"]["sha256"] and bd.table.entries == data["table"]["entries"]
+    assert bd.table.sha256_tree == data["table"]["sha256_tree"] and bd.table.entries == data["table"]["entries"]
     assert [p.entries for p in bd.plies] == [r["entries"] for r in data["plies"]]
     assert sum(p.entries for p in bd.plies) == bd.table.entries
     assert bd.manifest.total("a_wins") == data["totals"]["a_wins"]

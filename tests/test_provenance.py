@@ -86,8 +86,9 @@ def test_record_known_refuses_another_hash(built, tmp_path):
 
 
 def test_record_known_of_a_c4z_build_without_a_raw_file(tmp_path):
-    """A build --format c4z writes no raw table: its record takes the md5 that verify printed,
-    or none (never a hash of a file that is not there); sha256 is the build's own."""
+    """A build --format c4z writes no raw table: its record takes the sha256 and md5 that
+    verify printed, or none (never a hash of a file that is not there); the tree hash is the
+    build's own."""
     import hashlib
     from c4table.c4z.writer import decompress_table
     from c4table.pipeline.stages.build import build_table
@@ -97,11 +98,12 @@ def test_record_known_of_a_c4z_build_without_a_raw_file(tmp_path):
     del known["4x4"]
     record_build(tmp_path / "b", None, known)
     e = known["4x4"]
-    assert e["provenance"] == "built" and "md5" not in e
-    assert e["sha256"] == published_tables()["4x4"]["sha256"]
+    assert e["provenance"] == "built" and "md5" not in e and "sha256" not in e
+    assert e["sha256_tree"] == known_tables()["4x4"]["sha256_tree"]
     raw = tmp_path / "raw.dat"
     decompress_table(tmp_path / "b" / "connect4_4x4.c4z", raw)
     md5 = hashlib.md5(raw.read_bytes()).hexdigest()
     del known["4x4"]
-    record_build(tmp_path / "b", None, known, md5=md5)
-    assert known["4x4"]["md5"] == md5 and not (tmp_path / "b" / "connect4_4x4.dat").exists()
+    record_build(tmp_path / "b", None, known, md5=md5,
+                 sha256=hashlib.sha256(raw.read_bytes()).hexdigest())
+    assert known["4x4"]["md5"] == md5 and known["4x4"]["sha256"] == published_tables()["4x4"]["sha256"] and not (tmp_path / "b" / "connect4_4x4.dat").exists()

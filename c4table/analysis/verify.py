@@ -7,7 +7,7 @@ and a hash given by the user. Which references apply when: ``docs/modules.md``
 
 >>> r = verify_table("tables/4x4/connect4_4x4.dat", quiet=True)
 >>> r.ok, r.verdict()
-(True, 'OK connect4_4x4.dat: 80,541 entries, ...sha256 matches known table 4x4 (published: ...)...')
+(True, 'OK connect4_4x4.dat: 80,541 entries, ...sha256_tree matches known table 4x4 (published: ...)...')
 """
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ from c4table.errors import BuildError, MissingTableError, TableError
 from c4table.game.board import Board
 from c4table.game.root import root_of
 from c4table.io.hashes import Hashes, sha256_of  # noqa
+from c4table.io.treehash import FIELD
 from c4table.io.storage import is_url, open_storage
 from c4table.progress import Meter
 from c4table.table.check import known_of_size
@@ -42,8 +43,9 @@ class VerifyReport:
     board: Board
     entries: int = 0
     bytes: int = 0
-    sha256: str = ""
+    sha256: str = ""      # computed when asked or a reference has no tree hash ("": not)
     md5: str = ""
+    sha256_tree: str = ""
     problems: list[str] = field(default_factory=list)   # anything wrong
     matched: list[str] = field(default_factory=list)    # references that agree
     sums: str = ""   # the block sums beside a .dat: "match", "absent", "written" or a problem
@@ -64,16 +66,19 @@ class VerifyReport:
 
 def verify_table(path: str | Path, board: str | Board | None = None, sha256: str | None = None,
                  quiet: bool = False, stream=None, shards: bool = True,
-                 write_sums: bool = False) -> VerifyReport:
+                 write_sums: bool = False, file_hashes: bool = False) -> VerifyReport:
     """Hash and check a table file (a path, or a ``pyarrow.fs`` URI such as
     ``s3://bucket/c4/connect4_6x4.dat``; a ``.c4z`` also over ``https://``); see the module
     docstring. ``shards=False`` skips the build directory's shards. A ``.dat``'s block sums
     (:mod:`c4table.table.sums`) are computed in the same pass and compared with its sidecar;
     ``write_sums`` writes the sidecar when the table passes every other check. Both happen
     block by block as the table streams past (:class:`_Sidecar`): memory for the sums does not
-    grow with the table."""
+    grow with the table. The table's tree hash (``sha256_tree``) is computed always, its
+    pieces on threads as the table streams past; its whole-file sha256 and md5 with
+    ``file_hashes``, or when ``sha256`` is given or a reference records a sha256 but no tree
+    hash (Cadot's 7x6, a manifest or ``.c4z`` header of an older build)."""
     if is_c4z(path):   # a .c4z: its decompressed bytes are checked like a .dat's
-        return _verify_c4z(path, board, sha256, quiet, stream, shards)
+        return _verify_c4z(path, board, sha256, quiet, stream, shards, file_hashes)
     store, name = _locate(path)
     path = Path(path) if store.local else _Remote(store.display(name))
     if not store.exists(name):
@@ -84,7 +89,7 @@ def verify_table(path: str | Path, board: str | Board | None = None, sha256: str
     b = board_from(name, build, board, where=str(path), size=size)
     with _Sidecar(store, name, size, b.entry_size, write_sums) as sums:
         return _verify_stream(path, b, store, name, None, build, build_problem, sha256, quiet,
-                              stream, shards, sums)
+                              stream, shards, sums, file_hashes)
 
 
 def _build_beside(store, name: str):
@@ -97,7 +102,7 @@ def _build_beside(store, name: str):
         return None, str(e)
 
 
-def _verify_c4z(path, board, sha256, quiet, stream, shards) -> VerifyReport:
+def _verify_c4z(path, board, sha256, quiet, stream, shards, file_hashes) -> VerifyReport:
     """:func:`verify_table` of a ``.c4z`` (path or URI): the stream of its blocks, decoded,
     and its header's hashes (those of the original file) against the computed ones; the
     build directory beside it, if any, as for the ``.dat`` it was made from."""
@@ -113,11 +118,12 @@ def _verify_c4z(path, board, sha256, quiet, stream, shards) -> VerifyReport:
             build, build_problem = _build_beside(store, name)
         shown = _Remote(s) if is_url(s) else Path(s)
         return _verify_stream(shown, b, store, name, z, build, build_problem, sha256, quiet,
-                              stream, shards)
+                              stream, shards, None, file_hashes)
 
 
 def _verify_stream(path, b: Board, store, name, z, build, build_problem, sha256, quiet, stream,
-                   shards, sums: "_Sidecar | None" = None) -> VerifyReport:
+                   shards, sums: "_Sidecar | None" = None,
+                   file_hashes: bool = False) -> VerifyReport:
     """The streaming checks of :func:`verify_table` over the ``.dat`` ``name`` of ``store``
     (``z`` None; ``sums``: its block sums) or the decoded blocks of the open ``.c4z`` ``z``,
     then the comparisons with the checked ``build`` beside it, the known tables and
@@ -135,8 +141,14 @@ def _verify_stream(path, b: Board, store, name, z, build, build_problem, sha256,
         rep.problems.append(f"size {size:,} is not a multiple of the {E}-byte entry (truncated?)")
     rep.entries = size // E
     stream = stream or sys.stderr
-    hashes = Hashes(sums=sums.blocks if sums is not None else None)   # a .c4z checks its
-    # own blocks
+    mine = build if build is not None and build.describes(name) else None
+    refs = [z.header if z is not None else None, mine.table.figures()
+            if mine is not None and mine.table is not None else None,
+            known_tables().get(b.name) if origin is None else None]
+    whole = file_hashes or bool(sha256) or any(
+        r and "sha256" in r and FIELD not in r for r in refs)
+    hashes = Hashes(md5=whole, sha256=whole,   # a .c4z checks its own blocks
+                    sums=sums.blocks if sums is not None else None)
     prev = -1
     limit = b.key_limit
     seen = 0
@@ -179,15 +191,15 @@ def _verify_stream(path, b: Board, store, name, z, build, build_problem, sha256,
     if first_problem["outcome"] is not None:
         rep.problems.append(f"entry {first_problem['outcome']:,}: invalid outcome byte")
     digests = hashes.result()
-    rep.sha256, rep.md5 = digests["sha256"], digests["md5"]
+    rep.sha256, rep.md5, rep.sha256_tree = (digests.get(k, "") for k in ("sha256", "md5", FIELD))
     if z is not None:
-        diffs = [f"{k} {digests[k]} != {z.header[k]}" for k in ("sha256", "md5")
-                 if z.header.get(k, digests[k]) != digests[k]]   # a build's .c4z: no md5
+        diffs = [f"{k} {digests[k]} != {z.header[k]}" for k in (FIELD, "sha256", "md5")
+                 if k in digests and z.header.get(k, digests[k]) != digests[k]]
+        # (a build's .c4z: no md5, and a sha256 only when asked)
         if diffs:
             rep.problems.append("the .c4z header records other hashes: " + ", ".join(diffs))
     if build_problem:
         rep.problems.append(build_problem)
-    mine = build if build is not None and build.describes(name) else None
     _compare(rep, mine, b, sha256, rooted=origin is not None)
     if shards and mine is not None:
         rep.problems.extend(mine.shard_problems())
@@ -265,17 +277,22 @@ def _locate(path):
 def _compare(rep: VerifyReport, build, b: Board, sha256: str | None, rooted: bool = False) -> None:
     """Compare the report with the given hash, the checked manifest ``build`` of the file (or
     ``None``) and the known tables (not for a rooted table: they are full ones), by board and
-    by size and hash (a renamed known table is named)."""
+    by size and hash (a renamed known table is named). Each reference is compared on every
+    hash both it and the report have (:func:`verify_table` computes what each needs)."""
     def check(label: str, ref: dict) -> None:
-        diffs = []
-        for fld, mine in (("entries", rep.entries), ("bytes", rep.bytes), ("sha256", rep.sha256),
-                          ("md5", rep.md5)):
-            if fld in ref and ref[fld] != mine:
-                diffs.append(f"{fld} {mine} != {ref[fld]}")
+        diffs, same = [], []
+        for fld, mine in (("entries", rep.entries), ("bytes", rep.bytes), (FIELD, rep.sha256_tree),
+                          ("sha256", rep.sha256), ("md5", rep.md5)):
+            if fld in ref and mine != "":
+                (same if ref[fld] == mine else diffs).append(f"{fld} {mine} != {ref[fld]}")
+        hashed = [f for f in (FIELD, "sha256", "md5") if f in ref and getattr(rep, f)]
         if diffs:
             rep.problems.append(f"{label}: " + ", ".join(diffs))
+        elif not hashed:
+            rep.problems.append(f"{label}: records no hash that was computed")
         else:
-            rep.matched.append(f"sha256 matches {label}")
+            rep.matched.append(f"{' and '.join(h for h in hashed if h != 'md5')} "
+                               f"{'matches' if len(hashed) == 1 else 'match'} {label}")
 
     if sha256:
         check("the given --sha256", {"sha256": sha256.strip().lower()})
@@ -289,12 +306,14 @@ def _compare(rep: VerifyReport, build, b: Board, sha256: str | None, rooted: boo
             check(f"known table {b.name} (our own earlier build, {provenance(ref)}; no published "
                   "hash to compare with: this shows only that c4table still builds the same file)", ref)
         else:
-            check(f"known table {b.name} ({provenance(ref)})", ref)
+            tree = f"; its {FIELD} {provenance(ref['tree_provenance'])} from the file of that " \
+                   "sha256" if FIELD in ref and rep.sha256_tree and not rep.sha256 else ""
+            check(f"known table {b.name} ({provenance(ref)}{tree})", ref)
         if plies is not None and "plies" in ref:
             _compare_plies(rep, build.path, plies, ref)
-    for other in known_of_size(rep.bytes, rep.sha256):
+    for other in known_of_size(rep.bytes, rep.sha256 or None, rep.sha256_tree or None):
         if other != b.name:
-            rep.problems.append(f"this file is known table {other} (size and sha256 match), read "
+            rep.problems.append(f"this file is known table {other} (size and hash match), read "
                                 f"as board {b.name}: renamed? give --board {other}")
 
 

@@ -403,13 +403,15 @@ def structure_problem(data: dict) -> str | None:
                     return f"steps.backward.{ply} exists but steps.forward.{ply} does not"
     table = data.get("table")
     if table is not None:
-        if not isinstance(table, dict) or not all(k in table for k in ("file", "entries", "bytes", "sha256")):
+        if not isinstance(table, dict) or not all(k in table for k in ("file", "entries", "bytes")) \
+                or not ("sha256" in table or "sha256_tree" in table):
             return "'table' record is incomplete"
         if not isinstance(table["file"], str) or table.get("format", DAT.name) not in FORMATS:
             return "'table' record names no file or an unknown format"
         box = table.get(table.get("format", DAT.name))
         if table.get("format", DAT.name) != DAT.name and box and (
-                not isinstance(box, dict) or not all(k in box for k in ("file", "bytes", "sha256"))):
+                not isinstance(box, dict) or not all(k in box for k in ("file", "bytes"))
+                or not ("sha256" in box or "sha256_tree" in box)):
             return f"'table' record of its {table['format']} file is incomplete"
         if not (_is_int(table["bytes"]) and _is_int(table["entries"])) or \
                 table["bytes"] != table["entries"] * board.entry_size:

@@ -19,6 +19,7 @@ from typing import Any
 from c4table.builddir import tableformat
 from c4table.builddir.shards import ShardInfo
 from c4table.builddir.tableformat import TableFormat
+from c4table.io.treehash import FIELD as TREE
 
 # The count fields of a ply's record, in the order a build writes them (docs/modules.md).
 FORWARD_FIELDS = ("entries", "symmetric", "positions", "terminal_entries", "terminal")
@@ -151,39 +152,55 @@ _STEP_FIELDS = frozenset({"shards", "run_keys", "messages", "premerged"})
 
 @dataclass(frozen=True)
 class FileRecord:
-    """A file the manifest records with its size and sha256 (a ``.c4z`` table's own file)."""
+    """A file the manifest records with its size and hashes (a ``.c4z`` table's own file): its
+    tree hash (:mod:`c4table.io.treehash`) and/or its sha256 (at least one)."""
 
     file: str
     bytes: int
-    sha256: str
+    sha256: str | None = None
+    sha256_tree: str | None = None
 
     @classmethod
     def from_json(cls, d: dict) -> "FileRecord":
-        return cls(d["file"], d["bytes"], d["sha256"])
+        return cls(d["file"], d["bytes"], d.get("sha256"), d.get(TREE))
 
     def to_json(self) -> dict:
-        return {"file": self.file, "bytes": self.bytes, "sha256": self.sha256}
+        return {"file": self.file, "bytes": self.bytes,
+                **({TREE: self.sha256_tree} if self.sha256_tree else {}),
+                **({"sha256": self.sha256} if self.sha256 else {})}
 
 
 @dataclass(frozen=True)
 class TableRecord:
     """A finished table: the raw table's file name, entries, bytes and hashes (of the raw
-    bytes, whatever the file on disk holds), its format and, for a non-raw format, the
+    bytes, whatever the file on disk holds: its tree hash ``sha256_tree``, the table's
+    identity, :mod:`c4table.io.treehash`; its whole-file ``sha256`` and ``md5`` when the build
+    computed them; at least one of the two sha256s), its format and, for a non-raw format, the
     record of the format's own file (``container``)."""
 
     file: str
     entries: int
     bytes: int
-    sha256: str
+    sha256: str | None = None
     md5: str | None = None
     format: TableFormat = tableformat.DAT
     container: FileRecord | None = None
+    sha256_tree: str | None = None
 
     def figures(self) -> dict:
-        """The figures a table file is checked against: ``entries``, ``bytes``, ``sha256`` and
-        ``md5`` (when recorded), as a known table of ``known_tables.json`` names them."""
-        return {"entries": self.entries, "bytes": self.bytes, "sha256": self.sha256,
+        """The figures a table file is checked against: ``entries``, ``bytes``, ``sha256_tree``,
+        ``sha256`` and ``md5`` (those recorded), as a known table of ``known_tables.json``
+        names them."""
+        return {"entries": self.entries, "bytes": self.bytes,
+                **({TREE: self.sha256_tree} if self.sha256_tree else {}),
+                **({"sha256": self.sha256} if self.sha256 else {}),
                 **({"md5": self.md5} if self.md5 else {})}
+
+    @property
+    def identity(self) -> str:
+        """What a report names the table by: ``sha256_tree HEX`` (``sha256 HEX`` for a
+        record without a tree hash)."""
+        return f"{TREE} {self.sha256_tree}" if self.sha256_tree else f"sha256 {self.sha256}"
 
     def describes(self, name: str) -> bool:
         """Whether this is the record of the table file called ``name`` (its raw file)."""
@@ -193,14 +210,15 @@ class TableRecord:
     def of(cls, fmt: TableFormat, file: str, entries: int, hashes: dict,
            container: FileRecord | None = None) -> "TableRecord":
         """The record of a table of ``fmt`` just written: ``hashes`` of its raw bytes
-        (``bytes``, ``sha256`` and ``md5`` if computed), ``container``: a non-raw format's file.
+        (``bytes`` and those computed of ``sha256_tree``, ``sha256``, ``md5``), ``container``:
+        a non-raw format's file.
 
-        >>> TableRecord.of(tableformat.C4Z, "t.dat", 1, {"bytes": 3, "sha256": "ab"},
+        >>> TableRecord.of(tableformat.C4Z, "t.dat", 1, {"bytes": 3, "sha256_tree": "ab"},
         ...                FileRecord("t.c4z", 2, "cd")).to_json()["c4z"]["file"]
         't.c4z'
         """
-        return cls(file, entries, hashes["bytes"], hashes["sha256"], hashes.get("md5"), fmt,
-                   None if fmt.raw else container)
+        return cls(file, entries, hashes["bytes"], hashes.get("sha256"), hashes.get("md5"), fmt,
+                   None if fmt.raw else container, hashes.get(TREE))
 
     @classmethod
     def from_json(cls, d: dict) -> "TableRecord":
@@ -208,12 +226,14 @@ class TableRecord:
         every build before ``.c4z`` builds wrote it."""
         fmt = tableformat.get(d.get("format", tableformat.DAT.name))
         box = None if fmt.raw else d.get(fmt.name)
-        return cls(d["file"], d["entries"], d["bytes"], d["sha256"], d.get("md5"), fmt,
-                   FileRecord.from_json(box) if box else None)
+        return cls(d["file"], d["entries"], d["bytes"], d.get("sha256"), d.get("md5"), fmt,
+                   FileRecord.from_json(box) if box else None, d.get(TREE))
 
     def to_json(self) -> dict:
         out = {"file": self.file, "entries": self.entries, "bytes": self.bytes,
-               "sha256": self.sha256, **({"md5": self.md5} if self.md5 else {})}
+               **({TREE: self.sha256_tree} if self.sha256_tree else {}),
+               **({"sha256": self.sha256} if self.sha256 else {}),
+               **({"md5": self.md5} if self.md5 else {})}
         if not self.format.raw:
             out["format"] = self.format.name
             out[self.format.name] = self.container.to_json() if self.container else {}

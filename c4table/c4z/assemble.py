@@ -2,15 +2,18 @@
 whole blocks (made elsewhere, e.g. by a build's merge tasks, on the file's block grid) and
 the raw entries of the blocks they leave partial (a task's range seldom starts or ends on the
 grid). :class:`Assembler` appends each block to the part file, compresses the partial blocks
-once their entries are all in, and hashes the raw table as it passes (sha256; md5 too if
-asked): each compressed block is decoded again for that, so the hashes are those of what the
-file holds, and the keys are checked strictly increasing across blocks. The blocks go through
+once their entries are all in, and checks the keys strictly increasing across blocks (from
+each block's first and last keys); when asked, it hashes the raw table as it passes (sha256,
+md5: each compressed block is decoded again for that, so the hashes are those of what the
+file holds). The table's tree hash is the caller's to combine (a build's merge tasks hash
+the pieces they decode again). The blocks go through
 the :class:`~c4table.c4z.blockwriter.BlockWriter` every ``.c4z`` writer shares;
 :meth:`Assembler.finish` appends the index, header and trailer; publishing the file is the
 caller's (a build records it in its manifest first). :meth:`Assembler.checkpoint`
 makes what was added durable and returns where it stands (:class:`Checkpoint`);
-:meth:`Assembler.reopen` continues from one after a crash, hashing the blocks already written
-again (decoded, as when they were added) so that the digests are those of the whole file."""
+:meth:`Assembler.reopen` continues from one after a crash, checking the blocks already written
+(xxh64) and decoding again those its digests need: all of them for a sha256 or md5, for a tree
+hash those past the pieces it holds."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -26,6 +29,7 @@ from c4table.c4z.registry import get_codec
 from c4table.errors import BuildError, CorruptDataError
 from c4table.game.board import Board
 from c4table.io.hashes import Hashes
+from c4table.io.treehash import TreeHash
 
 
 RESTART = "the shards below it may be gone: rerun with --restart to build it again"
@@ -54,13 +58,17 @@ class Assembler:
 
     def __init__(self, part: Path, board: Board, block_entries: int, level: int,
                  part_entries: int | None = None, md5: bool = False,
-                 reopen: Checkpoint | None = None, min_match: int = 0):
+                 reopen: Checkpoint | None = None, min_match: int = 0, sha256: bool = True,
+                 tree: TreeHash | None = None):
         self.part, self.board, self.level, self.min_match = Path(part), board, level, min_match
         self.block_entries = block_entries
         self.part_entries = part_entries or default_part_entries(block_entries)
         self.codec = get_codec(BUILD_CODEC)(board, self.part_entries, level, min_match)
         self.E = board.entry_size
-        self.hashes = Hashes(md5)
+        # the whole-file digests, of every block decoded here (none: the blocks come with their
+        # last keys, and the tree hash is combined by the caller from what made them)
+        self.hashes = Hashes(md5, sha256=sha256, tree=False) if md5 or sha256 else None
+        self.tree = tree   # on reopening: fed the bytes past its size that the file holds
         self.pending = bytearray()   # raw entries of the block being filled (from the grid)
         self.entries = 0             # entries placed so far (whole blocks and pending)
         resume = None if reopen is None else self._reread(reopen)
@@ -70,16 +78,23 @@ class Assembler:
         if reopen is not None:
             self.entries = reopen.blocks * block_entries
             self.add_raw(reopen.pending)
+            if self.tree is not None:   # the pending entries past what the tree holds
+                past = self.tree.size - reopen.blocks * block_entries * self.E
+                self.tree.update(memoryview(reopen.pending)[max(0, past):])
 
     @classmethod
     def reopen(cls, part: Path, board: Board, block_entries: int, level: int, at: Checkpoint,
                part_entries: int | None = None, md5: bool = False,
-               min_match: int = 0) -> "Assembler":
+               min_match: int = 0, sha256: bool = True,
+               tree: TreeHash | None = None) -> "Assembler":
         """The part file ``part`` (and its side file) cut back to the checkpoint ``at`` and open
-        for adding what follows it; its blocks are read, checked (xxh64, keys increasing) and
-        hashed again. :class:`BuildError` if the files do not hold what ``at`` records."""
+        for adding what follows it; its blocks are read, checked (xxh64, keys increasing) and,
+        with ``sha256`` or ``md5``, hashed again; ``tree`` (a tree hash of the table's first
+        ``tree.size`` bytes) is fed the rest of what the blocks and ``at.pending`` hold, so
+        only the blocks past it are decoded. :class:`BuildError` if the files do not hold what
+        ``at`` records."""
         return cls(part, board, block_entries, level, part_entries, md5, reopen=at,
-                   min_match=min_match)
+                   min_match=min_match, sha256=sha256, tree=tree)
 
     @property
     def blocks(self) -> int:
@@ -103,6 +118,11 @@ class Assembler:
             raise CorruptDataError(f"{self.part.name}: does not hold the {at.blocks:,} blocks "
                                    f"its checkpoint records; {RESTART}")
         start, last = len(MAGIC), -1
+        bb = self.block_entries * self.E
+        tree_at = self.tree.size if self.tree is not None else at.blocks * bb
+        if tree_at > at.entries * self.E:
+            raise CorruptDataError(f"{self.part.name}: its tree hash stands past its checkpoint; "
+                                   f"{RESTART}")
         with open(self.part, "rb") as f, open(idxf, "rb") as fidx:
             recs = np.frombuffer(fidx.read(at.blocks * IDX_RECORD.size), "<u8").reshape(-1, 3)
             f.seek(start)
@@ -113,7 +133,14 @@ class Assembler:
                                            f"from its index record (damaged); {RESTART}")
                 if first <= last:
                     raise self._unordered(i, first, last)
-                last = self._hash_block(comp, first, i)
+                if self.hashes is not None or (i + 1) * bb > tree_at or i + 1 == at.blocks:
+                    rows, last = self._decode(comp, first, i)
+                    if self.hashes is not None:
+                        self.hashes.update(rows)
+                    if self.tree is not None and (i + 1) * bb > tree_at:
+                        self.tree.update(memoryview(rows).cast("B")[max(0, tree_at - i * bb):])
+                else:   # only the keys' order is checked (first keys increasing)
+                    last = first
                 start = end
         if start != at.part_bytes or last != at.last_key:
             raise CorruptDataError(f"{self.part.name}: its {at.blocks:,} blocks end at byte "
@@ -139,10 +166,13 @@ class Assembler:
             self.w.add_raw(bytes(self.pending[:whole]))
             del self.pending[:whole]
 
-    def add_block(self, comp: bytes, first: int, xxh64: int | None = None) -> None:
-        """A compressed whole block (``block_entries`` entries starting with key ``first``)
-        that follows what was added before, which must end on the grid; ``xxh64`` (the
-        maker's checksum of ``comp``) is checked if given."""
+    def add_block(self, comp: bytes, first: int, xxh64: int | None = None,
+                  last: int | None = None) -> None:
+        """A compressed whole block (``block_entries`` entries starting with key ``first``,
+        ending with key ``last``) that follows what was added before, which must end on the
+        grid; ``xxh64`` (the maker's checksum of ``comp``) is checked if given. The block is
+        decoded here when the whole-file digests are asked for, or its ``last`` key is not
+        given."""
         if self.pending:
             raise BuildError(f"{self.part.name}: a whole block arrived after "
                              f"{len(self.pending) // self.E:,} entries of a partial one")
@@ -152,28 +182,34 @@ class Assembler:
                              "compressed (xxh64 differs)")
         if first <= self.last_key:
             raise self._unordered(self.blocks, first, self.last_key)
-        last = self._hash_block(comp, first, self.blocks)
+        if self.hashes is not None or last is None:
+            rows, last = self._decode(comp, first, self.blocks)
+            if self.hashes is not None:
+                self.hashes.update(rows)
+        elif last < first:
+            raise self._unordered(self.blocks, first, last)
         self.entries += self.block_entries
         self.w.add_block(first, comp, last, x)
 
-    def _hash_block(self, comp: bytes, first: int, i: int) -> int:
-        """Decode whole block ``i``, hash its raw entries; its last key."""
+    def _decode(self, comp: bytes, first: int, i: int):
+        """Whole block ``i``'s raw entries and last key."""
         try:
-            rows, last = self.codec.decode_rows(comp, self.block_entries, first)
+            return self.codec.decode_rows(comp, self.block_entries, first)
         except Exception as e:   # zstd or the block's own checks
             raise BuildError(f"{self.part.name}: block {i:,} does not decode: {e}") from None
-        self.hashes.update(rows)
-        return last
 
-    def finish(self, *, file: str, root=None, keep_idx: bool = False, **extra) -> dict:
+    def finish(self, *, file: str, root=None, keep_idx: bool = False, digests: dict | None = None,
+               **extra) -> dict:
         """Compress the last (partial) block, append index, header and trailer, fsync and
-        close; return the raw table's digests (``sha256``, ``md5`` if asked, ``bytes``).
-        ``keep_idx``: leave the side file of index records (a rerun from a checkpoint needs
-        it until the file is published; :func:`idx_path`)."""
+        close; return the raw table's digests (``digests``, e.g. the tree hash the caller
+        combined, and ``sha256``, ``md5`` where asked, ``bytes``). ``keep_idx``: leave the side
+        file of index records (a rerun from a checkpoint needs it until the file is published;
+        :func:`idx_path`)."""
         if self.pending:
             self.w.add_raw(bytes(self.pending))
             self.pending = bytearray()
-        digests = self.hashes.result()
+        digests = {**(digests or {}), **(self.hashes.result() if self.hashes is not None else {}),
+                   "bytes": self.entries * self.E}
         self.w.finish(entries=self.entries, raw_bytes=self.entries * self.E, digests=digests,
                       file=file, root=root, **extra)
         if not keep_idx:

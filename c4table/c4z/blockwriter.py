@@ -244,7 +244,7 @@ def c4z_header(b: Board, codec, *, entries: int, raw_bytes: int, digests: dict, 
             "width": b.width, "height": b.height, "k": b.k, "entry_size": b.entry_size,
             **b.json_fields(),
             "key_bytes": b.key_bytes, "entries": entries, "raw_bytes": raw_bytes,
-            "sha256": digests["sha256"], **({"md5": digests["md5"]} if "md5" in digests else {}),
+            **{k: digests[k] for k in ("sha256_tree", "sha256", "md5") if k in digests},
             "file": file, "root": root, "block_entries": block_entries, "blocks": blocks,
             **codec.header_fields(), **extra}
 

@@ -99,7 +99,7 @@ class C4zFile:
         if cache_index is None:
             cache_index = remote
         if cache_index:
-            cache = cache_dir() / f"{h['sha256']}-{hdr_xxh:016x}.idx"
+            cache = cache_dir() / f"{h.get('sha256') or h.get('sha256_tree')}-{hdr_xxh:016x}.idx"
             try:
                 comp = cache.read_bytes()
             except OSError:

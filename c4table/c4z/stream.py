@@ -22,6 +22,7 @@ from c4table.c4z.registry import get_codec
 from c4table.c4z.writer import _say
 from c4table.errors import CorruptDataError, MissingTableError, TableBoardError, TableError
 from c4table.game.board import Board
+from c4table.io.treehash import TreeHash
 from c4table.progress import Meter
 from c4table.units import format_seconds, format_size
 
@@ -100,6 +101,26 @@ class _Hasher:
         self.q.put(_END)
         self.t.join()
         return self.h.hexdigest()
+
+
+class _TreeFeed:
+    """The stream's tree hash (:class:`~c4table.io.treehash.TreeHash`, pieces on threads),
+    fed block by block from its own thread."""
+
+    def __init__(self, depth: int):
+        self.tree = TreeHash()
+        self.q: queue.Queue = queue.Queue(depth)
+        self.t = threading.Thread(target=self._run, daemon=True)
+        self.t.start()
+
+    def _run(self) -> None:
+        while (b := self.q.get()) is not _END:
+            self.tree.update(b)
+
+    def finish(self) -> str:
+        self.q.put(_END)
+        self.t.join()
+        return self.tree.result()["sha256_tree"]
 
 
 def _read_full(f, n: int) -> bytes:
@@ -254,11 +275,12 @@ def compress_stream(src, out=None, *, board: str | Board | None = None,
     reader = _Reader(f, name, chunk, depth)
     sha = _Hasher("sha256", 6 * threads + 16, depth)
     md5 = _Hasher("md5", 1, depth)
+    tree = _TreeFeed(depth)
     total = 0
     try:
         resume = None
         if done:
-            total = _reread(reader, (sha, md5), name, done, chunk, quiet, stream, out.name)
+            total = _reread(reader, (sha, md5, tree), name, done, chunk, quiet, stream, out.name)
             if sha.at(done) != state.get("prefix_sha256"):
                 raise CorruptDataError(f"{name}: the first {format_size(done * chunk)} of the stream "
                                        f"differ from those the checkpoint was made from; remove "
@@ -286,6 +308,7 @@ def compress_stream(src, out=None, *, board: str | Board | None = None,
                 total += len(raw)
                 sha.q.put(raw)
                 md5.q.put(raw)
+                tree.q.put(raw)
                 w.add_raw(raw)
                 now = time.perf_counter()
                 if w.due(now) and w.blocks > done and len(raw) == chunk:
@@ -298,12 +321,12 @@ def compress_stream(src, out=None, *, board: str | Board | None = None,
             w.drain()
             if total == 0:
                 raise CorruptDataError(f"{name}: empty stream, no table")
-            digests = {"sha256": sha.finish(), "md5": md5.finish()}
+            digests = {"sha256_tree": tree.finish(), "sha256": sha.finish(), "md5": md5.finish()}
             _check_known(name, b, ref, total, digests["sha256"], (part, idx_path(part), ckpt))
             w.finish(entries=total // E, raw_bytes=total, digests=digests, file=raw_name)
         publish_part(part, out, ckpt)
     finally:
-        _stop(reader, (sha, md5), f, own=f is not sys.stdin.buffer and infile is None)
+        _stop(reader, (sha, md5, tree), f, own=f is not sys.stdin.buffer and infile is None)
     secs = time.perf_counter() - t0
     osize = out.stat().st_size
     _say(quiet, stream, f"[compress] {out}: {format_size(osize)} ({100 * osize / total:.2f}% of "

@@ -60,8 +60,8 @@ def _dicts_of_part(part: Path, state: dict) -> tuple[bytes | None, bytes | None]
 
 def _check_hashes(src: Path, hashes: dict, digests: dict) -> None:
     """Refuse the input ``src`` whose ``digests`` differ from the expected ``hashes``."""
-    for k in ("sha256", "md5"):
-        if hashes.get(k) and hashes[k] != digests[k]:
+    for k in ("sha256_tree", "sha256", "md5"):
+        if hashes.get(k) and k in digests and hashes[k] != digests[k]:
             raise CorruptDataError(f"{src}: {k} {digests[k]} differs from the "
                                    f"expected {hashes[k]} (file changed while compressed?)")
 
@@ -245,11 +245,13 @@ def decompress_table(src, out: str | os.PathLike | None = None, *, threads: int 
                                  written=format_size(written))
                 _fsync(f)
             d = hashes.result()
-            if d["bytes"] != h["raw_bytes"] or d["sha256"] != h["sha256"] or \
-                    d["md5"] != h.get("md5", d["md5"]):   # a build's .c4z may record no md5
+            # the header's hashes, those it records (a build's .c4z: its tree hash alone)
+            diffs = [f"{k} {d[k]} != {h[k]}" for k in ("sha256_tree", "sha256", "md5")
+                     if k in h and d[k] != h[k]]
+            if d["bytes"] != h["raw_bytes"] or diffs:
                 part.unlink(missing_ok=True)
                 raise CorruptDataError(f"{src}: the decompressed table does not match the header "
-                                       f"(sha256 {d['sha256']} != {h['sha256']}); output removed")
+                                       f"({', '.join(diffs) or 'size'}); output removed")
             sidecar.commit(sums)
     os.replace(part, out)
     fsync_dir(out.absolute().parent)

@@ -140,7 +140,7 @@ def build(board, out, memory, workers, scheduler, quiet, restart, root, clean, c
     else:
         path = run_build(b, keep_work=not clean)
     click.echo(f"{_compressed(path, compress, compress_only, quiet)}  "
-               f"{b.manifest.table.entries:,} entries  sha256 {b.manifest.table.sha256}")
+               f"{b.manifest.table.entries:,} entries  {b.manifest.table.identity}")
     if verbose or not b.store.local:
         _echo_counts(b, quiet)
     else:
@@ -269,7 +269,7 @@ def merge(board, out, memory, workers, scheduler, quiet, restart, root, compress
         if not b.table_format.keeps_work:   # no later step reads the shards
             b.store.delete_tree("work")
     click.echo(f"{_compressed(path, compress, compress_only, quiet)}  "
-               f"{b.manifest.table.entries:,} entries  sha256 {b.manifest.table.sha256}")
+               f"{b.manifest.table.entries:,} entries  {b.manifest.table.identity}")
 
 
 COMMANDS = [_ordered(c) for c in (build, forward, backward, merge)]

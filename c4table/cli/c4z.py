@@ -129,7 +129,7 @@ def _manifest_root(src: Path):
 
 def compressed_build_done(store, table_name: str) -> bool:
     """True if a local build directory holds a ``.c4z`` of its recorded table (same raw
-    sha256) and no raw table: a ``--compress-only`` build that is finished."""
+    tree hash or sha256) and no raw table: a ``--compress-only`` build that is finished."""
     from c4table.builddir.manifest import MANIFEST
     from c4table.builddir.reader import BuildDir
     from c4table.c4z.format import default_c4z_name
@@ -145,7 +145,9 @@ def compressed_build_done(store, table_name: str) -> bool:
     try:
         rec = BuildDir.load(store).table
         with open_c4z(z) as f:
-            return rec is not None and rec.sha256 == f.header["sha256"]
+            both = [k for k in ("sha256_tree", "sha256") if getattr(rec, k, None) and k in f.header]
+            return rec is not None and bool(both) and \
+                all(getattr(rec, k) == f.header[k] for k in both)
     except (ValueError, OSError, C4Error):
         return False
 

@@ -22,10 +22,16 @@ from c4table.errors import TableError, TableBoardError
 from c4table.table.known import known_tables
 
 
-def known_of_size(size: int, sha256: str | None = None) -> list[str]:
-    """Boards of the known tables that have ``size`` bytes (and ``sha256``, if given)."""
-    return [name for name, ref in known_tables().items()
-            if ref.get("bytes") == size and (sha256 is None or ref.get("sha256") == sha256)]
+def known_of_size(size: int, sha256: str | None = None, sha256_tree: str | None = None) -> list[str]:
+    """Boards of the known tables that have ``size`` bytes (and, with ``sha256`` or
+    ``sha256_tree`` given, the same value of those the known table records, at least one)."""
+    given = {k: v for k, v in (("sha256", sha256), ("sha256_tree", sha256_tree)) if v}
+
+    def same(ref: dict) -> bool:
+        both = [k for k in given if k in ref]
+        return not given or (bool(both) and all(ref[k] == given[k] for k in both))
+
+    return [name for name, ref in known_tables().items() if ref.get("bytes") == size and same(ref)]
 
 
 def reference(name: str, board: Board, build, rooted: bool = False) -> tuple[str, dict] | None:

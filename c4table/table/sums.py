@@ -92,6 +92,17 @@ class BlockSums:
         if len(batch) >= BATCH:
             self._hand_on()
 
+    def add_pieces(self, sums) -> None:
+        """The xxh64s of whole blocks hashed elsewhere (uint64s, in order: e.g. a build's merge
+        tasks, :class:`~c4table.io.treehash.SpanCut`) that follow the bytes fed so far, which
+        must end on a block boundary."""
+        if self._in_part:
+            raise ValueError(f"block sums: whole blocks given at byte {self.size:,}, inside a block")
+        self._hand_on()
+        self._batch = array("Q", np.asarray(sums, np.uint64).tobytes())
+        self.size += len(self._batch) * self.block_bytes
+        self._hand_on()
+
     def _hand_on(self) -> None:
         """Pass the batch of finished sums on (to the sink, or to those kept)."""
         if not self._batch:

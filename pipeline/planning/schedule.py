@@ -12,6 +12,7 @@ import math
 from dataclasses import asdict, dataclass, field
 
 import c4table.config as config
+from c4table.io import treehash
 from c4table.pipeline.sort.partition import MIN_PARALLEL_ROWS, forward_ranges, merge_shares, merge_split
 
 STRAGGLER = 1.15   # the largest task of a forward or backward list over the mean (assumed; the
@@ -171,13 +172,16 @@ def forward_shards(entries: list[int], width: int, workers: int, task_memory: in
 def simulate(entries: list[int], width: int, cells: int, workers: int, task_memory: int,
              costs: MachineCosts, entry_size: int, cores: int | None = None,
              local: bool = True, disk_bytes: dict | None = None,
-             md5: bool | None = None) -> Schedule:
+             md5: bool | None = None, sha256: bool | None = None) -> Schedule:
     """The :class:`Schedule` of a build with ``entries[g]`` entries in generation ``g`` on
     ``workers`` workers of ``task_memory`` bytes each, on ``cores`` cores (default: one per
     worker), at ``costs``; ``disk_bytes`` (stage -> bytes written) adds the disk bound; ``md5``
-    (default: ``C4TABLE_TABLE_MD5``, as the build) whether the merge also computes the md5."""
+    (default: ``C4TABLE_TABLE_MD5``, as the build) whether the merge also computes the md5,
+    ``sha256`` (default: ``C4TABLE_TABLE_SHA256``) the whole-file sha256."""
     if md5 is None:
         md5 = config.get("C4TABLE_TABLE_MD5")
+    if sha256 is None:
+        sha256 = config.get("C4TABLE_TABLE_SHA256")
     cores = cores or workers
     sched = Schedule(workers, cores, startup_s=costs.startup_s)
     shards = forward_shards(entries, width, workers, task_memory)
@@ -201,7 +205,7 @@ def simulate(entries: list[int], width: int, cells: int, workers: int, task_memo
         keys = entries[g] / T
         c = keys * costs.per_entry("backward", keys * SORTED_PER_ENTRY) + costs.task_s
         _stage(bwd, T, c, workers, cores, costs.step_s + T * costs.driver_task_s, STRAGGLER)
-    _merge(mrg, sum(entries), workers, cores, task_memory, costs, entry_size, local, md5)
+    _merge(mrg, sum(entries), workers, cores, task_memory, costs, entry_size, local, md5, sha256)
     for name, st in (("forward", fwd), ("backward", bwd), ("merge", mrg)):
         # the passes' scratch files go through the page cache; the table is written around it
         # and synced: its bytes wait on the disk
@@ -215,25 +219,33 @@ def simulate(entries: list[int], width: int, cells: int, workers: int, task_memo
 
 
 def _merge(acc: dict, total: int, workers: int, cores: int, task_memory: int,
-           costs: MachineCosts, entry_size: int, local: bool, md5: bool = False) -> None:
-    """The merge: range tasks in waves, the driver hashing each range in key order once it
-    and those before it are in (sha256; with ``md5`` md5 too, on a second thread); the hash of
-    what is left after the last range is the tail."""
+           costs: MachineCosts, entry_size: int, local: bool, md5: bool = False,
+           sha256: bool = False) -> None:
+    """The merge: range tasks in waves, each hashing the tree hash's pieces inside its range
+    (sha256 per byte, in the tasks); the driver hashes, once a range and those before it are
+    in, only the piece it straddles with the one before it (at most
+    :data:`~c4table.io.treehash.PIECE_BYTES`), and with ``sha256`` / ``md5`` the whole range in
+    key order (each on its own thread); the hash of what is left after the last range is the
+    tail."""
     if not total:
         return
     sha, md5_ns = costs.hash_ns_per_byte
-    if not md5:
-        md5_ns = 0.0
-    hash_wall = max(sha, md5_ns) * 1e-9 * entry_size      # per entry
-    hash_cpu = (sha + md5_ns) * 1e-9 * entry_size
+    whole = max(sha if sha256 else 0.0, md5_ns if md5 else 0.0)
+    hash_wall = whole * 1e-9 * entry_size                 # per entry, in the driver
+    hash_cpu = ((sha if sha256 else 0.0) + (md5_ns if md5 else 0.0)) * 1e-9 * entry_size
+    tree = sha * 1e-9 * entry_size                        # per entry, in the tasks
+
+    def straddle(entries: float) -> float:   # the driver's piece where a range begins
+        return min(treehash.PIECE_BYTES, entries * entry_size) * sha * 1e-9
+
     n, _ = merge_split(total, task_memory, workers, local)
     if n > MERGE_LIST_MAX:   # equal ranges in whole waves, hashed in order
-        c = total / n * costs.merge_s + costs.task_s
-        h = total / n * hash_wall
+        c = total / n * (costs.merge_s + tree) + costs.task_s
+        h = total / n * hash_wall + straddle(total / n)
         waves = math.ceil(n / workers)
         busy = waves * c
         done = max(busy + min(n, workers) * h, c + n * h)
-        cpu = n * c + total * hash_cpu
+        cpu = n * c + total * hash_cpu + n * straddle(total / n)
         _merge_parts(acc, n, busy, done, cpu, workers, cores, costs.step_s)
         return
     shares = merge_shares(total, task_memory, workers, local)
@@ -243,10 +255,10 @@ def _merge(acc: dict, total: int, workers: int, cores: int, task_memory: int,
     cpu = 0.0
     for s in shares:
         w = min(range(workers), key=free.__getitem__)
-        c = s * total * costs.merge_s + costs.task_s
+        c = s * total * (costs.merge_s + tree) + costs.task_s
         free[w] += c
-        cpu += c
-        done = max(done, free[w]) + s * total * hash_wall
+        cpu += c + straddle(s * total)
+        done = max(done, free[w]) + s * total * hash_wall + straddle(s * total)
     cpu += total * hash_cpu
     _merge_parts(acc, len(shares), max(free), done, cpu, workers, cores, costs.step_s)
 

@@ -58,6 +58,7 @@ class Build:
     table_format: TableFormat = tableformat.DAT   # what the merge writes (MERGE_DRIVERS)
     io: IOOptions = field(default_factory=IOOptions.from_config)   # direct I/O, recycle bin
     table_md5: bool = field(default_factory=lambda: config.get("C4TABLE_TABLE_MD5"))
+    table_sha256: bool = field(default_factory=lambda: config.get("C4TABLE_TABLE_SHA256"))
     manifest: Manifest = field(init=False)
     store: Storage = field(init=False)                  # where the files live
     verified: set = field(init=False, default_factory=set)  # what this process has checked
@@ -236,6 +237,7 @@ class BuildSettings:
     # the settings of the environment, read here (when the build opens), not where they are used
     io: IOOptions = field(default_factory=IOOptions.from_config)   # C4TABLE_DIRECT_IO, C4TABLE_RECYCLE
     table_md5: bool = field(default_factory=lambda: config.get("C4TABLE_TABLE_MD5"))
+    table_sha256: bool = field(default_factory=lambda: config.get("C4TABLE_TABLE_SHA256"))
 
     @classmethod
     def parse(cls, board: str | Board, out: str | Path,
@@ -349,7 +351,7 @@ def _open_locked(store, s: BuildSettings) -> Build:
                              start_method="fork" if store.local else "spawn")
     try:
         b = Build(board, store.root if store.local else store.uri, s.budget, executor, s.quiet,
-                  origin, s.device, s.table_format, s.io, s.table_md5)
+                  origin, s.device, s.table_format, s.io, s.table_md5, s.table_sha256)
     except BaseException:
         executor.close()
         raise

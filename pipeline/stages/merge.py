@@ -14,10 +14,12 @@ from their footers' statistics, and the row group straddling the boundary, read 
 writes them around the page cache (``O_DIRECT``: the whole blocks from two reused aligned
 buffers, the partial blocks it shares with its neighbours through the page cache;
 :class:`~c4table.io.storage.PositionalWriter`), since new page-cache pages are what
-writing a table cost on a virtual machine that hands freed memory back to its host. The
-driver hashes each range (sha256; md5 too with ``C4TABLE_TABLE_MD5``, read when the build opens) once
-it and those before it are written (read back the same way,
-:func:`~c4table.io.storage.read_span`), then fsyncs the file, records its size and
+writing a table cost on a virtual machine that hands freed memory back to its host. Each
+task hashes, as it writes, the tree hash's pieces and the block sums sidecar's blocks that lie
+inside its bytes and returns the bytes at its edges (:class:`RangeWritten`); the driver
+combines them in range order, hashing only the pieces two ranges straddle
+(:func:`hash_ranges`; the whole-file sha256 and md5 only with ``C4TABLE_TABLE_SHA256`` and
+``C4TABLE_TABLE_MD5``, read back in key order), then fsyncs the file, records its size and
 hashes in the manifest, and only then renames it into place (see :func:`run` for what a
 resumed merge does). Where the file system refuses ``O_DIRECT`` the same code goes through the
 page cache, and the driver starts each range's writeback as it comes in. On an object store (no positional writes) each task writes a part file and the driver
@@ -30,12 +32,15 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
+import xxhash
 
 from c4table.wording import count
 from c4table.game.board import Board
 from c4table.errors import BuildError, BuildInputError, CorruptDataError
 from c4table.io.hashes import Hashes
-from c4table.table.sums import BlockSums, SumsWriter
+from c4table.io import treehash
+from c4table.io.treehash import FIELD, SpanCut, SpanEdges, TreeHash, combine, tree_hash_file
+from c4table.table.sums import BLOCK_ENTRIES, BlockSums, SumsWriter
 from c4table.pipeline.runtime import resources
 from c4table.pipeline.sort.extsort import sorted_chunks
 from c4table.pipeline.kernels.cpu import pack_entries, pack_mapped, strictly_increasing_keys, words_to_entries
@@ -130,8 +135,10 @@ def range_task(root: str, shards: list[dict], lo: int, hi: int, rel: str, entry_
     give), into the existing file ``rel`` at their place: the task finds its offset itself,
     ``below`` plus the entries under ``lo`` in its own shards, which it counts as it reads them
     (whole row groups from their footers' key statistics, and the row group straddling ``lo``,
-    which it reads anyway), and returns ``(offset, how many)``. So no round of counting tasks
-    runs before the range tasks.
+    which it reads anyway), and returns them with the hashes of the tree's pieces and of the
+    sidecar's blocks that lie inside its bytes, and its bytes at the edges
+    (:class:`RangeWritten`). So no round of counting tasks runs before the range tasks, and
+    the driver reads none of the table back.
 
     ``direct``: write around the page cache where the file system allows it
     (:meth:`~c4table.io.storage.Storage.writer_at`; a part file is written as before).
@@ -169,18 +176,42 @@ def range_task(root: str, shards: list[dict], lo: int, hi: int, rel: str, entry_
         store.write_atomic_chunks(rel, chunks(), durable=False)   # a part is scratch
         return pos
     # in place: converted straight into the writer's reused buffers, written around the page
-    # cache where the file system allows it (direct)
-    with store.writer_at(rel, under * entry_size, direct) as w:
+    # cache where the file system allows it (direct); the tree's pieces and the sidecar's
+    # blocks inside the range hashed on the way (the driver hashes only those it straddles)
+    start = under * entry_size
+    tree = SpanCut(start, treehash.PIECE_BYTES)
+    sums = SpanCut(start, BLOCK_ENTRIES * entry_size, xxhash.xxh64_intdigest, _u64)
+    with store.writer_at(rel, start, direct) as w:
         for words in ordered():
             s = 0
             while s < words.shape[0]:
                 space = np.frombuffer(w.space(entry_size), np.uint8)
                 take = min(words.shape[0] - s, space.shape[0] // entry_size)
-                words_to_entries(words[s: s + take], entry_size, space[: take * entry_size])
+                out = space[: take * entry_size]
+                words_to_entries(words[s: s + take], entry_size, out)
+                tree.update(out)
+                sums.update(out)
                 w.commit(take * entry_size)
                 s += take
-                del space
-    return under, pos
+                del space, out
+    return RangeWritten(under, pos, tree.finish(), sums.finish())
+
+
+def _u64(xs: list) -> np.ndarray:
+    return np.array(xs, np.uint64)
+
+
+@dataclass
+class RangeWritten:
+    """What a range task of :func:`range_task` wrote in place: ``count`` entries from entry
+    ``offset`` of the table; ``tree``, the tree hash's pieces inside its bytes and the bytes
+    at its edges (:class:`~c4table.io.treehash.SpanEdges`), ``sums`` the same for the
+    sidecar's xxh64 blocks (:class:`~c4table.table.sums.BlockSums`)."""
+
+    offset: int
+    count: int
+    tree: SpanEdges
+    sums: SpanEdges
 
 
 def choose_ranges(store: Storage, shards: list[ShardInfo], n_ranges: int,
@@ -203,7 +234,7 @@ def choose_ranges(store: Storage, shards: list[ShardInfo], n_ranges: int,
 
 
 def hash_stored(store: Storage, rel: str, chunk: int = 1 << 24, md5: bool = True) -> dict:
-    """sha256, md5 (unless not ``md5``) and size of a file of ``store``, streamed."""
+    """Tree hash, sha256, md5 (unless not ``md5``) and size of a file of ``store``, streamed."""
     h = Hashes(md5)
     with store.open_input_stream(rel) as f:
         while b := f.read(chunk):
@@ -212,55 +243,85 @@ def hash_stored(store: Storage, rel: str, chunk: int = 1 << 24, md5: bool = True
 
 
 def hash_ranges(store: Storage, rel: str, entry_size: int, n_ranges: int, total: int,
-                written, direct: bool = False, md5: bool = True, sums=None) -> dict:
-    """sha256, md5 (unless not ``md5``) and size of the local file ``rel`` of ``total`` entries
-    that ``n_ranges`` range tasks are filling: ``written`` yields, in range order, ``(offset, count)``: the
-    entries each range wrote and the entry it wrote them from (e.g. :meth:`Executor.imap` of
-    the range tasks, while later ranges still run). Each range's bytes are hashed as soon as it
-    and every range before it are written, so the hashing overlaps the merging of later
-    ranges; with ``direct`` they are read around the page cache (the tasks wrote them so:
-    :meth:`~c4table.io.storage.Storage.read_chunks`), otherwise the kernel is asked to
-    start writing each range to disk as soon as it is in
-    (:func:`~c4table.io.storage.start_writeback`, in a background thread), so that the
-    caller's fsync of the table waits for little. Raises :class:`BuildError` if a range does not
-    start where the one before it ended, or the ranges do not add up to ``total`` (the file is
-    then not trusted).
+                written, direct: bool = False, md5: bool = False, sums=None,
+                sha256: bool = False) -> dict:
+    """The digests of the local file ``rel`` of ``total`` entries that ``n_ranges`` range
+    tasks are filling: ``written`` yields, in range order, their :class:`RangeWritten` (e.g.
+    :meth:`Executor.imap` of the range tasks, while later ranges still run). Its tree hash
+    (``sha256_tree``) and its sidecar's block sums (``sums``, a
+    :class:`~c4table.table.sums.BlockSums`, if given) are combined from what the tasks hashed:
+    only the pieces and blocks that straddle two ranges are hashed here, from the bytes the
+    tasks returned (:func:`~c4table.io.treehash.combine`). With ``sha256`` or ``md5`` each
+    range is read back and hashed in key order as soon as it and every range before it are
+    written (one core: on a large table the longest serial part of the build); with ``direct``
+    around the page cache (the tasks wrote them so: :meth:`~c4table.io.storage.Storage.read_chunks`).
+    Without ``direct`` the kernel is asked to start writing each range to disk as soon as it
+    is in (:func:`~c4table.io.storage.start_writeback`, in a background thread), so that the
+    caller's fsync of the table waits for little. Raises :class:`BuildError` if a range does
+    not start where the one before it ended, the ranges do not add up to ``total`` or the file
+    holds more (the file is then not trusted).
 
     >>> import tempfile, pathlib
+    >>> from c4table.io.treehash import SpanEdges, tree_hash
     >>> d = pathlib.Path(tempfile.mkdtemp()); _ = (d / "t").write_bytes(b"abcdef")
-    >>> hash_ranges(open_storage(d), "t", 2, 2, 3, iter([(0, 1), (1, 2)]))["bytes"]
-    6
+    >>> runs = [RangeWritten(0, 1, SpanEdges(0, 1 << 26, b"ab"), SpanEdges(0, 8, b"ab")),
+    ...         RangeWritten(1, 2, SpanEdges(2, 1 << 26, b"cdef"), SpanEdges(2, 8, b"cdef"))]
+    >>> h = hash_ranges(open_storage(d), "t", 2, 2, 3, iter(runs), sha256=True)
+    >>> h["bytes"], h["sha256_tree"] == tree_hash(b"abcdef")
+    (6, True)
     """
-    h = Hashes(md5, sums)   # sums: the per-block xxh64 (BlockSums), in the same pass
-    done = ranges = at = 0   # bytes hashed, ranges finished, entries they cover
-    for r, (offset, c) in enumerate(written):
+    tree = TreeHash()
+    whole = Hashes(md5, sha256=sha256, tree=False) if md5 or sha256 else None
+    done = ranges = at = 0   # bytes hashed whole, ranges finished, entries they cover
+    for r, rw in enumerate(written):
         ranges += 1
-        if r >= n_ranges or offset != at:
-            where = f"starts at entry {offset:,} where the ranges before it end at {at:,}" \
+        if r >= n_ranges or rw.offset != at:
+            where = f"starts at entry {rw.offset:,} where the ranges before it end at {at:,}" \
                 if r < n_ranges else "is one range too many"
             raise BuildError(f"merge range {r} {where} (the table file is not trusted)")
+        c = rw.count
         if c and store.local and not direct:
-            background("writeback").submit(start_writeback, store.root / rel, offset * entry_size,
+            background("writeback").submit(start_writeback, store.root / rel, rw.offset * entry_size,
                                            c * entry_size)
         at += c
         end = at * entry_size
-        if done < end:
+        if rw.tree.end != end or (sums is not None and rw.sums.end != end):
+            raise BuildError(f"merge range {r}: its hashed bytes end at {rw.tree.end:,}, its "
+                             f"entries at byte {end:,} (the table file is not trusted)")
+        combine(tree, [rw.tree])
+        if sums is not None:
+            combine(sums, [rw.sums])
+        if whole is not None and done < end:
             # Opened afresh once the range is written, and never read ahead of it (through
             # the page cache): on a file system shared between hosts (NFS) a reader sees
             # another host's writes only from an open made after they were closed.
             for view in store.read_chunks(rel, done, end, direct):
-                h.update(view)
+                whole.update(view)
                 done += len(view)
     if ranges != n_ranges:
         raise BuildError(f"the merge finished {ranges} of {n_ranges} ranges")
     if at != total:
         raise BuildError(f"the merge ranges wrote {at:,} entries where {total:,} were counted "
                          "(the table file is not trusted)")
-    buf = memoryview(bytearray(1 << 16))
-    with store.open_input_stream(rel, read_ahead=False, offset=done) as f:
-        while n := f.readinto(buf):   # bytes past the counted entries: the size check fails
-            h.update(buf[:n])
-    return h.result()
+    size = store.size(rel)
+    if size != total * entry_size:
+        raise BuildError(f"{store.display(rel)}: {size:,} bytes where the ranges wrote "
+                         f"{total * entry_size:,} (the table file is not trusted)")
+    out = tree.result()
+    if whole is not None:
+        out.update((k, v) for k, v in whole.result().items() if k != "bytes")
+    return out
+
+
+def verify_stored(store: Storage, rel: str, rec) -> str | None:
+    """Check the local file ``rel`` of ``store`` against the table record ``rec`` by its tree
+    hash (pieces on threads) or, for a record without one, its sha256; None if it matches,
+    else what differs."""
+    if rec.sha256_tree:
+        got = tree_hash_file(store.root / rel)[FIELD]
+        return None if got == rec.sha256_tree else f"{FIELD} {got}"
+    got = hash_stored(store, rel, md5=False)["sha256"]
+    return None if got == rec.sha256 else f"sha256 {got}"
 
 
 def table_location(build):
@@ -292,11 +353,11 @@ def run(build):
     prog = build.progress("merge")
     rec = m.table
     if rec is not None and store.local and store.exists(tmp_name) and store.size(tmp_name) == rec.bytes:
-        prog.note(f"found the finished table under {tmp_name}; verifying it (sha256)")
-        if hash_stored(store, tmp_name, md5=False)["sha256"] == rec.sha256:
+        prog.note(f"found the finished table under {tmp_name}; verifying it")
+        if verify_stored(store, tmp_name, rec) is None:
             store.rename(tmp_name, name)
             build.verified.add("table")
-            prog.note(f"{name}: sha256 {rec.sha256}")
+            prog.note(f"{name}: {rec.identity}")
             return final
         prog.note(f"{tmp_name} does not match the manifest; merging again")
     if rec is None and store.exists(name):
@@ -307,7 +368,7 @@ def run(build):
     if missing:
         raise BuildInputError(f"{build.root}: the backward pass is not finished (plies {missing[:5]}... missing)")
     t0 = time.perf_counter()
-    md5 = build.table_md5
+    md5, sha256 = build.table_md5, build.table_sha256
     shards = [s for p in plies for s in m.shards("backward", p) if s.rows]
     total = sum(s.rows for s in shards)
     resources.check_free(store, resources.merge_need(m, plies), f"the table {name}")
@@ -344,7 +405,7 @@ def run(build):
             # (the counts saved after each range: RunLedger.saving)
             hashes = hash_ranges(store, target, E, n_r, total,
                                  build.ledger.saving(build.executor.imap(range_task, tasks)),
-                                 direct, md5, sums)
+                                 direct, md5, sums, sha256)
             prog.note(f"sorted and hashed {total:,} entries ({total * E:,} bytes) in "
                       f"{count(len(tasks), 'range')} in {time.perf_counter() - t0:.2f}s")
             fsync_path(store.root / target)
@@ -356,7 +417,8 @@ def run(build):
                 raise BuildError(f"the merge wrote {sum(counts):,} entries, the generations hold {total:,}")
             prog.note(f"sorted {total:,} entries ({total * E:,} bytes) in {count(len(tasks), 'range')} "
                       f"in {time.perf_counter() - t0:.2f}s; appending and hashing")
-            hashes = append_parts(store, target, [t[4] for t in tasks], md5=md5, sums=sums)
+            hashes = append_parts(store, target, [t[4] for t in tasks], md5=md5, sums=sums,
+                                  sha256=sha256)
         if hashes["bytes"] != total * E:
             raise BuildError(f"{store.display(target)}: {hashes['bytes']:,} bytes written, "
                              f"expected {total * E:,}")
@@ -367,16 +429,16 @@ def run(build):
     if store.local:
         store.rename(tmp_name, name)
     build.verified.add("table")
-    prog.note(f"{name}: sha256 {hashes['sha256']}  ({time.perf_counter() - t0:.2f}s)")
+    prog.note(f"{name}: {m.table.identity}  ({time.perf_counter() - t0:.2f}s)")
     return final
 
 
 def append_parts(store: Storage, out: str, parts: list[str], chunk: int = 1 << 24,
-                 md5: bool = True, sums=None) -> dict:
+                 md5: bool = True, sums=None, sha256: bool = True) -> dict:
     """Write the concatenation of ``parts`` to ``out`` (replacing it), deleting each part once
-    appended; fsync locally. Returns its sha256, md5 (unless not ``md5``) and size, computed on
-    the way."""
-    h = Hashes(md5, sums)
+    appended; fsync locally. Returns its tree hash, sha256 (unless not ``sha256``), md5 (unless
+    not ``md5``) and size, computed on the way."""
+    h = Hashes(md5, sums, sha256=sha256)
     with store.open_output(out) as dst:
         for p in parts:
             with store.open_input_stream(p) as src:
@@ -410,11 +472,12 @@ def complete(build, rec: TableRecord | None) -> bool:
         why = f"size {size:,} is not a multiple of the {E}-byte entry" if size % E else f"size {size:,}"
         raise CorruptDataError(f"{final}: {why}, the manifest records {rec.bytes:,} bytes; "
                                "delete it and rerun to rewrite it from the finished generations")
-    build.note("merge", f"verifying the finished table {name} (sha256)")
-    digest = hash_stored(store, name)["sha256"]
-    if digest != rec.sha256:
-        raise CorruptDataError(f"{final}: sha256 {digest} does not match the manifest's "
-                               f"{rec.sha256}; delete it and rerun to rewrite it from the "
+    build.note("merge", f"verifying the finished table {name}")
+    differs = verify_stored(store, name, rec) if store.local else (
+        None if hash_stored(store, name, md5=False)["sha256"] == rec.sha256 else "sha256")
+    if differs is not None:
+        raise CorruptDataError(f"{final}: {differs} does not match the manifest's "
+                               f"{rec.identity}; delete it and rerun to rewrite it from the "
                                "finished generations")
     build.verified.add("table")
     return True

@@ -11,9 +11,11 @@ on the grid of :func:`build_grid` at the level of :func:`build_level` with the m
 and returns the raw entries before the first and after the last of them (fewer than ``B``
 each). The driver takes the tasks' results in range order while later ranges still run and
 feeds them to an :class:`~c4table.c4z.assemble.Assembler`: it compresses the partial blocks
-where two ranges meet, appends every block to ``connect4_WxH.c4z.tmp``, decodes each block
-again to hash the raw table (sha256; md5 too with ``C4TABLE_TABLE_MD5``), and deletes each
-part file once appended. The file's bytes depend only on the table, the grid, the level and the
+where two ranges meet, appends every block to ``connect4_WxH.c4z.tmp`` and deletes each part
+file once appended. Each task decodes its blocks again and hashes the tree hash's pieces inside
+its raw bytes; the driver combines them, hashing only the pieces two ranges straddle (the
+whole-file sha256 and md5, every block decoded in the driver, only with
+``C4TABLE_TABLE_SHA256`` and ``C4TABLE_TABLE_MD5``). The file's bytes depend only on the table, the grid, the level and the
 min match (each block is compressed alone, deterministically), not on how the ranges were cut:
 a rerun after a crash writes the same file.
 
@@ -41,6 +43,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import time
 from dataclasses import asdict, dataclass, field
 
@@ -48,15 +51,18 @@ import numpy as np
 import xxhash
 
 import c4table.config as config
-from c4table.c4z.assemble import Assembler, Checkpoint, idx_path
+from c4table.c4z.assemble import RESTART, Assembler, Checkpoint, idx_path
 from c4table.c4z.blocks import block_codec, default_part_entries, encode_words
 from c4table.c4z.codec import BlockCodec
-from c4table.c4z.format import BUILD_PART_ENTRIES, IDX_RECORD, MAGIC, default_c4z_name
+from c4table.c4z.format import BUILD_CODEC, BUILD_PART_ENTRIES, IDX_RECORD, MAGIC, default_c4z_name
+from c4table.c4z.registry import get_codec
 from c4table.errors import BuildError, BuildInputError, CorruptDataError
 from c4table.game.board import Board
 from c4table.io.counting import active
 from c4table.io.files import fsync_dir
+from c4table.io import treehash
 from c4table.io.storage import open_storage
+from c4table.io.treehash import FIELD, SpanCut, SpanEdges, TreeHash, combine, tree_hash_file
 from c4table.pipeline.kernels.cpu import words_to_entries
 from c4table.pipeline.kernels.kernelset import in_cache
 from c4table.pipeline.runtime import resources
@@ -67,7 +73,7 @@ from c4table.builddir.shards import verify_shards
 from c4table.builddir.records import FileRecord, TableRecord
 from c4table.builddir.tableformat import C4Z
 
-STATE_VERSION = 3        # 2: the state records the file's grid (1: 65,536-entry blocks, 36,864-entry parts); 3: its min match (before: 0)
+STATE_VERSION = 4        # 2: the state records the file's grid (1: 65,536-entry blocks, 36,864-entry parts); 3: its min match (before: 0); 4: the tree pieces in the .tree side file (before: none)
 C4Z_SHARE = 0.10         # the .c4z as a share of the raw table, at most (measured at the build's profile: 6.4% on 5x5,
                          # 4.6% on 6x5, 4.0% on 6x6; the tests' 16,384-entry blocks: 8.5% on 5x4)
 IN_FLIGHT = 4            # ranges whose part files may wait for the driver at once
@@ -78,8 +84,10 @@ class RangeBlocks:
     """What a range task of :func:`range_blocks_task` made: its range holds ``count`` entries
     from entry ``offset`` of the table; ``head`` and ``tail`` are the raw entries before its
     first whole block and after its last; the whole blocks are in the part file ``part`` in
-    order, ``firsts[i]`` the first key, ``lengths[i]`` the byte length and ``xxh64s[i]`` the
-    checksum of block ``i``."""
+    order, ``firsts[i]`` the first key, ``lasts[i]`` the last key, ``lengths[i]`` the byte
+    length and ``xxh64s[i]`` the checksum of block ``i``; ``tree``: the tree hash's pieces
+    inside the range's raw bytes (its whole blocks as they decode) and its bytes at the edges
+    (:class:`~c4table.io.treehash.SpanEdges`)."""
 
     offset: int
     count: int
@@ -89,6 +97,8 @@ class RangeBlocks:
     firsts: list = field(default_factory=list)
     lengths: list = field(default_factory=list)
     xxh64s: list = field(default_factory=list)
+    lasts: list = field(default_factory=list)
+    tree: SpanEdges | None = None
 
 
 def build_level() -> int:
@@ -137,12 +147,22 @@ def range_blocks_task(root: str, shards: list[dict], lo: int, hi: int, below: in
     out = RangeBlocks(rw.under, rw.count, b"", b"", rel)
     buf = np.empty(B, np.uint64)
     n, want, in_head = 0, head_n, head_n > 0
+    tree = SpanCut(rw.under * E, treehash.PIECE_BYTES)
+    decoder = get_codec(BUILD_CODEC)(board, part_entries, level, min_match)
     with open(store.root / rel, "wb") as f:
         def flush_block():
             first, comp = encode_words(buf, board, level, part_entries, min_match,
                                        symbols=codec is not None)
             f.write(comp)
+            # decoded again: the tree hash is of what the file holds
+            try:
+                rows, last = decoder.decode_rows(comp, B, first)
+            except Exception as e:   # zstd or the block's own checks
+                raise BuildError(f"range [{lo}, {hi}): a block of key {first} does not "
+                                 f"decode: {e}") from None
+            tree.update(rows)
             out.firsts.append(first)
+            out.lasts.append(last)
             out.lengths.append(len(comp))
             out.xxh64s.append(xxhash.xxh64_intdigest(comp))
 
@@ -155,6 +175,7 @@ def range_blocks_task(root: str, shards: list[dict], lo: int, hi: int, below: in
                 s += take
                 if in_head and n == want:
                     out.head = _raw(buf[:n], E, codec)
+                    tree.update(out.head)
                     n, in_head = 0, False
                 elif not in_head and n == B:
                     flush_block()
@@ -163,6 +184,8 @@ def range_blocks_task(root: str, shards: list[dict], lo: int, hi: int, below: in
     if in_head and n:   # cannot happen: the head is at most the range
         raise BuildError(f"range [{lo}, {hi}): {n} entries of {want} in its first block")
     out.tail = _raw(buf[:n], E, codec)
+    tree.update(out.tail)
+    out.tree = tree.finish()
     return out
 
 
@@ -181,9 +204,11 @@ class MergeState:
     """What the driver records after appending a range (module docstring): the merge of the
     shards whose records hash to ``shards`` cut at ``bounds`` with zstd ``level`` on the grid
     of ``block_entries``-entry blocks in parts of ``part_entries``; its first ``done`` ranges
-    are in the ``.tmp`` up to ``at``. A rerun continues on the state's grid, whatever the
-    build's profile is now (a state of version 1 has the grid of its time, one of version 2
-    the level's own zstd parameters: ``min_match`` 0)."""
+    are in the ``.tmp`` up to ``at``, and the digests of the tree hash's first
+    ``tree_pieces`` pieces in the side file :func:`tree_name`. A rerun continues on the state's
+    grid, whatever the build's profile is now (a state of version 1 has the grid of its time,
+    one of version 2 the level's own zstd parameters: ``min_match`` 0; before version 4, no
+    tree pieces: the blocks are decoded again for them)."""
 
     shards: str
     bounds: list
@@ -193,6 +218,7 @@ class MergeState:
     block_entries: int = 1 << 16
     part_entries: int = 36864
     min_match: int = 0
+    tree_pieces: int = 0
 
     def to_json(self) -> bytes:
         d = asdict(self)
@@ -202,7 +228,7 @@ class MergeState:
     @classmethod
     def from_json(cls, data: bytes) -> "MergeState":
         d = json.loads(data)
-        if d.pop("version") not in (1, 2, STATE_VERSION):
+        if d.pop("version") not in (1, 2, 3, STATE_VERSION):
             raise ValueError("another version's merge state")
         d["at"]["pending"] = base64.b64decode(d["at"]["pending"])
         return cls(**{**d, "at": Checkpoint(**d["at"])})
@@ -255,9 +281,43 @@ def save_state(store, tmp: str, st: MergeState) -> None:
     store.write_atomic(state_name(tmp), st.to_json(), durable=True)
 
 
+def tree_name(tmp: str) -> str:
+    """The side file of the tree hash's piece digests (32 bytes each, in order) beside the
+    ``.c4z``'s temporary file ``tmp``."""
+    return tmp + ".tree"
+
+
+def save_tree(store, tmp: str, tree: TreeHash, have: int) -> int:
+    """Append the tree's piece digests after the first ``have`` to its side file and make it
+    durable; the count of pieces it holds."""
+    digests = tree.digests()
+    path = store.root / tree_name(tmp)
+    with open(path, "r+b" if path.exists() else "wb") as f:
+        f.truncate(have * 32)
+        f.seek(have * 32)
+        f.write(b"".join(digests[have:]))
+        f.flush()
+        os.fsync(f.fileno())
+    return len(digests)
+
+
+def load_tree(store, tmp: str, pieces: int) -> TreeHash:
+    """A tree hash holding the first ``pieces`` piece digests of the side file of ``tmp``."""
+    tree = TreeHash()
+    if pieces:
+        data = (store.root / tree_name(tmp)).read_bytes()[: pieces * 32] \
+            if store.exists(tree_name(tmp)) else b""
+        if len(data) != pieces * 32:
+            raise CorruptDataError(f"{tree_name(tmp)}: holds fewer than the {pieces:,} piece "
+                                   f"digests its merge state records; {RESTART}")
+        tree.add_pieces([data[i: i + 32] for i in range(0, len(data), 32)])
+    return tree
+
+
 def forget_state(store, tmp: str) -> None:
-    """Drop the merge state and index side file of ``tmp`` (its table is published)."""
+    """Drop the merge state and side files of ``tmp`` (its table is published)."""
     store.delete(state_name(tmp))
+    store.delete(tree_name(tmp))
     store.delete(idx_path(store.root / tmp).name)
 
 
@@ -320,14 +380,23 @@ def complete(build, rec: TableRecord | None) -> bool:
     if "table" in build.verified:
         return True
     size = store.size(z.file)
-    digest = merge.hash_stored(store, z.file, md5=False)["sha256"] if size == z.bytes else None
-    if digest != z.sha256:
-        what = f"sha256 {digest}" if digest else f"size {size:,}"
+    what = container_differs(store, z.file, z) if size == z.bytes else f"size {size:,}"
+    if what is not None:
         raise CorruptDataError(f"{store.display(z.file)}: {what} does not match the manifest's "
                                "record; delete it and rerun to rewrite it from the finished "
                                "generations")
     build.verified.add("table")
     return True
+
+
+def container_differs(store, rel: str, z: FileRecord) -> str | None:
+    """What differs between the ``.c4z`` ``rel`` and its record ``z``: its tree hash (pieces on
+    threads) or, for a record without one, its sha256; None if nothing."""
+    if z.sha256_tree:
+        got = tree_hash_file(store.root / rel)[FIELD]
+        return None if got == z.sha256_tree else f"{FIELD} {got}"
+    got = merge.hash_stored(store, rel, md5=False)["sha256"]
+    return None if got == z.sha256 else f"sha256 {got}"
 
 
 def codec_compiled() -> bool | None:
@@ -361,7 +430,7 @@ def run(build):
             return final
         if store.exists(tmp) and store.size(tmp) == rec.container.bytes:
             build.progress("merge").note(f"found the finished table under {tmp}; verifying it")
-            if merge.hash_stored(store, tmp, md5=False)["sha256"] == rec.container.sha256:
+            if container_differs(store, tmp, rec.container) is None:
                 store.rename(tmp, name)
                 fsync_dir(store.root)
                 forget_state(store, tmp)
@@ -409,23 +478,28 @@ def run(build):
                           bounds[r + 1], below, f"{merge.PARTS}/blocks-{r:05d}.bin", board, B,
                           level, P, mm, [ply_of[k] for k in inside]))
 
-        def appended(k: int, at: Checkpoint) -> None:   # ranges 0..k-1 are in the .tmp
-            save_state(store, tmp, MergeState(digest, bounds, level, k, at, B, P, mm))
+        pieces = [state.tree_pieces if state is not None else 0]
+
+        def appended(k: int, at: Checkpoint, tree: TreeHash) -> None:   # ranges 0..k-1 are in the .tmp
+            pieces[0] = save_tree(store, tmp, tree, pieces[0])
+            save_state(store, tmp, MergeState(digest, bounds, level, k, at, B, P, mm, pieces[0]))
             drop_shards(store, shards, bounds[k])
 
         build.ledger.work("merge", of=n_r).add(total - (state.at.entries if state is not None else 0),
                                         n_r - done)
         results = build.ledger.saving(build.executor.imap(range_blocks_task, tasks))   # counts saved
+        tree = load_tree(store, tmp, state.tree_pieces) if state is not None else None
         digests = assemble(store, store.root / tmp, board, total, n_r, level, results, build.table_md5,
-                           resume=state, appended=appended, min_match=mm,
-                           file=build.table_name, root=m.root_record())
+                           resume=state, appended=appended, min_match=mm, tree=tree,
+                           sha256=build.table_sha256, file=build.table_name,
+                           root=m.root_record())
         if digests["bytes"] != total * board.entry_size:
             raise BuildError(f"{tmp}: {digests['bytes']:,} raw bytes hashed, expected "
                              f"{total * board.entry_size:,}")
         store.delete_tree(merge.PARTS)
-        zhash = merge.hash_stored(store, tmp, md5=False)
+        zhash = tree_hash_file(store.root / tmp)   # the container's own: pieces on threads
         m.record_table(TableRecord.of(C4Z, build.table_name, total, digests,
-                                      FileRecord(name, zhash["bytes"], zhash["sha256"])))
+                                      FileRecord(name, zhash["bytes"], sha256_tree=zhash[FIELD])))
         m.save()
     store.rename(tmp, name)
     fsync_dir(store.root)
@@ -433,29 +507,38 @@ def run(build):
     build.verified.add("table")
     secs = time.perf_counter() - t0
     prog.note(f"{name}: {zhash['bytes']:,} bytes ({100 * zhash['bytes'] / max(1, digests['bytes']):.2f}% "
-              f"of the raw {digests['bytes']:,}) in {count(n_r, 'range')}, raw sha256 "
-              f"{digests['sha256']} ({secs:.2f}s)")
+              f"of the raw {digests['bytes']:,}) in {count(n_r, 'range')}, raw "
+              f"{m.table.identity} ({secs:.2f}s)")
     return final
 
 
 def assemble(store, part, board: Board, total: int, n_ranges: int, level: int, results,
              md5: bool, resume: MergeState | None = None, appended=None, min_match: int = 0,
-             **header) -> dict:
+             tree: TreeHash | None = None, sha256: bool = False, **header) -> dict:
     """Write the ``.c4z`` part file ``part`` from the range tasks' ``results``
     (:class:`RangeBlocks`, in range order, e.g. :meth:`Executor.imap` while later ranges
-    still run), deleting each task's part file once appended; fsync it. With ``resume`` (a
+    still run), deleting each task's part file once appended; fsync it. The raw table's tree
+    hash is combined from the tasks' (:func:`~c4table.io.treehash.combine`: only the pieces
+    that straddle two ranges are hashed here); its sha256 and md5 only with ``sha256`` and
+    ``md5`` (every block decoded again here, one core). With ``resume`` (a
     :class:`MergeState`) the file is continued from its checkpoint and ``results`` are those
-    of the ranges after it (and its ``min_match``). After each range, ``appended(k, checkpoint)`` is called with the
-    count of ranges now in the file, made durable. Returns the raw table's digests. Raises
+    of the ranges after it (and its ``min_match``); ``tree``: the tree hash of the pieces the
+    state records (:func:`load_tree`). After each range, ``appended(k, checkpoint, tree)`` is
+    called with the count of ranges now in the file, made durable, and the tree hash so far.
+    Returns the raw table's digests. Raises
     :class:`BuildError` if a range does not start where the one before it ended, or the
     ranges do not add up to ``total``."""
     if resume is None:
         B, P = build_grid()
-        a, r0 = Assembler(part, board, B, level, P, md5=md5, min_match=min_match), 0
+        tree = TreeHash()
+        a, r0 = Assembler(part, board, B, level, P, md5=md5, min_match=min_match,
+                          sha256=sha256), 0
     else:   # the grid the file was begun on
         held = _file_size(part) + _file_size(idx_path(part))
+        tree = tree if tree is not None else TreeHash()
         a = Assembler.reopen(part, board, resume.block_entries, level, resume.at,
-                             resume.part_entries, md5=md5, min_match=resume.min_match)
+                             resume.part_entries, md5=md5, min_match=resume.min_match,
+                             sha256=sha256, tree=tree)
         r0 = resume.done
     # the container and its side file (plain file I/O) are counted here, by the driver: as
     # far as counted (by the earlier run up to its checkpoint), what was cut off past it, and
@@ -472,14 +555,18 @@ def assemble(store, part, board: Board, total: int, n_ranges: int, level: int, r
                 where = f"starts at entry {res.offset:,} where the ranges before it end at {at:,}" \
                     if r < n_ranges else "is one range too many"
                 raise BuildError(f"merge range {r} {where}")
+            if res.tree is None or res.tree.end != (res.offset + res.count) * board.entry_size:
+                raise BuildError(f"merge range {r}: its tree hash does not cover its entries")
+            combine(tree, [res.tree])
             a.add_raw(res.head)
             if res.firsts:
                 with open(store.root / res.part, "rb") as f:
-                    for first, length, x in zip(res.firsts, res.lengths, res.xxh64s):
+                    for first, length, x, last in zip(res.firsts, res.lengths, res.xxh64s,
+                                                      res.lasts):
                         comp = f.read(length)
                         if len(comp) != length:
                             raise BuildError(f"{res.part}: ends inside block of key {first}")
-                        a.add_block(comp, first, x)
+                        a.add_block(comp, first, x, last)
                 active().add_read(sum(res.lengths), ranged=False)   # the part file
             store.delete(res.part)
             a.add_raw(res.tail)
@@ -488,14 +575,14 @@ def assemble(store, part, board: Board, total: int, n_ranges: int, level: int, r
             active().bytes_written += sum(now) - sum(counted)   # one object each: at the end
             counted = now
             if appended is not None:
-                appended(r + 1, a.checkpoint())
+                appended(r + 1, a.checkpoint(), tree)
         if ranges != n_ranges or at != total:
             raise BuildError(f"the merge's {ranges} of {n_ranges} ranges hold {at:,} entries "
                              f"where {total:,} were counted")
         if a.entries != total:
             raise BuildError(f"{part.name}: {a.entries:,} entries placed, expected {total:,}")
         keep = resume is not None or appended is not None
-        digests = a.finish(keep_idx=keep, **header)
+        digests = a.finish(keep_idx=keep, digests=tree.result(), **header)
     except BaseException:
         a.close()
         raise
