@@ -26,7 +26,7 @@ from c4table.c4z.format import RULE_CODEC, TRANSFORM
 from c4table.c4z.reader import open_c4z
 from c4table.c4z.recode import recompress_c4z
 from c4table.c4z.writer import compress_table, decompress_table
-from c4table.errors import CorruptDataError, TableError
+from c4table.errors import CorruptDataError
 
 
 def sha(path) -> str:
@@ -207,12 +207,12 @@ def test_cli_refusals_are_one_line(v3, tmp_path):
     shutil.copy(z3, src)
     (tmp_path / "link.c4z").symlink_to(src)
     cases = [  # (arguments, exit status, what the line says)
-        ([str(src), "-o", str(src)], 1, "would overwrite the input"),
-        ([str(src), "-o", str(tmp_path / "link.c4z")], 1, "would overwrite the input"),
+        ([str(src), "-o", str(src)], 2, "would overwrite the input"),
+        ([str(src), "-o", str(tmp_path / "link.c4z")], 2, "would overwrite the input"),
         ([str(src)], 2, "needs the output file (-o OUT.c4z)"),
         ([str(src), "-o", str(tmp_path / "x.c4z"), "--board", "5x4"], 2, "records its board"),
         ([str(tmp_path / "nope.c4z"), "-o", str(tmp_path / "x.c4z")], 2, "no such table file"),
-        ([str(src), "-o", str(tmp_path / "x.c4z"), "--codec", "nope"], 1, "no .c4z block codec"),
+        ([str(src), "-o", str(tmp_path / "x.c4z"), "--codec", "nope"], 2, "no .c4z block codec"),
     ]
     (tmp_path / "raw.c4z").write_bytes(dat.read_bytes())        # a .dat under a .c4z name
     cases.append(([str(tmp_path / "raw.c4z"), "-o", str(tmp_path / "x.c4z")], 1, "trailer"))

@@ -24,7 +24,7 @@ from c4table.c4z.reader import C4zFile, open_c4z
 from c4table.c4z.registry import get_codec
 from c4table.c4z.sources import LocalSource
 from c4table.c4z.writer import _dicts_of_part, _say
-from c4table.errors import CorruptDataError, TableError
+from c4table.errors import CorruptDataError, InputError
 from c4table.io.hashes import Hashes
 from c4table.progress import Meter
 from c4table.units import format_seconds, format_size
@@ -84,7 +84,7 @@ def _identity(src, z: C4zFile, out: Path) -> dict:
         return {"input": s, **ident}
     p = Path(s[len("file://"):] if s.startswith("file://") else s).resolve()
     if out.resolve() == p or (out.exists() and os.path.samefile(out, p)):
-        raise TableError(f"{out}: the output would overwrite the input")
+        raise InputError(f"{out}: the output would overwrite the input")
     return {"input": str(p), "mtime_ns": p.stat().st_mtime_ns, **ident}
 
 

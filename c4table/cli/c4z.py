@@ -60,8 +60,12 @@ def compress(table_path, out, board, level, block_entries, archive, codec, threa
     bytes are checked against the sha256 its header records. It resumes like a .dat."""
     from c4table import c4z
     from c4table.c4z.stream import is_stream_input
+    from c4table.errors import TableError
     codec = codec or c4z.DEFAULT_CODEC
-    c4z.get_codec(codec)          # an unknown name: one line, before anything is read
+    try:
+        c4z.get_codec(codec)      # an unknown name: one line, before anything is read
+    except TableError as e:
+        raise click.BadParameter(str(e), param_hint="--codec") from None
     if c4z.is_c4z(table_path):
         _recompress(table_path, out, board, level, block_entries, archive, codec, threads, quiet)
         return
