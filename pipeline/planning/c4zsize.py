@@ -1,14 +1,21 @@
-"""How big a board's ``.c4z`` will be: the measured sizes of the boards built here and the model
-that extrapolates them to boards not built (7x6), used by ``c4table plan``.
+"""How big a board's ``.c4z`` will be, per block codec: the measured sizes of the boards
+compressed here and the models that extrapolate them to boards not built (7x6), used by
+``c4table plan``. ``compress`` writes format 4 (:data:`~c4table.c4z.format.DEFAULT_CODEC`,
+``rulekeys-plysym-v4``), figures from docs/measurements/2026-11-28-c4z-streams.md;
+``build --format c4z`` writes format 3 (:data:`~c4table.c4z.format.BUILD_CODEC`,
+``varint-plysym-v3``), figures from the format-3 measurements named at each table below.
 
 Design notes: ``docs/modules.md`` (``c4table.pipeline.planning.c4zsize``).
 
 >>> from c4table.game.board import Board
 >>> e = estimate(Board.parse("5x5"), 34888367)
+>>> e.codec, e.measured, round(e.bytes_per_entry * 8, 2)
+('rulekeys-plysym-v4', True, 1.72)
+>>> e = estimate(Board.parse("5x5"), 34888367, "varint-plysym-v3")
 >>> e.measured, round(e.bytes_per_entry, 4)
 (True, 0.2961)
 >>> e = estimate(Board.parse("7x6"), 2265992609603)
->>> e.measured, 0.15 < e.bytes_per_entry < 0.3
+>>> e.measured, 0.15 < e.bytes_per_entry < 0.25
 (False, True)
 """
 from __future__ import annotations
@@ -16,17 +23,35 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from c4table.c4z.format import KEY_DICT_BYTES
+from c4table.c4z.format import (BUILD_CODEC, DEFAULT_CODEC, KEY_DICT_BYTES, RULE_CODEC,
+                                SYM_DICT_BYTES, TRANSFORM)
 
-# Whole .c4z bytes per table entry, default format (65,536-entry blocks, zstd 19, trained key
-# dictionary), tools/bench/bench_lookup.py: 4x6, 5x5 and 5x6 whole files; 6x4, 7x4 and 6x5 estimated
+FORMAT4_SOURCE = "docs/measurements/2026-11-28-c4z-streams.md"
+
+# Format 4 (rulekeys-plysym-v4: compress's default, 65,536-entry blocks, zstd 19, a symbol
+# dictionary, no key dictionary), whole files: FORMAT4_SOURCE, section 3 (the file sizes of its
+# first table; Cadot's xz sizes of the same tables from his solver/connect4-script).
+C4Z4_MEASURED = {   # board: (entries, .c4z bytes, Cadot's xz bytes)
+    "5x5": (34_888_367, 7_498_806, 10_899_820),
+    "5x6": (522_196_933, 94_322_263, 116_887_316),
+    "6x5": (1_409_488_535, 258_300_840, 300_771_484)}
+
+# The same files' bits per entry by part (python -m tools.diag.c4z_split FILE.c4z;
+# FORMAT4_SOURCE, section 3, second table): run heads, keys, outcome symbols, rest (index and
+# dictionary); they add up to 1.720 (5x5), 1.445 (5x6) and 1.466 (6x5).
+C4Z4_BITS = {   # board: (heads, keys, symbols, rest)
+    "5x5": (0.047, 0.244, 1.419, 0.009), "5x6": (0.047, 0.244, 1.151, 0.002),
+    "6x5": (0.047, 0.206, 1.211, 0.002)}
+
+# Format 3 (varint-plysym-v3): whole .c4z bytes per table entry (65,536-entry blocks, zstd 19,
+# trained key dictionary), tools/bench/bench_lookup.py (docs/measurements/2026-11-22-c4z-large-boards.md): 4x6, 5x5 and 5x6 whole files; 6x4, 7x4 and 6x5 estimated
 # from 200 evenly spread blocks (--sample-blocks; within 1% of the whole file on the other three).
 C4Z_MEASURED = {   # board: (entries, bytes per entry)
     "4x6": (7_917_955, 0.2813), "5x5": (34_888_367, 0.2961), "6x4": (47_455_869, 0.2777),
     "5x6": (522_196_933, 0.2460), "7x4": (1_132_927_517, 0.2540),
     "6x5": (1_409_488_535, 0.2524)}
 
-# Key frames and symbol frames apart, bytes per entry, default format, 200 evenly spread blocks
+# Format 3: key frames and symbol frames apart, bytes per entry, 200 evenly spread blocks
 # (all blocks of 5x4 and 4x6): python -m tools.diag.c4z_streams FILE.dat --blocks 200 (load 6-7).
 C4Z_STREAMS = {   # board: (entries, keys, symbols)
     "5x4": (1_974_174, 0.1060, 0.1977), "4x6": (7_917_955, 0.0960, 0.1733),
@@ -71,11 +96,18 @@ def build_ratio() -> float:
 
 @dataclass
 class C4zEstimate:
+    """A ``.c4z``'s bytes per entry with block codec ``codec``: ``measured`` (a whole file
+    of that codec) or a model's; ``keys`` (with format 4's run heads) and ``symbols`` where the
+    figure is split so (bytes per entry), ``how`` it was made and ``source``, the page or the
+    data its figures come from."""
+
     bytes_per_entry: float
     measured: bool
-    keys: float | None = None       # the model's streams (None for a measured board)
+    keys: float | None = None       # the model's streams (None for a measured format-3 board)
     symbols: float | None = None
     how: str = ""
+    codec: str = DEFAULT_CODEC
+    source: str = ""
 
 
 def _fit(stream: int) -> list[float]:
@@ -113,28 +145,127 @@ def _log_fit(entries: int) -> float:
     return max(0.0, my + slope * (math.log10(max(entries, 1)) - mx))
 
 
-def overhead(board, entries: int, block_entries: int = 1 << 16) -> float:
-    """Bytes per entry outside the blocks: the index (24 bytes per block) and the key
-    dictionary (at most 110 KB and 1/500 of the raw table; ``c4table.c4z.train_key_dict``)."""
+def overhead(board, entries: int, block_entries: int = 1 << 16, codec: str = TRANSFORM) -> float:
+    """Bytes per entry outside the blocks: the index (24 bytes per block) and the trained
+    dictionaries (``c4table.c4z.train_dicts``): format 3's key dictionary (at most 110 KB and
+    1/500 of the raw table), format 4's symbol dictionary (at most 32 KB and 1/5000)."""
     raw = entries * board.entry_size
-    kd = min(KEY_DICT_BYTES, raw // 500) if raw // 500 >= 8192 else 0
-    return INDEX_BYTES_PER_BLOCK / block_entries + kd / max(entries, 1)
+    size, share = (KEY_DICT_BYTES, 500) if codec == TRANSFORM else (SYM_DICT_BYTES, 5000)
+    d = min(size, raw // share) if raw // share >= 8192 else 0
+    return INDEX_BYTES_PER_BLOCK / block_entries + d / max(entries, 1)
 
 
-def estimate(board, entries: int) -> C4zEstimate:
-    """The ``.c4z`` bytes per entry of ``board`` (default format): measured, else the
-    two-stream shape model (docs/modules.md) plus :func:`overhead`, else (other ``k``, 3D boards) the line of the
-    measured totals against log10(entries)."""
+def estimate(board, entries: int, codec: str = DEFAULT_CODEC) -> C4zEstimate:
+    """The ``.c4z`` bytes per entry of ``board`` compressed with the block codec ``codec``
+    (default: ``compress``'s, format 4; :func:`estimate_format4`, :func:`estimate_format3`)."""
+    if codec == RULE_CODEC:
+        return estimate_format4(board, entries)
+    if codec == TRANSFORM:
+        return estimate_format3(board, entries)
+    raise ValueError(f"no size figures for the block codec {codec!r}")
+
+
+def estimate_format3(board, entries: int) -> C4zEstimate:
+    """Format 3 (``varint-plysym-v3``, what ``build --format c4z`` encodes, before its own
+    profile's :func:`build_ratio`): measured (:data:`C4Z_MEASURED`), else the two-stream shape
+    model (docs/modules.md) plus :func:`overhead`, else (other ``k``, 3D boards) the line of
+    the measured totals against log10(entries)."""
+    src = "format-3 measurements (C4Z_MEASURED, C4Z_STREAMS)"
     if getattr(board, "k", 4) == 4 and board.name in C4Z_MEASURED:
-        return C4zEstimate(C4Z_MEASURED[board.name][1], True, how="measured")
+        return C4zEstimate(C4Z_MEASURED[board.name][1], True, how="measured", codec=TRANSFORM,
+                           source=src)
     shape = _shape(board)
     if shape is None:
         return C4zEstimate(_log_fit(entries), False,
-                           how="the measured totals along a line in log10(entries)")
-    w, h = shape
-    keys, syms = (math.exp(a + b * w + c * h) for a, b, c in (_fit(1), _fit(2)))
+                           how="the measured totals along a line in log10(entries)",
+                           codec=TRANSFORM, source=src)
+    keys, syms = _streams(*shape)
     return C4zEstimate(keys + syms + overhead(board, entries), False, keys, syms,
-                       how="key and symbol frames extrapolated apart in width and height")
+                       how="key and symbol frames extrapolated apart in width and height",
+                       codec=TRANSFORM, source=src)
+
+
+def _streams(w: int, h: int) -> tuple[float, float]:
+    """Format 3's key and symbol frames of a ``w`` x ``h`` board, bytes per entry: the
+    two-stream shape model over :data:`C4Z_STREAMS`."""
+    keys, syms = (math.exp(a + b * w + c * h) for a, b, c in (_fit(1), _fit(2)))
+    return keys, syms
+
+
+def keys4_anchor() -> str | None:
+    """The board whose format-4 keys and run heads stand for a board not measured: the one of
+    :data:`C4Z4_BITS` with the most entries (None: none measured)."""
+    boards = [b for b in C4Z4_BITS if b in C4Z4_MEASURED]
+    return max(boards, key=lambda b: C4Z4_MEASURED[b][0]) if boards else None
+
+
+def estimate_format4(board, entries: int) -> C4zEstimate:
+    """Format 4 (``rulekeys-plysym-v4``, ``compress``'s default), from FORMAT4_SOURCE: a board
+    measured there gets its whole file's bytes per entry; another k=4 board gets
+
+    - outcome symbols: format 3's symbol model (:func:`_streams`; format 4 codes the symbols as
+      format 3 does: on 5x5, 5x6 and 6x5 the model is within 5% of format 4's measured symbols);
+    - keys and run heads: those of the measured board with the most entries
+      (:func:`keys4_anchor`, 6x5: 0.253 bits), held constant: they cost 0.291 bits on 5x5 and
+      5x6, so a bigger board is not expected to cost more;
+    - :func:`overhead`: the index and the symbol dictionary.
+
+    Other ``k`` and 3D boards: format 3's figure (:func:`estimate_format3`) scaled by the
+    format 4 / format 3 ratio of the same measured board."""
+    if getattr(board, "k", 4) == 4 and board.name in C4Z4_MEASURED:
+        n, size, _ = C4Z4_MEASURED[board.name]
+        heads, keys, syms, _ = C4Z4_BITS.get(board.name, (None, None, None, None))
+        return C4zEstimate(size / n, True, None if keys is None else (heads + keys) / 8,
+                           None if syms is None else syms / 8, how="measured",
+                           codec=RULE_CODEC, source=FORMAT4_SOURCE)
+    anchor = keys4_anchor()
+    if anchor is None:
+        raise ValueError("no format-4 measurements (C4Z4_MEASURED, C4Z4_BITS)")
+    heads, keys, _, _ = C4Z4_BITS[anchor]
+    keys = (heads + keys) / 8
+    shape = _shape(board)
+    if shape is None:
+        f3 = estimate_format3(board, entries)
+        r = C4Z4_MEASURED[anchor][1] / C4Z4_MEASURED[anchor][0] / C4Z_MEASURED[anchor][1]
+        return C4zEstimate(f3.bytes_per_entry * r, False, how=(
+            f"format 3's {f3.how}, times {anchor}'s format 4 / format 3 ratio ({r:.2f})"),
+            codec=RULE_CODEC, source=FORMAT4_SOURCE)
+    _, syms = _streams(*shape)
+    return C4zEstimate(keys + syms + overhead(board, entries, codec=RULE_CODEC), False, keys,
+                       syms, how=(f"outcome symbols extrapolated in width and height from "
+                                  f"format 3's symbol frames ({', '.join(C4Z_STREAMS)}; format 4 "
+                                  f"codes them alike), keys and run heads at {anchor}'s measured "
+                                  f"{keys * 8:.3f} bits per entry"),
+                       codec=RULE_CODEC, source=FORMAT4_SOURCE)
+
+
+def over_cadot_xz() -> dict[str, float]:
+    """Format 4's ``.c4z`` bytes / Cadot's xz bytes of the same tables (:data:`C4Z4_MEASURED`)."""
+    return {b: size / xz for b, (_, size, xz) in C4Z4_MEASURED.items() if xz}
+
+
+def codec_label(codec: str) -> str:
+    """``"format 4 rulekeys-plysym-v4"``: the format a block codec writes, and its name.
+
+    >>> codec_label("varint-plysym-v3")
+    'format 3 varint-plysym-v3'
+    """
+    from c4table.c4z.registry import get_codec
+    return f"format {get_codec(codec).format_version} {codec}"
+
+
+def archive_bytes_per_entry(e: C4zEstimate) -> float | None:
+    """Bytes per entry of ``compress --archive`` with the codec of ``e`` (None: no ratio
+    measured). :data:`ARCHIVE_RATIO` is measured on format 3's whole blocks; format 4 codes its
+    keys in runs of 2,048 entries whatever the block, so there it scales the outcome symbols
+    alone (an assumption, not a measurement of format 4) and, where ``e`` is not split into
+    streams, the whole figure."""
+    r = archive_ratio()
+    if r is None:
+        return None
+    if e.codec == RULE_CODEC and e.symbols is not None:
+        return e.bytes_per_entry - e.symbols * (1 - r)
+    return e.bytes_per_entry * r
 
 
 def archive_ratio() -> float | None:
