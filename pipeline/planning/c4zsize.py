@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from c4table.c4z.format import (BUILD_CODEC, DEFAULT_CODEC, KEY_DICT_BYTES, RULE_CODEC,
+from c4table.c4z.format import (DEFAULT_CODEC, KEY_DICT_BYTES, RULE_CODEC,
                                 SYM_DICT_BYTES, TRANSFORM)
 
 FORMAT4_SOURCE = "docs/measurements/2026-11-28-c4z-streams.md"
