@@ -120,7 +120,7 @@ def test_readers_answer_the_same_on_c4z(t54, tmp_path):
     a, b = pq.read_table(tmp_path / "a.parquet"), pq.read_table(tmp_path / "b.parquet")
     assert a.to_pydict() == b.to_pydict()
     rc, out, _ = run_cli("verify", "-q", str(z))
-    assert rc == 0 and known("5x4")["sha256"] in out and "known table 5x4" in out
+    assert rc == 0 and known("5x4")["sha256_tree"] in out and "known table 5x4" in out
     rc, out, _ = run_cli("verify", "-q", "--sha256", "0" * 64, str(z))
     assert rc == 1 and "MISMATCH" in out
 
@@ -302,7 +302,8 @@ def test_http_one_read_per_block_and_index_cached(t44, http_dir, tmp_path, monke
         assert f.outcome_byte(a) == ref[a] and f.outcome_byte(b) == ref[b]
         assert len(RangeHandler.log) == before + 1
         many = keys[:: 37]
-        need = len(set(np.searchsorted(f.first_keys, many, "right") - 1) - set(f._lru))
+        need = len(set(np.searchsorted(f.first_keys, many, "right") - 1) - set(f._lru)
+                   - set(f._slru))          # blocks decoded whole, or parsed for probes
         n0 = len(RangeHandler.log)
         assert f.probe_keys(many).tolist() == [ref[int(k)] for k in many]
         assert len(RangeHandler.log) - n0 == need
@@ -348,7 +349,7 @@ def test_s3_c4z(t44, tmp_path, monkeypatch):
             assert src.requests - n0 == 1
             assert t.wdl_many(["", "1"]).tolist() == [t.wdl(""), t.wdl("1")]
         rc, out, err = run_cli("verify", "-q", uri)
-        assert rc == 0 and known("4x4")["sha256"] in out, err
+        assert rc == 0 and known("4x4")["sha256_tree"] in out, err
         from c4table.analysis.stats import ply_stats
         rows = ply_stats(uri)
         counts = oracle_ply_counts(4, 4)                # the independent brute force
@@ -360,25 +361,99 @@ def test_s3_c4z(t44, tmp_path, monkeypatch):
         srv.stop()
 
 
+# Whole .c4z files of the rule-coded formats, copied from their measurement pages: format 4
+# (rulekeys-plysym-v4) docs/measurements/2026-11-28-c4z-streams.md, section 3; format 5
+# (rulekeys-frames-v5, compress's default) docs/measurements/2026-11-29-c4z-probes.md, its
+# first table: codec -> board -> (entries, file bytes).
+RULE_FILES = {
+    c4z.RULE_CODEC: {"5x5": (34_888_367, 7_498_806), "5x6": (522_196_933, 94_322_263),
+                     "6x5": (1_409_488_535, 258_300_840)},
+    c4z.FRAME_CODEC: {"5x5": (34_888_367, 7_816_966), "5x6": (522_196_933, 98_961_395),
+                      "6x5": (1_409_488_535, 264_697_855)}}
+DEFAULT_FILES = RULE_FILES[c4z.DEFAULT_CODEC]
+# build --format c4z's own file (format 3, its profile), whole file:
+# docs/measurements/2026-11-27-c4z-build-profile.md.
+BUILD_FILES = {"5x5": (34_888_367, 11_165_540)}
+
+
+@pytest.mark.parametrize("codec", [c4z.RULE_CODEC, c4z.FRAME_CODEC])
+def test_plan_sizes_the_c4z_of_the_default_codec_on_measured_boards(codec):
+    """A board with a measured file of a rule-coded format: the plan's .c4z size is that
+    file's within 1%, and says it is measured; a build's own .c4z stays format 3's (its
+    measured file within 5%)."""
+    from c4table.game.board import Board
+    from c4table.pipeline.planning.plan import Plan, PlyPlan, c4z_bytes_per_entry
+    for name, (entries, size) in RULE_FILES[codec].items():
+        bpe, measured = c4z_bytes_per_entry(Board.parse(name), entries, codec)
+        assert measured and abs(entries * bpe / size - 1) < 0.01, name
+    for name, (entries, size) in BUILD_FILES.items():
+        p = Plan(Board.parse(name), 1, 1 << 30, [PlyPlan(0, entries, entries, "test")],
+                 table_format="c4z")
+        assert p.c4z_codec == c4z.DEFAULT_CODEC and abs(p.c4z_bytes / DEFAULT_FILES[name][1] - 1) < 0.01
+        assert abs(p.table_bytes / size - 1) < 0.05 and p.table_bytes > 1.3 * p.c4z_bytes
+
+
+@pytest.mark.parametrize("codec", [c4z.RULE_CODEC, c4z.FRAME_CODEC])
+def test_the_format4_model_predicts_each_measured_board_from_the_others(monkeypatch, codec):
+    """Leave one board's file of a rule-coded format (and its format-3 symbol streams) out of
+    the model and predict it: within 8% of the measured file (format 4: 3.5%, 3.5% and 6.5%
+    when written)."""
+    from c4table.game.board import Board
+    from c4table.pipeline.planning import c4zsize
+    tables = ("C4Z4_MEASURED", "C4Z4_BITS") if codec == c4z.RULE_CODEC else \
+        ("C4Z5_MEASURED", "C4Z5_BITS")
+    files, bits, streams = (dict(getattr(c4zsize, tables[0])), dict(getattr(c4zsize, tables[1])),
+                            dict(c4zsize.C4Z_STREAMS))
+    assert files.keys() == RULE_FILES[codec].keys()
+    for name, (entries, size) in RULE_FILES[codec].items():
+        for attr, d in ((tables[0], files), (tables[1], bits), ("C4Z_STREAMS", streams)):
+            monkeypatch.setattr(c4zsize, attr, {k: v for k, v in d.items() if k != name})
+        e = c4zsize.estimate(Board.parse(name), entries, codec)
+        assert not e.measured and e.codec == codec
+        assert abs(entries * e.bytes_per_entry / size - 1) < 0.08, (name, entries * e.bytes_per_entry)
+
+
+@pytest.mark.slow
+def test_the_plan_predicts_the_c4z_compress_writes_here(t54, tmp_path):
+    """5x4 is in no measurement table: the plan's format-5 size of it is within 5% of the file
+    compress writes now at its defaults."""
+    from c4table.pipeline.planning.plan import make_plan
+    dat, _ = t54
+    z = compress_table(dat, tmp_path / "d.c4z", quiet=True, threads=2)
+    with open_c4z(z) as f:
+        assert f.header["transform"] == c4z.DEFAULT_CODEC
+    p = make_plan("5x4", workers=1, memory_per_worker=1 << 30)
+    assert not p.c4z_measured and abs(p.c4z_bytes / z.stat().st_size - 1) < 0.05
+
+
 @pytest.mark.slow
 def test_plan_estimates_the_c4z_size():
-    from c4table.pipeline.planning.plan import C4Z_MEASURED, c4z_bytes_per_entry, make_plan
+    from c4table.pipeline.planning import c4zsize
+    from c4table.pipeline.planning.plan import c4z_bytes_per_entry, make_plan
     p = make_plan("7x6", workers=64, memory_per_worker=16 * 2**30)
     bpe, measured = c4z_bytes_per_entry(p.board, p.entries)
     assert not measured and p.c4z_bytes == int(p.entries * bpe) and 0 < p.c4z_bytes < p.final_bytes
-    assert bpe <= min(v for _, v in C4Z_MEASURED.values())   # the measured ratios fall with size
-    assert any("is an extrapolation" in n and "keys" in n for n in p.notes)
-    assert p.to_json()["c4z_bytes"] == p.c4z_bytes and p.to_json()["c4z_measured"] is False
+    assert bpe <= min(size / n for n, size in DEFAULT_FILES.values())   # they fall with size
+    assert p.c4z_archive_bytes < p.c4z_bytes
+    assert any("is an extrapolation" in n and "keys" in n and c4z.DEFAULT_CODEC in n
+               and c4zsize.FORMAT5_SOURCE in n for n in p.notes)
+    j = p.to_json()
+    assert j["c4z_bytes"] == p.c4z_bytes and j["c4z_measured"] is False
+    assert j["c4z_codec"] == c4z.DEFAULT_CODEC
     rc, out, err = run_cli("plan", "7x6")
-    assert rc == 0 and "as .c4z" in out and "extrapolated" in out, err
-    rc, out, err = run_cli("plan", "5x5")                     # a measured board: no such note
-    assert rc == 0 and "as .c4z" in out and "extrapolat" not in out, err
+    assert rc == 0 and "extrapolated" in out, err
+    line = next(ln for ln in out.splitlines() if ln.startswith("as .c4z"))
+    from c4table.units import format_size
+    assert format_size(p.c4z_bytes) in line and f"format 5 {c4z.DEFAULT_CODEC}" in line, line
+    rc, out, err = run_cli("plan", "5x5", "--format", "c4z")  # a measured board: no such note
+    assert rc == 0 and "extrapolat" not in out, err
+    assert f"format 5 {c4z.DEFAULT_CODEC}" in out and f"format 3 {c4z.BUILD_CODEC}" in out
 
 
 def test_the_c4z_size_model_predicts_each_measured_board_from_the_others(monkeypatch):
-    """Leave one board out of the two-stream model (pipeline/planning/c4zsize.py) and predict it: the
-    model must reproduce what was measured, not only fit it. Measured when written: totals
-    within 7%, symbols within 11%, keys (which scatter most) within 25%."""
+    """Leave one board out of format 3's two-stream model (pipeline/planning/c4zsize.py) and
+    predict it: the model must reproduce what was measured, not only fit it. Measured when
+    written: totals within 7%, symbols within 11%, keys (which scatter most) within 25%."""
     from c4table.game.board import Board
     from c4table.pipeline.planning import c4zsize
     streams = dict(c4zsize.C4Z_STREAMS)
@@ -386,7 +461,7 @@ def test_the_c4z_size_model_predicts_each_measured_board_from_the_others(monkeyp
         others = {k: v for k, v in streams.items() if k != name}
         monkeypatch.setattr(c4zsize, "C4Z_STREAMS", others)
         monkeypatch.setattr(c4zsize, "C4Z_MEASURED", {})
-        e = c4zsize.estimate(Board.parse(name), entries)
+        e = c4zsize.estimate(Board.parse(name), entries, c4z.TRANSFORM)
         assert not e.measured
         assert abs(e.keys / keys - 1) < 0.3, (name, e.keys, keys)
         assert abs(e.symbols / syms - 1) < 0.12, (name, e.symbols, syms)

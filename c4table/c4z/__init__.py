@@ -5,8 +5,9 @@ outcome-symbol transform: :mod:`~c4table.c4z.codec`; blocks: :mod:`~c4table.c4z.
 :mod:`~c4table.c4z.framecodec` (format 5); the
 block codecs by name: :mod:`~c4table.c4z.registry`; where bytes come from:
 :mod:`~c4table.c4z.sources`; reading: :mod:`~c4table.c4z.reader`; the table view:
-:mod:`~c4table.c4z.table`; compress and decompress: :mod:`~c4table.c4z.writer` (the block
-writer every writer shares: :mod:`~c4table.c4z.blockwriter`).
+:mod:`~c4table.c4z.table`; compress and decompress: :mod:`~c4table.c4z.writer` (of a stream:
+:mod:`~c4table.c4z.stream`; of another ``.c4z``: :mod:`~c4table.c4z.recode`; the block writer
+every writer shares: :mod:`~c4table.c4z.blockwriter`).
 
 The names most callers need are importable from here."""
 from c4table.c4z.blocks import (decode_block_bytes, default_part_entries, encode_block, rows_of,  # noqa: F401

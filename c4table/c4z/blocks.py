@@ -8,7 +8,7 @@ import os
 import struct
 import threading
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import Callable, ClassVar
 
 import numpy as np
 import xxhash
@@ -327,14 +327,25 @@ def train_dicts(src, board: Board, block_entries: int, samples: int | None = Non
                 key_size: int | None = None, sym_size: int | None = None,
                 ) -> tuple[bytes | None, bytes | None]:
     """zstd dictionaries ``(keys, symbols)`` for the key frames and the symbol frames of the
-    table file ``src``, trained on the streams of ``samples`` blocks spread evenly over it
-    (deterministic: same input, same dictionaries). The key dictionary is at most
-    ``key_size`` bytes and 1/500 of the table file, the symbol one at most ``sym_size`` and
-    1/5000 (it gains less: about 1.4% of the symbol frames on 5x5); None where that is under
-    8 KiB or the table has fewer than 16 whole blocks, where a dictionary would cost more
-    than it saves. ``key_size`` or ``sym_size`` 0: no such dictionary."""
+    table file ``src``: :func:`train_dicts_on` its bytes."""
+    with open(src, "rb") as f:
+        return train_dicts_on(lambda off, n: os.pread(f.fileno(), n, off),
+                              os.fstat(f.fileno()).st_size, board, block_entries, samples,
+                              key_size, sym_size)
+
+
+def train_dicts_on(read: Callable[[int, int], bytes], raw_bytes: int, board: Board,
+                   block_entries: int, samples: int | None = None, key_size: int | None = None,
+                   sym_size: int | None = None) -> tuple[bytes | None, bytes | None]:
+    """zstd dictionaries ``(keys, symbols)`` for the key frames and the symbol frames of a raw
+    table of ``raw_bytes`` bytes whose bytes ``read(offset, n)`` gives, trained on the streams
+    of ``samples`` blocks spread evenly over it (deterministic: same table, same
+    dictionaries). The key dictionary is at most ``key_size`` bytes and 1/500 of the table,
+    the symbol one at most ``sym_size`` and 1/5000 (it gains less: about 1.4% of the symbol
+    frames on 5x5); None where that is under 8 KiB or the table has fewer than 16 whole
+    blocks, where a dictionary would cost more than it saves. ``key_size`` or ``sym_size`` 0:
+    no such dictionary."""
     E = board.entry_size
-    raw_bytes = os.path.getsize(src)
     nblocks = raw_bytes // E // block_entries   # whole blocks only
     samples = DICT_SAMPLES if samples is None else samples
     sizes = (min(KEY_DICT_BYTES if key_size is None else key_size, raw_bytes // KEY_DICT_SHARE),
@@ -343,13 +354,12 @@ def train_dicts(src, board: Board, block_entries: int, samples: int | None = Non
         return None, None
     codec = block_codec(board)
     data: tuple[list, list] = ([], [])
-    with open(src, "rb") as f:
-        for b in np.linspace(0, nblocks - 1, min(samples, nblocks)).astype(np.int64):
-            raw = os.pread(f.fileno(), block_entries * E, int(b) * block_entries * E)
-            rows = np.frombuffer(raw, np.uint8).reshape(-1, E)
-            keys = keys_of_rows(rows, E - 1)
-            for part, stream in zip(data, codec.encode(keys, rows[:, E - 1].copy())):
-                part.append(stream)
+    for b in np.linspace(0, nblocks - 1, min(samples, nblocks)).astype(np.int64):
+        raw = read(int(b) * block_entries * E, block_entries * E)
+        rows = np.frombuffer(raw, np.uint8).reshape(-1, E)
+        keys = keys_of_rows(rows, E - 1)
+        for part, stream in zip(data, codec.encode(keys, rows[:, E - 1].copy())):
+            part.append(stream)
     out = []
     for size, part in zip(sizes, data):
         try:

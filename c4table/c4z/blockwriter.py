@@ -1,6 +1,7 @@
-"""The one way blocks get into a ``.c4z``: :class:`BlockWriter`, shared by its three writers,
+"""The one way blocks get into a ``.c4z``: :class:`BlockWriter`, shared by its four writers,
 each of which only says where its rows come from (:func:`~c4table.c4z.writer.compress_table`:
 a ``.dat``; :func:`~c4table.c4z.stream.compress_stream`: a raw stream;
+:func:`~c4table.c4z.recode.recompress_c4z`: the decoded blocks of another ``.c4z``;
 :class:`~c4table.c4z.assemble.Assembler`: a build's merge ranges, whole compressed blocks and
 raw ends). The writer owns the part file (the magic, the codec's trained dictionaries, the
 blocks in key order) and its side file of index records (:data:`IDX_RECORD` a block), opened

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from c4table.progress import Meter
 from c4table.game.board import Board
-from c4table.errors import (CorruptDataError, MissingTableError,
+from c4table.errors import (CorruptDataError, InputError, MissingTableError,
                             TableError)
 from c4table.units import format_seconds, format_size
 from c4table.c4z.blocks import train_dicts, tune_malloc
@@ -38,7 +38,7 @@ def _board_of_input(src: Path, out: Path, board: str | Board | None) -> Board:
     if not src.is_file():
         raise MissingTableError(f"{src}: no such table file")
     if out.resolve() == src.resolve():
-        raise TableError(f"{out}: the output would overwrite the input")
+        raise InputError(f"{out}: the output would overwrite the input")
     b = board_of_table(src, board)
     E = b.entry_size
     size = src.stat().st_size

@@ -23,7 +23,7 @@ def _threads_option(f):
 
 
 @click.command(short_help="Compress a table into a .c4z that every reader takes")
-@click.argument("table_path", metavar="TABLE.dat|DIR|TABLE.dat.xz|-", type=click.Path(allow_dash=True))
+@click.argument("table_path", metavar="TABLE.dat|DIR|TABLE.dat.xz|-|TABLE.c4z", type=click.Path(allow_dash=True))
 @click.option("-o", "--out", "out", type=click.Path(dir_okay=False), default=None,
               help="output file (default: TABLE.c4z beside the input)")
 @click.option("--board", default=None, help="board of the table if its name does not say")
@@ -53,11 +53,23 @@ def compress(table_path, out, board, level, block_entries, archive, codec, threa
     converted as it streams: the raw table never touches the disk, its entries and hashes
     are checked on the way, and the streaming profile (zstd level 9 and 262,144-entry blocks
     unless --level / --block-entries) keeps up with xz's decoding. Rerun after an interruption: the stream is read again up to the
-    checkpoint (decoded and hashed, not compressed) and the run goes on."""
+    checkpoint (decoded and hashed, not compressed) and the run goes on.
+
+    TABLE.c4z (any format that opens; a path or URI) is compressed again, into -o OUT.c4z,
+    with --codec (default: format 5), --level, --block-entries or --archive: its blocks are
+    decoded on threads and compressed as they come, never a raw copy on disk, and the raw
+    bytes are checked against the sha256 its header records. It resumes like a .dat."""
     from c4table import c4z
     from c4table.c4z.stream import is_stream_input
+    from c4table.errors import TableError
     codec = codec or c4z.DEFAULT_CODEC
-    c4z.get_codec(codec)          # an unknown name: one line, before anything is read
+    try:
+        c4z.get_codec(codec)      # an unknown name: one line, before anything is read
+    except TableError as e:
+        raise click.BadParameter(str(e), param_hint="--codec") from None
+    if c4z.is_c4z(table_path):
+        _recompress(table_path, out, board, level, block_entries, archive, codec, threads, quiet)
+        return
     if is_stream_input(table_path):
         from c4table.c4z.stream import STREAM_BLOCK_ENTRIES, STREAM_LEVEL, compress_stream
         if archive:
@@ -89,6 +101,31 @@ def compress(table_path, out, board, level, block_entries, archive, codec, threa
                               threads=threads, quiet=quiet, hashes=_manifest_hashes(src),
                               root=_manifest_root(src), codec=codec, **extra)
     raw, size = src.stat().st_size, path.stat().st_size
+    click.echo(f"{path}  {size:,} bytes ({100 * size / raw:.2f}% of {raw:,})")
+
+
+def _recompress(src, out, board, level, block_entries, archive, codec, threads, quiet) -> None:
+    """``compress TABLE.c4z -o OUT.c4z``: :func:`c4table.c4z.recode.recompress_c4z`."""
+    from c4table import c4z
+    from c4table.c4z.recode import recompress_c4z
+    if out is None:
+        raise click.UsageError("a .c4z input needs the output file (-o OUT.c4z): it is never "
+                               "replaced in place")
+    if board is not None:
+        raise click.UsageError("--board is for a raw table; a .c4z records its board")
+    extra = {}
+    if archive:
+        block_entries = block_entries or c4z.ARCHIVE_BLOCK_ENTRIES
+        extra["part_entries"] = block_entries
+        if "frame_entries" in getattr(c4z.get_codec(codec or c4z.DEFAULT_CODEC),
+                                      "__dataclass_fields__", {}):
+            extra["frame_entries"] = block_entries
+    path = recompress_c4z(src, out, level=level or c4z.DEFAULT_LEVEL,
+                          block_entries=block_entries or c4z.DEFAULT_BLOCK_ENTRIES,
+                          threads=threads, quiet=quiet, codec=codec, **extra)
+    with c4z.open_c4z(path) as z:
+        raw = z.header["raw_bytes"]
+    size = path.stat().st_size
     click.echo(f"{path}  {size:,} bytes ({100 * size / raw:.2f}% of {raw:,})")
 
 

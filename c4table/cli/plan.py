@@ -53,6 +53,8 @@ def plan(board, workers, memory_per_worker, from_dir, as_json, root, probe_plies
     With --device gpu: the build on one GPU node, from stated device rates (docs/gpu.md)."""
     from c4table.units import format_seconds, format_size, parse_size
     from c4table.wording import count
+    from c4table.c4z.format import BUILD_CODEC
+    from c4table.pipeline.planning.c4zsize import codec_label
     opts = click.get_current_context().meta.get(DEVICE, {})
     if opts.get("device") == "gpu":
         _echo_gpu_plan(board, opts.get("gpu_memory") or "80GiB", as_json, table_format)
@@ -98,7 +100,7 @@ def plan(board, workers, memory_per_worker, from_dir, as_json, root, probe_plies
     click.echo(f"entries          {p.entries:,}\n"
                f"final file       {p.final_bytes:,} bytes ({format_size(p.final_bytes)})\n"
                f"as .c4z          about {format_size(p.c4z_bytes)} (c4table compress, "
-               f"{100 * p.c4z_bytes / p.final_bytes:.1f}% of the raw file"
+               f"{codec_label(p.c4z_codec)}, {100 * p.c4z_bytes / p.final_bytes:.1f}% of the raw file"
                f"{_c4z_extrapolated(p)})\n"
                + (f"  --archive      about {format_size(p.c4z_archive_bytes)} (compress --archive, "
                   f"{100 * p.c4z_archive_bytes / p.final_bytes:.1f}%; probes in tens of milliseconds)\n"
@@ -106,7 +108,8 @@ def plan(board, workers, memory_per_worker, from_dir, as_json, root, probe_plies
                f"largest gen      {p.peak_entries:,} entries\n"
                f"shuffle volume   {format_size(p.shuffle_bytes)} (child-key runs and backward messages)\n"
                + (f"built as .c4z    about {format_size(p.table_bytes)} (build --format c4z, "
-                  f"{100 * p.table_bytes / p.final_bytes:.1f}%: a faster profile)\n"
+                  f"{codec_label(BUILD_CODEC)}, {100 * p.table_bytes / p.final_bytes:.1f}%: a "
+                  "faster profile)\n"
                   if not tableformat.get(table_format).raw else "") +
                f"peak disk        {format_size(p.peak_disk)}\n"
                f"disk traffic     {format_size(sum(s['bytes_written'] for s in io.stages.values()))} "

@@ -1,14 +1,24 @@
-"""How big a board's ``.c4z`` will be: the measured sizes of the boards built here and the model
-that extrapolates them to boards not built (7x6), used by ``c4table plan``.
+"""How big a board's ``.c4z`` will be, per block codec: the measured sizes of the boards
+compressed here and the models that extrapolate them to boards not built (7x6), used by
+``c4table plan``. ``compress`` writes format 5 (:data:`~c4table.c4z.format.DEFAULT_CODEC`,
+``rulekeys-frames-v5``), figures from docs/measurements/2026-11-29-c4z-probes.md; format 4
+(``rulekeys-plysym-v4``) from docs/measurements/2026-11-28-c4z-streams.md;
+``build --format c4z`` writes format 3 (:data:`~c4table.c4z.format.BUILD_CODEC`,
+``varint-plysym-v3``), figures from the format-3 measurements named at each table below.
 
 Design notes: ``docs/modules.md`` (``c4table.pipeline.planning.c4zsize``).
 
 >>> from c4table.game.board import Board
 >>> e = estimate(Board.parse("5x5"), 34888367)
+>>> e.codec, e.measured, round(e.bytes_per_entry * 8, 2)
+('rulekeys-frames-v5', True, 1.79)
+>>> round(estimate(Board.parse("5x5"), 34888367, "rulekeys-plysym-v4").bytes_per_entry * 8, 2)
+1.72
+>>> e = estimate(Board.parse("5x5"), 34888367, "varint-plysym-v3")
 >>> e.measured, round(e.bytes_per_entry, 4)
 (True, 0.2961)
 >>> e = estimate(Board.parse("7x6"), 2265992609603)
->>> e.measured, 0.15 < e.bytes_per_entry < 0.3
+>>> e.measured, 0.10 < e.bytes_per_entry < 0.25
 (False, True)
 """
 from __future__ import annotations
@@ -16,17 +26,47 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from c4table.c4z.format import KEY_DICT_BYTES
+from c4table.c4z.format import (DEFAULT_CODEC, FRAME_CODEC, KEY_DICT_BYTES, RULE_CODEC,
+                                SYM_DICT_BYTES, TRANSFORM)
 
-# Whole .c4z bytes per table entry, default format (65,536-entry blocks, zstd 19, trained key
-# dictionary), tools/bench/bench_lookup.py: 4x6, 5x5 and 5x6 whole files; 6x4, 7x4 and 6x5 estimated
+FORMAT4_SOURCE = "docs/measurements/2026-11-28-c4z-streams.md"
+FORMAT5_SOURCE = "docs/measurements/2026-11-29-c4z-probes.md"
+
+# Format 4 (rulekeys-plysym-v4: compress's default, 65,536-entry blocks, zstd 19, a symbol
+# dictionary, no key dictionary), whole files: FORMAT4_SOURCE, section 3 (the file sizes of its
+# first table; Cadot's xz sizes of the same tables from his solver/connect4-script).
+C4Z4_MEASURED = {   # board: (entries, .c4z bytes, Cadot's xz bytes)
+    "5x5": (34_888_367, 7_498_806, 10_899_820),
+    "5x6": (522_196_933, 94_322_263, 116_887_316),
+    "6x5": (1_409_488_535, 258_300_840, 300_771_484)}
+
+# The same files' bits per entry by part (python -m tools.diag.c4z_split FILE.c4z;
+# FORMAT4_SOURCE, section 3, second table): run heads, keys, outcome symbols, rest (index and
+# dictionary); they add up to 1.720 (5x5), 1.445 (5x6) and 1.466 (6x5).
+C4Z4_BITS = {   # board: (heads, keys, symbols, rest)
+    "5x5": (0.047, 0.244, 1.419, 0.009), "5x6": (0.047, 0.244, 1.151, 0.002),
+    "6x5": (0.047, 0.206, 1.211, 0.002)}
+
+# Format 5 (rulekeys-frames-v5: compress's default, 65,536-entry blocks, key runs of 256,
+# symbol frames of 16,384, zstd 19, no dictionary), whole files: FORMAT5_SOURCE, its first
+# table (sizes and bits per entry by part from python -m tools.diag.c4z_split FILE.c4z).
+C4Z5_MEASURED = {   # board: (entries, .c4z bytes, Cadot's xz bytes)
+    "5x5": (34_888_367, 7_816_966, 10_899_820),
+    "5x6": (522_196_933, 98_961_395, 116_887_316),
+    "6x5": (1_409_488_535, 264_697_855, 300_771_484)}
+C4Z5_BITS = {   # board: (heads, keys, symbols, rest)
+    "5x5": (0.100, 0.113, 1.578, 0.002), "5x6": (0.102, 0.108, 1.305, 0.002),
+    "6x5": (0.101, 0.062, 1.338, 0.002)}
+
+# Format 3 (varint-plysym-v3): whole .c4z bytes per table entry (65,536-entry blocks, zstd 19,
+# trained key dictionary), tools/bench/bench_lookup.py (docs/measurements/2026-11-22-c4z-large-boards.md): 4x6, 5x5 and 5x6 whole files; 6x4, 7x4 and 6x5 estimated
 # from 200 evenly spread blocks (--sample-blocks; within 1% of the whole file on the other three).
 C4Z_MEASURED = {   # board: (entries, bytes per entry)
     "4x6": (7_917_955, 0.2813), "5x5": (34_888_367, 0.2961), "6x4": (47_455_869, 0.2777),
     "5x6": (522_196_933, 0.2460), "7x4": (1_132_927_517, 0.2540),
     "6x5": (1_409_488_535, 0.2524)}
 
-# Key frames and symbol frames apart, bytes per entry, default format, 200 evenly spread blocks
+# Format 3: key frames and symbol frames apart, bytes per entry, 200 evenly spread blocks
 # (all blocks of 5x4 and 4x6): python -m tools.diag.c4z_streams FILE.dat --blocks 200 (load 6-7).
 C4Z_STREAMS = {   # board: (entries, keys, symbols)
     "5x4": (1_974_174, 0.1060, 0.1977), "4x6": (7_917_955, 0.0960, 0.1733),
@@ -71,11 +111,18 @@ def build_ratio() -> float:
 
 @dataclass
 class C4zEstimate:
+    """A ``.c4z``'s bytes per entry with block codec ``codec``: ``measured`` (a whole file
+    of that codec) or a model's; ``keys`` (with format 4's run heads) and ``symbols`` where the
+    figure is split so (bytes per entry), ``how`` it was made and ``source``, the page or the
+    data its figures come from."""
+
     bytes_per_entry: float
     measured: bool
-    keys: float | None = None       # the model's streams (None for a measured board)
+    keys: float | None = None       # the model's streams (None for a measured format-3 board)
     symbols: float | None = None
     how: str = ""
+    codec: str = DEFAULT_CODEC
+    source: str = ""
 
 
 def _fit(stream: int) -> list[float]:
@@ -113,28 +160,169 @@ def _log_fit(entries: int) -> float:
     return max(0.0, my + slope * (math.log10(max(entries, 1)) - mx))
 
 
-def overhead(board, entries: int, block_entries: int = 1 << 16) -> float:
-    """Bytes per entry outside the blocks: the index (24 bytes per block) and the key
-    dictionary (at most 110 KB and 1/500 of the raw table; ``c4table.c4z.train_key_dict``)."""
+def overhead(board, entries: int, block_entries: int = 1 << 16, codec: str = TRANSFORM) -> float:
+    """Bytes per entry outside the blocks: the index (24 bytes per block) and the trained
+    dictionaries (``c4table.c4z.train_dicts``): format 3's key dictionary (at most 110 KB and
+    1/500 of the raw table), format 4's symbol dictionary (at most 32 KB and 1/5000)."""
     raw = entries * board.entry_size
-    kd = min(KEY_DICT_BYTES, raw // 500) if raw // 500 >= 8192 else 0
-    return INDEX_BYTES_PER_BLOCK / block_entries + kd / max(entries, 1)
+    if codec == FRAME_CODEC:      # format 5: no dictionary
+        return INDEX_BYTES_PER_BLOCK / block_entries
+    size, share = (KEY_DICT_BYTES, 500) if codec == TRANSFORM else (SYM_DICT_BYTES, 5000)
+    d = min(size, raw // share) if raw // share >= 8192 else 0
+    return INDEX_BYTES_PER_BLOCK / block_entries + d / max(entries, 1)
 
 
-def estimate(board, entries: int) -> C4zEstimate:
-    """The ``.c4z`` bytes per entry of ``board`` (default format): measured, else the
-    two-stream shape model (docs/modules.md) plus :func:`overhead`, else (other ``k``, 3D boards) the line of the
-    measured totals against log10(entries)."""
+def estimate(board, entries: int, codec: str = DEFAULT_CODEC) -> C4zEstimate:
+    """The ``.c4z`` bytes per entry of ``board`` compressed with the block codec ``codec``
+    (default: ``compress``'s, format 5; :func:`estimate_format4`, :func:`estimate_format3`)."""
+    if codec in (RULE_CODEC, FRAME_CODEC):
+        return estimate_format4(board, entries, codec)
+    if codec == TRANSFORM:
+        return estimate_format3(board, entries)
+    raise ValueError(f"no size figures for the block codec {codec!r}")
+
+
+def estimate_format3(board, entries: int) -> C4zEstimate:
+    """Format 3 (``varint-plysym-v3``, what ``build --format c4z`` encodes, before its own
+    profile's :func:`build_ratio`): measured (:data:`C4Z_MEASURED`), else the two-stream shape
+    model (docs/modules.md) plus :func:`overhead`, else (other ``k``, 3D boards) the line of
+    the measured totals against log10(entries)."""
+    src = "format-3 measurements (C4Z_MEASURED, C4Z_STREAMS)"
     if getattr(board, "k", 4) == 4 and board.name in C4Z_MEASURED:
-        return C4zEstimate(C4Z_MEASURED[board.name][1], True, how="measured")
+        return C4zEstimate(C4Z_MEASURED[board.name][1], True, how="measured", codec=TRANSFORM,
+                           source=src)
     shape = _shape(board)
     if shape is None:
         return C4zEstimate(_log_fit(entries), False,
-                           how="the measured totals along a line in log10(entries)")
-    w, h = shape
-    keys, syms = (math.exp(a + b * w + c * h) for a, b, c in (_fit(1), _fit(2)))
+                           how="the measured totals along a line in log10(entries)",
+                           codec=TRANSFORM, source=src)
+    keys, syms = _streams(*shape)
     return C4zEstimate(keys + syms + overhead(board, entries), False, keys, syms,
-                       how="key and symbol frames extrapolated apart in width and height")
+                       how="key and symbol frames extrapolated apart in width and height",
+                       codec=TRANSFORM, source=src)
+
+
+def _streams(w: int, h: int) -> tuple[float, float]:
+    """Format 3's key and symbol frames of a ``w`` x ``h`` board, bytes per entry: the
+    two-stream shape model over :data:`C4Z_STREAMS`."""
+    keys, syms = (math.exp(a + b * w + c * h) for a, b, c in (_fit(1), _fit(2)))
+    return keys, syms
+
+
+@dataclass(frozen=True)
+class RuleFigures:
+    """The measured whole files of a rule-coded format (4 or 5): ``measured`` board ->
+    (entries, bytes, Cadot's xz bytes), ``bits`` board -> (heads, keys, symbols, rest) bits per
+    entry, from ``source``; ``sym_dict``: whether the format stores a symbol dictionary."""
+
+    codec: str
+    source: str
+    measured: dict
+    bits: dict
+    sym_dict: bool
+
+
+def rule_figures(codec: str = DEFAULT_CODEC) -> RuleFigures | None:
+    """The figures of a rule-coded format (None for format 3)."""
+    if codec == RULE_CODEC:
+        return RuleFigures(RULE_CODEC, FORMAT4_SOURCE, C4Z4_MEASURED, C4Z4_BITS, True)
+    if codec == FRAME_CODEC:
+        return RuleFigures(FRAME_CODEC, FORMAT5_SOURCE, C4Z5_MEASURED, C4Z5_BITS, False)
+    return None
+
+
+def keys4_anchor(codec: str = RULE_CODEC) -> str | None:
+    """The board whose keys and run heads (format 4 or 5) stand for a board not measured: the
+    measured one with the most entries (None: none measured)."""
+    f = rule_figures(codec)
+    boards = [b for b in f.bits if b in f.measured]
+    return max(boards, key=lambda b: f.measured[b][0]) if boards else None
+
+
+def estimate_format4(board, entries: int, codec: str = RULE_CODEC) -> C4zEstimate:
+    """A rule-coded format (``rulekeys-plysym-v4``, format 4, or ``rulekeys-frames-v5``,
+    format 5, ``compress``'s default), from its measurement page: a board measured there gets
+    its whole file's bytes per entry; another k=4 board gets
+
+    - outcome symbols: format 3's symbol model (:func:`_streams`), times the ratio of the
+      format's measured symbols to that model on the anchor board (below): about 0.98 for
+      format 4, which codes them as format 3 does, and 1.09 for format 5's smaller frames;
+    - keys and run heads: those of the measured board with the most entries
+      (:func:`keys4_anchor`, 6x5: 0.253 bits in format 4, 0.163 in format 5), held constant:
+      they cost more on the smaller boards, so a bigger board is not expected to cost more;
+    - :func:`overhead`: the index, and format 4's symbol dictionary.
+
+    Other ``k`` and 3D boards: format 3's figure (:func:`estimate_format3`) scaled by the
+    format's / format 3's ratio of the same measured board."""
+    f = rule_figures(codec)
+    label = f"format {5 if codec == FRAME_CODEC else 4}"
+    if getattr(board, "k", 4) == 4 and board.name in f.measured:
+        n, size, _ = f.measured[board.name]
+        heads, keys, syms, _ = f.bits.get(board.name, (None, None, None, None))
+        return C4zEstimate(size / n, True, None if keys is None else (heads + keys) / 8,
+                           None if syms is None else syms / 8, how="measured",
+                           codec=codec, source=f.source)
+    anchor = keys4_anchor(codec)
+    if anchor is None:
+        raise ValueError(f"no {label} measurements")
+    heads, keys, asyms, _ = f.bits[anchor]
+    keys = (heads + keys) / 8
+    shape = _shape(board)
+    if shape is None:
+        f3 = estimate_format3(board, entries)
+        r = f.measured[anchor][1] / f.measured[anchor][0] / C4Z_MEASURED[anchor][1]
+        return C4zEstimate(f3.bytes_per_entry * r, False, how=(
+            f"format 3's {f3.how}, times {anchor}'s {label} / format 3 ratio ({r:.2f})"),
+            codec=codec, source=f.source)
+    ratio = asyms / 8 / _streams(*_shape_of(anchor))[1]
+    syms = _streams(*shape)[1] * ratio
+    return C4zEstimate(keys + syms + overhead(board, entries, codec=codec), False, keys,
+                       syms, how=(f"outcome symbols extrapolated in width and height from "
+                                  f"format 3's symbol frames ({', '.join(C4Z_STREAMS)}), times "
+                                  f"{anchor}'s {label} / model ratio ({ratio:.3f}), keys and run "
+                                  f"heads at {anchor}'s measured {keys * 8:.3f} bits per entry"),
+                       codec=codec, source=f.source)
+
+
+def _shape_of(name: str) -> tuple[int, int]:
+    w, h = (int(x) for x in name.split("x"))
+    return w, h
+
+
+def over_cadot_xz(codec: str = DEFAULT_CODEC) -> dict[str, float]:
+    """A rule-coded format's ``.c4z`` bytes / Cadot's xz bytes of the same tables."""
+    f = rule_figures(codec)
+    return {b: size / xz for b, (_, size, xz) in f.measured.items() if xz} if f else {}
+
+
+def codec_label(codec: str) -> str:
+    """``"format 4 rulekeys-plysym-v4"``: the format a block codec writes, and its name.
+
+    >>> codec_label("varint-plysym-v3")
+    'format 3 varint-plysym-v3'
+    """
+    from c4table.c4z.registry import get_codec
+    return f"format {get_codec(codec).format_version} {codec}"
+
+
+def archive_bytes_per_entry(e: C4zEstimate) -> float | None:
+    """Bytes per entry of ``compress --archive`` with the codec of ``e`` (None: no ratio
+    measured). :data:`ARCHIVE_RATIO` is measured on format 3's whole blocks; formats 4 and 5
+    code their keys in runs whatever the block, so there it scales the outcome symbols alone,
+    taken back to format 3's 65,536-entry frames first in format 5 (its ratio of
+    :func:`estimate_format4`): an assumption, not a measurement of those formats; where ``e``
+    is not split into streams, the whole figure."""
+    r = archive_ratio()
+    if r is None:
+        return None
+    if e.codec in (RULE_CODEC, FRAME_CODEC) and e.symbols is not None:
+        f = rule_figures(e.codec)
+        anchor = keys4_anchor(e.codec)
+        base = e.symbols
+        if e.codec == FRAME_CODEC and anchor is not None and anchor in C4Z4_BITS:
+            base = e.symbols * C4Z4_BITS[anchor][2] / f.bits[anchor][2]
+        return e.bytes_per_entry - e.symbols + base * r
+    return e.bytes_per_entry * r
 
 
 def archive_ratio() -> float | None:

@@ -21,6 +21,7 @@ from c4table.game.board import Board
 from c4table.errors import BuildInputError
 from c4table.pipeline.planning import c4zsize
 from c4table.pipeline.planning.c4zsize import C4Z_MEASURED  # noqa: F401  (re-exported)
+from c4table.c4z.format import BUILD_CODEC, DEFAULT_CODEC
 from c4table.progress import published_total
 from c4table.wording import count
 from c4table.game.root import root_argument
@@ -71,15 +72,19 @@ COSTS = {
 }
 
 
-def c4z_bytes_per_entry(board: Board, entries: int) -> tuple[float, bool]:
-    """``(bytes per entry, measured)`` of a board's ``.c4z`` (default format): the measured
-    figure, else the model of :mod:`c4table.pipeline.planning.c4zsize` (``measured`` False: an
-    extrapolation; the boards measured have 2 M to 1.4 G entries, 7x6 has 2.3 T).
+def c4z_bytes_per_entry(board: Board, entries: int, codec: str = DEFAULT_CODEC) -> tuple[float, bool]:
+    """``(bytes per entry, measured)`` of a board's ``.c4z`` with the block codec ``codec``
+    (default: ``compress``'s, format 5): the measured figure, else the model of
+    :mod:`c4table.pipeline.planning.c4zsize` (``measured`` False: an extrapolation; the boards
+    measured have 35 M to 1.4 G entries in formats 4 and 5, 2 M to 1.4 G in format 3, 7x6 has
+    2.3 T).
 
-    >>> c4z_bytes_per_entry(Board.parse("5x5"), 34888367)
+    >>> round(c4z_bytes_per_entry(Board.parse("5x5"), 34888367)[0] * 8, 2)
+    1.79
+    >>> c4z_bytes_per_entry(Board.parse("5x5"), 34888367, "varint-plysym-v3")
     (0.2961, True)
     """
-    e = c4zsize.estimate(board, entries)
+    e = c4zsize.estimate(board, entries, codec)
     return e.bytes_per_entry, e.measured
 
 
@@ -118,17 +123,25 @@ class Plan:
         return self.entries * self.board.entry_size
 
     @property
+    def c4z_codec(self) -> str:
+        """The block codec of :attr:`c4z_bytes`: ``compress``'s default."""
+        return DEFAULT_CODEC
+
+    @property
     def c4z_bytes(self) -> int:
-        """Estimated size of the table as a ``.c4z`` (see :func:`c4z_bytes_per_entry`)."""
+        """Estimated size of the table as a ``.c4z`` written by ``compress`` (its default codec,
+        :attr:`c4z_codec`; see :func:`c4z_bytes_per_entry`)."""
         return int(self.entries * c4z_bytes_per_entry(self.board, self.entries)[0])
 
     @property
     def table_bytes(self) -> int:
         """Bytes of the file the merge writes: the raw table, or with ``table_format`` "c4z"
-        the build's ``.c4z`` (:attr:`c4z_bytes` times
-        :func:`c4table.pipeline.planning.c4zsize.build_ratio`: a faster profile than compress's)."""
+        the build's ``.c4z``: its codec (``BUILD_CODEC``, format 3) at compress's profile
+        (:func:`c4z_bytes_per_entry`) times
+        :func:`c4table.pipeline.planning.c4zsize.build_ratio` (the build's faster profile)."""
         if not tableformat.get(self.table_format).raw:
-            return int(self.c4z_bytes * c4zsize.build_ratio())
+            bpe = c4z_bytes_per_entry(self.board, self.entries, BUILD_CODEC)[0]
+            return int(self.entries * bpe * c4zsize.build_ratio())
         return self.final_bytes
 
     @property
@@ -139,9 +152,9 @@ class Plan:
     @property
     def c4z_archive_bytes(self) -> int | None:
         """Estimated size as a ``.c4z`` written by ``compress --archive`` (None: no ratio
-        measured)."""
-        r = c4zsize.archive_ratio()
-        return int(self.c4z_bytes * r) if r else None
+        measured; :func:`c4table.pipeline.planning.c4zsize.archive_bytes_per_entry`)."""
+        bpe = c4zsize.archive_bytes_per_entry(c4zsize.estimate(self.board, self.entries))
+        return int(self.entries * bpe) if bpe is not None else None
 
     @property
     def peak_entries(self) -> int:
@@ -190,6 +203,7 @@ class Plan:
                 "final_bytes": self.final_bytes, "c4z_bytes": self.c4z_bytes,
                 "table_format": self.table_format, "table_bytes": self.table_bytes,
                 "c4z_archive_bytes": self.c4z_archive_bytes, "c4z_measured": self.c4z_measured,
+                "c4z_codec": self.c4z_codec,
                 "peak_generation_entries": self.peak_entries,
                 "shuffle_bytes": self.shuffle_bytes, "peak_disk_bytes": self.peak_disk,
                 "core_seconds": round(self.core_seconds), "wall_seconds": round(self.wall_seconds),
@@ -352,42 +366,53 @@ def make_plan(board: str | Board, workers: int, memory_per_worker: int,
 
 
 def c4z_notes(board: Board, entries: int) -> list[str]:
-    """What the plan's ``.c4z`` line rests on, when it is not a measured figure."""
+    """What the plan's ``.c4z`` line (``compress``'s default codec) rests on, when it is not a
+    measured figure; figures and their sources: :mod:`c4table.pipeline.planning.c4zsize`."""
     e = c4zsize.estimate(board, entries)
     if e.measured:
         return []
-    gb = entries * e.bytes_per_entry / 1e9
+    size = _about(entries * e.bytes_per_entry)
+    what = f"the .c4z size ({c4zsize.codec_label(e.codec)})"
     if e.keys is None:
-        return [f"the .c4z size ({e.bytes_per_entry:.3f} bytes per entry, about {gb:,.0f} GB) "
-                f"extrapolates {e.how} ({', '.join(c4zsize.C4Z_MEASURED)}); not measured on a "
-                "board like this one"]
-    notes = [f"the .c4z size is an extrapolation, not a measurement: {e.how} from "
-             f"{', '.join(c4zsize.C4Z_STREAMS)} (2 M to 1.4 G entries; tools/diag/c4z_streams.py): "
-             f"keys {e.keys:.3f} + outcome symbols {e.symbols:.3f} + index and dictionary = "
-             f"{e.bytes_per_entry:.3f} bytes per entry, about {gb:,.0f} GB"]
-    if board.name == "7x6" and c4zsize.C4Z_OVER_CADOT_XZ:
-        r = c4zsize.C4Z_OVER_CADOT_XZ
-        big = max(r, key=lambda b: c4zsize.C4Z_STREAMS.get(b, (0,))[0])
-        small = min(r, key=lambda b: c4zsize.C4Z_STREAMS.get(b, (0,))[0])
+        return [f"{what} ({e.bytes_per_entry:.3f} bytes per entry, about {size}) "
+                f"extrapolates {e.how}; not measured on a board like this one ({e.source})"]
+    notes = [f"{what} is an extrapolation, not a measurement: {e.how} ({e.source}): keys and "
+             f"run heads {e.keys:.3f} + outcome symbols {e.symbols:.3f} + index and dictionary = "
+             f"{e.bytes_per_entry:.3f} bytes per entry ({8 * e.bytes_per_entry:.3f} bits), about "
+             f"{size}"]
+    r = c4zsize.over_cadot_xz(e.codec)
+    figs = c4zsize.rule_figures(e.codec)
+    if board.name == "7x6" and r:
+        big = max(r, key=lambda b: figs.measured[b][0])
+        small = min(r, key=lambda b: figs.measured[b][0])
         x = c4zsize.CADOT_XZ_7X6 / 1e9
-        notes.append(f"cross-check: Cadot's 7x6 xz archive is {x:,.0f} GB; his xz command on our "
-                     f"tables keeps {1 / r[small]:.2f} ({small}) down to {1 / r[big]:.2f} ({big}) "
-                     f"times the .c4z of the same bytes (tools/compare/c4z_xz_anchor.py): at {big}'s "
-                     f"ratio the 7x6 .c4z would be about {r[big] * x:,.0f} GB, more if the ratio "
-                     "keeps rising with board size")
-    r = c4zsize.archive_ratio()
-    if r:
+        notes.append(f"cross-check: Cadot's 7x6 xz archive is {x:,.0f} GB; the .c4z of his "
+                     f"tables is {r[small]:.2f} ({small}) up to {r[big]:.2f} ({big}) times his xz "
+                     f"file ({figs.source}): at {big}'s ratio the 7x6 .c4z would be "
+                     f"about {r[big] * x:,.0f} GB, more if the ratio keeps rising with board size")
+    a = c4zsize.archive_bytes_per_entry(e)
+    if a is not None:
         cmp = ""
         if board.name == "7x6":
             x = c4zsize.CADOT_XZ_7X6
-            a = entries * e.bytes_per_entry * r
-            cmp = (f", {'under' if a < x else 'above'} Cadot's xz archive of {x / 1e9:,.0f} GB "
-                   f"({x / 2**30:,.1f} GiB)")
+            cmp = (f", {'under' if entries * a < x else 'above'} Cadot's xz archive of "
+                   f"{x / 1e9:,.0f} GB ({x / 2**30:,.1f} GiB)")
         notes.append(f"compress --archive ({c4zsize.ARCHIVE_BLOCK_ENTRIES:,}-entry blocks, probes "
-                     f"in tens of milliseconds): {r:.2f} times the default on the boards measured "
-                     f"({', '.join(c4zsize.ARCHIVE_RATIO)}), also an extrapolation: about "
-                     f"{gb * r:,.0f} GB{cmp}")
+                     f"in tens of milliseconds): the outcome symbols at {c4zsize.archive_ratio():.2f} "
+                     f"times the default's, format 3's ratio on the boards measured "
+                     f"({', '.join(c4zsize.ARCHIVE_RATIO)}; the keys, coded in runs, do "
+                     f"not gain): also an extrapolation, about {_about(entries * a)}{cmp}")
     return notes
+
+
+def _about(nbytes: float) -> str:
+    """A size for a note: whole GB from 1 GB (as Cadot's figures), else in binary units.
+
+    >>> _about(3.45e11), _about(2.2e8)
+    ('345 GB', '209.8 MiB')
+    """
+    from c4table.units import format_size
+    return f"{nbytes / 1e9:,.0f} GB" if nbytes >= 1e9 else format_size(int(nbytes))
 
 
 # ------------------------------------------------------------------ rooted plans
