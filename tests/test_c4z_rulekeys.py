@@ -153,7 +153,7 @@ def test_format_5_heads_that_do_not_fit_are_refused(pair):
         codec = f.codec
     for bad in (blk[:-1], blk + b"\0", blk[:1] + b"\x7f" + blk[2:]):
         with pytest.raises(ValueError):
-            codec.probe_state(bad, n, first)
+            codec.probe(codec.probe_state(bad, n, first), n, first)
         with pytest.raises(ValueError):
             codec.decode(bad, n, first)
     with pytest.raises(ValueError):

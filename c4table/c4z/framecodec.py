@@ -184,17 +184,45 @@ def find_key(buf, firsts, kstarts, n, run_entries, key, init, w, base, stride, k
     return lo + j, ply
 
 
+@njit(cache=True)
+def locate(buf, first, n, run_entries, frame_entries, nprobs, key, w, base, stride, k, bits_a,
+           bits_b, powers, col_height, dif, codes, count, limit):
+    """One probe of a mode-1 block in one call: its head parsed (:func:`parse_head`) and
+    ``key`` found (:func:`find_key`). Returns ``(index, ply, frame start, frame end)``: the
+    entry's index in the block, its ply and the bytes of the frame that holds its symbol;
+    index -1 if the block does not hold ``key``, -2 if the run's bits end early, -3 if the
+    head does not fit the block."""
+    firsts, kstarts, fstarts, init, ok = parse_head(buf, first, n, run_entries, frame_entries,
+                                                    nprobs)
+    if not ok or buf[0] != 1:
+        return -3, 0, 0, 0
+    i, ply = find_key(buf, firsts, kstarts, n, run_entries, key, init, w, base, stride, k,
+                      bits_a, bits_b, powers, col_height, dif, codes, count, limit)
+    if i < 0:
+        return i, 0, 0, 0
+    j = i // frame_entries
+    return i, ply, fstarts[j], fstarts[j + 1]
+
+
 @dataclass
-class FrameProbeState:
-    """What probes of a format-5 block keep: the block (a writable copy, which the key walk
-    takes), its parsed head and the frames decoded so far (``v3``: the state of a mode-0
-    block, probed as format 3 does)."""
+class ParsedBlock:
+    """A mode-1 block and its head (:func:`parse_head`): what decoding it whole needs."""
 
     buf: np.ndarray
     firsts: np.ndarray
     kstarts: np.ndarray
     fstarts: np.ndarray
     init: np.ndarray
+
+
+@dataclass
+class FrameProbeState:
+    """What probes of a format-5 block keep: the block (a writable copy, which the key walk
+    takes), its first key and the frames decoded so far (``v3``: the state of a mode-0
+    block, probed as format 3 does)."""
+
+    buf: np.ndarray
+    first: int
     frames: dict = field(default_factory=dict)
     v3: object = None
 
@@ -310,25 +338,23 @@ class FrameCodec:
         return int(keys[0]), head + b"".join(bits) + b"".join(frames)
 
     # ------------------------------------------------------------- decode
-    def _state(self, block, n: int, first: int) -> FrameProbeState:
+    def _parsed(self, block, n: int, first: int) -> ParsedBlock:
         """A mode-1 block parsed; ValueError if its head does not fit ``n``."""
         buf = np.frombuffer(block, np.uint8).copy()
         firsts, ks, fs, init, ok = parse_head(buf, np.uint64(first), n, self.run_entries,
                                               self.frame_entries, self._nprobs)
         if not ok or buf[0] != 1:
             raise ValueError("the block's head does not fit its entries")
-        return FrameProbeState(buf, firsts, ks, fs, init)
+        return ParsedBlock(buf, firsts, ks, fs, init)
 
-    def _frame(self, st: FrameProbeState, j: int, n: int) -> bytes:
-        """The symbols of frame ``j`` (decoded once per state)."""
-        sy = st.frames.get(j)
-        if sy is None:
-            F = self.frame_entries
-            want = min(F, n - j * F)
-            sy = _dctx(self.sym_dict).decompress(st.buf[st.fstarts[j]: st.fstarts[j + 1]])
-            if len(sy) != want:
-                raise ValueError(f"frame {j} does not hold {want} symbols")
-            st.frames[j] = sy
+    def _frame(self, frame, j: int, n: int) -> bytes:
+        """The symbols of frame ``j`` of a block of ``n`` entries from its bytes; ValueError if
+        it does not hold them."""
+        F = self.frame_entries
+        want = min(F, n - j * F)
+        sy = _dctx(self.sym_dict).decompress(frame)
+        if len(sy) != want:
+            raise ValueError(f"frame {j} does not hold {want} symbols")
         return sy
 
     def decode(self, block: bytes, n: int, first: int) -> tuple[np.ndarray, np.ndarray]:
@@ -336,14 +362,15 @@ class FrameCodec:
         does not decode to exactly that."""
         if block[:1] == b"\x00":
             return self.v3.decode(memoryview(block)[1:], n, first)
-        st = self._state(block, n, first)
+        st = self._parsed(block, n, first)
         keys = np.empty(n, np.uint64)
         bad = decode_runs(st.buf, st.firsts, st.kstarts, n, self.run_entries, keys, st.init,
                           *self._args)
         if bad >= 0:
             raise ValueError(f"run {bad}: its bits do not hold its keys in order")
-        sy = np.frombuffer(b"".join(self._frame(st, j, n) for j in range(st.fstarts.shape[0] - 1)),
-                           np.uint8)
+        fs = st.fstarts
+        sy = np.frombuffer(b"".join(self._frame(st.buf[fs[j]: fs[j + 1]], j, n)
+                                    for j in range(fs.shape[0] - 1)), np.uint8)
         kernels = block_codec(self.board)
         outs = kernels.inv[kernels.plies(keys), sy.astype(np.int64)]
         return keys, outs.astype(np.uint8)
@@ -355,13 +382,13 @@ class FrameCodec:
 
     # ------------------------------------------------------------- probe
     def probe_state(self, block: bytes, n: int, first: int) -> FrameProbeState:
-        """A block of ``n`` entries parsed for probing, nothing decoded yet; ValueError if its
-        head does not fit."""
+        """A block of ``n`` entries kept for probing, nothing parsed or decoded yet (each
+        probe parses its head again, in the same call as the key's walk: cheaper than keeping
+        it where a block sees one or two probes)."""
         if block[:1] == b"\x00":
-            e = np.empty(0, np.int64)
-            return FrameProbeState(e, e, e, e, e, v3=self.v3.probe_state(memoryview(block)[1:],
-                                                                          n, first))
-        return self._state(block, n, first)
+            return FrameProbeState(np.empty(0, np.uint8), first,
+                                   v3=self.v3.probe_state(memoryview(block)[1:], n, first))
+        return FrameProbeState(np.frombuffer(block, np.uint8).copy(), first)
 
     def probe(self, st: FrameProbeState, n: int, key: int) -> int:
         """Outcome byte of ``key`` in the block of ``st``, or -1: the run that can hold it (by
@@ -369,11 +396,16 @@ class FrameCodec:
         the next probe). ValueError or ZstdError if damaged."""
         if st.v3 is not None:
             return self.v3.probe(st.v3, n, key)
-        i, ply = find_key(st.buf, st.firsts, st.kstarts, n, self.run_entries, np.uint64(key),
-                          st.init, *self._args)
+        i, ply, fs, fe = locate(st.buf, np.uint64(st.first), n, self.run_entries, self.frame_entries,
+                                self._nprobs, np.uint64(key), *self._args)
         if i < 0:
-            if i == -2:
-                raise ValueError("the key bits end early")
-            return -1
-        sy = self._frame(st, i // self.frame_entries, n)
-        return int(self._inv[ply, sy[i % self.frame_entries]])
+            if i == -1:
+                return -1
+            raise ValueError("the key bits end early" if i == -2 else
+                             "the block's head does not fit its entries")
+        F = self.frame_entries
+        j = i // F
+        sy = st.frames.get(j)
+        if sy is None:
+            sy = st.frames[j] = self._frame(st.buf[fs:fe], j, n)
+        return int(self._inv[ply, sy[i % F]])
