@@ -348,8 +348,9 @@ def run(build):
 
     Locally, the manifest records the table's size and hashes *before* the temporary file is
     renamed into place, so after a crash either the recorded table is there (and is verified
-    by sha256, :meth:`Build.complete`), or it is still under ``.tmp`` (verified, then renamed),
-    or nothing is recorded and the merge runs again (a file without a record is not trusted).
+    by its tree hash, :meth:`Build.complete`), or it is still under ``.tmp`` (verified, then
+    renamed), or nothing is recorded and the merge runs again (a file without a record is not
+    trusted).
     On an object store the table is uploaded under its name (it appears only when complete)
     and then recorded; a table without a record is merged again."""
     board: Board = build.board
