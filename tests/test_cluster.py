@@ -2,9 +2,9 @@
 separate ``dask worker`` processes (1 process, 1 thread, a memory limit each) and a moto S3
 server, all on loopback (``c4table/testing/cluster.py``, started once for the module).
 
-4x6 and 5x4 are built onto ``s3://`` and compared with the sha256 of the tables known to this
-project (``c4table/data/known_tables.json``: 5x4 identical to the brute-force oracle, 4x6
-cross-checked against Böck's Table 1) and with the sizes Cadot published. While the 4x6
+4x6 and 5x4 are built onto ``s3://`` and compared with the sha256 and tree hash of the tables
+known to this project (``c4table/data/known_tables.json``: 5x4 identical to the brute-force
+oracle, 4x6 cross-checked against Böck's Table 1) and with the sizes Cadot published. While the 4x6
 build runs, one worker is killed (SIGKILL) and a new one started, and a second build (5x4,
 from another process) writes into another prefix at the same time.
 """
@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from c4table.io.treehash import FIELD, tree_hash
 from conftest import ROOT, published_tables
 
 pytest.importorskip("dask.distributed")
@@ -29,9 +30,10 @@ from c4table.testing.cluster import BUCKET, Cluster  # noqa: E402
 pytestmark = pytest.mark.slow   # every test here takes seconds (make check leaves them out)
 
 
-def known_sha256(board: str) -> str:
+def known_sha256(board: str, field: str = "sha256") -> str:
+    """The known table's sha256 (or its ``field``: the tree hash, ``FIELD``)."""
     data = json.loads((ROOT / "c4table" / "data" / "known_tables.json").read_text())
-    return data[board]["sha256"]
+    return data[board][field]
 
 
 @pytest.fixture(scope="module")
@@ -84,7 +86,8 @@ def test_builds_on_a_real_cluster_survive_a_killed_worker_beside_a_concurrent_bu
         data = table_bytes(cluster, prefix, board)
         assert len(data) == int(pub[board]["bytes"])
         assert hashlib.sha256(data).hexdigest() == known_sha256(board)
-    assert known_sha256("5x4") in out
+        assert tree_hash(data) == known_sha256(board, FIELD)
+    assert f"{FIELD} {known_sha256('5x4', FIELD)}" in out   # the build's final line
     # the replacement worker joined the cluster
     deadline = time.time() + 60
     while cluster.worker_count() < 4 and time.time() < deadline:

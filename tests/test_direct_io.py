@@ -4,8 +4,9 @@ through it where a file system refuses that: the same bytes either way, at every
 Evidence: random bytes placed by :class:`PositionalWriter` (direct, refused at the open,
 refused at a write, switched off) against the same bytes placed by Python; spans read back by
 :func:`read_span` against slices of the file; whole tables built through each path against
-the published 4x4 sha256 and the recorded sha256 of tables byte-identical to Cadot's
-(``c4table/data/known_tables.json``), and the manifest's hashes against ``hashlib`` of the file.
+their known tree hashes, the published 4x4 sha256 and the recorded sha256 of tables
+byte-identical to Cadot's (``c4table/data/known_tables.json``), and the manifest's hashes
+against the tree hash and ``hashlib`` of the file.
 """
 import errno
 import hashlib
@@ -20,6 +21,7 @@ from c4table.pipeline.stages.build import build_table
 from c4table.io.files import PositionalWriter, read_span
 from c4table.io.options import DIRECT_ENV, IOOptions
 from c4table.table.known import known_tables
+from c4table.io.treehash import FIELD, tree_hash
 
 BLOCK = storage.DIRECT_ALIGN
 
@@ -193,14 +195,18 @@ def table_sha(path) -> str:
 def test_tables_byte_identical_through_every_path(tmp_path, small_buffers, monkeypatch, board, mode):
     """A 2 MiB budget cuts the merge into many ranges (boundaries in mid-block, some ranges
     barely a few blocks), the small buffers make every range flush many times; the table must
-    be the known one whichever way its bytes went, and the manifest's hashes those of the file
-    (sha256 and md5 of the bytes on disk: the md5 is asked for, C4TABLE_TABLE_MD5)."""
+    be the known one whichever way its bytes went, and the manifest's hashes those of the file:
+    the tree hash the range tasks combined, and the sha256 and md5 the driver read back (both
+    asked for, C4TABLE_TABLE_SHA256 and C4TABLE_TABLE_MD5)."""
     use_mode(monkeypatch, mode)
+    monkeypatch.setenv("C4TABLE_TABLE_SHA256", "1")
     monkeypatch.setenv("C4TABLE_TABLE_MD5", "1")
     path = build_table(board, tmp_path, memory="2MiB", workers=2, quiet=True)
     m = json.loads((tmp_path / "manifest.json").read_text())
     data = path.read_bytes()
-    assert hashlib.sha256(data).hexdigest() == m["table"]["sha256"] == known_tables()[board]["sha256"]
+    known = known_tables()[board]
+    assert tree_hash(data) == m["table"][FIELD] == known[FIELD]
+    assert hashlib.sha256(data).hexdigest() == m["table"]["sha256"] == known["sha256"]
     assert hashlib.md5(data).hexdigest() == m["table"]["md5"]
     stats = json.loads((tmp_path / "stats.json").read_text())
     assert stats["stages"]["merge"]["tasks"] >= 2   # ranges meeting in mid-block

@@ -1,7 +1,7 @@
 """The GPU path (``--device gpu``) on numba-cuda's simulator (``NUMBA_ENABLE_CUDASIM=1``: the
 CUDA kernels run on the CPU, numpy stands in for CuPy): the tables of 4x4, 4x5, 5x4 and a
-rooted 3x4 are byte-identical to the CPU build's and to the published sha256 where
-``known_tables.json`` lists one; a build killed (SIGKILL) on one device resumes on the other;
+rooted 3x4 are byte-identical to the CPU build's (the tree hash each build reports) and to the
+known tree hash and published sha256 where ``known_tables.json`` lists them; a build killed (SIGKILL) on one device resumes on the other;
 without a GPU and without the simulator, ``--device gpu`` is one line and exit status 2."""
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ import pytest
 
 from c4table.testing import faults as soak
 from c4table.io.hashes import sha256_of
+from c4table.io.treehash import FIELD, tree_hash_file
 
 pytest.importorskip("numba.cuda")
 pytestmark = pytest.mark.slow   # every test here builds through the command line (make check leaves them out)
@@ -32,19 +33,22 @@ def cli(*args, env=None) -> subprocess.CompletedProcess:
 
 
 def build(board: str, out: Path, gpu: bool, *extra: str) -> str:
+    """The tree hash the build's final line reports."""
     args = ["build", board, "--out", str(out), "-q", *extra]
     r = cli(*args, *(["--device", "gpu"] if gpu else ["--workers", "1"] * ("--workers" not in extra)),
             env=SIM if gpu else NO_SIM)
     assert r.returncode == 0, r.stderr
-    return r.stdout.split("sha256 ")[1].split()[0]
+    return r.stdout.split(f"{FIELD} ")[1].split()[0]
 
 
 @pytest.mark.parametrize("board", ["4x4", "4x5", "5x4"])
 def test_gpu_build_is_byte_identical(board, tmp_path):
     gpu = build(board, tmp_path / "gpu", True)
     cpu = build(board, tmp_path / "cpu", False)
-    assert gpu == cpu == KNOWN[board]["sha256"]
-    assert sha256_of(tmp_path / "gpu" / f"connect4_{board}.dat") == gpu
+    assert gpu == cpu == KNOWN[board][FIELD]
+    table = tmp_path / "gpu" / f"connect4_{board}.dat"
+    assert tree_hash_file(table)[FIELD] == gpu
+    assert sha256_of(table) == KNOWN[board]["sha256"]
     g = json.loads((tmp_path / "gpu" / "manifest.json").read_text())
     c = json.loads((tmp_path / "cpu" / "manifest.json").read_text())
     assert g["plies"] == c["plies"]   # every generation's counts
@@ -57,13 +61,17 @@ def test_gpu_build_with_worker_processes_sharing_the_card(tmp_path):
     """--workers 2: forked workers run the GPU path (CUDA never initialised in the driver); a
     small budget makes several shards per generation."""
     gpu = build("5x4", tmp_path / "gpu", True, "--workers", "2", "--memory", "64MiB")
-    assert gpu == KNOWN["5x4"]["sha256"]
+    assert gpu == KNOWN["5x4"][FIELD]
+    assert sha256_of(tmp_path / "gpu" / "connect4_5x4.dat") == KNOWN["5x4"]["sha256"]
 
 
 def test_rooted_gpu_build_is_byte_identical(tmp_path):
     gpu = build("3x4", tmp_path / "gpu", True, "--root", "12")
     cpu = build("3x4", tmp_path / "cpu", False, "--root", "12")
     assert gpu == cpu
+    table = "connect4_3x4_root-12.dat"
+    assert (tmp_path / "gpu" / table).read_bytes() == (tmp_path / "cpu" / table).read_bytes()
+    assert tree_hash_file(tmp_path / "gpu" / table)[FIELD] == gpu
 
 
 def test_killed_on_gpu_resumes_on_cpu(tmp_path):
@@ -84,7 +92,8 @@ def test_started_on_cpu_resumes_on_gpu(tmp_path):
     out = tmp_path / "b"
     r = cli("forward", "4x4", "--out", str(out), "-q", "--workers", "1", "--max-ply", "9")
     assert r.returncode == 0, r.stderr
-    assert build("4x4", out, True) == KNOWN["4x4"]["sha256"]
+    assert build("4x4", out, True) == KNOWN["4x4"][FIELD]
+    assert sha256_of(out / "connect4_4x4.dat") == KNOWN["4x4"]["sha256"]
 
 
 def test_no_gpu_no_simulator_is_one_line_exit_2(tmp_path):

@@ -173,9 +173,14 @@ def test_c4z_builds_and_builds_short_of_disk_keep_no_spent_file(tmp_path, small_
     if fmt == "dat":
         assert sha256(path) == KNOWN["5x4"]["sha256"]
     else:
-        from c4table.c4z.reader import open_c4z
+        from c4table.c4z.reader import RawStream, open_c4z
+        from c4table.io.treehash import FIELD, tree_hash
         with open_c4z(path) as z:
-            assert z.header["sha256"] == KNOWN["5x4"]["sha256"]
+            assert z.header[FIELD] == KNOWN["5x4"][FIELD]
+            with RawStream(z) as raw:
+                data = raw.read()
+        assert tree_hash(data) == KNOWN["5x4"][FIELD]
+        assert hashlib.sha256(data).hexdigest() == KNOWN["5x4"]["sha256"]
         assert not (out / "work").exists()   # the shards' last reader was the merge
 
 

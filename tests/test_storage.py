@@ -12,6 +12,8 @@ import os
 import numpy as np
 import pytest
 
+from c4table.io.treehash import FIELD
+from c4table.table.known import known_tables
 from conftest import run_cli
 
 moto_server = pytest.importorskip("moto.server")
@@ -145,8 +147,8 @@ def test_s3_build_is_byte_identical_to_local(s3, built):
     assert not [n for n in names if "/work/messages/" in n and n.endswith(".u64")]  # spent runs deleted
     code, out, err = run_cli("verify", f"{uri}/connect4_4x5.dat", "-q")
     assert code == 0, out + err
-    assert "OK connect4_4x5.dat" in out and "sha256 matches manifest.json" in out
-    assert "known table 4x5" in out
+    assert "OK connect4_4x5.dat" in out and f"{FIELD} matches manifest.json" in out
+    assert "known table 4x5" in out and known_tables()["4x5"][FIELD] in out
 
 
 @pytest.mark.slow
@@ -182,7 +184,8 @@ def test_verify_reports_a_damaged_shard_of_a_build_on_s3(s3):
     code, _, err = run_cli("build", "4x4", "--out", uri, "-q", "--workers", "1")
     assert code == 0, err
     code, out, _ = run_cli("verify", f"{uri}/connect4_4x4.dat", "-q")
-    assert code == 0 and "sha256 matches" in out and "published" in out
+    assert code == 0 and f"{FIELD} matches" in out and "published" in out
+    assert known_tables()["4x4"][FIELD] in out
     key = f"{BUCKET}/v44/work/backward/ply_07/part-00000.shard"
     data = bytearray(s3_bytes(s3, key.split("/", 1)[1]))
     data[-100] ^= 0xFF

@@ -221,31 +221,40 @@ def simulate(entries: list[int], width: int, cells: int, workers: int, task_memo
 def _merge(acc: dict, total: int, workers: int, cores: int, task_memory: int,
            costs: MachineCosts, entry_size: int, local: bool, md5: bool = False,
            sha256: bool = False) -> None:
-    """The merge: range tasks in waves, each hashing the tree hash's pieces inside its range
-    (sha256 per byte, in the tasks); the driver hashes, once a range and those before it are
-    in, only the piece it straddles with the one before it (at most
-    :data:`~c4table.io.treehash.PIECE_BYTES`), and with ``sha256`` / ``md5`` the whole range in
-    key order (each on its own thread); the hash of what is left after the last range is the
-    tail."""
+    """The merge: range tasks in waves, each hashing the tree hash's whole pieces inside its
+    range (sha256 per byte, in the tasks); the driver hashes, once a range and those before it
+    are in, the piece it straddles with the one before it (at most
+    :data:`~c4table.io.treehash.PIECE_BYTES`, all of a range smaller than a piece; on the tree
+    hash's threads), and with ``sha256`` / ``md5`` reads the whole range back in key order (each
+    digest on its own thread): per range the driver waits on the slower of the two. Every byte
+    is hashed once for the tree, in a task or in the driver. The hash of what is left after the
+    last range is the tail."""
     if not total:
         return
     sha, md5_ns = costs.hash_ns_per_byte
     whole = max(sha if sha256 else 0.0, md5_ns if md5 else 0.0)
     hash_wall = whole * 1e-9 * entry_size                 # per entry, in the driver
     hash_cpu = ((sha if sha256 else 0.0) + (md5_ns if md5 else 0.0)) * 1e-9 * entry_size
-    tree = sha * 1e-9 * entry_size                        # per entry, in the tasks
+    tree = sha * 1e-9                                     # per byte
 
-    def straddle(entries: float) -> float:   # the driver's piece where a range begins
-        return min(treehash.PIECE_BYTES, entries * entry_size) * sha * 1e-9
+    def straddled(entries: float) -> float:   # the driver's bytes: the piece where a range begins
+        return min(treehash.PIECE_BYTES, entries * entry_size)
+
+    def task(entries: float) -> float:   # a range task: its merge and the whole pieces inside it
+        return entries * costs.merge_s + (entries * entry_size - straddled(entries)) * tree \
+            + costs.task_s
+
+    def driver(entries: float) -> float:   # the driver's wait per range, in key order
+        return max(entries * hash_wall, straddled(entries) * tree)
 
     n, _ = merge_split(total, task_memory, workers, local)
     if n > MERGE_LIST_MAX:   # equal ranges in whole waves, hashed in order
-        c = total / n * (costs.merge_s + tree) + costs.task_s
-        h = total / n * hash_wall + straddle(total / n)
+        c = task(total / n)
+        h = driver(total / n)
         waves = math.ceil(n / workers)
         busy = waves * c
         done = max(busy + min(n, workers) * h, c + n * h)
-        cpu = n * c + total * hash_cpu + n * straddle(total / n)
+        cpu = n * c + total * hash_cpu + n * straddled(total / n) * tree
         _merge_parts(acc, n, busy, done, cpu, workers, cores, costs.step_s)
         return
     shares = merge_shares(total, task_memory, workers, local)
@@ -255,10 +264,10 @@ def _merge(acc: dict, total: int, workers: int, cores: int, task_memory: int,
     cpu = 0.0
     for s in shares:
         w = min(range(workers), key=free.__getitem__)
-        c = s * total * (costs.merge_s + tree) + costs.task_s
+        c = task(s * total)
         free[w] += c
-        cpu += c + straddle(s * total)
-        done = max(done, free[w]) + s * total * hash_wall + straddle(s * total)
+        cpu += c + straddled(s * total) * tree
+        done = max(done, free[w]) + driver(s * total)
     cpu += total * hash_cpu
     _merge_parts(acc, len(shares), max(free), done, cpu, workers, cores, costs.step_s)
 

@@ -314,14 +314,24 @@ def hash_ranges(store: Storage, rel: str, entry_size: int, n_ranges: int, total:
 
 
 def verify_stored(store: Storage, rel: str, rec) -> str | None:
-    """Check the local file ``rel`` of ``store`` against the table record ``rec`` by its tree
-    hash (pieces on threads) or, for a record without one, its sha256; None if it matches,
-    else what differs."""
+    """Check the file ``rel`` of ``store`` against the record ``rec`` (a table's or a
+    container's) by its tree hash (a local file: pieces on threads; else streamed) or, for a
+    record without one, its sha256; None if it matches, else what differs."""
     if rec.sha256_tree:
-        got = tree_hash_file(store.root / rel)[FIELD]
+        got = tree_hash_file(store.root / rel)[FIELD] if store.local else \
+            _stream_hash(store, rel, tree=True)
         return None if got == rec.sha256_tree else f"{FIELD} {got}"
-    got = hash_stored(store, rel, md5=False)["sha256"]
+    got = _stream_hash(store, rel, tree=False)
     return None if got == rec.sha256 else f"sha256 {got}"
+
+
+def _stream_hash(store: Storage, rel: str, tree: bool, chunk: int = 1 << 24) -> str:
+    """The tree hash (``tree``) or else the sha256 of a file of ``store``, streamed."""
+    h = Hashes(md5=False, sha256=not tree, tree=tree)
+    with store.open_input_stream(rel) as f:
+        while b := f.read(chunk):
+            h.update(b)
+    return h.result()[FIELD if tree else "sha256"]
 
 
 def table_location(build):
@@ -338,8 +348,9 @@ def run(build):
 
     Locally, the manifest records the table's size and hashes *before* the temporary file is
     renamed into place, so after a crash either the recorded table is there (and is verified
-    by sha256, :meth:`Build.complete`), or it is still under ``.tmp`` (verified, then renamed),
-    or nothing is recorded and the merge runs again (a file without a record is not trusted).
+    by its tree hash, :meth:`Build.complete`), or it is still under ``.tmp`` (verified, then
+    renamed), or nothing is recorded and the merge runs again (a file without a record is not
+    trusted).
     On an object store the table is uploaded under its name (it appears only when complete)
     and then recorded; a table without a record is merged again."""
     board: Board = build.board
@@ -456,8 +467,8 @@ def append_parts(store: Storage, out: str, parts: list[str], chunk: int = 1 << 2
 
 
 def complete(build, rec: TableRecord | None) -> bool:
-    """True if the raw table the manifest records as ``rec`` is there, of its size and sha256
-    (hashed once per process); False if it is missing (or none is recorded); an error naming
+    """True if the raw table the manifest records as ``rec`` is there, of its size and tree hash
+    (sha256 for a record without one; hashed once per process); False if it is missing (or none is recorded); an error naming
     it if it differs."""
     name = build.table_name
     store = build.store
@@ -473,8 +484,7 @@ def complete(build, rec: TableRecord | None) -> bool:
         raise CorruptDataError(f"{final}: {why}, the manifest records {rec.bytes:,} bytes; "
                                "delete it and rerun to rewrite it from the finished generations")
     build.note("merge", f"verifying the finished table {name}")
-    differs = verify_stored(store, name, rec) if store.local else (
-        None if hash_stored(store, name, md5=False)["sha256"] == rec.sha256 else "sha256")
+    differs = verify_stored(store, name, rec)
     if differs is not None:
         raise CorruptDataError(f"{final}: {differs} does not match the manifest's "
                                f"{rec.identity}; delete it and rerun to rewrite it from the "

@@ -390,13 +390,10 @@ def complete(build, rec: TableRecord | None) -> bool:
 
 
 def container_differs(store, rel: str, z: FileRecord) -> str | None:
-    """What differs between the ``.c4z`` ``rel`` and its record ``z``: its tree hash (pieces on
-    threads) or, for a record without one, its sha256; None if nothing."""
-    if z.sha256_tree:
-        got = tree_hash_file(store.root / rel)[FIELD]
-        return None if got == z.sha256_tree else f"{FIELD} {got}"
-    got = merge.hash_stored(store, rel, md5=False)["sha256"]
-    return None if got == z.sha256 else f"sha256 {got}"
+    """What differs between the ``.c4z`` ``rel`` and its record ``z``: its tree hash or, for a
+    record without one, its sha256 (:func:`~c4table.pipeline.stages.merge.verify_stored`);
+    None if nothing."""
+    return merge.verify_stored(store, rel, z)
 
 
 def codec_compiled() -> bool | None:
