@@ -360,7 +360,7 @@ def test_label_gives_a_rate_only_for_runs_of_a_second_or_more(t54, tmp_path, mon
 
 @pytest.mark.parametrize("argv,named", [
     (["verify", "{d}"], "FILE|DIR"),                              # a positional argument
-    (["compress", "{d}"], "TABLE.dat|DIR|TABLE.dat.xz|-"),
+    (["compress", "{d}"], "TABLE.dat|DIR|TABLE.dat.xz|-|TABLE.c4z"),
     (["lookup", "--table", "{d}", "33"], "--table FILE|DIR"),      # an option
     (["serve", "--table", "{d}"], "--table FILE|DIR"),
     (["export", "--table", "{d}", "--out", "{d}/x.parquet"], "--table FILE|DIR"),
