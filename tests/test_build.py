@@ -192,5 +192,5 @@ def test_restart_leaves_no_file_of_the_old_table(built, tmp_path):
     assert code == 0, err
     assert sorted(p.name for p in out.iterdir()) == [
         "connect4_4x4.c4z", "manifest.json", "notes.txt", "stats.json"]
-    assert verify_table(out / "connect4_4x4.c4z", quiet=True).sha256 == \
+    assert verify_table(out / "connect4_4x4.c4z", quiet=True, file_hashes=True).sha256 == \
         published_tables()["4x4"]["sha256"]

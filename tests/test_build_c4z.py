@@ -106,6 +106,7 @@ def test_c4z_build_decompresses_to_the_dat_build_and_known_sha256(board, built, 
     dat = built(board) / f"connect4_{board}.dat"
     code, _, err = cli("decompress", z, "-o", tmp_path / "back.dat")
     assert code == 0, err
+    assert f"sha256_tree {known_tables()[board]['sha256_tree']} matches" in err   # what it compared
     assert (tmp_path / "back.dat").read_bytes() == dat.read_bytes()
     known = known_tables()[board]["sha256"]
     assert sha256_of(tmp_path / "back.dat") == known

@@ -3,6 +3,7 @@ real console entry point (``.venv/bin/c4table``, the ``c4table`` script pip inst
 only click's test runner. Each test names the item of issue 12 it covers."""
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -405,15 +406,18 @@ def test_a_build_ends_its_process_with_all_its_output_and_files(tmp_path):
     """Issue 16 (fourth session): ``c4table build`` run as a command ends its process with
     ``os._exit`` once done, skipping the interpreter's finalization. Its stdout, a pipe here
     (block-buffered), still carries every line; the table is recorded in the manifest with its
-    known sha256 (``c4table/data/known_tables.json``, published) and no lock is left."""
+    known tree hash, and the file has its known sha256 (``c4table/data/known_tables.json``,
+    published), and no lock is left."""
     from importlib.resources import files
     known = json.loads(files("c4table.data").joinpath("known_tables.json").read_text())
     rc, out, err = c4("build", "4x4", "--out", tmp_path / "b", "--workers", "2", "-v")
     assert rc == 0, err
     lines = out.splitlines()
-    assert lines[0].endswith(f"sha256 {known['4x4']['sha256']}")
+    assert lines[0].endswith(f"sha256_tree {known['4x4']['sha256_tree']}")
     assert lines[1].startswith("storage and tasks of this run")
     assert [ln.split()[0] for ln in lines[3:6]] == ["forward", "backward", "merge"]
     manifest = json.loads((tmp_path / "b" / "manifest.json").read_text())
-    assert manifest["table"]["sha256"] == known["4x4"]["sha256"]
+    assert manifest["table"]["sha256_tree"] == known["4x4"]["sha256_tree"]
+    table = (tmp_path / "b" / manifest["table"]["file"]).read_bytes()
+    assert hashlib.sha256(table).hexdigest() == known["4x4"]["sha256"]
     assert not (tmp_path / "b" / ".lock").exists()

@@ -115,11 +115,11 @@ def test_table_renamed_to_another_board_is_refused_and_named(built, tmp_path):
     code, out, _ = run("verify", "-q", str(t))
     assert code == 1 and "this file is known table 4x5" in out
     code, out, _ = run("verify", "-q", str(t), "--board", "4x5")   # named right: it is that table
-    assert code == 0 and "sha256 matches known table 4x5" in out
+    assert code == 0 and "sha256_tree matches known table 4x5" in out
     anon = d / "mystery.dat"                    # no board in the name: size and hash say which
     shutil.copy(t45, anon)
     code, out, _ = run("verify", "-q", str(anon))
-    assert code == 0 and "board    4x5" in out and "sha256 matches known table 4x5" in out
+    assert code == 0 and "board    4x5" in out and "sha256_tree matches known table 4x5" in out
 
 
 def test_table_with_a_wrong_first_key_is_refused(tmp_path):

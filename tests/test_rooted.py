@@ -157,7 +157,7 @@ def test_cli_on_a_rooted_table(rooted_5x4):
     code, out, err = run_cli("play", "--table", T, "--side", "A", stdin="q\n")
     assert code == 0 and "ply 4, A to move" in out
     code, out, err = run_cli("verify", T, "-q")
-    assert code == 0 and "sha256 matches manifest.json" in out and "known table" not in out
+    assert code == 0 and "sha256_tree matches manifest.json" in out and "known table" not in out
     code, out, err = run_cli("stats", T)
     rows = [r.split("\t") for r in out.splitlines()[1:]]
     assert rows[0][0] == "4" and rows[-1][0] == "20"

@@ -295,7 +295,8 @@ def test_decompress_streams_the_sidecar(built, tmp_path, monkeypatch):
     assert sums_path(torn).read_bytes() == sidecar_oracle(data, 5)
     from c4table.c4z import writer as writer_mod
     monkeypatch.setattr(writer_mod.Hashes, "result",
-                        lambda self: {"bytes": 0, "sha256": "0" * 64, "md5": "0" * 32})
+                        lambda self: {"bytes": 0, "sha256_tree": "0" * 64, "sha256": "0" * 64,
+                                      "md5": "0" * 32})
     with pytest.raises(Exception, match="does not match the header"):
         decompress_table(z, tmp_path / "bad.dat", quiet=True)
     assert not [p.name for p in tmp_path.iterdir() if p.name.startswith("bad.dat")]

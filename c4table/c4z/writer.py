@@ -190,7 +190,7 @@ def decompress_table(src, out: str | os.PathLike | None = None, *, threads: int 
                      quiet: bool = False, stream=None) -> Path:
     """Write the original table of the ``.c4z`` ``src`` (path or URI) to ``out`` (default: the
     name recorded in its header, in the current directory for a URI, beside ``src``
-    otherwise), checking its sha256 and md5 (where the header has one) against the header;
+    otherwise), checking its tree hash, sha256 and md5 (those the header records) against it;
     resumes an interrupted run.
 
     >>> decompress_table("tables/5x4/connect4_5x4.c4z", "copy.dat", quiet=True).name
@@ -256,6 +256,9 @@ def decompress_table(src, out: str | os.PathLike | None = None, *, threads: int 
     os.replace(part, out)
     fsync_dir(out.absolute().parent)
     secs = time.perf_counter() - t0
-    _say(quiet, stream, f"[decompress] {out}: {d['bytes']:,} bytes, sha256 {d['sha256']} matches, "
+    # the hash the header records that was compared (a build's .c4z: its tree hash alone)
+    said = next((f"{k} {d[k]} matches" for k in ("sha256_tree", "sha256", "md5") if k in h),
+                f"sha256 {d['sha256']} (the header records no hash)")
+    _say(quiet, stream, f"[decompress] {out}: {d['bytes']:,} bytes, {said}, "
                         f"{format_seconds(secs)}, {d['bytes'] / max(secs, 1e-9) / 2**20:.0f} MiB/s")
     return out
