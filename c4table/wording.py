@@ -7,7 +7,7 @@ Design notes: ``docs/modules.md`` (``c4table.wording``).
 >>> outcome("A", 1), outcome("draw", 4)
 ('A wins in 1 ply', 'draw in 4 plies')
 >>> quote("12\\x00" + "3" * 100)
-"'12\\\\x00333333333333333333333333333333333333333333333333333333333…' (103 characters)"
+"'12\\\\x00333333333333333333333333333333333333333333333333333333…' (103 characters)"
 """
 from __future__ import annotations
 
@@ -69,15 +69,21 @@ def quote(text: str, limit: int = QUOTE_LIMIT) -> str:
 
     >>> quote("33x"), quote("\\x1b[2J")
     ("'33x'", "'\\\\x1b[2J'")
+    >>> quote("\\U00018cd6" * 9)          # escapes count as the characters they show
+    "'\\\\U00018cd6\\\\U00018cd6\\\\U00018cd6\\\\U00018cd6\\\\U00018cd6\\\\U00018cd6…' (9 characters)"
     """
     text = str(text)
-    cut = text[:limit]
-    shown = "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii")
-                    for c in cut)
-    shown = shown.replace("'", "\\'")
-    if len(text) > limit:
-        return f"'{shown}…' ({len(text):,} characters)"
-    return f"'{shown}'"
+    shown, used = [], 0
+    for c in text:        # at most ``limit`` characters shown, escapes counted as written
+        e = c if c.isprintable() else c.encode("unicode_escape").decode("ascii")
+        e = e.replace("'", "\\'")
+        if used + len(e) > limit:
+            break
+        shown.append(e)
+        used += len(e)
+    if len(shown) < len(text):
+        return f"'{''.join(shown)}…' ({len(text):,} characters)"
+    return f"'{''.join(shown)}'"
 
 
 def clip(text: str, limit: int = QUOTE_LIMIT) -> str:

@@ -346,12 +346,12 @@ class Board:
             return spec
         m = _SPEC.match(str(spec))
         if not m:
-            raise BoardError(f"bad board {spec!r}: expected WIDTHxHEIGHT such as 7x6, 5x4k3 (K in a "
+            raise BoardError(f"bad board {quote(spec)}: expected WIDTHxHEIGHT such as 7x6, 5x4k3 (K in a "
                              "row) or 2x2x4 (3D)")
         if m.group(4) is not None:
             named = int(m.group(4))
             if k not in (4, named):
-                raise BoardError(f"board {spec!r} names connect length {named}, not {k}")
+                raise BoardError(f"board {quote(spec)} names connect length {named}, not {k}")
             k = named
         dims = tuple(int(g) for g in m.group(1, 2, 3) if g is not None)
         return _variant_of_dims(len(dims)).from_dims(dims, k)
