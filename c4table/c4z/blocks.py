@@ -47,14 +47,34 @@ def encode_block(raw, board: Board, level: int = DEFAULT_LEVEL,
     >>> first, decode_block_bytes(block, Board.parse("4x4"), 2, first, part_entries=1)[1].tolist()
     (0, [16, 79])
     """
+    keys, outs = entries_of_raw(raw, board)
+    return encode_entries(keys, outs, board, level, part_entries, key_dict, sym_dict,
+                          check_outcomes, min_match)
+
+
+def entries_of_raw(raw, board: Board) -> tuple[np.ndarray, np.ndarray]:
+    """The keys (uint64) and outcome bytes (uint8) of raw table rows (whole entries);
+    :class:`TableError` unless the keys strictly increase (every block codec's ``encode``)."""
     E = board.entry_size
-    K = E - 1
     rows = np.frombuffer(raw, np.uint8).reshape(-1, E)
-    keys = keys_of_rows(rows, K)
+    keys = keys_of_rows(rows, E - 1)
     if keys.shape[0] > 1 and not (keys[1:] > keys[:-1]).all():
         raise TableError("keys are not strictly increasing (not a sorted table)")
-    return encode_entries(keys, np.ascontiguousarray(rows[:, K]), board, level, part_entries,
-                          key_dict, sym_dict, check_outcomes, min_match)
+    return keys, np.ascontiguousarray(rows[:, E - 1])
+
+
+def ply_symbols(board: Board, keys: np.ndarray, outs: np.ndarray,
+                check_outcomes: bool = False) -> np.ndarray:
+    """The outcome symbols (int64) of entries, chosen by each key's ply
+    (:mod:`c4table.c4z.codec`); with ``check_outcomes``, :class:`TableError` naming the first
+    outcome byte that is impossible at its ply (the rule-coded formats' symbols)."""
+    kernels = block_codec(board)
+    syms = kernels.fwd[kernels.plies(keys), outs.astype(np.int64)]
+    if check_outcomes and keys.shape[0] and syms.max() >= 65:
+        j = int(np.argmax(syms >= 65))
+        raise TableError(f"entry {j} of the block (key {int(keys[j])}): outcome byte "
+                         f"0x{int(outs[j]):02x} is impossible at its ply")
+    return syms
 
 
 def encode_entries(keys: np.ndarray, outs: np.ndarray, board: Board, level: int = DEFAULT_LEVEL,

@@ -45,6 +45,8 @@ from c4table.c4z.blocks import (
     _cctx,
     _dctx,
     block_codec,
+    entries_of_raw,
+    ply_symbols,
     rows_of,
 )
 from c4table.c4z.format import DEFAULT_LEVEL, FRAME_CODEC, FRAME_ENTRIES, SHORT_RUN_ENTRIES
@@ -52,7 +54,6 @@ from c4table.c4z.registry import register_codec
 from c4table.c4z.rulekeys import DECODE, FIND, RuleKeys, walk
 from c4table.errors import TableError
 from c4table.game.board import Board
-from c4table.table.source import keys_of_rows
 
 _lean_keys: dict = {}
 
@@ -292,12 +293,7 @@ class FrameCodec:
     # ------------------------------------------------------------- encode
     def encode(self, raw, check_outcomes: bool = False) -> tuple[int, bytes]:
         """``(first key, block)`` of raw table rows (whole entries, keys strictly increasing)."""
-        E = self.board.entry_size
-        rows = np.frombuffer(raw, np.uint8).reshape(-1, E)
-        keys = keys_of_rows(rows, E - 1)
-        if keys.shape[0] > 1 and not (keys[1:] > keys[:-1]).all():
-            raise TableError("keys are not strictly increasing (not a sorted table)")
-        return self.encode_entries(keys, np.ascontiguousarray(rows[:, E - 1]), check_outcomes)
+        return self.encode_entries(*entries_of_raw(raw, self.board), check_outcomes)
 
     def _fallback(self, keys, outs, check_outcomes) -> tuple[int, bytes]:
         first, block = self.v3.encode(rows_of(keys, outs, self.board.entry_size), check_outcomes)
@@ -308,12 +304,7 @@ class FrameCodec:
         """:meth:`encode` of a block given as its keys (uint64, strictly increasing) and
         outcome bytes (uint8)."""
         n = keys.shape[0]
-        kernels = block_codec(self.board)
-        syms = kernels.fwd[kernels.plies(keys), outs.astype(np.int64)]
-        if check_outcomes and n and syms.max() >= 65:
-            j = int(np.argmax(syms >= 65))
-            raise TableError(f"entry {j} of the block (key {int(keys[j])}): outcome byte "
-                             f"0x{int(outs[j]):02x} is impossible at its ply")
+        syms = ply_symbols(self.board, keys, outs, check_outcomes)
         rk = lean_keys(self.board)
         R, F = self.run_entries, self.frame_entries
         counts = np.zeros((2, rk.nprobs), np.int64)

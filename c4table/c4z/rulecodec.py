@@ -46,6 +46,8 @@ from c4table.c4z.blocks import (
     _dctx,
     block_codec,
     default_part_entries,
+    entries_of_raw,
+    ply_symbols,
     rows_of,
     zstd_frame,
 )
@@ -54,7 +56,6 @@ from c4table.c4z.registry import register_codec
 from c4table.c4z.rulekeys import RuleKeys
 from c4table.errors import TableError
 from c4table.game.board import Board
-from c4table.table.source import keys_of_rows
 
 _HEAD = struct.Struct("<BIII")
 _rule_keys: dict = {}
@@ -131,24 +132,14 @@ class RuleKeyCodec:
     # ------------------------------------------------------------- encode
     def encode(self, raw, check_outcomes: bool = False) -> tuple[int, bytes]:
         """``(first key, block)`` of raw table rows (whole entries, keys strictly increasing)."""
-        E = self.board.entry_size
-        rows = np.frombuffer(raw, np.uint8).reshape(-1, E)
-        keys = keys_of_rows(rows, E - 1)
-        if keys.shape[0] > 1 and not (keys[1:] > keys[:-1]).all():
-            raise TableError("keys are not strictly increasing (not a sorted table)")
-        return self.encode_entries(keys, np.ascontiguousarray(rows[:, E - 1]), check_outcomes)
+        return self.encode_entries(*entries_of_raw(raw, self.board), check_outcomes)
 
     def encode_entries(self, keys: np.ndarray, outs: np.ndarray,
                        check_outcomes: bool = False) -> tuple[int, bytes]:
         """:meth:`encode` of a block given as its keys (uint64, strictly increasing) and
         outcome bytes (uint8)."""
         n = keys.shape[0]
-        kernels = block_codec(self.board)
-        syms = kernels.fwd[kernels.plies(keys), outs.astype(np.int64)]
-        if check_outcomes and n and syms.max() >= 65:
-            j = int(np.argmax(syms >= 65))
-            raise TableError(f"entry {j} of the block (key {int(keys[j])}): outcome byte "
-                             f"0x{int(outs[j]):02x} is impossible at its ply")
+        syms = ply_symbols(self.board, keys, outs, check_outcomes)
         rk = rule_keys(self.board)
         R = self.run_entries
         bits, ends, firsts = [], [], []
