@@ -18,6 +18,7 @@ from c4table.game.board import Board
 from c4table.analysis.decode import decode_entries
 from c4table.analysis.export import move_orders
 from c4table.pipeline.kernels import cpu as kernels
+from c4table.pipeline.sort.extsort import sort_runs
 from c4table.game.rules import Position
 
 BOARDS = [Board(4, 3), Board(3, 4), Board(5, 2), Board(2, 5), Board(3, 3, k=3), Board(3, 3, k=2)]
@@ -61,12 +62,12 @@ def test_plain_rules_and_kernels_agree_on_every_position(board):
             assert bool(sym[i]) == p.is_symmetric(), p
             # children: expand (nothing for a finished game)
             out = np.empty(w, np.uint64)
-            n = kernels.expand(keys[i:i + 1], ply, *tables, out, np.zeros(4, np.int64))
+            n = kernels.expand(keys[i:i + 1], ply, *tables, out, np.zeros(4, np.int64), np.zeros(1, np.int64))
             assert sorted(out[:n].tolist()) == sorted(p.child(c).key() for c in p.legal_moves()), p
             # parents: the messages of the backward pass go to the un-moves
             msgs = np.empty(w, np.uint64)
             m = kernels.emit_parents(keys[i:i + 1], np.zeros(1, np.uint8), ply, *tables,
-                                     parent_code, top_owner, msgs)
+                                     parent_code, top_owner, msgs, np.zeros(1, np.int64))
             assert sorted((msgs[:m] >> np.uint64(8)).tolist()) == \
                 sorted(p.unplay(c).key() for c in p.unmoves()), p
             checked += 1
@@ -110,6 +111,14 @@ def test_kernel_key_decoding_equals_python_digits(board):
         assert s == (digits == digits[::-1]), (board, key)
 
 
+def assert_runs_layout(x: np.ndarray, tail: int, w: int) -> None:
+    """``x`` is as the 2D kernels promise (``_close_runs``): at most ``w`` sorted runs, one
+    per column, then ``tail`` values in no order."""
+    assert 0 <= tail <= x.shape[0]
+    head = x[: x.shape[0] - tail]
+    assert int(np.count_nonzero(head[1:] < head[:-1])) <= w - 1
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("board", BOARDS, ids=lambda b: b.name)
 def test_kernels_on_whole_generations_agree_with_plain_rules(board):
@@ -126,32 +135,37 @@ def test_kernels_on_whole_generations_agree_with_plain_rules(board):
         by_key = {p.key(): p for p in level}
         ps = [by_key[int(x)] for x in keys]
         out = np.empty(keys.shape[0] * w, np.uint64)
-        stats = np.zeros(4, np.int64)
-        n = kernels.expand(keys, ply, *tables, out, stats)
+        stats, tail = np.zeros(4, np.int64), np.zeros(1, np.int64)
+        n = kernels.expand(keys, ply, *tables, out, stats, tail)
         assert sorted(out[:n].tolist()) == sorted(p.child(c).key() for p in ps for c in p.legal_moves())
+        assert_runs_layout(out[:n], int(tail[0]), w)
         assert stats[3] == len(ps) and stats[0] == sum(p.is_terminal for p in ps)
         assert stats[1] == sum(p.is_symmetric() for p in ps)
         sent = np.empty(keys.shape[0] * w, np.uint64)
         outcomes = np.arange(keys.shape[0], dtype=np.uint8) & np.uint8(0x3F)
-        m = kernels.emit_parents(keys, outcomes, ply, *tables, *untables, sent)
+        m = kernels.emit_parents(keys, outcomes, ply, *tables, *untables, sent, tail)
         assert sorted((sent[:m] >> np.uint64(8)).tolist()) == \
             sorted(p.unplay(c).key() for p in ps for c in p.unmoves())
+        assert_runs_layout(sent[:m], int(tail[0]), w)
         if ply + 1 < len(levels):   # messages from the next generation, as the build sends them
             nxt = np.unique(np.array([p.key() for p in levels[ply + 1]], np.uint64))
             msgs = np.empty(nxt.shape[0] * w, np.uint64)
             nm = kernels.emit_parents(nxt, (np.arange(nxt.shape[0]) % 50).astype(np.uint8), ply + 1,
-                                      *tables, *untables, msgs)
-            msgs = np.sort(msgs[:nm])
+                                      *tables, *untables, msgs, tail)
+            msgs = msgs[:nm]
+            sort_runs(msgs, int(tail[0]))
+            assert np.array_equal(msgs, np.sort(msgs))
         else:
             msgs = np.empty(0, np.uint64)
         whole_o, whole_s = np.empty(keys.shape[0], np.uint8), np.empty(keys.shape[0] * w, np.uint64)
         whole_st = np.zeros(6, np.int64)
-        bad, ne = kernels.resolve(keys, msgs, ply, *tables, *untables, whole_o, whole_s, whole_st)
+        bad, ne = kernels.resolve(keys, msgs, ply, *tables, *untables, whole_o, whole_s, whole_st, tail)
         assert bad == -1
+        assert_runs_layout(whole_s[:ne], int(tail[0]), w)
         one_s, one_st, n1 = [], np.zeros(6, np.int64), 0
         for i in range(keys.shape[0]):
             o, s = np.empty(1, np.uint8), np.empty(w, np.uint64)
-            b, k = kernels.resolve(keys[i:i + 1], msgs, ply, *tables, *untables, o, s, one_st)
+            b, k = kernels.resolve(keys[i:i + 1], msgs, ply, *tables, *untables, o, s, one_st, tail)
             assert b == -1 and o[0] == whole_o[i]
             one_s += s[:k].tolist()
         assert sorted(whole_s[:ne].tolist()) == sorted(one_s) and (whole_st == one_st).all()

@@ -19,10 +19,6 @@ from c4table.game.lines import _decode, _divmod_base, _has_line, _is_terminal  #
 DRAW, A_WINS, B_WINS = 0x00, 0x40, 0x80
 NO_CHILD = 0xFF  # marker in the child-result buffer: column not playable
 NO_KEY = np.uint64(0xFFFFFFFFFFFFFFFF)   # no quotient of a decoded key is this (_decode_near)
-#: ``expand``, ``resolve`` and ``emit_parents`` write their output as at most ``2 * width``
-#: sorted runs (:func:`_close_runs`), which a run-adaptive sort merges (``extsort.sort_runs``);
-#: the 3D kernels' output is in no such order.
-SORTED_RUNS = True
 
 
 @lru_cache(maxsize=16)
@@ -109,8 +105,9 @@ def _child_key(key, v2, code, new_code, c, w, powers):
 
 
 @njit(cache=True)
-def _close_runs(out, n, fill):
-    """Close the *runs layout* of ``out``: return how many values it holds, moved to its front.
+def _close_runs(out, n, fill, tail):
+    """Close the *runs layout* of ``out``: return how many values it holds, moved to its front,
+    and set ``tail[0]`` to how many of them, at the end, are in no order.
 
     A kernel called on ``n`` sorted keys stores each value it makes through column ``c`` (a
     child, or a parent's message) in column ``c``'s region ``out[c*n : (c+1)*n]``: from its
@@ -118,28 +115,39 @@ def _close_runs(out, n, fill):
     (``fill[w + c]``). A column code and the code after a chip is dropped on it (or taken off it)
     keep their order, so the values through one column of sorted keys, read unmirrored, come
     out sorted: each region's front is a sorted run (its back, the mirrored ones, is in no
-    order). (The stores are written out in each kernel: a helper taking the arrays costs a
-    reference count per value, 2-3x the kernel's time.) In place: no value moves up."""
+    order). The fronts are packed first, one sorted run per column, then the backs together
+    (through a copy: 4-8% of the values), the *tail* that the caller sorts apart
+    (``extsort.sort_runs``). (The stores are written out in each kernel: a helper taking the
+    arrays costs a reference count per value, 2-3x the kernel's time.)"""
     w = fill.shape[0] // 2
-    d = 0
+    nb = 0
     for c in range(w):
-        s = c * n
-        for j in range(fill[c]):
-            out[d] = out[s + j]
-            d += 1
+        nb += fill[w + c]
+    backs = np.empty(nb, np.uint64)
+    j = 0
+    for c in range(w):
         s = (c + 1) * n - fill[w + c]
-        for j in range(fill[w + c]):
-            out[d] = out[s + j]
+        for i in range(fill[w + c]):
+            backs[j] = out[s + i]
+            j += 1
+    d = 0
+    for c in range(w):   # in place: no front moves up
+        s = c * n
+        for i in range(fill[c]):
+            out[d] = out[s + i]
             d += 1
-    return d
+    for i in range(nb):
+        out[d + i] = backs[i]
+    tail[0] = nb
+    return d + nb
 
 
 @njit(cache=True)
 def expand(keys, ply, w, stride, k, base, cells, child_code, bits_a, bits_b, powers,
-           out, stats):
+           out, stats, tail):
     """Write the canonical child keys of the non-terminal positions in ``keys`` (generation
-    ``ply``) to ``out`` (length >= ``len(keys) * w``), as sorted runs (:func:`_close_runs`, with
-    repeats); return how many were written.
+    ``ply``) to ``out`` (length >= ``len(keys) * w``), as sorted runs and an unordered tail of
+    ``tail[0]`` values (:func:`_close_runs`, with repeats); return how many were written.
 
     ``stats`` (int64[4]) accumulates: terminal entries, symmetric entries, symmetric
     terminal entries, entries. An empty ``out`` means: count only, write no children."""
@@ -177,7 +185,7 @@ def expand(keys, ply, w, stride, k, base, cells, child_code, bits_a, bits_b, pow
             else:
                 fill[w + c] += 1
                 out[(c + 1) * nk - fill[w + c]] = c2
-    return _close_runs(out, nk, fill) if emit else 0
+    return _close_runs(out, nk, fill, tail) if emit else 0
 
 
 @njit(cache=True)
@@ -372,11 +380,12 @@ def _emit(key, v2, codes, o, ply, w, powers, parent_code, top_owner, out, nk, fi
 
 @njit(cache=True)
 def resolve(keys, msgs, ply, w, stride, k, base, cells, child_code, bits_a, bits_b, powers,
-            parent_code, top_owner, out, emitted, stats):
+            parent_code, top_owner, out, emitted, stats, tail):
     """Outcome byte of every position in ``keys`` (generation ``ply``, sorted) from the
     messages its children sent (``msgs``: sorted ``key << 8 | score`` words, so each key's best
     score comes last; the rules: FORMAT.md "Outcome byte", :func:`_score`), and the messages
-    for generation ``ply - 1`` written to ``emitted`` as sorted runs (:func:`_close_runs`).
+    for generation ``ply - 1`` written to ``emitted`` as sorted runs and an unordered tail of
+    ``tail[0]`` values (:func:`_close_runs`).
     ``stats`` (int64[6]) counts entries and symmetric entries per class. Returns ``(bad,
     n_emitted)``: ``bad`` is -1, or the index of a non-terminal position no child sent a
     message to (its children are missing from the next generation: a corrupt or foreign input)."""
@@ -399,14 +408,15 @@ def resolve(keys, msgs, ply, w, stride, k, base, cells, child_code, bits_a, bits
         _count(stats, o, 1 if v2 == key else 0)
         if emit:
             _emit(key, v2, codes, o, ply, w, powers, parent_code, top_owner, emitted, nk, fill)
-    return -1, _close_runs(emitted, nk, fill) if emit else 0
+    return -1, _close_runs(emitted, nk, fill, tail) if emit else 0
 
 
 @njit(cache=True)
 def emit_parents(keys, outcomes, ply, w, stride, k, base, cells, child_code, bits_a, bits_b,
-                 powers, parent_code, top_owner, emitted):
+                 powers, parent_code, top_owner, emitted, tail):
     """The messages of annotated generation ``ply`` (``keys``, their ``outcomes``) to its
-    parents, as :func:`resolve` writes them (sorted runs); returns how many. Used to rebuild lost messages
+    parents, as :func:`resolve` writes them (sorted runs, ``tail[0]`` unordered values at the
+    end); returns how many. Used to rebuild lost messages
     from a finished backward shard."""
     codes = np.empty(w, np.int64)
     low = low_digits(keys, w, base)
@@ -418,7 +428,7 @@ def emit_parents(keys, outcomes, ply, w, stride, k, base, cells, child_code, bit
         bb_a, bb_b, v2, hq, ha, hb, hv = _decode_near(key, low, w, base, codes, bits_a, bits_b,
                                                      powers, stride, hq, ha, hb, hv)
         _emit(key, v2, codes, outcomes[i], ply, w, powers, parent_code, top_owner, emitted, nk, fill)
-    return _close_runs(emitted, nk, fill)
+    return _close_runs(emitted, nk, fill, tail)
 
 
 @njit(cache=True)

@@ -18,10 +18,7 @@ from c4table.game.lines3d import (_decode, _has_line, _images, _is_terminal, boa
 from c4table.pipeline.kernels.cpu import A_WINS, B_WINS, _count, _decide, _score, unmove_tables
 
 __all__ = ["board_tables", "unmove_tables", "expand", "resolve", "emit_parents",
-           "classify", "has_lines", "SORTED_RUNS"]
-
-#: Their output is in key order, not in runs (:data:`c4table.pipeline.kernels.cpu.SORTED_RUNS`).
-SORTED_RUNS = False
+           "classify", "has_lines"]
 
 
 @njit(cache=True, inline="always")
@@ -38,9 +35,10 @@ def _moved_key(reads, delta, c, pows, sign):
 
 @njit(cache=True)
 def expand(keys, ply, n, stride, k, base, cells, child_code, bits_a, bits_b, pows, masks,
-           out, stats):
+           out, stats, tail):
     """:func:`c4table.pipeline.kernels.cpu.expand` on a 3D board (``stats[1]``, ``stats[2]`` count
-    ``2 - images`` per entry, see docs/modules.md)."""
+    ``2 - images`` per entry, see docs/modules.md). Its output is in no order: all of it is
+    the tail (``tail[0]``)."""
     mover = ply % 2
     emit = out.shape[0] > 0
     codes = np.empty(n, np.int64)
@@ -65,6 +63,7 @@ def expand(keys, ply, n, stride, k, base, cells, child_code, bits_a, bits_b, pow
                 continue
             out[m] = _moved_key(reads, np.uint64(nc - codes[c]), c, pows, 1)
             m += 1
+    tail[0] = m
     return m
 
 
@@ -85,9 +84,9 @@ def _emit(reads, codes, o, ply, n, pows, parent_code, top_owner, out, m):
 
 @njit(cache=True)
 def resolve(keys, msgs, ply, n, stride, k, base, cells, child_code, bits_a, bits_b, pows, masks,
-            parent_code, top_owner, out, emitted, stats):
+            parent_code, top_owner, out, emitted, stats, tail):
     """:func:`c4table.pipeline.kernels.cpu.resolve` on a 3D board (``stats[2*cls+1]`` counts
-    ``2 - images`` per entry)."""
+    ``2 - images`` per entry; the messages in no order: ``tail[0]`` is all of them)."""
     emit = emitted.shape[0] > 0
     codes = np.empty(n, np.int64)
     reads = np.empty(pows.shape[0], np.uint64)
@@ -104,19 +103,22 @@ def resolve(keys, msgs, ply, n, stride, k, base, cells, child_code, bits_a, bits
         _count(stats, o, 2 - _images(reads))
         if emit:
             ne = _emit(reads, codes, o, ply, n, pows, parent_code, top_owner, emitted, ne)
+    tail[0] = ne
     return -1, ne
 
 
 @njit(cache=True)
 def emit_parents(keys, outcomes, ply, n, stride, k, base, cells, child_code, bits_a, bits_b,
-                 pows, masks, parent_code, top_owner, emitted):
-    """:func:`c4table.pipeline.kernels.cpu.emit_parents` on a 3D board."""
+                 pows, masks, parent_code, top_owner, emitted, tail):
+    """:func:`c4table.pipeline.kernels.cpu.emit_parents` on a 3D board (in no order: ``tail[0]``
+    is all of them)."""
     codes = np.empty(n, np.int64)
     reads = np.empty(pows.shape[0], np.uint64)
     ne = 0
     for i in range(keys.shape[0]):
         _decode(keys[i], n, base, codes, bits_a, bits_b, pows, stride, reads)
         ne = _emit(reads, codes, outcomes[i], ply, n, pows, parent_code, top_owner, emitted, ne)
+    tail[0] = ne
     return ne
 
 

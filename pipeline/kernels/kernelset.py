@@ -24,7 +24,9 @@ CPU_KERNELS = {"2d": kernels, "3d": kernels3d}
 def for_board(board: Board):
     """The kernel module of ``board``'s variant (:data:`CPU_KERNELS`). Each offers ``board_tables``, ``unmove_tables``,
     ``expand``, ``resolve`` and ``emit_parents`` with the same calling convention
-    (``kernel(data..., *board_tables(board), [*unmove_tables(board)], out...)``).
+    (``kernel(data..., *board_tables(board), [*unmove_tables(board)], out...)``; ``expand``,
+    ``resolve`` and ``emit_parents`` end with ``tail``, an int64[1] that gets how many of their
+    output values, at its end, are in no order).
 
     >>> for_board(Board(5, 4)).__name__, for_board(Board.grid3d(2, 2, 2)).__name__
     ('c4table.pipeline.kernels.cpu', 'c4table.pipeline.kernels.cpu3d')
@@ -107,8 +109,9 @@ def warm(board: Board) -> None:
     kern = for_board(board)
     tabs, untabs = kern.board_tables(board), kern.unmove_tables(board)
     u64, u8 = np.empty(0, np.uint64), np.empty(0, np.uint8)
-    kern.expand(u64, 0, *tabs, u64, np.zeros(4, np.int64))
-    kern.resolve(u64, u64, 0, *tabs, *untabs, u8, u64, np.zeros(6, np.int64))
+    one = np.zeros(1, np.int64)
+    kern.expand(u64, 0, *tabs, u64, np.zeros(4, np.int64), one)
+    kern.resolve(u64, u64, 0, *tabs, *untabs, u8, u64, np.zeros(6, np.int64), one)
     dedup_sorted(u64)
     merge_two(u64, u64, u64, True)
     take_below(u64, np.zeros(0, np.int64), np.zeros(0, np.int64), np.uint64(0), u64)

@@ -29,17 +29,32 @@ _fence_cache_bytes = 0
 _fence_lock = threading.Lock()
 
 
-def sort_runs(x: np.ndarray, runs: bool) -> None:
-    """Sort ``x`` in place; with ``runs``, ``x`` is a few sorted runs one after the other (the
-    2D kernels' output, :data:`~c4table.pipeline.kernels.cpu.SORTED_RUNS`) and numpy's stable
-    sort (timsort for 64-bit words) finds and merges them: 5-9x less CPU than its quicksort
-    on the children and messages of 6x4's plies 12-21 (``tools/diag/sorted_runs.py``)."""
-    x.sort(kind="stable" if runs else "quicksort")
+def sort_runs(x: np.ndarray, tail: int) -> None:
+    """Sort ``x`` in place: a few sorted runs one after the other, then ``tail`` values in no
+    order (a kernel's output: ``pipeline.kernels.cpu._close_runs``; the 3D kernels' output
+    is all tail). The tail is sorted on its own by numpy's quicksort (AVX-512 where the CPU has
+    it), which makes it one more run; then numpy's stable sort (timsort for 64-bit words) finds
+    the runs and merges them: 5-9x less CPU than the quicksort of the whole on the children and
+    messages of 6x4's plies 12-21 (``tools/diag/sorted_runs.py``), and the tail sorted apart
+    1.3x less than the timsort alone (``docs/measurements/2026-11-29-build-cpu.md``).
+
+    >>> x = np.array([1, 5, 9, 2, 3, 8, 7], np.uint64)   # runs [1 5 9] [2 3], tail [8 7]
+    >>> sort_runs(x, tail=2); x.tolist()
+    [1, 2, 3, 5, 7, 8, 9]
+    """
+    n = x.shape[0]
+    if tail >= n:
+        x.sort(kind="quicksort")
+        return
+    if tail > 0:
+        x[n - tail:].sort(kind="quicksort")
+    x.sort(kind="stable")
 
 
-def sort_unique(x: np.ndarray, runs: bool = False) -> np.ndarray:
-    """Sort ``x`` in place (:func:`sort_runs`) and return the view of its distinct values."""
-    sort_runs(x, runs)
+def sort_unique(x: np.ndarray, tail: int) -> np.ndarray:
+    """Sort ``x`` in place (:func:`sort_runs`, ``tail`` values at its end in no order) and return
+    the view of its distinct values."""
+    sort_runs(x, tail)
     return x[: dedup_sorted(x)]
 
 
@@ -132,10 +147,10 @@ def sorted_chunks(words: np.ndarray, starts: np.ndarray, ends: np.ndarray,
     for b in bounds:
         n = take_below(words, cur, ends, b, buf)
         piece = buf[:n]
-        sort_runs(piece, True)   # the runs' slices, one after the other
+        sort_runs(piece, 0)   # the runs' slices, one after the other
         yield piece
     rest = np.concatenate([words[c:e] for c, e in zip(cur, ends)] or [np.empty(0, np.uint64)])
-    sort_runs(rest, True)
+    sort_runs(rest, 0)
     yield rest
 
 

@@ -38,11 +38,12 @@ def _tables(board: Board) -> tuple:
 
 
 # ------------------------------------------------------------------ message runs
-def write_messages(store: Storage, rel: str, msgs: np.ndarray, runs: bool) -> dict:
-    """Sort ``msgs`` (``runs``: as the sorted runs a kernel wrote, :func:`extsort.sort_runs`),
+def write_messages(store: Storage, rel: str, msgs: np.ndarray, tail: int) -> dict:
+    """Sort ``msgs`` (as a kernel wrote them: sorted runs, then ``tail`` values in no order,
+    :func:`extsort.sort_runs`),
     keep each parent's best, and spill them as a run (:func:`extsort.write_run`) at ``rel``.
     Returns the run's record: file, rows, xxh64."""
-    extsort.sort_runs(msgs, runs)
+    extsort.sort_runs(msgs, tail)
     msgs = msgs[: keep_best(msgs)]
     digest = extsort.write_run(store, rel, msgs, low_bits=8)   # key << 8 | score: the byte apart
     return {"file": rel, "rows": int(msgs.shape[0]), "xxh64": digest}
@@ -85,8 +86,8 @@ def annotate_task(root: str, kernels: KernelSet, ply: int, info_json: dict, runs
     else:
         out = np.empty(keys.shape[0], np.uint8)
         sent = np.empty(keys.shape[0] * board.width if send_rel else 0, np.uint64)
-        stats = np.zeros(6, np.int64)
-        bad, n_sent = kernels.cpu.resolve(keys, msgs, ply, *_tables(board), out, sent, stats)
+        stats, tail = np.zeros(6, np.int64), np.zeros(1, np.int64)
+        bad, n_sent = kernels.cpu.resolve(keys, msgs, ply, *_tables(board), out, sent, stats, tail)
     del msgs
     if bad >= 0:
         raise CorruptDataError(
@@ -97,7 +98,7 @@ def annotate_task(root: str, kernels: KernelSet, ply: int, info_json: dict, runs
     if send_rel and n_sent < 0:
         run = _write_sorted_messages(store, send_rel, sent)
     else:
-        run = write_messages(store, send_rel, sent[:n_sent], kernels.cpu.SORTED_RUNS) \
+        run = write_messages(store, send_rel, sent[:n_sent], int(tail[0])) \
             if send_rel else None
     return Annotated(shard.to_json(), stats, run)
 
@@ -110,9 +111,9 @@ def emit_task(root: str, kernels: KernelSet, ply: int, info_json: dict, send_rel
     if kernels.on_gpu:
         return _write_sorted_messages(store, send_rel,
                                       kernels.gpu.emit(keys, outs, ply, _tables(board), board.width))
-    sent = np.empty(keys.shape[0] * board.width, np.uint64)
-    n = kernels.cpu.emit_parents(keys, outs, ply, *_tables(board), sent)
-    return write_messages(store, send_rel, sent[:n], kernels.cpu.SORTED_RUNS)
+    sent, tail = np.empty(keys.shape[0] * board.width, np.uint64), np.zeros(1, np.int64)
+    n = kernels.cpu.emit_parents(keys, outs, ply, *_tables(board), sent, tail)
+    return write_messages(store, send_rel, sent[:n], int(tail[0]))
 
 
 def verify_run_task(root: str, run: dict) -> bool:

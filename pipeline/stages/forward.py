@@ -65,13 +65,13 @@ def _expand(store, kernels: KernelSet, ply: int, held: list, run_rel: str | None
         del keys
         digest = extsort.write_run(store, run_rel, children)
         return Expanded(stats, int(children.shape[0]), extsort.sample(children), digest)
-    stats = np.zeros(4, np.int64)
+    stats, tail = np.zeros(4, np.int64), np.zeros(1, np.int64)
     buf = np.empty(keys.shape[0] * board.width if run_rel else 0, np.uint64)
-    n = kern.expand(keys, ply, *kern.board_tables(board), buf, stats)
+    n = kern.expand(keys, ply, *kern.board_tables(board), buf, stats, tail)
     if not run_rel:
         return Expanded(stats, 0, None, None)
     del keys
-    children = extsort.sort_unique(buf[:n], runs=kern.SORTED_RUNS)
+    children = extsort.sort_unique(buf[:n], int(tail[0]))
     digest = extsort.write_run(store, run_rel, children)
     return Expanded(stats, int(children.shape[0]), extsort.sample(children), digest)
 

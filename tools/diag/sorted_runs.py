@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """Price the sorts of the 2D kernels' output on the generations of a finished build: the
 children ``expand`` writes and the messages ``emit_parents`` writes (as ``resolve`` sends
-them), each sorted by numpy's quicksort and by its stable sort (timsort, which merges the
-sorted runs the kernels write: :data:`c4table.pipeline.kernels.cpu.SORTED_RUNS`). Prints per
-generation the kernel's CPU and each sort's, in ns per key of the generation, the output's
-descents (where it goes down: the runs' joins and the mirrored values, which are in no order)
-and checks that both sorts agree.
+them), each sorted by numpy's quicksort, by its stable sort (timsort, which merges the
+sorted runs the kernels write: ``pipeline.kernels.cpu._close_runs``) and as the build sorts it
+(:func:`c4table.pipeline.sort.extsort.sort_runs`: the unordered tail by a quicksort first).
+Prints per generation the kernel's CPU and each sort's, in ns per key of the generation, the
+output's descents (where it goes down: the runs' joins and the tail of mirrored values, which
+is in no order) and checks that the sorts agree.
 
     python -m tools.diag.sorted_runs /tmp/build-6x4 --plies 12 15 17 19
 
@@ -23,6 +24,7 @@ import numpy as np
 from c4table.builddir.shards import read_shard
 from c4table.io.storage import open_storage
 from c4table.pipeline.kernels import cpu
+from c4table.pipeline.sort.extsort import sort_runs
 
 
 def best_cpu(f, repeat: int) -> float:
@@ -51,19 +53,23 @@ def generation(root: Path, ply: int, stage: str = "forward", outcomes: bool = Fa
 
 
 def price(label: str, kernel, n_keys: int, repeat: int) -> None:
-    """Time ``kernel()`` (returning its output) and both sorts of that output; print a row."""
-    out = kernel()
+    """Time ``kernel()`` (returning its output and its unordered tail's length) and the sorts
+    of that output; print a row."""
+    out, tail = kernel()
     t_kernel = best_cpu(kernel, repeat)
-    quick, stable = out.copy(), out.copy()
+    quick, stable, build = out.copy(), out.copy(), out.copy()
     t_quick = best_cpu(lambda: out.copy().sort(kind="quicksort"), repeat)
     t_stable = best_cpu(lambda: out.copy().sort(kind="stable"), repeat)
+    t_build = best_cpu(lambda: sort_runs(out.copy(), tail), repeat)
     quick.sort(kind="quicksort")
     stable.sort(kind="stable")
-    assert np.array_equal(quick, stable)
+    sort_runs(build, tail)
+    assert np.array_equal(quick, stable) and np.array_equal(quick, build)
     ns = 1e9 / n_keys
-    print(f"  {label:9s} {out.shape[0] / n_keys:5.2f} per key, {descents(out):8d} descents; "
-          f"kernel {t_kernel * ns:6.1f}  quicksort {t_quick * ns:6.1f}  stable {t_stable * ns:6.1f} "
-          f"ns/key  ({t_quick / t_stable:.1f}x)")
+    print(f"  {label:9s} {out.shape[0] / n_keys:5.2f} per key, {descents(out):8d} descents, "
+          f"tail {tail / max(1, out.shape[0]):.1%}; kernel {t_kernel * ns:6.1f}  quicksort "
+          f"{t_quick * ns:6.1f}  stable {t_stable * ns:6.1f}  tail apart {t_build * ns:6.1f} ns/key  "
+          f"({t_quick / t_build:.1f}x, {t_stable / t_build:.2f}x)")
 
 
 def main() -> None:
@@ -84,12 +90,13 @@ def main() -> None:
         print(f"{board.name} ply {ply}: {n} keys")
 
         def children():
-            buf = np.empty(n * w, np.uint64)
-            return buf[: cpu.expand(keys, ply, *tabs, buf, np.zeros(4, np.int64))]
+            buf, tail = np.empty(n * w, np.uint64), np.zeros(1, np.int64)
+            m = cpu.expand(keys, ply, *tabs, buf, np.zeros(4, np.int64), tail)
+            return buf[:m], int(tail[0])
 
         def messages():
-            buf = np.empty(n * w, np.uint64)
-            return buf[: cpu.emit_parents(keys, outs, ply, *tabs, *untabs, buf)]
+            buf, tail = np.empty(n * w, np.uint64), np.zeros(1, np.int64)
+            return buf[: cpu.emit_parents(keys, outs, ply, *tabs, *untabs, buf, tail)], int(tail[0])
 
         price("children", children, n, args.repeat)
         price("messages", messages, n, args.repeat)
