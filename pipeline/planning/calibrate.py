@@ -20,6 +20,7 @@ import numpy as np
 from c4table.budget import DEFAULT_MEMORY
 from c4table.config import cache_dir
 import c4table.config as config
+from c4table.pipeline.sort.extsort import sort_runs
 from c4table.pipeline.planning.schedule import SORTED_PER_ENTRY, MachineCosts, forward_shards, simulate, sort_ns
 
 CALIBRATION_BOARD = "5x5"
@@ -113,33 +114,34 @@ def tree_cpu(pid: int | None = None) -> float:
     return total
 
 
-def sorted_runs_keys(n: int, runs: int, rng) -> np.ndarray:
+def sorted_runs_keys(n: int, runs: int, rng) -> tuple[np.ndarray, int]:
     """``n`` random uint64 as the kernels write them (:mod:`c4table.pipeline.kernels.cpu`):
     ``runs`` sorted runs one after the other, each over the whole key range (a column's
-    children, or parents, of a sorted generation), with about 10% of the values apart at
-    random in between (the mirrored ones: 5-14% of 6x4's children)."""
+    children, or parents, of a sorted generation), then about 10% of the values at random
+    (the mirrored ones, the unordered tail: 5-14% of 6x4's children); and the tail's length."""
     x = rng.integers(0, 2**63, size=n, dtype=np.uint64)
     mirrored = n // 10
     cut = np.linspace(0, n - mirrored, runs + 1).astype(np.int64)
     for a, b in zip(cut[:-1], cut[1:]):
         x[a:b].sort()
-    return x
+    return x, mirrored
 
 
 def sort_fit(sizes=None, seed: int = 1, runs: int = SORT_RUNS) -> tuple[tuple[float, float], dict]:
-    """The build's sort (:func:`c4table.pipeline.sort.extsort.sort_runs`: numpy's stable sort,
-    a timsort that finds the runs and merges them) of ``runs`` sorted runs and a tenth of the
-    values apart (:func:`sorted_runs_keys`) at ``sizes``: the least-squares fit ``(a, b)`` of
-    ns per key against ``log2(n)``, and the measured ns per key per size (best of 2 runs)."""
+    """The build's sort (:func:`c4table.pipeline.sort.extsort.sort_runs`: the tail by numpy's
+    quicksort, then its stable sort, a timsort that finds the runs and merges them) of ``runs``
+    sorted runs and a tenth of the values apart (:func:`sorted_runs_keys`) at ``sizes``: the
+    least-squares fit ``(a, b)`` of ns per key against ``log2(n)``, and the measured ns per key
+    per size (best of 2 runs)."""
     rng = np.random.default_rng(seed)
     out = {}
     for n in sizes or SORT_SIZES:
-        base = sorted_runs_keys(n, runs, rng)
+        base, tail = sorted_runs_keys(n, runs, rng)
         best = float("inf")
         for _ in range(2):
             x = base.copy()
             t = time.perf_counter()
-            x.sort(kind="stable")
+            sort_runs(x, tail)
             best = min(best, time.perf_counter() - t)
         out[n] = best / n * 1e9
     xs = np.log2(np.array(list(out), float))

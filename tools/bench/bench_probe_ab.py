@@ -13,6 +13,9 @@ first), decoded blocks dropped before each call, the files in a new random order
 reports the best of ``--rounds`` per file in microseconds per key, wall and process CPU.
 ``--cold``: each file's pages dropped from the page cache (``posix_fadvise(DONTNEED)``)
 before each of its calls, so that every block is read from the disk again.
+``--http``: the files are read over HTTP, each ``Range`` request answered by a loopback
+server in this process (a thread that ``pread``s the file), as a table on a web server is
+read: every block a probe needs is one request.
 
 Make the files to compare with ``compress_table`` (e.g. ``part_entries=65536`` for one part
 per block, the layout of format 2). The answers are checked against the .dat.
@@ -20,8 +23,11 @@ per block, the layout of format 2). The answers are checked against the .dat.
 from __future__ import annotations
 
 import argparse
+import http.server
 import os
+import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -39,15 +45,71 @@ def main(argv=None) -> None:
     ap.add_argument("--batch", type=int, default=0, metavar="N")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--cold", action="store_true")
+    ap.add_argument("--http", action="store_true")
     a = ap.parse_args(argv)
-    if a.batch:
-        batch(a)
+    with served(a.c4z if a.http else []) as urls:
+        a.where = {z: urls.get(z, z) for z in a.c4z}
+        if a.batch:
+            batch(a)
+        else:
+            single(a)
+
+
+class _Ranges(http.server.BaseHTTPRequestHandler):
+    """Answers ``Range: bytes=a-b`` and ``bytes=-n`` requests for the files of ``paths`` (by
+    index: ``/0``, ``/1``, ...) with ``pread``."""
+    paths: list = []
+    protocol_version = "HTTP/1.0"
+
+    def log_message(self, *a):
+        pass
+
+    def do_GET(self):
+        try:
+            path = self.paths[int(self.path.strip("/").split("/")[0])]
+        except (ValueError, IndexError):
+            self.send_error(404)
+            return
+        size = path.stat().st_size
+        a, b = self.headers.get("Range", "bytes=0-").split("=")[1].split("-")
+        lo, hi = (size - int(b), size - 1) if a == "" else (int(a), min(int(b or size - 1), size - 1))
+        lo = max(lo, 0)
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            data = os.pread(fd, hi - lo + 1, lo)
+        finally:
+            os.close(fd)
+        self.send_response(206)
+        self.send_header("Content-Range", f"bytes {lo}-{hi}/{size}")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+@contextmanager
+def served(paths: list[Path]):
+    """``{path: its URL}`` on a loopback range server while the block runs (none for none)."""
+    if not paths:
+        yield {}
         return
+    handler = type("Ranges", (_Ranges,), {"paths": list(paths)})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        port = server.server_address[1]
+        yield {p: f"http://127.0.0.1:{port}/{i}/{p.name}" for i, p in enumerate(paths)}
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def single(a) -> None:
+    """Single probes, each file in a random order per key (module docstring)."""
     rng = np.random.default_rng(a.seed)
     keys = sample_keys(a.dat, a.probes, rng)
     with open_table(a.dat) as t:
         want = t.probe_keys(keys)
-    tabs = [(z, open_table(z)) for z in a.c4z]
+    tabs = [(z, open_table(a.where[z])) for z in a.c4z]
     times: dict = {z: [] for z in a.c4z}
     print(f"load average at start: {os.getloadavg()}")
     for _, t in tabs:
@@ -78,7 +140,7 @@ def batch(a) -> None:
     keys = sample_keys(a.dat, a.batch, rng)
     with open_table(a.dat) as t:
         want = t.probe_keys(keys)
-    tabs = [(z, open_table(z)) for z in a.c4z]
+    tabs = [(z, open_table(a.where[z])) for z in a.c4z]
     print(f"load average at start: {os.getloadavg()}")
     best: dict = {z: (float("inf"), float("inf")) for z in a.c4z}
     for _, t in tabs:
@@ -99,7 +161,7 @@ def batch(a) -> None:
     for z, t in tabs:
         t.close()
         w, c = best[z]
-        print(f"{z.name}: best of {a.rounds}{' cold' if a.cold else ''}: "
+        print(f"{z.name}: best of {a.rounds}{' cold' if a.cold else ''}{' over HTTP' if a.http else ''}: "
               f"{w / len(keys) * 1e6:.1f} us per key wall, "
               f"{c / len(keys) * 1e6:.1f} us CPU ({len(keys):,} keys)")
     print(f"load average at end: {os.getloadavg()}")

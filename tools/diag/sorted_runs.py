@@ -6,7 +6,8 @@ sorted runs the kernels write: ``pipeline.kernels.cpu._close_runs``) and as the 
 (:func:`c4table.pipeline.sort.extsort.sort_runs`: the unordered tail by a quicksort first).
 Prints per generation the kernel's CPU and each sort's, in ns per key of the generation, the
 output's descents (where it goes down: the runs' joins and the tail of mirrored values, which
-is in no order) and checks that the sorts agree.
+is in no order) and checks that the sorts agree; then ``resolve`` on the generation with the
+next one's messages, with and without its own messages out.
 
     python -m tools.diag.sorted_runs /tmp/build-6x4 --plies 12 15 17 19
 
@@ -100,6 +101,35 @@ def main() -> None:
 
         price("children", children, n, args.repeat)
         price("messages", messages, n, args.repeat)
+        resolve_cost(args.root, board, ply, keys, outs, args.repeat)
+
+
+def resolve_cost(root: Path, board, ply: int, keys: np.ndarray, outs: np.ndarray,
+                 repeat: int) -> None:
+    """Print what ``resolve`` costs on generation ``ply`` given the messages of ``ply + 1``
+    (sorted, best per parent, as an annotate task reads them), with its messages to ``ply - 1``
+    and without (thread CPU, ns per key); check its outcomes against the build's."""
+    if ply + 1 > board.cells:
+        return
+    tabs, untabs = cpu.board_tables(board), cpu.unmove_tables(board)
+    nxt, nxt_outs = generation(root, ply + 1, "backward", outcomes=True)
+    tail = np.zeros(1, np.int64)
+    msgs = np.empty(nxt.shape[0] * board.width, np.uint64)
+    msgs = msgs[: cpu.emit_parents(nxt, nxt_outs, ply + 1, *tabs, *untabs, msgs, tail)]
+    sort_runs(msgs, int(tail[0]))
+    msgs = msgs[: cpu.keep_best(msgs)]
+    n = keys.shape[0]
+    out, sent = np.empty(n, np.uint8), np.empty(n * board.width, np.uint64)
+    costs = []
+    for send in (sent, np.empty(0, np.uint64)):
+        def run():
+            bad, _ = cpu.resolve(keys, msgs, ply, *tabs, *untabs, out, send, np.zeros(6, np.int64), tail)
+            assert bad == -1
+        run()
+        costs.append(best_cpu(run, repeat) * 1e9 / n)
+        assert np.array_equal(out, outs)
+    print(f"  resolve   {msgs.shape[0] / n:5.2f} messages per key in; {costs[0]:6.1f} ns/key with its "
+          f"messages out, {costs[1]:6.1f} without")
 
 
 if __name__ == "__main__":
