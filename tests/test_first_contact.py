@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from c4table.table.known import known_tables
+
 C4TABLE = str(Path(sys.executable).with_name("c4table"))
 
 
@@ -276,6 +278,10 @@ def test_verify_says_when_the_reference_is_our_own_earlier_build(built):
     verdict = out.strip().splitlines()[-1]
     assert "sha256_tree matches known table 5x4 (our own earlier build" in verdict
     assert "no published hash" in verdict
+    # the tree hash is cited with the date it was recorded, not the date of the file's figures
+    ref = known_tables()["5x4"]
+    assert f"its sha256_tree built by c4table {ref['tree_provenance']['c4table_version']} on " \
+           f"{ref['tree_provenance']['date']}" in verdict
     rc, out, err = c4table("verify", str(built("4x4")), "-q")
     assert rc == 0, err
     assert "known table 4x4 (published" in out and "our own" not in out

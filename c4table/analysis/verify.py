@@ -302,12 +302,16 @@ def _compare(rep: VerifyReport, build, b: Board, sha256: str | None, rooted: boo
         plies = build.plies
     ref = known_tables().get(b.name) if not rooted else None
     if ref:
-        if ref.get("provenance") == "built":   # a regression check, not a second opinion
-            check(f"known table {b.name} (our own earlier build, {provenance(ref)}; no published "
-                  "hash to compare with: this shows only that c4table still builds the same file)", ref)
+        published = ref.get("provenance") != "built"
+        # matched by the tree hash alone: say where that hash comes from, not the file's figures
+        tree = f"; its {FIELD} {provenance(ref['tree_provenance'])}" + \
+            (" from the file of that sha256" if published else "") \
+            if FIELD in ref and "tree_provenance" in ref and rep.sha256_tree and not rep.sha256 else ""
+        if not published:   # a regression check, not a second opinion
+            check(f"known table {b.name} (our own earlier build, {provenance(ref)}{tree}; no "
+                  "published hash to compare with: this shows only that c4table still builds "
+                  "the same file)", ref)
         else:
-            tree = f"; its {FIELD} {provenance(ref['tree_provenance'])} from the file of that " \
-                   "sha256" if FIELD in ref and rep.sha256_tree and not rep.sha256 else ""
             check(f"known table {b.name} ({provenance(ref)}{tree})", ref)
         if plies is not None and "plies" in ref:
             _compare_plies(rep, build.path, plies, ref)
