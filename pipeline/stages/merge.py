@@ -233,9 +233,11 @@ def choose_ranges(store: Storage, shards: list[ShardInfo], n_ranges: int,
     return bounds
 
 
-def hash_stored(store: Storage, rel: str, chunk: int = 1 << 24, md5: bool = True) -> dict:
-    """Tree hash, sha256, md5 (unless not ``md5``) and size of a file of ``store``, streamed."""
-    h = Hashes(md5)
+def hash_stored(store: Storage, rel: str, chunk: int = 1 << 24, md5: bool = True,
+                sha256: bool = True, tree: bool = True) -> dict:
+    """Tree hash, sha256, md5 (each unless not asked) and size of a file of ``store``,
+    streamed."""
+    h = Hashes(md5, sha256=sha256, tree=tree)
     with store.open_input_stream(rel) as f:
         while b := f.read(chunk):
             h.update(b)
@@ -319,19 +321,10 @@ def verify_stored(store: Storage, rel: str, rec) -> str | None:
     record without one, its sha256; None if it matches, else what differs."""
     if rec.sha256_tree:
         got = tree_hash_file(store.root / rel)[FIELD] if store.local else \
-            _stream_hash(store, rel, tree=True)
+            hash_stored(store, rel, md5=False, sha256=False)[FIELD]
         return None if got == rec.sha256_tree else f"{FIELD} {got}"
-    got = _stream_hash(store, rel, tree=False)
+    got = hash_stored(store, rel, md5=False, tree=False)["sha256"]
     return None if got == rec.sha256 else f"sha256 {got}"
-
-
-def _stream_hash(store: Storage, rel: str, tree: bool, chunk: int = 1 << 24) -> str:
-    """The tree hash (``tree``) or else the sha256 of a file of ``store``, streamed."""
-    h = Hashes(md5=False, sha256=not tree, tree=tree)
-    with store.open_input_stream(rel) as f:
-        while b := f.read(chunk):
-            h.update(b)
-    return h.result()[FIELD if tree else "sha256"]
 
 
 def table_location(build):
@@ -468,8 +461,8 @@ def append_parts(store: Storage, out: str, parts: list[str], chunk: int = 1 << 2
 
 def complete(build, rec: TableRecord | None) -> bool:
     """True if the raw table the manifest records as ``rec`` is there, of its size and tree hash
-    (sha256 for a record without one; hashed once per process); False if it is missing (or none is recorded); an error naming
-    it if it differs."""
+    (sha256 for a record without one; hashed once per process); False if it is missing (or
+    none is recorded); an error naming it if it differs."""
     name = build.table_name
     store = build.store
     final = store.display(name)

@@ -380,20 +380,13 @@ def complete(build, rec: TableRecord | None) -> bool:
     if "table" in build.verified:
         return True
     size = store.size(z.file)
-    what = container_differs(store, z.file, z) if size == z.bytes else f"size {size:,}"
+    what = merge.verify_stored(store, z.file, z) if size == z.bytes else f"size {size:,}"
     if what is not None:
         raise CorruptDataError(f"{store.display(z.file)}: {what} does not match the manifest's "
                                "record; delete it and rerun to rewrite it from the finished "
                                "generations")
     build.verified.add("table")
     return True
-
-
-def container_differs(store, rel: str, z: FileRecord) -> str | None:
-    """What differs between the ``.c4z`` ``rel`` and its record ``z``: its tree hash or, for a
-    record without one, its sha256 (:func:`~c4table.pipeline.stages.merge.verify_stored`);
-    None if nothing."""
-    return merge.verify_stored(store, rel, z)
 
 
 def codec_compiled() -> bool | None:
@@ -427,7 +420,7 @@ def run(build):
             return final
         if store.exists(tmp) and store.size(tmp) == rec.container.bytes:
             build.progress("merge").note(f"found the finished table under {tmp}; verifying it")
-            if container_differs(store, tmp, rec.container) is None:
+            if merge.verify_stored(store, tmp, rec.container) is None:
                 store.rename(tmp, name)
                 fsync_dir(store.root)
                 forget_state(store, tmp)
