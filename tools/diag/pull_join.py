@@ -16,19 +16,15 @@ best of ``--repeat``. A diagnostic, not a test.
 """
 from __future__ import annotations
 
-import argparse
-from pathlib import Path
-
 import numpy as np
 from numba import njit
 
-from c4table.builddir.reader import BuildDir
 from c4table.pipeline.kernels import cpu
 from c4table.pipeline.kernels.cpu import (A_WINS, B_WINS, NO_KEY, _child_key, _decode_near, _gallop,
                                           _is_terminal, _outcome, _score, low_digits)
 from c4table.pipeline.sort import runcodec
 from c4table.pipeline.sort.extsort import sort_runs
-from tools.diag.sorted_runs import best_cpu, generation
+from tools.diag.sorted_runs import best_cpu, build_args, generation, messages_to
 
 
 @njit(cache=True)
@@ -116,15 +112,7 @@ def finish(keys, ply, w, stride, k, base, cells, child_code, bits_a, bits_b, pow
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("root", type=Path, help="a finished build directory (its work/ kept)")
-    ap.add_argument("--plies", type=int, nargs="+", required=True)
-    ap.add_argument("--repeat", type=int, default=3)
-    args = ap.parse_args()
-    board = BuildDir.load(args.root).board
-    if board.variant != "2d":
-        raise SystemExit("a 2D board's build, please")
+    args, board = build_args(__doc__)
     tabs, untabs = cpu.board_tables(board), cpu.unmove_tables(board)
     w = board.width
     shift = 64 - cpu.key_bits(board)   # a tail entry: child key << shift | parent index
@@ -142,15 +130,7 @@ def main() -> None:
         sent, tail = np.empty(nxt.shape[0] * w, np.uint64), np.zeros(1, np.int64)
         o1 = np.empty(nxt.shape[0], np.uint8)
         nothing = np.empty(0, np.uint64)
-        # ply + 1's own messages in (to run its resolve): from ply + 2
-        if ply + 2 <= board.cells:
-            n2, o2 = generation(args.root, ply + 2, "backward", outcomes=True)
-            m2 = np.empty(n2.shape[0] * w, np.uint64)
-            m2 = m2[: cpu.emit_parents(n2, o2, ply + 2, *tabs, *untabs, m2, tail)]
-            sort_runs(m2, int(tail[0]))
-            m2 = m2[: cpu.keep_best(m2)]
-        else:
-            m2 = nothing
+        m2 = messages_to(args.root, board, ply + 1)   # ply + 1's own, to run its resolve
         st = np.zeros(6, np.int64)
         t_send = best_cpu(lambda: cpu.resolve(nxt, m2, ply + 1, *tabs, *untabs, o1, sent, st, tail), args.repeat)
         t_nosend = best_cpu(lambda: cpu.resolve(nxt, m2, ply + 1, *tabs, *untabs, o1, nothing, st, tail), args.repeat)

@@ -19,8 +19,10 @@ import argparse
 import time
 from pathlib import Path
 
-from c4table.builddir.reader import BuildDir
 import numpy as np
+
+from c4table.builddir.reader import BuildDir
+from c4table.game.board import Board
 
 from c4table.builddir.shards import read_shard
 from c4table.io.storage import open_storage
@@ -73,8 +75,11 @@ def price(label: str, kernel, n_keys: int, repeat: int) -> None:
           f"({t_quick / t_build:.1f}x, {t_stable / t_build:.2f}x)")
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+def build_args(doc: str, why: str = "") -> tuple[argparse.Namespace, Board]:
+    """The command line of a diagnostic over the generations of a finished 2D build (``root``,
+    ``--plies``, ``--repeat``; ``doc`` its module docstring) and the build's board;
+    :class:`SystemExit` for a 3D board (``why``: what the message adds)."""
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("root", type=Path, help="a finished build directory (its work/ kept)")
     ap.add_argument("--plies", type=int, nargs="+", required=True)
@@ -82,7 +87,26 @@ def main() -> None:
     args = ap.parse_args()
     board = BuildDir.load(args.root).board
     if board.variant != "2d":
-        raise SystemExit("a 2D board's build, please (the 3D kernels write no runs)")
+        raise SystemExit(f"a 2D board's build, please{why}")
+    return args, board
+
+
+def messages_to(root: Path, board: Board, ply: int) -> np.ndarray:
+    """The messages generation ``ply`` of the build at ``root`` gets from ``ply + 1``, as an
+    annotate task reads them: sorted, the best per parent (none for the last generation)."""
+    if ply + 1 > board.cells:
+        return np.empty(0, np.uint64)
+    tabs, untabs = cpu.board_tables(board), cpu.unmove_tables(board)
+    nxt, nxt_outs = generation(root, ply + 1, "backward", outcomes=True)
+    tail = np.zeros(1, np.int64)
+    msgs = np.empty(nxt.shape[0] * board.width, np.uint64)
+    msgs = msgs[: cpu.emit_parents(nxt, nxt_outs, ply + 1, *tabs, *untabs, msgs, tail)]
+    sort_runs(msgs, int(tail[0]))
+    return msgs[: cpu.keep_best(msgs)]
+
+
+def main() -> None:
+    args, board = build_args(__doc__, " (the 3D kernels write no runs)")
     tabs, untabs = cpu.board_tables(board), cpu.unmove_tables(board)
     w = board.width
     for ply in args.plies:
@@ -112,12 +136,7 @@ def resolve_cost(root: Path, board, ply: int, keys: np.ndarray, outs: np.ndarray
     if ply + 1 > board.cells:
         return
     tabs, untabs = cpu.board_tables(board), cpu.unmove_tables(board)
-    nxt, nxt_outs = generation(root, ply + 1, "backward", outcomes=True)
-    tail = np.zeros(1, np.int64)
-    msgs = np.empty(nxt.shape[0] * board.width, np.uint64)
-    msgs = msgs[: cpu.emit_parents(nxt, nxt_outs, ply + 1, *tabs, *untabs, msgs, tail)]
-    sort_runs(msgs, int(tail[0]))
-    msgs = msgs[: cpu.keep_best(msgs)]
+    msgs, tail = messages_to(root, board, ply), np.zeros(1, np.int64)
     n = keys.shape[0]
     out, sent = np.empty(n, np.uint8), np.empty(n * board.width, np.uint64)
     costs = []
