@@ -303,10 +303,12 @@ def _compare(rep: VerifyReport, build, b: Board, sha256: str | None, rooted: boo
     ref = known_tables().get(b.name) if not rooted else None
     if ref:
         published = ref.get("provenance") != "built"
-        # matched by the tree hash alone: say where that hash comes from, not the file's figures
-        tree = f"; its {FIELD} {provenance(ref['tree_provenance'])}" + \
-            (" from the file of that sha256" if published else "") \
-            if FIELD in ref and "tree_provenance" in ref and rep.sha256_tree and not rep.sha256 else ""
+        tree = ""
+        if FIELD in ref and "tree_provenance" in ref and rep.sha256_tree and not rep.sha256:
+            # matched by the tree hash alone: say where that hash comes from, not the file's
+            tree = f"; its {FIELD} {provenance(ref['tree_provenance'])}"
+            if published:
+                tree += " from the file of that sha256"
         if not published:   # a regression check, not a second opinion
             check(f"known table {b.name} (our own earlier build, {provenance(ref)}{tree}; no "
                   "published hash to compare with: this shows only that c4table still builds "

@@ -54,8 +54,9 @@ def compress(table_path, out, board, level, block_entries, archive, codec, threa
     are checked on the way, and the streaming profile (zstd level 9 and 262,144-entry blocks
     unless --level / --block-entries) keeps up with xz's decoding on a machine of many cores
     (on 2 cores format 5 costs about 3.5x the CPU of xz -dc, 2.6x its time; --codec
-    varint-plysym-v3 2x the CPU, 1.4x the time, for 1.27x the bytes). Rerun after an interruption: the stream is read again up to the
-    checkpoint (decoded and hashed, not compressed) and the run goes on.
+    varint-plysym-v3 2x the CPU, 1.4x the time, for 1.27x the bytes). Rerun after an
+    interruption: the stream is read again up to the checkpoint (decoded and hashed, not
+    compressed) and the run goes on.
 
     TABLE.c4z (any format that opens; a path or URI) is compressed again, into -o OUT.c4z,
     with --codec (default: format 5), --level, --block-entries or --archive: its blocks are
