@@ -309,6 +309,51 @@ def test_damaged_or_partial_messages_are_never_reused(partial, reference, tmp_pa
     assert soak.sha256_file(out / TABLE) == reference[0]
 
 
+def test_mirrored_only_messages_are_sent_again_for_kernels_that_do_not_pull(partial, reference,
+                                                                              tmp_path, monkeypatch):
+    """A pulling backward pass sends only the mirrored children's messages; resumed by kernels
+    that read one message per child (the GPU's), the step sends all of them again from its
+    backward shards rather than deciding positions from a part of their children."""
+    from c4table.pipeline.kernels.kernelset import KernelSet
+    from c4table.pipeline.stages import backward
+    from c4table.pipeline.stages.build import open_build, run_build
+    out = copy_build(partial, tmp_path / "b")
+    assert soak.read_manifest(out).step("backward", 10).mirrored_only
+    monkeypatch.setattr(KernelSet, "pulls", property(lambda self: False))
+    notes = []
+    b = open_build(BOARD, out, workers=1, quiet=True)
+    real = b.note
+    b.note = lambda stage, text: (notes.append(text), real(stage, text))
+    run_build(b)
+    assert any("the mirrored ones only" in n and "sending all of them again" in n for n in notes)
+    assert not soak.read_manifest(out).step("backward", 9).mirrored_only
+    assert soak.sha256_file(out / TABLE) == reference[0]
+
+
+def test_pull_cuts_a_shard_whose_windows_exceed_the_task_memory(reference, tmp_path, monkeypatch):
+    """With windows allowed far fewer rows than a shard's children reach, each shard is cut
+    into slices of keys, each reading its own windows: the same outcomes, and no slice reads
+    more than it may unless it is as small as a slice gets."""
+    from c4table.pipeline.stages import pull
+    from c4table.pipeline.stages.build import open_build, run_build
+    monkeypatch.setattr(pull, "MIN_WINDOW_ROWS", 1 << 10)
+    monkeypatch.setattr(pull, "MIN_SLICE_KEYS", 1 << 8)
+    reads = []
+    real = pull.NextGeneration.read
+
+    def read(self, blocks):
+        got = real(self, blocks)
+        reads.append(got[0].shape[0])
+        return got
+    monkeypatch.setattr(pull.NextGeneration, "read", read)
+    b = open_build(BOARD, tmp_path / "b", workers=1, quiet=True, memory="1MiB")
+    run_build(b)
+    assert soak.sha256_file(tmp_path / "b" / TABLE) == reference[0]
+    plies = len(soak.read_manifest(tmp_path / "b").finished_plies("backward"))
+    assert len(reads) > 2 * plies   # cut into slices
+    assert max(reads) < 1 << 17     # a slice reads a few blocks, never a whole generation
+
+
 # ------------------------------------------------------------------ full disk
 def fault_driver(fault: str) -> str:
     """Source of a CLI run in which a worker process's write of a file whose path contains

@@ -169,6 +169,59 @@ def test_kernels_on_whole_generations_agree_with_plain_rules(board):
             assert b == -1 and o[0] == whole_o[i]
             one_s += s[:k].tolist()
         assert sorted(whole_s[:ne].tolist()) == sorted(one_s) and (whole_st == one_st).all()
+        if ply + 1 < len(levels):
+            assert_pull_equals_push(board, ply, keys, ps, nxt, whole_o, whole_st, whole_s[:ne])
+
+
+def oriented(p: Position) -> Position:
+    """``p`` or its mirror image: the one whose own reading is its key."""
+    if p.board.readings(p.codes())[0] == p.key():
+        return p
+    q = p.copy()
+    q.cols = q.cols[::-1]
+    return q
+
+
+def assert_pull_equals_push(board, ply, keys, positions, nxt, push_o, push_st, push_sent):
+    """``pull_resolve`` (children looked up in the next generation, messages only from the
+    mirrored ones) gives what ``resolve`` gives from every child's message, with the same
+    (arbitrary) outcomes of the next generation; it sends the mirrored part of ``resolve``'s
+    messages; ``column_windows`` bounds the children it looks up."""
+    tables, untables, w = kernels.board_tables(board), kernels.unmove_tables(board), board.width
+    nxt_o = (np.arange(nxt.shape[0]) % 50).astype(np.uint8)
+    tail = np.zeros(1, np.int64)
+    msgs = np.empty(nxt.shape[0] * w, np.uint64)
+    nm = kernels.emit_mirrored(nxt, nxt_o, ply + 1, *tables, *untables, msgs, tail)
+    assert tail[0] == nm
+    msgs = np.sort(msgs[:nm])
+    msgs = msgs[: kernels.keep_best(msgs)]
+    out, sent, st = np.empty(keys.shape[0], np.uint8), np.empty(keys.shape[0] * w, np.uint64), np.zeros(6, np.int64)
+    bad, ns = kernels.pull_resolve(keys, msgs, nxt, nxt_o, ply, *tables, *untables, out, sent, st, tail)
+    assert bad == -1 and np.array_equal(out, push_o) and np.array_equal(st, push_st)
+    assert tail[0] == ns
+    mirrored = np.empty(keys.shape[0] * w, np.uint64)
+    nmir = kernels.emit_mirrored(keys, out, ply, *tables, *untables, mirrored, tail)
+    assert sorted(sent[:ns].tolist()) == sorted(mirrored[:nmir].tolist())
+    assert set(sent[:ns].tolist()) <= set(push_sent.tolist())
+    lo, hi = np.empty(w, np.uint64), np.empty(w, np.uint64)
+    kernels.column_windows(keys, ply, *tables, lo, hi)
+    own = [oriented(p) for p in positions]
+    for c in range(w):   # each column's window: its children read in their own reading, exactly
+        kids = [r for p in own if c in p.legal_moves()
+                for r in [board.readings(p.child(c).codes())[0]] if r == p.child(c).key()]
+        if kids:
+            assert (int(lo[c]), int(hi[c])) == (min(kids), max(kids)), c
+        else:
+            assert lo[c] > hi[c]
+    if ply % 2 == 0 and nm:   # a lost mirrored message is found, not answered
+        drop = msgs[msgs.shape[0] // 2] >> np.uint64(8)
+        fewer = msgs[(msgs >> np.uint64(8)) != drop]
+        bad, _ = kernels.pull_resolve(keys, fewer, nxt, nxt_o, ply, *tables, *untables, out, sent, st, tail)
+        at = int(np.searchsorted(keys, drop))
+        if at < keys.shape[0] and keys[at] == drop and not positions[at].is_terminal:
+            assert bad == at
+        else:
+            assert bad == -1
 
 
 @njit

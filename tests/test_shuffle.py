@@ -81,7 +81,8 @@ def test_two_level_shuffle_is_byte_identical_and_reads_within_its_bound(board, t
     """With the threshold forced down to 30 ranged reads, every shuffle larger than that is
     pre-merged: the table is the known one, and every shuffle's counted run-slice reads are
     within the bound of its layout (direct: tasks x runs; two-level: runs x G + tasks x
-    ceil(runs / G)), under half of tasks x runs for the largest."""
+    ceil(runs / G)), under half of tasks x runs for the largest. (The backward pass's message
+    runs hold only the children read through the mirror: the others are pulled.)"""
     from c4table.pipeline.sort.shuffle import group_size, read_bound
     stats = build_stats(board, tmp_path / "b", 30, monkeypatch)
     shuffles = stats["shuffles"]
@@ -90,7 +91,9 @@ def test_two_level_shuffle_is_byte_identical_and_reads_within_its_bound(board, t
     for s in shuffles:
         assert s["group"] == group_size(s["tasks"], s["runs"], 30)
         assert s["bound"] == read_bound(s["tasks"], s["runs"], s["group"])
-        assert 0 < s["slice_reads"] <= s["bound"], s
+        # the empty board is symmetric: it pulls every child, no message reaches it
+        least = 0 if (s["stage"], s["ply"]) == ("backward", 0) else 1
+        assert least <= s["slice_reads"] <= s["bound"], s
     big = max(shuffles, key=lambda s: s["tasks"] * s["runs"])
     assert big["tasks"] * big["runs"] > 400 and big["slice_reads"] < big["tasks"] * big["runs"] / 2
     assert sum(s["slice_reads"] for s in shuffles) == sum(

@@ -262,11 +262,12 @@ class Manifest:
 
     # ------------------------------------------------------------ changes
     def finish_step(self, stage: str, ply: int, shards: list[ShardInfo], *,
-                    run_keys: int | None = None, messages: list | None = None) -> None:
+                    run_keys: int | None = None, messages: list | None = None,
+                    mirrored_only: bool = False) -> None:
         """Record a finished step and its shards (made durable when the manifest is saved),
         with what its stage adds: the keys of its runs (forward), the message runs it sent
-        (backward)."""
-        self._put(stage, ply, StepRecord(tuple(shards), run_keys, messages))
+        and whether they are the mirrored ones only (backward, :class:`StepRecord`)."""
+        self._put(stage, ply, StepRecord(tuple(shards), run_keys, messages, None, mirrored_only))
         self._unsynced.update(s.file for s in shards)
 
     def update_step(self, stage: str, ply: int, **changes) -> StepRecord:

@@ -107,12 +107,15 @@ class StepRecord:
     """A finished step of a stage: its shards, and what the stage added to it: the keys its
     runs held (``run_keys``, forward), the message runs it sent (``messages``, backward) and
     their pre-merge (``premerged``). Message runs are the sort's run records, kept as it wrote
-    them. Change one with :meth:`Manifest.update_step` (steps are not changed in place)."""
+    them; ``mirrored_only``: they hold only the messages to parents reached through the mirror
+    (a pulling backward pass's, :func:`c4table.pipeline.kernels.cpu.pull_resolve`), not one
+    per parent. Change one with :meth:`Manifest.update_step` (steps are not changed in place)."""
 
     shards: tuple[ShardInfo, ...]
     run_keys: int | None = None
     messages: list | None = None
     premerged: Premerged | None = None
+    mirrored_only: bool = False
     extra: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -133,6 +136,7 @@ class StepRecord:
         pm = d.get("premerged")
         return cls(tuple(ShardInfo.from_json(s) for s in d["shards"]), d.get("run_keys"),
                    d.get("messages"), Premerged.from_json(pm) if isinstance(pm, dict) else None,
+                   d.get("mirrored_only") is True,
                    {k: v for k, v in d.items() if k not in _STEP_FIELDS})
 
     def to_json(self) -> dict:
@@ -141,13 +145,15 @@ class StepRecord:
             out["run_keys"] = self.run_keys
         if self.messages is not None:
             out["messages"] = self.messages
+            if self.mirrored_only:
+                out["mirrored_only"] = True
         out.update(self.extra)
         if self.premerged is not None:
             out["premerged"] = self.premerged.to_json()
         return out
 
 
-_STEP_FIELDS = frozenset({"shards", "run_keys", "messages", "premerged"})
+_STEP_FIELDS = frozenset({"shards", "run_keys", "messages", "premerged", "mirrored_only"})
 
 
 @dataclass(frozen=True)

@@ -354,16 +354,36 @@ def _count(stats, o, symmetric):
 
 
 @njit(cache=True, inline="always")
-def _emit(key, v2, codes, o, ply, w, powers, parent_code, top_owner, out, nk, fill):
+def _mirror_pairs(codes, w):
+    """How many column pairs ``(j, w-1-j)``, from the outside in, may change which reading of
+    a position is the smaller when one chip is added or taken: up to and including the first
+    pair whose codes differ (every pair of a symmetric position). The readings are compared
+    digit by digit from column ``w-1`` (own) against column ``0`` (mirror) inwards, so a chip
+    in a column past that pair leaves the first difference, and the order, as they were: only
+    the columns ``c`` with ``min(c, w-1-c) < pairs`` can give a child or parent read through
+    the mirror. Most positions differ in their outer pair: two columns instead of ``w``."""
+    j = 0
+    while j < w // 2 and codes[j] == codes[w - 1 - j]:
+        j += 1
+    return j + 1
+
+
+@njit(cache=True, inline="always")
+def _emit(key, v2, codes, o, ply, w, powers, parent_code, top_owner, out, nk, fill, mirrored_only):
     """Write one message ``parent_key << 8 | score`` per parent of the position (``key``, mirror
     reading ``v2``, column ``codes``, outcome ``o``, generation ``ply``) to the runs of ``out``
     (:func:`_close_runs`, ``nk`` keys): each column whose top chip is the last mover's, with that
     chip taken back. Parents that are not in generation ``ply - 1`` (unreachable, or already
-    decided) are dropped by the join."""
+    decided) are dropped by the join. With ``mirrored_only``, only the messages to parents
+    reached through the mirror reading (the tail): the ones a parent cannot pull
+    (:func:`pull_resolve`); past the column pairs of :func:`_mirror_pairs` there are none."""
     last = 0 if ply % 2 == 1 else 1  # A made the last move at odd plies
     parent_win_bits = A_WINS if (ply - 1) % 2 == 0 else B_WINS
     score = np.uint64(_score(o, parent_win_bits))
+    pairs = _mirror_pairs(codes, w) if mirrored_only else w
     for c in range(w):
+        if c >= pairs and c < w - pairs:
+            continue
         code = codes[c]
         if top_owner[code] != last:
             continue
@@ -371,6 +391,8 @@ def _emit(key, v2, codes, o, ply, w, powers, parent_code, top_owner, out, nk, fi
         p1 = key - delta * powers[c]
         p2 = v2 - delta * powers[w - 1 - c]
         if p1 <= p2:   # the runs layout (_close_runs)
+            if mirrored_only:
+                continue
             out[c * nk + fill[c]] = (p1 << np.uint64(8)) | score
             fill[c] += 1
         else:
@@ -407,7 +429,7 @@ def resolve(keys, msgs, ply, w, stride, k, base, cells, child_code, bits_a, bits
         out[i] = o
         _count(stats, o, 1 if v2 == key else 0)
         if emit:
-            _emit(key, v2, codes, o, ply, w, powers, parent_code, top_owner, emitted, nk, fill)
+            _emit(key, v2, codes, o, ply, w, powers, parent_code, top_owner, emitted, nk, fill, False)
     return -1, _close_runs(emitted, nk, fill, tail) if emit else 0
 
 
@@ -418,6 +440,22 @@ def emit_parents(keys, outcomes, ply, w, stride, k, base, cells, child_code, bit
     parents, as :func:`resolve` writes them (sorted runs, ``tail[0]`` unordered values at the
     end); returns how many. Used to rebuild lost messages
     from a finished backward shard."""
+    return _emit_all(keys, outcomes, ply, w, stride, k, base, cells, child_code, bits_a, bits_b,
+                     powers, parent_code, top_owner, emitted, tail, False)
+
+
+@njit(cache=True)
+def emit_mirrored(keys, outcomes, ply, w, stride, k, base, cells, child_code, bits_a, bits_b,
+                  powers, parent_code, top_owner, emitted, tail):
+    """:func:`emit_parents` of the messages :func:`pull_resolve` sends: only those to parents
+    reached through the mirror reading, all in the tail."""
+    return _emit_all(keys, outcomes, ply, w, stride, k, base, cells, child_code, bits_a, bits_b,
+                     powers, parent_code, top_owner, emitted, tail, True)
+
+
+@njit(cache=True)
+def _emit_all(keys, outcomes, ply, w, stride, k, base, cells, child_code, bits_a, bits_b,
+              powers, parent_code, top_owner, emitted, tail, mirrored_only):
     codes = np.empty(w, np.int64)
     low = low_digits(keys, w, base)
     hq, ha, hb, hv = NO_KEY, np.uint64(0), np.uint64(0), np.uint64(0)   # see _decode_near
@@ -427,8 +465,142 @@ def emit_parents(keys, outcomes, ply, w, stride, k, base, cells, child_code, bit
         key = keys[i]
         bb_a, bb_b, v2, hq, ha, hb, hv = _decode_near(key, low, w, base, codes, bits_a, bits_b,
                                                      powers, stride, hq, ha, hb, hv)
-        _emit(key, v2, codes, outcomes[i], ply, w, powers, parent_code, top_owner, emitted, nk, fill)
+        _emit(key, v2, codes, outcomes[i], ply, w, powers, parent_code, top_owner, emitted, nk, fill,
+              mirrored_only)
     return _close_runs(emitted, nk, fill, tail)
+
+
+@njit(cache=True)
+def column_windows(keys, ply, w, stride, k, base, cells, child_code, bits_a, bits_b, powers, lo, hi):
+    """The key window each column's pulled children of ``keys`` (generation ``ply``, sorted)
+    fall in: ``lo[c]``, ``hi[c]`` the smallest and largest child made through column ``c`` and
+    read in its own reading (:func:`pull_resolve`; ``lo[c] > hi[c]``: none). Through one column
+    they come in key order, so the first key that has one gives ``lo`` and the last ``hi``: a
+    scan from the front stops once every column has its ``lo`` (then one from the back finds
+    the ``hi``); a column without any reads every key once."""
+    mover = ply % 2
+    codes = np.empty(w, np.int64)
+    nk = keys.shape[0]
+    for c in range(w):
+        lo[c] = NO_KEY
+        hi[c] = np.uint64(0)
+    found = 0
+    i = 0
+    while i < nk and found < w:
+        key = keys[i]
+        bb_a, bb_b, v2 = _decode(key, w, base, codes, bits_a, bits_b, powers, stride)
+        i += 1
+        if _is_terminal(ply, cells, bb_a, bb_b, stride, k) != 0:
+            continue
+        for c in range(w):
+            nc = child_code[codes[c], mover]
+            if nc < 0:
+                continue
+            c1, c2 = _child_key(key, v2, codes[c], nc, c, w, powers)
+            if c1 <= c2:
+                if lo[c] == NO_KEY:
+                    lo[c] = c1
+                    found += 1
+                hi[c] = c1
+    if i >= nk:
+        return
+    done = np.zeros(w, np.bool_)   # every column has a lo here; the back scan's first is its hi
+    seen = 0
+    j = nk - 1
+    while j >= i and seen < w:
+        key = keys[j]
+        bb_a, bb_b, v2 = _decode(key, w, base, codes, bits_a, bits_b, powers, stride)
+        j -= 1
+        if _is_terminal(ply, cells, bb_a, bb_b, stride, k) != 0:
+            continue
+        for c in range(w):
+            nc = child_code[codes[c], mover]
+            if nc < 0:
+                continue
+            c1, c2 = _child_key(key, v2, codes[c], nc, c, w, powers)
+            if c1 <= c2 and not done[c]:
+                done[c] = True
+                seen += 1
+                if c1 > hi[c]:
+                    hi[c] = c1
+
+
+@njit(cache=True)
+def pull_resolve(keys, msgs, nxt, nxt_out, ply, w, stride, k, base, cells, child_code, bits_a,
+                 bits_b, powers, parent_code, top_owner, out, emitted, stats, tail):
+    """:func:`resolve` where a position *pulls* its children's outcomes: each child made
+    through column ``c`` that its own reading gives is looked up in ``nxt`` (sorted keys of
+    generation ``ply + 1``, or at least every block of them :func:`column_windows` reaches;
+    outcomes ``nxt_out``) by a cursor per column, which only moves forward (through one column
+    the children of sorted keys come in key order). Only the children read through the mirror
+    send messages (``msgs``, as :func:`resolve`'s, from :func:`emit_mirrored` or this kernel's
+    ``emitted``): a child ``K`` of a non-symmetric parent ``P`` whose own reading is the mirror
+    of ``K`` unmoves, in ``K``'s own reading, to the mirror of ``P``, which is greater than
+    ``P``: the tail of :func:`_emit`. (A symmetric parent reaches that child through the
+    mirrored column in its own reading.) The messages to generation ``ply - 1`` are written
+    the same way: only those, all in the tail. Returns ``(bad, n_emitted)``: ``bad`` is -1, or
+    the index of a position a child of which is missing from ``nxt``, or that has a mirrored
+    child and no message."""
+    emit = emitted.shape[0] > 0
+    mover = ply % 2
+    win_bits = A_WINS if mover == 0 else B_WINS
+    lose_bits = B_WINS if mover == 0 else A_WINS
+    codes = np.empty(w, np.int64)
+    low = low_digits(keys, w, base)
+    hq, ha, hb, hv = NO_KEY, np.uint64(0), np.uint64(0), np.uint64(0)   # see _decode_near
+    cur = np.zeros(w, np.int64)
+    nn = nxt.shape[0]
+    nm = msgs.shape[0]
+    p = 0
+    eight = np.uint64(8)
+    nk = keys.shape[0]
+    fill = np.zeros(2 * w, np.int64)   # the runs layout (_close_runs)
+    scores = np.empty(256, np.int64)   # _score of each outcome byte: a load, not three branches
+    for o in range(256):
+        scores[o] = _score(o, win_bits)
+    for i in range(nk):
+        key = keys[i]
+        bb_a, bb_b, v2, hq, ha, hb, hv = _decode_near(key, low, w, base, codes, bits_a, bits_b,
+                                                     powers, stride, hq, ha, hb, hv)
+        term = _is_terminal(ply, cells, bb_a, bb_b, stride, k)
+        if term == 1:
+            o = np.int64(A_WINS if ply % 2 == 1 else B_WINS)
+        elif term == 2:
+            o = np.int64(DRAW)
+        else:
+            b = np.int64(0)
+            mirrored = False
+            for c in range(w):
+                nc = child_code[codes[c], mover]
+                if nc < 0:
+                    continue
+                c1, c2 = _child_key(key, v2, codes[c], nc, c, w, powers)
+                if c1 <= c2:
+                    q = _gallop(nxt, nn, cur[c], c1)
+                    cur[c] = q
+                    if q >= nn or nxt[q] != c1:
+                        return i, 0
+                    b = max(b, scores[nxt_out[q]])
+                elif v2 != key:
+                    mirrored = True
+            p = _gallop(msgs, nm, p, key << eight)
+            if p < nm and (msgs[p] >> eight) == key:
+                while p + 1 < nm and (msgs[p + 1] >> eight) == key:
+                    p += 1
+                s = np.int64(msgs[p] & np.uint64(0xFF))
+                if s > b:
+                    b = s
+                p += 1
+            elif mirrored:
+                return i, 0
+            if b == 0:   # no child at all: not a position of this generation
+                return i, 0
+            o = _outcome(b, win_bits, lose_bits)
+        out[i] = o
+        _count(stats, o, 1 if v2 == key else 0)
+        if emit:
+            _emit(key, v2, codes, o, ply, w, powers, parent_code, top_owner, emitted, nk, fill, True)
+    return -1, _close_runs(emitted, nk, fill, tail) if emit else 0
 
 
 @njit(cache=True)
@@ -504,5 +676,3 @@ def words_to_entries(packed, entry_size, out):
     else:
         for i in range(n):
             _put_entry(packed[i], out, i * entry_size, entry_size)
-
-

@@ -86,6 +86,13 @@ class KernelSet(NamedTuple):
         return self.device == "gpu"
 
     @property
+    def pulls(self) -> bool:
+        """Whether the backward pass pulls children's outcomes from the next generation
+        (:func:`c4table.pipeline.kernels.cpu.pull_resolve`: the 2D kernels on the CPU) rather
+        than getting a message from every child (the GPU's and the 3D boards')."""
+        return not self.on_gpu and hasattr(self.cpu, "pull_resolve")
+
+    @property
     def cpu(self):
         """The CPU kernel module of the board (:func:`for_board`)."""
         return for_board(self.board)
@@ -112,6 +119,10 @@ def warm(board: Board) -> None:
     one = np.zeros(1, np.int64)
     kern.expand(u64, 0, *tabs, u64, np.zeros(4, np.int64), one)
     kern.resolve(u64, u64, 0, *tabs, *untabs, u8, u64, np.zeros(6, np.int64), one)
+    if hasattr(kern, "pull_resolve"):
+        w = np.empty(board.width, np.uint64)
+        kern.column_windows(u64, 0, *tabs, w, w.copy())
+        kern.pull_resolve(u64, u64, u64, u8, 0, *tabs, *untabs, u8, u64, np.zeros(6, np.int64), one)
     dedup_sorted(u64)
     merge_two(u64, u64, u64, True)
     take_below(u64, np.zeros(0, np.int64), np.zeros(0, np.int64), np.uint64(0), u64)

@@ -30,8 +30,17 @@ IO_MODEL = {
     # distinct children a task spills per next-generation entry: 1 with one task, towards
     # 1 + (dup - 1) with many (each task dedups only its own children); fitted, 5x4 and 4x6
     "child_dup": 1.40,
-    # messages a task keeps per entry of its generation: base with one task, + extra with many
-    "msg_base": 1.15, "msg_extra": 0.45,
+    # messages a task keeps per entry of its generation: base with one task, + extra with many.
+    # Only children read through the mirror send one (the others are pulled): 0.24-0.27 per
+    # entry in 2-worker builds of 5x4, 5x5 and 6x4 (0.17-0.31 by ply on 6x5); the extra keeps
+    # the ratio fitted when every child sent one (1.15 + 0.45)
+    "msg_base": 0.26, "msg_extra": 0.10,
+    # the pull: the blocks of generation g + 1 its tasks' column windows reach, over that
+    # generation's stored keys and outcomes (the windows of a shard's columns overlap: the
+    # blocks of 1.3-1.9 times the next generation's rows on 6x5's plies 12-24), and the shards
+    # each task opens (footer and block index: up to TAIL bytes of each of its two files; their
+    # size queries and ranged reads, with those of the blocks, fitted to a 2-worker 6x5 build)
+    "pull_window": 1.6, "pull_shards_per_task": 2.0,
     # shard bytes per key = zeta * (log2(key space / entries) + 1) / 8 (delta-coded keys): 0.98
     # fitted to 5x6 for parquet's DELTA_BINARY_PACKED shards; shards are now varint deltas in
     # zstd frames (c4table/builddir/shards.py), 0.122x and 0.101x the parquet bytes on the same
@@ -301,6 +310,7 @@ def _predict_backward(io: IOPlan, s: _Shape, shards: list, fbytes: list, stored:
     incoming = 0.0   # message bytes to generation g (8 a message: as tasks hold them)
     incoming_stored, in_vb = 0.0, 8.0   # the same messages as stored (bit-packed, indexes)
     in_runs = 0
+    ob = outcome_bytes(sum(e))
     for g in range(last, first - 1, -1):
         T = shards[g]
         if T == 0:
@@ -310,7 +320,13 @@ def _predict_backward(io: IOPlan, s: _Shape, shards: list, fbytes: list, stored:
         b["head_requests"] += M["heads_per_backward_task"] * T
         b["get_requests"] += T
         b["bytes_read"] += fbytes[g]
-        bb = outcome_bytes(sum(e)) * e[g]
+        if g < last and shards[g + 1]:   # the pull: windows of generation g + 1
+            nb = fbytes[g + 1] + ob * e[g + 1]
+            opened = T * min(shards[g + 1], M["pull_shards_per_task"])
+            b["bytes_read"] += M["pull_window"] * nb + opened * 2 * min(TAIL, nb / shards[g + 1])
+            b["ranged_reads"] += opened * 6
+            b["head_requests"] += opened * 4
+        bb = ob * e[g]
         b["bytes_written"] += bb
         b["objects_written"] += T + 1
         extra = 0.0
@@ -334,8 +350,10 @@ def _predict_backward(io: IOPlan, s: _Shape, shards: list, fbytes: list, stored:
         b["peak_stored_bytes"] = max(b["peak_stored_bytes"],
                                      int(stored + incoming_stored + extra + out_stored))
         # an annotate task: its keys and the messages' windows and merge; then its keys, the
-        # merged messages, an outcome byte and a buffer of w messages to send per key
-        hold = _keys_read(r) + max(msg_mem, 8 * msgs + r + (8 * w * r if g > first else 0))
+        # merged messages, an outcome byte, a buffer of w messages to send per key and the
+        # rows of its windows (a key and an outcome byte each)
+        pulled = 9 * M["pull_window"] * M["shard_skew"] * e[g + 1] / T if g < last else 0.0
+        hold = _keys_read(r) + max(msg_mem, 8 * msgs + r + (8 * w * r if g > first else 0) + pulled)
         b["peak_task_memory"] = max(b["peak_task_memory"], hold)
         incoming, incoming_stored, in_vb = out, out_stored, out_vb
         in_runs = T if g > first else 0

@@ -16,6 +16,7 @@ from c4table.errors import BuildError, BuildInputError, CorruptDataError
 from c4table.pipeline.sort import extsort
 from c4table.pipeline.runtime import resources
 from c4table.pipeline.sort import shuffle
+from c4table.pipeline.stages import pull
 from c4table.pipeline.kernels.cpu import keep_best
 from c4table.pipeline.kernels.kernelset import KernelSet, for_board
 from c4table.builddir.records import Premerged
@@ -71,15 +72,24 @@ class Annotated(NamedTuple):
 
 
 def annotate_task(root: str, kernels: KernelSet, ply: int, info_json: dict, runs: list[dict],
-                  rel: str, send_rel: str | None) -> Annotated:
+                  rel: str, send_rel: str | None, nxt: list[dict] | None = None,
+                  memory: int = 0) -> Annotated:
     """Annotate one forward shard of generation ``ply`` from the messages in ``runs``; write its
-    backward shard at ``rel`` and, unless ``send_rel`` is None (ply 0), its messages to ply - 1."""
+    backward shard at ``rel`` and, unless ``send_rel`` is None (ply 0), its messages to ply - 1.
+    Kernels that pull (:attr:`KernelSet.pulls`) read the children's outcomes from ``nxt``,
+    generation ``ply + 1``'s backward shards, holding at most about ``memory`` bytes
+    (:func:`c4table.pipeline.stages.pull.annotate`)."""
     board = kernels.board
     store = open_storage(root)
     info = ShardInfo.from_json(info_json)
     keys = read_shard(store, info)
     msgs = read_messages(store, runs, info.first, info.last) if runs else np.empty(0, np.uint64)
-    if kernels.on_gpu:   # messages sent come back sorted, best per parent
+    if kernels.pulls:
+        gen = pull.NextGeneration(store, [ShardInfo.from_json(s) for s in nxt or []])
+        sent = np.empty(keys.shape[0] * board.width if send_rel else 0, np.uint64)
+        got = pull.annotate(gen, board, ply, keys, msgs, sent, memory)
+        out, stats, bad, n_sent, tail = got.out, got.stats, got.bad, got.sent, np.array([got.sent])
+    elif kernels.on_gpu:   # messages sent come back sorted, best per parent
         bad, out, stats, sent = kernels.gpu.resolve(keys, msgs, ply, _tables(board), bool(send_rel),
                                                board.width)
         n_sent = -1
@@ -91,8 +101,8 @@ def annotate_task(root: str, kernels: KernelSet, ply: int, info_json: dict, runs
     del msgs
     if bad >= 0:
         raise CorruptDataError(
-            f"{store.display(info.file)}: position key {int(keys[bad])} (ply {ply}) has none of "
-            f"its children in generation {ply + 1}; the forward pass output is inconsistent")
+            f"{store.display(info.file)}: position key {int(keys[bad])} (ply {ply}) misses "
+            f"children in generation {ply + 1}; the forward pass output is inconsistent")
     shard = write_outcomes(store, rel, out, info)   # the keys stay in the forward shard
     del keys, out
     if send_rel and n_sent < 0:
@@ -104,7 +114,8 @@ def annotate_task(root: str, kernels: KernelSet, ply: int, info_json: dict, runs
 
 
 def emit_task(root: str, kernels: KernelSet, ply: int, info_json: dict, send_rel: str) -> dict:
-    """Send again the messages of a finished backward shard of generation ``ply``."""
+    """Send again the messages of a finished backward shard of generation ``ply``: those
+    the kernels' backward pass reads (only the mirrored ones when they pull)."""
     board = kernels.board
     store = open_storage(root)
     keys, outs = read_shard(store, ShardInfo.from_json(info_json), with_outcome=True)
@@ -112,7 +123,8 @@ def emit_task(root: str, kernels: KernelSet, ply: int, info_json: dict, send_rel
         return _write_sorted_messages(store, send_rel,
                                       kernels.gpu.emit(keys, outs, ply, _tables(board), board.width))
     sent, tail = np.empty(keys.shape[0] * board.width, np.uint64), np.zeros(1, np.int64)
-    n = kernels.cpu.emit_parents(keys, outs, ply, *_tables(board), sent, tail)
+    emit = kernels.cpu.emit_mirrored if kernels.pulls else kernels.cpu.emit_parents
+    n = emit(keys, outs, ply, *_tables(board), sent, tail)
     return write_messages(store, send_rel, sent[:n], int(tail[0]))
 
 
@@ -134,13 +146,18 @@ def incoming_runs(build, ply: int) -> list[dict]:
         raise BuildError(f"generation {ply + 1} has not been annotated yet")
     runs = step.messages
     tag = f"messages {ply}"
-    if runs is not None and tag in build.verified:
+    if runs is not None and step.mirrored_only and not build.kernels.pulls:
+        build.note("backward", f"the messages to generation {ply} are the mirrored ones only "
+                               f"(a pulling backward pass sent them); sending all of them again "
+                               f"from generation {ply + 1}'s backward shards")
+    elif runs is not None and tag in build.verified:
         return runs
-    if runs is not None and all(build.executor.map(verify_run_task, [(build.store.uri, r) for r in runs])):
+    elif runs is not None and all(build.executor.map(verify_run_task, [(build.store.uri, r) for r in runs])):
         build.verified.add(tag)
         return runs
-    build.note("backward", f"messages to generation {ply} are missing or damaged; sending them "
-                           f"again from generation {ply + 1}'s backward shards")
+    else:
+        build.note("backward", f"messages to generation {ply} are missing or damaged; sending them "
+                               f"again from generation {ply + 1}'s backward shards")
     build.store.delete_tree(messages_dir(ply))
     if step.premerged is not None:   # pieces of the messages being replaced
         step = m.update_step("backward", ply + 1, premerged=None)
@@ -150,7 +167,7 @@ def incoming_runs(build, ply: int) -> list[dict]:
     tasks = [(build.store.uri, build.kernels, ply + 1, s.to_json(),
               f"{messages_dir(ply)}/run-{i:05d}.u64") for i, s in enumerate(shards)]
     runs = build.executor.map(emit_task, tasks)
-    m.update_step("backward", ply + 1, messages=runs)
+    m.update_step("backward", ply + 1, messages=runs, mirrored_only=build.kernels.pulls)
     m.save()
     build.verified.add(tag)
     return runs
@@ -241,9 +258,12 @@ def run(build) -> None:
             reads0 = build.ledger.slice_reads()
             per_task, group = premerged_runs(build, ply, runs, shards) if runs else \
                 ([runs] * len(shards), None)
+            nxt = [s.to_json() for s in m.shards("backward", ply + 1) if s.rows] \
+                if build.kernels.pulls and ply < last else None
             tasks = [(build.store.uri, build.kernels, ply, s.to_json(), per_task[i],
                       shard_name(gen_dir(ply), i),
-                      f"{messages_dir(ply - 1)}/run-{i:05d}.u64" if ply > build.first_ply else None)
+                      f"{messages_dir(ply - 1)}/run-{i:05d}.u64" if ply > build.first_ply else None,
+                      nxt, build.task_memory)
                      for i, s in enumerate(shards)]
             results = build.executor.map(annotate_task, tasks)
             if runs:
@@ -257,7 +277,8 @@ def run(build) -> None:
                 if r.sent is not None:
                     sent.append(r.sent)
             m.finish_step("backward", ply, infos,
-                          messages=sent if ply > build.first_ply else None)
+                          messages=sent if ply > build.first_ply else None,
+                          mirrored_only=build.kernels.pulls)
             m.set_backward_counts(ply, stats)
             m.checkpoint(n)
             build.verified.add(f"messages {ply - 1}")

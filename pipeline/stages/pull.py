@@ -1,0 +1,127 @@
+"""The pull side of the backward pass on 2D boards: a shard of generation ``ply`` reads the
+blocks of ``ply + 1``'s backward shards its children fall in (the key window of each column,
+:func:`~c4table.pipeline.kernels.cpu.column_windows`) and joins them
+(:func:`~c4table.pipeline.kernels.cpu.pull_resolve`); only the children read through the
+mirror still come as messages. A shard whose windows would not fit the task's memory is cut
+into slices of keys, each with its own windows.
+
+Design notes: ``docs/modules.md`` (``c4table.pipeline.stages.pull``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from c4table.builddir.shards import OpenShard, ShardInfo, open_row_groups, read_row_groups
+from c4table.io.storage import Storage
+from c4table.pipeline.kernels import cpu
+
+ROW_BYTES = 9            # a key and its outcome byte, as a window holds them
+MIN_SLICE_KEYS = 1 << 14  # a shard is not cut into slices smaller than this
+MIN_WINDOW_ROWS = 1 << 20  # a slice may always hold this many rows of windows
+
+
+@dataclass
+class NextGeneration:
+    """Generation ``ply + 1``'s backward shards (sorted, disjoint key ranges), each opened by
+    block (:func:`~c4table.builddir.shards.open_row_groups`) the first time a window reaches it."""
+
+    store: Storage
+    shards: list[ShardInfo]
+    _opened: dict[int, tuple[OpenShard, np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.first = np.array([s.first for s in self.shards], np.uint64)
+        self.last = np.array([s.last for s in self.shards], np.uint64)
+
+    def _blocks(self, i: int):
+        got = self._opened.get(i)
+        if got is None:
+            shard, groups = open_row_groups(self.store, self.shards[i])
+            got = self._opened[i] = (shard, np.array([g.first for g in groups], np.uint64),
+                                     np.array([g.last for g in groups], np.uint64),
+                                     np.array([g.rows for g in groups], np.int64))
+        return got
+
+    def blocks_of(self, lo: np.ndarray, hi: np.ndarray) -> dict[int, np.ndarray]:
+        """The blocks that hold keys of any window ``lo[c]..hi[c]`` (``lo > hi``: none), by
+        shard: sorted block numbers."""
+        want: dict[int, set] = {}
+        for a, b in zip(lo.tolist(), hi.tolist()):
+            if a > b:
+                continue
+            s0 = int(np.searchsorted(self.last, np.uint64(a), "left"))
+            s1 = int(np.searchsorted(self.first, np.uint64(b), "right"))
+            for i in range(s0, s1):
+                _, first, last, _ = self._blocks(i)
+                b0 = int(np.searchsorted(last, np.uint64(a), "left"))
+                b1 = int(np.searchsorted(first, np.uint64(b), "right"))
+                want.setdefault(i, set()).update(range(b0, b1))
+        return {i: np.array(sorted(v), np.int64) for i, v in sorted(want.items())}
+
+    def rows_of(self, blocks: dict[int, np.ndarray]) -> int:
+        return sum(int(self._blocks(i)[3][b].sum()) for i, b in blocks.items())
+
+    def read(self, blocks: dict[int, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        """Keys and outcomes of ``blocks`` (:meth:`blocks_of`), in key order: each run of
+        consecutive blocks of a shard is one read."""
+        keys, outs = [], []
+        for i, b in blocks.items():
+            shard = self._blocks(i)[0]
+            cuts = np.flatnonzero(np.diff(b) != 1) + 1
+            for run in np.split(b, cuts):
+                k, o = read_row_groups(shard, run.tolist())
+                keys.append(k)
+                outs.append(o)
+        if not keys:
+            return np.empty(0, np.uint64), np.empty(0, np.uint8)
+        return np.concatenate(keys), np.concatenate(outs)
+
+
+@dataclass(frozen=True)
+class Pulled:
+    """What :func:`annotate` gave: the outcome bytes, the class counts (as ``resolve``'s
+    ``stats``), the messages to ``ply - 1`` at the front of the buffer given (in no order),
+    the index of a bad key (-1: none), and the rows of ``ply + 1`` read."""
+
+    out: np.ndarray
+    stats: np.ndarray
+    sent: int
+    bad: int
+    rows_read: int
+
+
+def annotate(nxt: NextGeneration, board, ply: int, keys: np.ndarray, msgs: np.ndarray,
+             emitted: np.ndarray, memory: int) -> Pulled:
+    """The outcome of every key of a shard of generation ``ply`` by
+    :func:`~c4table.pipeline.kernels.cpu.pull_resolve` from ``nxt`` and the mirrored children's
+    messages ``msgs``; the messages it sends go to ``emitted`` (``len(keys) * width`` words, or
+    empty to send none). ``memory``: the bytes the task may hold."""
+    tabs, untabs = cpu.board_tables(board), cpu.unmove_tables(board)
+    w = board.width
+    n = keys.shape[0]
+    out = np.empty(n, np.uint8)
+    stats, tail = np.zeros(6, np.int64), np.zeros(1, np.int64)
+    held = n * (8 + 1 + 8) + msgs.nbytes   # keys, outcomes, the messages in and (about) out
+    allowance = max(MIN_WINDOW_ROWS, (memory - held) // ROW_BYTES)
+    lo, hi = np.empty(w, np.uint64), np.empty(w, np.uint64)
+    todo, sent, rows_read = [(0, n)], 0, 0
+    while todo:
+        i0, i1 = todo.pop()
+        cpu.column_windows(keys[i0:i1], ply, *tabs, lo, hi)
+        blocks = nxt.blocks_of(lo, hi)
+        if nxt.rows_of(blocks) > allowance and i1 - i0 >= 2 * MIN_SLICE_KEYS:
+            mid = (i0 + i1) // 2
+            todo += [(mid, i1), (i0, mid)]   # the lower half first
+            continue
+        nk, nv = nxt.read(blocks)
+        rows_read += nk.shape[0]
+        room = emitted[sent: sent + (i1 - i0) * w] if emitted.shape[0] else emitted
+        bad, made = cpu.pull_resolve(keys[i0:i1], msgs, nk, nv, ply, *tabs, *untabs, out[i0:i1],
+                                     room, stats, tail)
+        del nk, nv
+        if bad >= 0:
+            return Pulled(out, stats, sent, i0 + bad, rows_read)
+        sent += made
+    return Pulled(out, stats, sent, -1, rows_read)
