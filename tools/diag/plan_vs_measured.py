@@ -1,7 +1,7 @@
 """Compare what ``c4table plan`` predicts for a build with what the build measured.
 
     python -m tools.diag.plan_vs_measured DIR [DIR ...]     # build directories with stats.json
-    python -m tools.diag.plan_vs_measured --build 5x5 --format c4z --workers 2 DIR   # build, then compare
+    python -m tools.diag.plan_vs_measured --build 5x5 --format c4z --workers 2 [--memory 12GiB] DIR   # build, then compare
 
 A directory built by ``tools/bench/big_build.py`` has its disk samples in ``DIR.log.jsonl``
 beside it: their largest is the peak compared.
@@ -40,13 +40,15 @@ def fmt(field: str, v: int) -> str:
     return format_size(v) if "bytes" in field or "memory" in field else f"{v:,}"
 
 
-def build_sampled(board: str, out: str, workers: int, fmt: str, every: float = 0.05) -> dict:
+def build_sampled(board: str, out: str, workers: int, fmt: str, every: float = 0.05,
+                  memory: str | None = None) -> dict:
     """Run ``c4table build`` into ``out``, sampling its bytes (the files' lengths); returns the
     peak sampled and the CPU (user + sys of the build's process tree) and wall seconds."""
     t0, c0 = time.perf_counter(), os.times()
     with DiskSampler(Path(out), every, allocated=False) as disk:
         subprocess.run([sys.executable, "-m", "c4table.cli.main", "build", board, "--out", out,
-                        "--workers", str(workers), "--format", fmt, "-q"], check=True)
+                        "--workers", str(workers), "--format", fmt, "-q",
+                        *(["--memory", memory] if memory else [])], check=True)
         c1 = os.times()
     cpu = (c1.children_user - c0.children_user) + (c1.children_system - c0.children_system)
     return {"peak_sampled": disk.peak, "cpu_s": cpu, "wall_s": time.perf_counter() - t0}
@@ -108,11 +110,12 @@ def main(argv=None) -> int:
     ap.add_argument("--build", metavar="BOARD", help="build BOARD into the (one) DIR first")
     ap.add_argument("--format", default="c4z", choices=("c4z", "dat"))
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--memory", help="the build's --memory (default: the build's default)")
     a = ap.parse_args(argv)
     bad = 0
     sampled = None
     if a.build:
-        r = build_sampled(a.build, a.dirs[0], a.workers, a.format)
+        r = build_sampled(a.build, a.dirs[0], a.workers, a.format, memory=a.memory)
         sampled = r["peak_sampled"]
         print(f"built {a.build} in {r['wall_s']:.1f} s, {r['cpu_s']:.1f} CPU-s; peak sampled "
               f"{format_size(sampled)}", file=sys.stderr)
