@@ -17,7 +17,8 @@ from c4table.builddir.shards import OpenShard, ShardInfo, open_row_groups, read_
 from c4table.io.storage import Storage
 from c4table.pipeline.kernels import cpu
 
-ROW_BYTES = 9            # a key and its outcome byte, as a window holds them
+ROW_BYTES = 18           # a key and its outcome byte, as a window holds them, and as the
+                         # block run being decoded into it may hold them once more
 MIN_SLICE_KEYS = 1 << 14  # a shard is not cut into slices smaller than this
 MIN_WINDOW_ROWS = 1 << 20  # a slice may always hold this many rows of windows
 
@@ -66,17 +67,18 @@ class NextGeneration:
     def read(self, blocks: dict[int, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
         """Keys and outcomes of ``blocks`` (:meth:`blocks_of`), in key order: each run of
         consecutive blocks of a shard is one read."""
-        keys, outs = [], []
+        n = self.rows_of(blocks)
+        keys, outs = np.empty(n, np.uint64), np.empty(n, np.uint8)
+        at = 0
         for i, b in blocks.items():
             shard = self._blocks(i)[0]
             cuts = np.flatnonzero(np.diff(b) != 1) + 1
             for run in np.split(b, cuts):
                 k, o = read_row_groups(shard, run.tolist())
-                keys.append(k)
-                outs.append(o)
-        if not keys:
-            return np.empty(0, np.uint64), np.empty(0, np.uint8)
-        return np.concatenate(keys), np.concatenate(outs)
+                keys[at: at + k.shape[0]] = k
+                outs[at: at + k.shape[0]] = o
+                at += k.shape[0]
+        return keys, outs
 
 
 @dataclass(frozen=True)
@@ -103,7 +105,7 @@ def annotate(nxt: NextGeneration, board, ply: int, keys: np.ndarray, msgs: np.nd
     n = keys.shape[0]
     out = np.empty(n, np.uint8)
     stats, tail = np.zeros(6, np.int64), np.zeros(1, np.int64)
-    held = n * (8 + 1 + 8) + msgs.nbytes   # keys, outcomes, the messages in and (about) out
+    held = n * (8 + 1) + emitted.nbytes + msgs.nbytes   # keys, outcomes, the messages out and in
     allowance = max(MIN_WINDOW_ROWS, (memory - held) // ROW_BYTES)
     lo, hi = np.empty(w, np.uint64), np.empty(w, np.uint64)
     todo, sent, rows_read = [(0, n)], 0, 0
