@@ -470,6 +470,26 @@ def _emit_all(keys, outcomes, ply, w, stride, k, base, cells, child_code, bits_a
     return _close_runs(emitted, nk, fill, tail)
 
 
+@njit(cache=True, inline="always")
+def _pulled_children(key, ply, w, stride, k, base, cells, child_code, bits_a, bits_b, powers,
+                     codes, kids):
+    """``kids[c]``: the child of ``key`` (generation ``ply``) made through column ``c`` when its
+    own reading gives it, the one :func:`pull_resolve` looks up, else ``NO_KEY``. Returns
+    False, and leaves ``kids`` alone, when ``key`` is terminal (no children)."""
+    bb_a, bb_b, v2 = _decode(key, w, base, codes, bits_a, bits_b, powers, stride)
+    if _is_terminal(ply, cells, bb_a, bb_b, stride, k) != 0:
+        return False
+    mover = ply % 2
+    for c in range(w):
+        kids[c] = NO_KEY
+        nc = child_code[codes[c], mover]
+        if nc >= 0:
+            c1, c2 = _child_key(key, v2, codes[c], nc, c, w, powers)
+            if c1 <= c2:
+                kids[c] = c1
+    return True
+
+
 @njit(cache=True)
 def column_windows(keys, ply, w, stride, k, base, cells, child_code, bits_a, bits_b, powers, lo, hi):
     """The key window each column's pulled children of ``keys`` (generation ``ply``, sorted)
@@ -478,8 +498,8 @@ def column_windows(keys, ply, w, stride, k, base, cells, child_code, bits_a, bit
     they come in key order, so the first key that has one gives ``lo`` and the last ``hi``: a
     scan from the front stops once every column has its ``lo`` (then one from the back finds
     the ``hi``); a column without any reads every key once."""
-    mover = ply % 2
     codes = np.empty(w, np.int64)
+    kids = np.empty(w, np.uint64)
     nk = keys.shape[0]
     for c in range(w):
         lo[c] = NO_KEY
@@ -487,42 +507,32 @@ def column_windows(keys, ply, w, stride, k, base, cells, child_code, bits_a, bit
     found = 0
     i = 0
     while i < nk and found < w:
-        key = keys[i]
-        bb_a, bb_b, v2 = _decode(key, w, base, codes, bits_a, bits_b, powers, stride)
         i += 1
-        if _is_terminal(ply, cells, bb_a, bb_b, stride, k) != 0:
+        if not _pulled_children(keys[i - 1], ply, w, stride, k, base, cells, child_code, bits_a,
+                                bits_b, powers, codes, kids):
             continue
         for c in range(w):
-            nc = child_code[codes[c], mover]
-            if nc < 0:
-                continue
-            c1, c2 = _child_key(key, v2, codes[c], nc, c, w, powers)
-            if c1 <= c2:
+            if kids[c] != NO_KEY:
                 if lo[c] == NO_KEY:
-                    lo[c] = c1
+                    lo[c] = kids[c]
                     found += 1
-                hi[c] = c1
+                hi[c] = kids[c]
     if i >= nk:
         return
     done = np.zeros(w, np.bool_)   # every column has a lo here; the back scan's first is its hi
     seen = 0
-    j = nk - 1
-    while j >= i and seen < w:
-        key = keys[j]
-        bb_a, bb_b, v2 = _decode(key, w, base, codes, bits_a, bits_b, powers, stride)
+    j = nk
+    while j > i and seen < w:
         j -= 1
-        if _is_terminal(ply, cells, bb_a, bb_b, stride, k) != 0:
+        if not _pulled_children(keys[j], ply, w, stride, k, base, cells, child_code, bits_a,
+                                bits_b, powers, codes, kids):
             continue
         for c in range(w):
-            nc = child_code[codes[c], mover]
-            if nc < 0:
-                continue
-            c1, c2 = _child_key(key, v2, codes[c], nc, c, w, powers)
-            if c1 <= c2 and not done[c]:
+            if kids[c] != NO_KEY and not done[c]:
                 done[c] = True
                 seen += 1
-                if c1 > hi[c]:
-                    hi[c] = c1
+                if kids[c] > hi[c]:
+                    hi[c] = kids[c]
 
 
 @njit(cache=True)

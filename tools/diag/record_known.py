@@ -31,13 +31,15 @@ def main() -> None:
     ap.add_argument("--force", action="store_true")
     ap.add_argument("--md5", help="the raw table's md5 as `c4table verify` printed it (a build "
                     "--format c4z writes no raw file to hash)")
+    ap.add_argument("--sha256", help="the raw table's sha256 as `c4table verify --file-hashes` "
+                    "printed it (for a build --format c4z whose manifest has none)")
     args = ap.parse_args()
     from c4table.errors import C4Error
     from c4table.table.known import dump_known, record_build
     known = json.loads(KNOWN.read_text())
     for d in args.dirs:
         try:
-            print(record_build(d, args.note, known, args.force, args.md5))
+            print(record_build(d, args.note, known, args.force, args.md5, args.sha256))
         except C4Error as e:
             raise SystemExit(str(e))
     text = dump_known(known)
