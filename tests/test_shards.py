@@ -45,8 +45,18 @@ def test_keys_and_outcomes_read_back_whole_and_by_block(tmp_path, monkeypatch, t
         k3, o3 = read_row_groups(sh, picks)
         rows = np.concatenate([np.arange(i * ROW_GROUP, min((i + 1) * ROW_GROUP, keys.shape[0])) for i in picks])
         assert np.array_equal(k3, keys[rows]) and np.array_equal(o3, outs[rows])
+        # decoded in place into slices of bigger buffers, their other rows untouched
+        kb, ob = np.zeros(rows.shape[0] + 3, np.uint64), np.zeros(rows.shape[0] + 3, np.uint8)
+        k4, o4 = read_row_groups(sh, picks, (kb[2:-1], ob[2:-1]))
+        assert np.shares_memory(k4, kb) and np.shares_memory(o4, ob)
+        assert np.array_equal(kb[2:-1], keys[rows]) and np.array_equal(ob[2:-1], outs[rows])
+        assert not kb[[0, 1, -1]].any() and not ob[[0, 1, -1]].any()
     with pytest.raises(ValueError):
         read_row_groups(sh, [2, 1])
+    with pytest.raises(ValueError, match="rows"):   # a buffer of the wrong size or type
+        read_row_groups(sh, [0], (np.empty(ROW_GROUP - 1, np.uint64), np.empty(ROW_GROUP, np.uint8)))
+    with pytest.raises(ValueError, match="rows"):
+        read_row_groups(sh, [0], (np.empty(ROW_GROUP, np.int64), np.empty(ROW_GROUP, np.uint8)))
 
 
 def test_an_empty_shard_and_unsorted_keys(tmp_path):

@@ -316,15 +316,24 @@ def _read_span(store: Storage, rel: str, index: np.ndarray) -> memoryview:
     return memoryview(buf)
 
 
-def read_row_groups(shard: OpenShard, indices: list[int]) -> tuple[np.ndarray, np.ndarray]:
+def read_row_groups(shard: OpenShard, indices: list[int],
+                    out: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Keys and outcomes of some blocks (in increasing order: consecutive ones, read in one
-    read per file) of an opened backward shard. The checksums are not checked here: the caller verifies the shards once
+    read per file) of an opened backward shard, decoded into ``out`` (a uint64 and a uint8
+    array of the blocks' rows, e.g. slices of a bigger buffer) if given, else into new arrays.
+    The checksums are not checked here: the caller verifies the shards once
     (:func:`verify_shards`)."""
     if any(b <= a for a, b in zip(indices, indices[1:])):
         raise ValueError(f"blocks {indices} are not in increasing order")
     ki, oi = shard.keys_index[indices], shard.outcomes_index[indices]
     n = int(ki["rows"].sum())
-    keys, outs = np.empty(n, np.uint64), np.empty(n, np.uint8)
+    if out is None:
+        keys, outs = np.empty(n, np.uint64), np.empty(n, np.uint8)
+    else:
+        keys, outs = out
+        if keys.shape != (n,) or outs.shape != (n,) or keys.dtype != np.uint64 \
+                or outs.dtype != np.uint8:
+            raise ValueError(f"out must be a uint64 and a uint8 array of {n} rows")
     if not n:
         return keys, outs
     try:

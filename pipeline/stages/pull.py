@@ -17,8 +17,8 @@ from c4table.builddir.shards import OpenShard, ShardInfo, open_row_groups, read_
 from c4table.io.storage import Storage
 from c4table.pipeline.kernels import cpu
 
-ROW_BYTES = 18           # a key and its outcome byte, as a window holds them, and as the
-                         # block run being decoded into it may hold them once more
+ROW_BYTES = 10           # a key and its outcome byte, as a window holds them (blocks are
+                         # decoded in place), and about a byte of the compressed run read
 MIN_SLICE_KEYS = 1 << 14  # a shard is not cut into slices smaller than this
 MIN_WINDOW_ROWS = 1 << 20  # a slice may always hold this many rows of windows
 
@@ -71,13 +71,12 @@ class NextGeneration:
         keys, outs = np.empty(n, np.uint64), np.empty(n, np.uint8)
         at = 0
         for i, b in blocks.items():
-            shard = self._blocks(i)[0]
+            shard, rows = self._blocks(i)[0], self._blocks(i)[3]
             cuts = np.flatnonzero(np.diff(b) != 1) + 1
             for run in np.split(b, cuts):
-                k, o = read_row_groups(shard, run.tolist())
-                keys[at: at + k.shape[0]] = k
-                outs[at: at + k.shape[0]] = o
-                at += k.shape[0]
+                m = int(rows[run].sum())
+                read_row_groups(shard, run.tolist(), (keys[at: at + m], outs[at: at + m]))
+                at += m
         return keys, outs
 
 
