@@ -332,8 +332,9 @@ def test_mirrored_only_messages_are_sent_again_for_kernels_that_do_not_pull(part
 
 def test_pull_cuts_a_shard_whose_windows_exceed_the_task_memory(reference, tmp_path, monkeypatch):
     """With windows allowed far fewer rows than a shard's children reach, each shard is cut
-    into slices of keys, each reading its own windows: the same outcomes, and no slice reads
-    more than it may unless it is as small as a slice gets."""
+    into slices of keys, each reading its own windows; a slice as small as a slice gets whose
+    windows still span too much reads only its children's blocks: the same outcomes, and
+    no slice reads a whole generation."""
     from c4table.pipeline.stages import pull
     from c4table.pipeline.stages.build import open_build, run_build
     monkeypatch.setattr(pull, "MIN_WINDOW_ROWS", 1 << 10)
@@ -346,12 +347,21 @@ def test_pull_cuts_a_shard_whose_windows_exceed_the_task_memory(reference, tmp_p
         reads.append(got[0].shape[0])
         return got
     monkeypatch.setattr(pull.NextGeneration, "read", read)
+    exact = []
+    real_holding = pull.NextGeneration.blocks_holding
+
+    def holding(self, kids):
+        got = real_holding(self, kids)
+        exact.append(sum(len(b) for b in got.values()))
+        return got
+    monkeypatch.setattr(pull.NextGeneration, "blocks_holding", holding)
     b = open_build(BOARD, tmp_path / "b", workers=1, quiet=True, memory="1MiB")
     run_build(b)
     assert soak.sha256_file(tmp_path / "b" / TABLE) == reference[0]
     plies = len(soak.read_manifest(tmp_path / "b").finished_plies("backward"))
     assert len(reads) > 2 * plies   # cut into slices
     assert max(reads) < 1 << 17     # a slice reads a few blocks, never a whole generation
+    assert exact and max(exact) <= 2 * 7 * pull.MIN_SLICE_KEYS   # the children's blocks
 
 
 # ------------------------------------------------------------------ full disk

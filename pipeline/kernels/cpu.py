@@ -491,6 +491,23 @@ def _pulled_children(key, ply, w, stride, k, base, cells, child_code, bits_a, bi
 
 
 @njit(cache=True)
+def pulled_children(keys, ply, w, stride, k, base, cells, child_code, bits_a, bits_b, powers,
+                    out):
+    """``out[i, c]``: the child of ``keys[i]`` (generation ``ply``) that :func:`pull_resolve`
+    looks up through column ``c`` (:func:`_pulled_children`), ``NO_KEY`` where none."""
+    codes = np.empty(w, np.int64)
+    kids = np.empty(w, np.uint64)
+    for i in range(keys.shape[0]):
+        if not _pulled_children(keys[i], ply, w, stride, k, base, cells, child_code, bits_a,
+                                bits_b, powers, codes, kids):
+            for c in range(w):
+                out[i, c] = NO_KEY
+            continue
+        for c in range(w):
+            out[i, c] = kids[c]
+
+
+@njit(cache=True)
 def column_windows(keys, ply, w, stride, k, base, cells, child_code, bits_a, bits_b, powers, lo, hi):
     """The key window each column's pulled children of ``keys`` (generation ``ply``, sorted)
     fall in: ``lo[c]``, ``hi[c]`` the smallest and largest child made through column ``c`` and

@@ -3,7 +3,9 @@ blocks of ``ply + 1``'s backward shards its children fall in (the key window of 
 :func:`~c4table.pipeline.kernels.cpu.column_windows`) and joins them
 (:func:`~c4table.pipeline.kernels.cpu.pull_resolve`); only the children read through the
 mirror still come as messages. A shard whose windows would not fit the task's memory is cut
-into slices of keys, each with its own windows.
+into slices of keys, each with its own windows; a slice too small to cut further whose
+windows still span too many rows (its keys straddle a change of a high column's code, so its
+children lie far apart) reads only the blocks that hold its children.
 
 Design notes: ``docs/modules.md`` (``c4table.pipeline.stages.pull``).
 """
@@ -61,6 +63,22 @@ class NextGeneration:
                 want.setdefault(i, set()).update(range(b0, b1))
         return {i: np.array(sorted(v), np.int64) for i, v in sorted(want.items())}
 
+    def blocks_holding(self, keys: np.ndarray) -> dict[int, np.ndarray]:
+        """The blocks that hold (or would hold) any of ``keys`` (``NO_KEY`` ignored), by
+        shard: sorted block numbers. Where a slice's windows span far more rows than its
+        children (children on both sides of a change of a high column's code), only these
+        are read."""
+        k = np.unique(keys[keys != cpu.NO_KEY])
+        s = np.searchsorted(self.last, k, "left")   # the first shard whose last key is >= k
+        want = {}
+        for i in np.unique(s).tolist():
+            if i >= len(self.shards):
+                continue        # past the generation: pull_resolve reports the missing child
+            _, _, last, _ = self._blocks(i)
+            b = np.searchsorted(last, k[s == i], "left")
+            want[i] = np.unique(b[b < last.shape[0]])
+        return want
+
     def rows_of(self, blocks: dict[int, np.ndarray]) -> int:
         return sum(int(self._blocks(i)[3][b].sum()) for i, b in blocks.items())
 
@@ -112,10 +130,18 @@ def annotate(nxt: NextGeneration, board, ply: int, keys: np.ndarray, msgs: np.nd
         i0, i1 = todo.pop()
         cpu.column_windows(keys[i0:i1], ply, *tabs, lo, hi)
         blocks = nxt.blocks_of(lo, hi)
-        if nxt.rows_of(blocks) > allowance and i1 - i0 >= 2 * MIN_SLICE_KEYS:
-            mid = (i0 + i1) // 2
-            todo += [(mid, i1), (i0, mid)]   # the lower half first
-            continue
+        if nxt.rows_of(blocks) > allowance and i1 - i0 > 1:
+            if i1 - i0 < 2 * MIN_SLICE_KEYS:
+                # a small slice whose windows still span too much (its keys straddle a
+                # change of a high column's code): only the blocks of its children
+                kids = np.empty((i1 - i0, w), np.uint64)
+                cpu.pulled_children(keys[i0:i1], ply, *tabs, kids)
+                blocks = nxt.blocks_holding(kids.ravel())
+                del kids
+            if nxt.rows_of(blocks) > allowance:
+                mid = (i0 + i1) // 2
+                todo += [(mid, i1), (i0, mid)]   # the lower half first
+                continue
         nk, nv = nxt.read(blocks)
         rows_read += nk.shape[0]
         room = emitted[sent: sent + (i1 - i0) * w] if emitted.shape[0] else emitted
