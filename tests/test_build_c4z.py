@@ -22,7 +22,7 @@ from c4table.io.treehash import tree_hash_file
 import xxhash
 
 from c4table.testing import faults as soak
-from c4table.c4z.format import BUILD_CODEC, MAGIC, TRAILER
+from c4table.c4z.format import BUILD_CODEC, FRAME_CODEC, MAGIC, TRAILER, TRANSFORM
 from c4table.c4z.writer import compress_table
 from c4table.io.hashes import sha256_of
 from c4table.table.known import known_tables
@@ -336,8 +336,8 @@ def test_a_resumed_c4z_merge_keeps_the_grid_it_began_on(staged54, tmp_path, buil
     merge_killed(staged54, out, "save_state", "after", 2,
                  env={"C4TABLE_C4Z_BLOCK_ENTRIES": "32768", "C4TABLE_C4Z_MIN_MATCH": "0"})
     state = json.loads((out / "connect4_5x4.c4z.tmp.state").read_text())
-    assert state["version"] == 4 and (state["block_entries"], state["part_entries"]) == (32768, 18432)
-    assert state["min_match"] == 0
+    assert state["version"] == 5 and (state["block_entries"], state["part_entries"]) == (32768, 18432)
+    assert state["min_match"] == 0 and state["codec"] == BUILD_CODEC
     code, err = build_c4z("5x4", out)   # C4TABLE_C4Z_BLOCK_ENTRIES=16384 here
     assert code == 0, err
     z = out / "connect4_5x4.c4z"
@@ -356,11 +356,54 @@ def test_a_resumed_c4z_merge_keeps_the_grid_it_began_on(staged54, tmp_path, buil
     assert blocks_region(other) != blocks_region(ref)
 
 
+def test_a_format_5_merge_resumed_keeps_its_codec_and_is_compress_s_file(staged54, tmp_path,
+                                                                         built):
+    """``C4TABLE_C4Z_CODEC=rulekeys-frames-v5``: the merge writes format 5. Killed after two
+    ranges, then rerun with the setting unset: the rerun continues in format 5, and the file is
+    ``compress``'s of the .dat with the same codec and settings (the ranges stitched onto the
+    grid exactly), its tree hash the known table's, and it decompresses to the .dat."""
+    from c4table.c4z.reader import open_c4z
+    from c4table.pipeline.stages.merge_c4z import build_level, build_min_match
+    out = tmp_path / "b"
+    merge_killed(staged54, out, "save_state", "after", 2, env={"C4TABLE_C4Z_CODEC": FRAME_CODEC})
+    state = json.loads((out / "connect4_5x4.c4z.tmp.state").read_text())
+    assert state["codec"] == FRAME_CODEC != BUILD_CODEC
+    code, err = build_c4z("5x4", out)
+    assert code == 0, err
+    z = out / "connect4_5x4.c4z"
+    with open_c4z(z) as f:
+        assert (f.header["version"], f.header["transform"]) == (5, FRAME_CODEC)
+        assert f.header["sha256_tree"] == known_tables()["5x4"]["sha256_tree"]
+        assert all(f.read_block(i)[0] == 1 for i in range(f.blocks))   # coded by the rules
+    dat = built("5x4") / "connect4_5x4.dat"
+    ref = compress_table(dat, tmp_path / "ref.c4z", level=build_level(), key_dict=False,
+                         sym_dict=False, quiet=True, block_entries=int(SMALL_GRID),
+                         part_entries=9216, min_match=build_min_match(), codec=FRAME_CODEC)
+    assert blocks_region(z) == blocks_region(ref)
+    code, _, err = cli("decompress", z, "-o", tmp_path / "back.dat")
+    assert code == 0, err
+    assert (tmp_path / "back.dat").read_bytes() == dat.read_bytes()
+    v3 = compress_table(dat, tmp_path / "v3.c4z", level=build_level(), key_dict=False,
+                        sym_dict=False, quiet=True, block_entries=int(SMALL_GRID),
+                        part_entries=9216, min_match=build_min_match(), codec=TRANSFORM)
+    assert z.stat().st_size < 0.85 * v3.stat().st_size
+
+
+@pytest.mark.parametrize("value,says", [("nope", "no .c4z block codec named 'nope'"),
+                                        ("a b", "give a block codec's name")])
+def test_a_bad_codec_setting_stops_the_build_before_it_starts(tmp_path, value, says):
+    out = tmp_path / "b"
+    code, _, err = cli("build", "4x4", "--out", out, "-q", *C4Z_CMD,
+                       env={"C4TABLE_C4Z_CODEC": value})
+    assert code == 2 and one_line_error(err) and says in err and "C4TABLE_C4Z_CODEC" in err
+    assert not out.exists()
+
+
 def test_a_merge_state_of_the_first_version_is_continued_on_its_grid():
     """A state written before the grid was recorded (version 1: 65,536-entry blocks, 36,864-entry
     parts) reads with that grid, and its digest of the shards is the one it was written with;
     one written before the min match was (versions 1 and 2) reads with zstd's own parameters
-    (min match 0)."""
+    (min match 0); one written before the codec was (versions 1 to 4), with format 3's."""
     from c4table.pipeline.stages.merge_c4z import MergeState, shards_digest
 
     class Rec:
@@ -381,8 +424,9 @@ def test_a_merge_state_of_the_first_version_is_continued_on_its_grid():
         "version": 1, "shards": v1, "bounds": [0, 5, 9], "level": 3, "done": 1,
         "at": {"entries": 5, "blocks": 0, "part_bytes": 8, "last_key": -1, "pending": ""}}).encode())
     assert (st.block_entries, st.part_entries, st.level, st.min_match) == (65536, 36864, 3, 0)
+    assert st.codec == TRANSFORM            # before version 5: format 3's blocks
     again = MergeState.from_json(st.to_json())
-    assert again == st and json.loads(st.to_json())["version"] == 4
+    assert again == st and json.loads(st.to_json())["version"] == 5
     v2 = json.loads(st.to_json())
     v2["version"] = 2
     del v2["min_match"]

@@ -124,6 +124,65 @@ def test_rule_keys_round_trip_and_refuse_truncated_bits(built):
     assert rk.encode(np.array([0, 2], np.uint64)) is None
     assert not lean.tally(np.array([0, 2], np.uint64), np.zeros((2, lean.nprobs), np.int64))
 
+def test_a_block_walked_once_codes_the_bytes_of_its_runs_walked_twice(built):
+    """:meth:`RuleKeys.encode_runs` (format 5's encoder: the block walked once, its candidates
+    recorded, then coded; or, past its cap of recorded bytes, walked twice) gives each run the
+    bytes :meth:`RuleKeys.encode` gives it from the odds of the counts :meth:`RuleKeys.tally`
+    gives the block, for blocks cut anywhere in the 5x4 table, runs of one key included."""
+    from c4table.game.board import Board
+    b = Board.parse("5x4")
+    raw = np.fromfile(built("5x4") / "connect4_5x4.dat", np.uint8).reshape(-1, b.entry_size)
+    keys = keys_of_rows(raw, b.key_bytes)
+    lean = RuleKeys(b, lean=True)
+    rng = np.random.default_rng(11)
+    odds_seen = []
+
+    def odds(counts):                  # any function of the counts: here, random but fixed
+        odds_seen.append(counts.copy())
+        return np.random.default_rng(int(counts.sum())).integers(8, 2041, lean.nprobs)
+
+    for start, size, run in [(0, 5000, 256), (len(keys) - 700, 700, 256), (123, 2049, 1),
+                             *[(int(s), int(rng.integers(1, 9000)), int(rng.choice([7, 256, 4096])))
+                               for s in rng.integers(0, len(keys) - 9000, 5)]]:
+        block = keys[start: start + size]
+        counts = np.zeros((2, lean.nprobs), np.int64)
+        for o in range(0, len(block), run):
+            assert lean.tally(block[o: o + run], counts)
+        init = odds(counts)
+        want = [lean.encode(block[o: o + run], init) for o in range(0, len(block), run)]
+        for cap in (None, len(block) // 3, 0):         # recorded, or walked twice past the cap
+            bits = lean.encode_runs(block, run, odds)  if cap is None else \
+                lean.encode_runs(block, run, odds, cap)
+            assert np.array_equal(bits.counts, counts) and np.array_equal(odds_seen[-1], counts)
+            assert [bits.run(r) for r in range(len(want))] == want
+        walked = lean.record(block, run, 4 * len(block) + 1024)
+        assert walked.ends[-1] == counts[0].sum()          # one record per candidate
+    bad = np.array([0, 2], np.uint64)      # B's chip alone: no candidate
+    assert lean.encode_runs(bad, 256, odds) is None and lean.encode_runs(bad, 256, odds, 0) is None
+    with pytest.raises(ValueError):
+        RuleKeys(b).record(keys[:10], 256, 1024)     # format 4's framing is not recorded
+
+
+def test_every_codec_encodes_a_build_s_words_as_its_raw_rows(built):
+    """``encode_words`` of ``key << 8 | outcome`` words, and of ``key << 8 | symbol`` words
+    (``symbols=True``, as a build's merge gathers them), is each codec's ``encode`` of the
+    same raw rows."""
+    from c4table.c4z.blocks import block_codec
+    from c4table.c4z.registry import codec_names, get_codec
+    from c4table.game.board import Board
+    b = Board.parse("5x4")
+    raw = np.fromfile(built("5x4") / "connect4_5x4.dat", np.uint8).reshape(-1, b.entry_size)
+    part = raw[500_000: 500_000 + 5000]
+    keys = keys_of_rows(part, b.key_bytes)
+    words = (keys << np.uint64(8)) | part[:, -1].astype(np.uint64)
+    syms = block_codec(b).symbol_words(words)
+    assert len(codec_names()) == 3
+    for name in codec_names():
+        codec = get_codec(name)(b, 1024, 4)
+        want = codec.encode(part.tobytes())
+        assert codec.encode_words(words) == want == codec.encode_words(syms, symbols=True), name
+
+
 @pytest.mark.parametrize("fmt,where", [(4, 20), (5, 3), (5, 40), (5, -30)])
 def test_damaged_format_4_5_block_is_refused(pair, tmp_path, fmt, where):
     """A byte changed in block 1's head, key bits or last frame: the block's checksum

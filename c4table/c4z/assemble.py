@@ -53,17 +53,17 @@ class Assembler:
     """A ``.c4z`` part file being written in key order (module docstring). ``block_entries``
     and ``part_entries`` are the file's grid; ``level`` the zstd level of the partial blocks
     compressed here (the whole ones must use the same for the file to be the same whoever cut
-    the ranges; likewise ``min_match``, :func:`~c4table.c4z.blocks.zstd_params`); ``md5``: hash
-    the md5 too."""
+    the ranges; likewise ``min_match``, :func:`~c4table.c4z.blocks.zstd_params`, and the block
+    ``codec``, by name); ``md5``: hash the md5 too."""
 
     def __init__(self, part: Path, board: Board, block_entries: int, level: int,
                  part_entries: int | None = None, md5: bool = False,
                  reopen: Checkpoint | None = None, min_match: int = 0, sha256: bool = True,
-                 tree: TreeHash | None = None):
+                 tree: TreeHash | None = None, codec: str = BUILD_CODEC):
         self.part, self.board, self.level, self.min_match = Path(part), board, level, min_match
         self.block_entries = block_entries
         self.part_entries = part_entries or default_part_entries(block_entries)
-        self.codec = get_codec(BUILD_CODEC)(board, self.part_entries, level, min_match)
+        self.codec = get_codec(codec)(board, self.part_entries, level, min_match)
         self.E = board.entry_size
         # the whole-file digests, of every block decoded here (none: the blocks come with their
         # last keys, and the tree hash is combined by the caller from what made them)
@@ -86,7 +86,7 @@ class Assembler:
     def reopen(cls, part: Path, board: Board, block_entries: int, level: int, at: Checkpoint,
                part_entries: int | None = None, md5: bool = False,
                min_match: int = 0, sha256: bool = True,
-               tree: TreeHash | None = None) -> "Assembler":
+               tree: TreeHash | None = None, codec: str = BUILD_CODEC) -> "Assembler":
         """The part file ``part`` (and its side file) cut back to the checkpoint ``at`` and open
         for adding what follows it; its blocks are read, checked (xxh64, keys increasing) and,
         with ``sha256`` or ``md5``, hashed again; ``tree`` (a tree hash of the table's first
@@ -94,7 +94,7 @@ class Assembler:
         only the blocks past it are decoded. :class:`BuildError` if the files do not hold what
         ``at`` records."""
         return cls(part, board, block_entries, level, part_entries, md5, reopen=at,
-                   min_match=min_match, sha256=sha256, tree=tree)
+                   min_match=min_match, sha256=sha256, tree=tree, codec=codec)
 
     @property
     def blocks(self) -> int:

@@ -504,6 +504,15 @@ class PlySymbolCodec:
         return encode_block(raw, self.board, self.level, self.part_entries, self.key_dict,
                             self.sym_dict, check_outcomes, self.min_match)
 
+    def encode_words(self, words: np.ndarray, symbols: bool = False) -> tuple[int, bytes]:
+        """:meth:`encode` of a block given as ``key << 8 | outcome`` words (``symbols``: the
+        low bytes are the outcomes' symbols), as a build's merge tasks gather them
+        (:func:`encode_words`; no trained dictionaries)."""
+        if self.key_dict or self.sym_dict:
+            raise ValueError("encode_words takes no trained dictionaries")
+        return encode_words(words, self.board, self.level, self.part_entries, self.min_match,
+                            symbols=symbols)
+
     # ------------------------------------------------------------- decode
     def decode(self, block: bytes, n: int, first: int) -> tuple[np.ndarray, np.ndarray]:
         """Keys and outcome bytes of a block of ``n`` entries (:func:`decode_block_bytes`)."""

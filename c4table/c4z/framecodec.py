@@ -144,7 +144,7 @@ def parse_head(buf, first, n, run_entries, frame_entries, nprobs):
 
 @njit(cache=True)
 def decode_runs(buf, firsts, kstarts, n, run_entries, keys, init, w, base, stride, k, bits_a,
-                bits_b, powers, col_height, dif, codes, count, limit):
+                bits_b, powers, col_height, dif, codes, count, starts, limit):
     """All the keys of a mode-1 block into ``keys`` (one :func:`~c4table.c4z.rulekeys.walk`
     per run, in one call); returns -1, or the first run that does not decode to its keys in
     order after the run before."""
@@ -155,7 +155,7 @@ def decode_runs(buf, firsts, kstarts, n, run_entries, keys, init, w, base, strid
         hi = min(n, lo + run_entries)
         got = walk(DECODE, firsts[r], hi - lo, keys[lo:hi], buf[kstarts[r]:kstarts[r + 1]],
                    np.uint64(0), w, base, stride, k, bits_a, bits_b, powers, col_height, dif,
-                   codes, count, limit, probs, init, True, none)
+                   codes, count, starts, limit, probs, init, True, none)
         if got < 0 or r and not keys[lo - 1] < keys[lo]:
             return r
     return -1
@@ -163,7 +163,7 @@ def decode_runs(buf, firsts, kstarts, n, run_entries, keys, init, w, base, strid
 
 @njit(cache=True)
 def find_key(buf, firsts, kstarts, n, run_entries, key, init, w, base, stride, k, bits_a,
-             bits_b, powers, col_height, dif, codes, count, limit):
+             bits_b, powers, col_height, dif, codes, count, starts, limit):
     """``(index, ply)`` of ``key`` in a mode-1 block: the run that can hold it (by the runs'
     first keys) walked up to it; index -1 if the block does not hold it, -2 if the run's bits
     end early."""
@@ -174,7 +174,8 @@ def find_key(buf, firsts, kstarts, n, run_entries, key, init, w, base, stride, k
     hi = min(n, lo + run_entries)
     j = walk(FIND, firsts[r], hi - lo, np.empty(1, np.uint64), buf[kstarts[r]:kstarts[r + 1]],
              key, w, base, stride, k, bits_a, bits_b, powers, col_height, dif, codes, count,
-             limit, np.empty(init.shape[0], np.int64), init, True, np.zeros((2, 1), np.int64))
+             starts, limit, np.empty(init.shape[0], np.int64), init, True,
+             np.zeros((2, 1), np.int64))
     if j < 0:
         return j, 0
     ply = 0
@@ -187,7 +188,7 @@ def find_key(buf, firsts, kstarts, n, run_entries, key, init, w, base, stride, k
 
 @njit(cache=True)
 def locate(buf, first, n, run_entries, frame_entries, nprobs, key, w, base, stride, k, bits_a,
-           bits_b, powers, col_height, dif, codes, count, limit):
+           bits_b, powers, col_height, dif, codes, count, starts, limit):
     """One probe of a mode-1 block in one call: its head parsed (:func:`parse_head`) and
     ``key`` found (:func:`find_key`). Returns ``(index, ply, frame start, frame end)``: the
     entry's index in the block, its ply and the bytes of the frame that holds its symbol;
@@ -198,11 +199,36 @@ def locate(buf, first, n, run_entries, frame_entries, nprobs, key, w, base, stri
     if not ok or buf[0] != 1:
         return -3, 0, 0, 0
     i, ply = find_key(buf, firsts, kstarts, n, run_entries, key, init, w, base, stride, k,
-                      bits_a, bits_b, powers, col_height, dif, codes, count, limit)
+                      bits_a, bits_b, powers, col_height, dif, codes, count, starts, limit)
     if i < 0:
         return i, 0, 0, 0
     j = i // frame_entries
     return i, ply, fstarts[j], fstarts[j + 1]
+
+
+@dataclass(frozen=True)
+class BlockOdds:
+    """The odds a block's run coders start from, as its head stores them: contexts ``c0 ..
+    c0 + nc - 1`` (those with candidates) at ``q8`` in 1/256 that a candidate is not a key;
+    ``init``: every context's, in 1/2048 (1024 for the others)."""
+
+    c0: int
+    nc: int
+    q8: np.ndarray
+    init: np.ndarray
+
+
+def block_odds(counts: np.ndarray, nprobs: int) -> BlockOdds:
+    """:class:`BlockOdds` from a block's candidates and keys per context (``counts[0]``,
+    ``counts[1]``)."""
+    seen = np.flatnonzero(counts[0])
+    c0 = int(seen[0]) if seen.shape[0] else 0
+    nc = int(seen[-1]) + 1 - c0 if seen.shape[0] else 0
+    cand, memb = counts[0, c0: c0 + nc], counts[1, c0: c0 + nc]
+    q8 = np.clip(np.rint(256 * (cand - memb + 0.5) / (cand + 1.0)), 1, 255).astype(np.int64)
+    init = np.full(nprobs, 1024, np.int64)
+    init[c0: c0 + nc] = q8 * 8
+    return BlockOdds(c0, nc, q8, init)
 
 
 @dataclass
@@ -303,30 +329,40 @@ class FrameCodec:
                        check_outcomes: bool = False) -> tuple[int, bytes]:
         """:meth:`encode` of a block given as its keys (uint64, strictly increasing) and
         outcome bytes (uint8)."""
-        n = keys.shape[0]
         syms = ply_symbols(self.board, keys, outs, check_outcomes)
+        return self._encode(keys, syms, lambda: outs, check_outcomes)
+
+    def encode_words(self, words: np.ndarray, symbols: bool = False) -> tuple[int, bytes]:
+        """:meth:`encode` of a block given as ``key << 8 | outcome`` words (uint64, keys
+        strictly increasing), as a build's merge tasks gather them; ``symbols``: the low bytes
+        are the outcomes' symbols already
+        (:meth:`~c4table.c4z.codec.BlockCodec.symbol_words`). The same bytes."""
+        keys = words >> np.uint64(8)
+        low = (words & np.uint64(255)).astype(np.uint8)
+        if not symbols:
+            return self.encode_entries(keys, low)
+        kernels = block_codec(self.board)
+        return self._encode(keys, low, lambda: kernels.inv[kernels.plies(keys),
+                                                           low.astype(np.int64)].astype(np.uint8))
+
+    def _encode(self, keys, syms, outs, check_outcomes: bool = False) -> tuple[int, bytes]:
+        """The block of keys and their symbols; ``outs()`` gives the outcome bytes where the
+        block must be stored as format 3 (a key the rules do not allow)."""
+        n = keys.shape[0]
         rk = lean_keys(self.board)
         R, F = self.run_entries, self.frame_entries
-        counts = np.zeros((2, rk.nprobs), np.int64)
-        for o in range(0, n, R):          # the block's statistics: the runs' starting point
-            if not rk.tally(keys[o: o + R], counts):
-                return self._fallback(keys, outs, check_outcomes)
-        seen = np.flatnonzero(counts[0])
-        c0 = int(seen[0]) if seen.shape[0] else 0
-        nc = int(seen[-1]) + 1 - c0 if seen.shape[0] else 0
-        cand, memb = counts[0, c0: c0 + nc], counts[1, c0: c0 + nc]
-        q8 = np.clip(np.rint(256 * (cand - memb + 0.5) / (cand + 1.0)), 1, 255).astype(np.int64)
-        init = np.full(rk.nprobs, 1024, np.int64)
-        init[c0: c0 + nc] = q8 * 8
-        bits = [rk.encode(keys[o: o + R], init) for o in range(0, n, R)]
+        bits = rk.encode_runs(keys, R, lambda counts: block_odds(counts, rk.nprobs).init)
+        if bits is None:
+            return self._fallback(keys, outs(), check_outcomes)
+        od = block_odds(bits.counts, rk.nprobs)
         sy = syms.astype(np.uint8)
         cctx = _cctx(self.level, self.sym_dict, self.min_match)
         frames = [cctx.compress(sy[o: o + F].tobytes()) for o in range(0, n, F)]
         firsts = keys[::R]
-        head = (b"\x01" + _varints([len(bits), len(frames), c0, nc]) + q8.astype(np.uint8).tobytes()
-                + _varints(np.diff(firsts).tolist()) + _varints([len(b) for b in bits])
-                + _varints([len(f) for f in frames]))
-        return int(keys[0]), head + b"".join(bits) + b"".join(frames)
+        head = (b"\x01" + _varints([bits.starts.shape[0] - 1, len(frames), od.c0, od.nc])
+                + od.q8.astype(np.uint8).tobytes() + _varints(np.diff(firsts).tolist())
+                + _varints(np.diff(bits.starts).tolist()) + _varints([len(f) for f in frames]))
+        return int(keys[0]), head + bits.data.tobytes() + b"".join(frames)
 
     # ------------------------------------------------------------- decode
     def _parsed(self, block, n: int, first: int) -> ParsedBlock:

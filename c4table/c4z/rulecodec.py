@@ -134,6 +134,13 @@ class RuleKeyCodec:
         """``(first key, block)`` of raw table rows (whole entries, keys strictly increasing)."""
         return self.encode_entries(*entries_of_raw(raw, self.board), check_outcomes)
 
+    def encode_words(self, words: np.ndarray, symbols: bool = False) -> tuple[int, bytes]:
+        """:meth:`encode` of a block given as ``key << 8 | outcome`` words (``symbols``: the
+        low bytes are the outcomes' symbols), as a build's merge tasks gather them."""
+        if symbols:
+            words = block_codec(self.board).outcome_words(words)
+        return self.encode_entries(words >> np.uint64(8), (words & np.uint64(255)).astype(np.uint8))
+
     def encode_entries(self, keys: np.ndarray, outs: np.ndarray,
                        check_outcomes: bool = False) -> tuple[int, bytes]:
         """:meth:`encode` of a block given as its keys (uint64, strictly increasing) and

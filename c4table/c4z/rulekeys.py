@@ -15,7 +15,9 @@ columns' chips are tried, :func:`d0_lists`).
 
 The coder is the binary range coder of LZMA (11-bit probabilities, adapted by 1/32 of the
 error), one probability per (ply, the last mover has k in a row) of the candidate; its state
-starts afresh at each run, so that a probe decodes one run only.
+starts afresh at each run, so that a probe decodes one run only. Format 5's encoder
+(:meth:`RuleKeys.encode_runs`) walks a block once, recording each candidate in a byte, and
+codes the records once the block's odds are known.
 
 >>> import numpy as np
 >>> from c4table.game.board import Board
@@ -29,15 +31,31 @@ True
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Callable
+
 import numpy as np
 from numba import njit
 
 from c4table.game.board import Board
-from c4table.game.lines import _has_line
+from c4table.game.lines import _has_line, _line_cells
 
 ENCODE, DECODE, FIND, COUNT = 0, 1, 2, 3
+_SPARSE = object()       # RuleKeys.record: the candidates take more bytes than allowed
 _TOP = np.int64(1 << 24)
 _MASK32 = np.int64(0xFFFFFFFF)
+
+
+def d0_starts(codes: np.ndarray, count: np.ndarray) -> np.ndarray:
+    """``starts[r, d]``: the first index of ``codes[r, :count[r]]`` (:func:`d0_lists`) whose
+    code is at least ``d``. A key whose column-0 code is below its last column's is not the
+    mirror-canonical reading (the mirror's leading digit is the smaller), so a row whose last
+    column holds ``d`` tries the codes from ``starts[r, d]`` on."""
+    base = codes.shape[1]
+    starts = np.empty((codes.shape[0], base), np.int64)
+    for r in range(codes.shape[0]):
+        starts[r] = np.searchsorted(codes[r, :count[r]], np.arange(base), "left")
+    return starts
 
 
 def d0_lists(board: Board) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -110,7 +128,7 @@ def _settle(low, rng):
 
 @njit(cache=True)
 def walk(mode, first, n, keys, buf, target, w, base, stride, k, bits_a, bits_b, powers,
-         col_height, dif, codes, count, limit, probs, init, lean, counts):
+         col_height, dif, codes, count, starts, limit, probs, init, lean, counts):
     """The candidates after ``first`` (a table key, not coded) in key order, each coded by
     one bit, until the run's ``n`` keys are all placed.
 
@@ -120,7 +138,9 @@ def walk(mode, first, n, keys, buf, target, w, base, stride, k, bits_a, bits_b, 
       read, or -1 unless ``buf`` holds exactly ``n`` keys below ``limit`` (damaged).
     - ``FIND``: the index of ``target`` among the run's keys, -1 if it is none; -2 if damaged.
     - ``COUNT``: no coding: ``counts[0, c]`` += the candidates of context ``c``, ``counts[1,
-      c]`` += those that are keys; returns 0, or -1 if a key is no candidate.
+      c]`` += those that are keys; returns 0, or -1 if a key is no candidate. With a ``buf``
+      (not empty) it also records each candidate there as one byte, ``c | member << 7``
+      (:func:`code_records` codes them), and returns how many; -2 if ``buf`` is too short.
 
     ``probs``: the coder's probabilities (``2 * (cells + 1)``), set to ``init`` here (the
     probability, out of 2048, that a candidate of that context is *not* a key). ``lean``: the
@@ -187,12 +207,13 @@ def walk(mode, first, n, keys, buf, target, w, base, stride, k, bits_a, bits_b, 
             rply = uply + col_height[d1]
             mir = umir + np.uint64(d1) * powers[w - 2]
             base_key = row * np.uint64(base)
-            for j in range(count[ri]):
+            for j in range(starts[ri, rest[w - 1]], count[ri]):
                 d0 = codes[ri, j]
                 key = base_key + np.uint64(d0)
                 if key < lo:
                     continue
                 if np.uint64(d0) * top + mir < key:      # not the mirror-canonical reading
+                    # (column 0's code is at least column w-1's: ``starts`` skips the rest)
                     continue
                 a = ra | bits_a[d0]
                 b = rb | bits_b[d0]
@@ -205,12 +226,13 @@ def walk(mode, first, n, keys, buf, target, w, base, stride, k, bits_a, bits_b, 
                 won = ply > 0 and _has_line(last, stride, k)
                 if won:
                     ok = False
+                    cells = _line_cells(last, stride, k)   # only a top chip in a line may undo it
                     for c in range(w):
                         hc = col_height[d0] if c == 0 else col_height[rest[c]]
                         if hc == 0:
                             continue
                         bit = np.uint64(1) << np.uint64(c * stride + hc - 1)
-                        if last & bit and not _has_line(last & ~bit, stride, k):
+                        if cells & bit and not _has_line(last & ~bit, stride, k):
                             ok = True
                             break
                     if not ok:
@@ -224,11 +246,16 @@ def walk(mode, first, n, keys, buf, target, w, base, stride, k, bits_a, bits_b, 
                     if key > want:
                         return -1
                     counts[0, ctx] += 1
+                    if m:
+                        if pos >= m:
+                            return -2
+                        buf[pos] = ctx | (128 if key == want else 0)
+                        pos += 1
                     if key == want:
                         counts[1, ctx] += 1
                         placed += 1
                         if placed == n:
-                            return 0
+                            return pos
                 elif mode == ENCODE:
                     want = keys[placed]
                     if key > want:
@@ -292,6 +319,111 @@ def walk(mode, first, n, keys, buf, target, w, base, stride, k, bits_a, bits_b, 
         row += np.uint64(1)
 
 
+@njit(cache=True)
+def record_runs(keys, run_entries, rec, ends, counts, w, base, stride, k, bits_a, bits_b,
+                powers, col_height, dif, codes, count, starts, limit):
+    """The first pass of a block's runs of ``run_entries`` keys (:meth:`RuleKeys.record`): one
+    :func:`walk` per run in ``COUNT`` mode with its candidates recorded in ``rec``; run ``r``'s
+    records end at ``ends[r]``. Returns 0, -1 if a key is no candidate, -2 if ``rec`` is too
+    short."""
+    n = keys.shape[0]
+    probs = np.empty(counts.shape[1], np.int64)          # unused by COUNT, but indexed
+    init = np.full(counts.shape[1], 1024, np.int64)
+    at = 0
+    for r in range(ends.shape[0]):
+        lo = r * run_entries
+        hi = min(n, lo + run_entries)
+        if hi - lo > 1 and at >= rec.shape[0]:   # no room left: an empty rec records nothing
+            return -2
+        got = walk(COUNT, keys[lo], hi - lo, keys[lo:hi], rec[at:], np.uint64(0), w, base,
+                   stride, k, bits_a, bits_b, powers, col_height, dif, codes, count, starts,
+                   limit, probs, init, True, counts)
+        if got < 0:
+            return got
+        at += got
+        ends[r] = at
+    return 0
+
+
+@njit(cache=True)
+def code_records(rec, ends, init, out, starts):
+    """The second pass (:meth:`RuleKeys.record`): each run's records coded as :func:`walk`'s
+    ``ENCODE`` with ``lean`` framing codes its keys, the same bytes, the runs one after another
+    in ``out``; run ``r``'s bytes are ``out[starts[r]:starts[r + 1]]``. Returns the bytes
+    written, -1 if ``out`` is too short."""
+    probs = np.empty(init.shape[0], np.int64)
+    m = out.shape[0]
+    at = 0
+    r0 = 0
+    starts[0] = 0
+    for r in range(ends.shape[0]):
+        probs[:] = init
+        low = np.int64(0)
+        rng = _MASK32
+        cache = np.int64(0)
+        pending = np.int64(1)
+        pos = at
+        for i in range(r0, ends[r]):
+            ctx = np.int64(rec[i] & 127)
+            p = probs[ctx]
+            bound = (rng >> 11) * p
+            if rec[i] & 128:
+                low += bound
+                rng -= bound
+                probs[ctx] = p - (p >> 5)
+            else:
+                rng = bound
+                probs[ctx] = p + ((2048 - p) >> 5)
+            while rng < _TOP:
+                rng = (rng << 8) & _MASK32
+                low, cache, pending, pos = _shift_low(low, cache, pending, out, pos, m)
+                if pos < 0:
+                    return -1
+        if ends[r] > r0:               # the run's last record is its last key: flush
+            low = _settle(low, rng)
+            for _ in range(5):
+                low, cache, pending, pos = _shift_low(low, cache, pending, out, pos, m)
+                if pos < 0:
+                    return -1
+        # lean framing: the first byte (always 0) and the trailing zero bytes dropped
+        last = pos - 1
+        while last > at and out[last] == 0:
+            last -= 1
+        size = last - at if last > at else 0
+        for j in range(size):
+            out[at + j] = out[at + 1 + j]
+        at += size
+        starts[r + 1] = at
+        r0 = ends[r]
+    return at
+
+
+@dataclass(frozen=True)
+class RunRecords:
+    """A block's runs walked once (:meth:`RuleKeys.record`): each candidate as one byte
+    (context | member << 7), where each run's records end, and the candidates and keys per
+    context (``int64[2, nprobs]``)."""
+
+    rec: np.ndarray
+    ends: np.ndarray
+    counts: np.ndarray
+
+
+@dataclass(frozen=True)
+class RunBits:
+    """The coded key bits of a block's runs (run ``r`` is ``data[starts[r]:starts[r + 1]]``)
+    and the candidates and keys per context the coders' odds came from (``int64[2,
+    nprobs]``)."""
+
+    data: np.ndarray
+    starts: np.ndarray
+    counts: np.ndarray
+
+    def run(self, r: int) -> bytes:
+        """Run ``r``'s bytes."""
+        return self.data[self.starts[r]: self.starts[r + 1]].tobytes()
+
+
 class RuleKeys:
     """The rule-coded keys of runs of one board (module docstring). ``lean``: the framing of
     :func:`walk`'s ``lean`` (format 5); the methods' ``init``: the coder's starting
@@ -305,7 +437,8 @@ class RuleKeys:
                      np.asarray(board.col_bits_a, np.uint64),
                      np.asarray(board.col_bits_b, np.uint64),
                      np.asarray(board.powers, np.uint64), np.asarray(board.col_height, np.int64),
-                     self.dif, self.codes, self.count, np.uint64(board.key_limit))
+                     self.dif, self.codes, self.count, d0_starts(self.codes, self.count),
+                     np.uint64(board.key_limit))
         self.nprobs = 2 * (board.cells + 1)
         self.flat = np.full(self.nprobs, 1024, np.int64)
         self._none = np.zeros((2, 1), np.int64)
@@ -338,7 +471,61 @@ class RuleKeys:
         False if a key is no candidate."""
         keys = np.ascontiguousarray(keys, np.uint64)
         return self._walk(COUNT, keys[0], keys.shape[0], keys, np.empty(0, np.uint8),
-                          counts=counts) == 0
+                          counts=counts) >= 0
+
+    def encode_runs(self, keys: np.ndarray, run_entries: int,
+                    odds: Callable[[np.ndarray], np.ndarray],
+                    cap: int | None = None) -> RunBits | None:
+        """The key bits of a block's runs of ``run_entries`` keys (increasing keys; lean
+        framing only), each run's coder starting from ``odds(counts)`` (the candidates and keys
+        per context over the block); None if a key is no candidate. The block is walked once,
+        its candidates recorded (:meth:`record`) and coded from the records (:meth:`code`);
+        where they would take more than ``cap`` bytes (default: two per key, and a table of
+        sparse keys, such as a rooted one, has more candidates than that), it is walked twice
+        instead, counting (:meth:`tally`) then coding each run (:meth:`encode`). The same
+        bytes either way."""
+        keys = np.ascontiguousarray(keys, np.uint64)
+        n = keys.shape[0]
+        walked = self.record(keys, run_entries, 2 * n + 1024 if cap is None else cap)
+        if walked is None:
+            return None
+        if walked is not _SPARSE:
+            return self.code(walked, odds(walked.counts))
+        counts = np.zeros((2, self.nprobs), np.int64)
+        for o in range(0, n, run_entries):
+            if not self.tally(keys[o: o + run_entries], counts):
+                return None
+        init = odds(counts)
+        bits = [self.encode(keys[o: o + run_entries], init) for o in range(0, n, run_entries)]
+        starts = np.concatenate([[0], np.cumsum([len(b) for b in bits])]).astype(np.int64)
+        return RunBits(np.frombuffer(b"".join(bits), np.uint8), starts, counts)
+
+    def record(self, keys: np.ndarray, run_entries: int, cap: int):
+        """The runs of ``run_entries`` keys of a block (increasing keys) walked once, their
+        candidates recorded for :meth:`code` in at most ``cap`` bytes (lean framing only):
+        :class:`RunRecords`; None if a key is no candidate; the marker ``_SPARSE`` if they
+        take more than ``cap`` bytes."""
+        if not self.lean or self.nprobs > 128:      # a context and a member bit in a byte
+            raise ValueError("records need lean framing and at most 128 contexts")
+        keys = np.ascontiguousarray(keys, np.uint64)
+        q = (keys.shape[0] + run_entries - 1) // run_entries
+        counts = np.zeros((2, self.nprobs), np.int64)
+        rec, ends = np.empty(cap, np.uint8), np.empty(q, np.int64)
+        got = record_runs(keys, run_entries, rec, ends, counts, *self.args)
+        if got == -2:
+            return _SPARSE
+        return None if got < 0 else RunRecords(rec, ends, counts)
+
+    def code(self, records: RunRecords, init: np.ndarray) -> RunBits:
+        """The key bits of the runs :meth:`record` walked, each run's coder starting from
+        ``init``: the bytes :meth:`encode` gives each run."""
+        ends = records.ends
+        out = np.empty((int(ends[-1]) if ends.shape[0] else 0) + 16 * ends.shape[0] + 64, np.uint8)
+        starts = np.empty(ends.shape[0] + 1, np.int64)
+        m = code_records(records.rec, ends, np.ascontiguousarray(init, np.int64), out, starts)
+        if m < 0:      # cannot happen: a record costs at most a byte (probabilities >= 8/2048)
+            raise ValueError("key bits larger than their records")
+        return RunBits(out[:m], starts, records.counts)
 
     def _grow(self, buf, n) -> bool:
         """True if ``buf`` may have been too short (try a bigger one)."""

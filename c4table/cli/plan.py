@@ -53,7 +53,6 @@ def plan(board, workers, memory_per_worker, from_dir, as_json, root, probe_plies
     With --device gpu: the build on one GPU node, from stated device rates (docs/gpu.md)."""
     from c4table.units import format_seconds, format_size, parse_size
     from c4table.wording import count
-    from c4table.c4z.format import BUILD_CODEC
     from c4table.pipeline.planning.c4zsize import codec_label
     opts = click.get_current_context().meta.get(DEVICE, {})
     if opts.get("device") == "gpu":
@@ -108,7 +107,7 @@ def plan(board, workers, memory_per_worker, from_dir, as_json, root, probe_plies
                f"largest gen      {p.peak_entries:,} entries\n"
                f"shuffle volume   {format_size(p.shuffle_bytes)} (child-key runs and backward messages)\n"
                + (f"built as .c4z    about {format_size(p.table_bytes)} (build --format c4z, "
-                  f"{codec_label(BUILD_CODEC)}, {100 * p.table_bytes / p.final_bytes:.1f}%: a "
+                  f"{codec_label(p.build_codec)}, {100 * p.table_bytes / p.final_bytes:.1f}%: a "
                   "faster profile)\n"
                   if not tableformat.get(table_format).raw else "") +
                f"peak disk        {format_size(p.peak_disk)}\n"

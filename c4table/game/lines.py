@@ -38,6 +38,32 @@ def _has_line(bb, stride, k):
 
 
 @njit(cache=True, inline="always")
+def _line_cells(bb, stride, k):
+    """The chips of bitboard ``bb`` that lie in some ``k`` in a row (0: none): each
+    direction's line starts (``m``: a chip with ``k - 1`` more after it), spread over their
+    ``k`` cells. A chip outside them can be taken away without breaking any line.
+
+    >>> b = np.uint64(0b1111 | 1 << 10)       # four in column 0, one chip in column 1 (stride 7)
+    >>> bin(_line_cells(b, 7, 4)), _line_cells(np.uint64(0b111), 7, 4)
+    ('0b1111', 0)
+    """
+    cells = np.uint64(0)
+    for s in (1, stride, stride - 1, stride + 1):
+        m = bb
+        for i in range(1, k):
+            if i * s >= 64:
+                m = np.uint64(0)
+                break
+            m &= bb >> np.uint64(i * s)
+        if m:
+            c = m
+            for i in range(1, k):
+                c |= m << np.uint64(i * s)
+            cells |= c
+    return cells
+
+
+@njit(cache=True, inline="always")
 def _divmod_base(key, base):
     """``(key // base, key % base)`` for uint64 ``key``. The bases of four-in-a-row boards of
     heights 2-7 are written out as constants, so that LLVM turns the division into a multiply

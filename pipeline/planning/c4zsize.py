@@ -3,8 +3,9 @@ compressed here and the models that extrapolate them to boards not built (7x6), 
 ``c4table plan``. ``compress`` writes format 5 (:data:`~c4table.c4z.format.DEFAULT_CODEC`,
 ``rulekeys-frames-v5``), figures from docs/measurements/2026-11-29-c4z-probes.md; format 4
 (``rulekeys-plysym-v4``) from docs/measurements/2026-11-28-c4z-streams.md;
-``build --format c4z`` writes format 3 (:data:`~c4table.c4z.format.BUILD_CODEC`,
-``varint-plysym-v3``), figures from the format-3 measurements named at each table below.
+``build --format c4z`` writes format 3 by default (:data:`~c4table.c4z.format.BUILD_CODEC`,
+``varint-plysym-v3``), figures from the format-3 measurements named at each table below, or
+the codec ``C4TABLE_C4Z_CODEC`` names (:func:`build_ratio` of each).
 
 Design notes: ``docs/modules.md`` (``c4table.pipeline.planning.c4zsize``).
 
@@ -97,16 +98,22 @@ ARCHIVE_RATIO = {"5x6": 0.796 * 0.845, "6x5": 0.791 * 0.860, "7x4": 0.766 * 0.76
 # table (tools/bench/c4z_build.py; docs/measurements/2026-11-27-c4z-build-profile.md).
 BUILD_OVER_COMPRESS = {"5x5": 11_165_540 / (34_888_367 * 0.2961),
                        "6x5": 383_818_864 / (1_409_488_535 * 0.2524)}
+# The same with C4TABLE_C4Z_CODEC=rulekeys-frames-v5: format 5 at the build's profile (zstd
+# level 4, min match 6, 262,144-entry blocks) over compress's format 5 (C4Z5_MEASURED), whole
+# files (tools/bench/c4z_build.py; docs/measurements/2026-11-29-build-format-5.md).
+BUILD_OVER_COMPRESS_V5 = {"5x5": 8_673_001 / 7_816_966, "6x5": 298_383_205 / 264_697_855}
 
 
-def build_ratio() -> float:
-    """How much bigger a ``build --format c4z`` file is than ``compress``'s: the mean of
-    :data:`BUILD_OVER_COMPRESS`.
+def build_ratio(codec: str = TRANSFORM) -> float:
+    """How much bigger a ``build --format c4z`` file of the block codec ``codec`` is than
+    ``compress``'s with the same codec: the mean of :data:`BUILD_OVER_COMPRESS` (format 3) or
+    :data:`BUILD_OVER_COMPRESS_V5` (the rule-coded formats).
 
     >>> 1.05 < build_ratio() < 1.15
     True
     """
-    return sum(BUILD_OVER_COMPRESS.values()) / len(BUILD_OVER_COMPRESS)
+    ratios = BUILD_OVER_COMPRESS if codec == TRANSFORM else BUILD_OVER_COMPRESS_V5
+    return sum(ratios.values()) / len(ratios)
 
 
 @dataclass

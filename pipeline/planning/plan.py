@@ -17,11 +17,12 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
+import c4table.config as config
 from c4table.game.board import Board
 from c4table.errors import BuildInputError
 from c4table.pipeline.planning import c4zsize
 from c4table.pipeline.planning.c4zsize import C4Z_MEASURED  # noqa: F401  (re-exported)
-from c4table.c4z.format import BUILD_CODEC, DEFAULT_CODEC
+from c4table.c4z.format import DEFAULT_CODEC
 from c4table.progress import published_total
 from c4table.wording import count
 from c4table.game.root import root_argument
@@ -134,14 +135,19 @@ class Plan:
         return int(self.entries * c4z_bytes_per_entry(self.board, self.entries)[0])
 
     @property
+    def build_codec(self) -> str:
+        """The block codec a ``build --format c4z`` writes (``C4TABLE_C4Z_CODEC``)."""
+        return config.get("C4TABLE_C4Z_CODEC")
+
+    @property
     def table_bytes(self) -> int:
         """Bytes of the file the merge writes: the raw table, or with ``table_format`` "c4z"
-        the build's ``.c4z``: its codec (``BUILD_CODEC``, format 3) at compress's profile
+        the build's ``.c4z``: its codec (:attr:`build_codec`) at compress's profile
         (:func:`c4z_bytes_per_entry`) times
         :func:`c4table.pipeline.planning.c4zsize.build_ratio` (the build's faster profile)."""
         if not tableformat.get(self.table_format).raw:
-            bpe = c4z_bytes_per_entry(self.board, self.entries, BUILD_CODEC)[0]
-            return int(self.entries * bpe * c4zsize.build_ratio())
+            bpe = c4z_bytes_per_entry(self.board, self.entries, self.build_codec)[0]
+            return int(self.entries * bpe * c4zsize.build_ratio(self.build_codec))
         return self.final_bytes
 
     @property

@@ -278,6 +278,8 @@ def open_build(board: str | Board, out: str | Path,
 
 def open_with(s: BuildSettings) -> Build:
     """:func:`open_build` of settings read already."""
+    if s.table_format is tableformat.C4Z:
+        merge_c4z.check_settings()     # a bad one stops the build now, not at its merge
     try:
         store = open_storage(s.out, s.io)
     except ValueError as e:

@@ -5,9 +5,10 @@ The key space is cut into ranges as for the ``.dat`` (:func:`~c4table.pipeline.s
 and each range task gathers its entries in key order and finds its offset in the table as the
 ``.dat`` merge's tasks do (:func:`~c4table.pipeline.stages.merge.gather_range`). The ``.c4z``'s blocks lie
 on a fixed grid (block ``i`` holds entries ``i*B ..``), which a range seldom starts or ends
-on: a task compresses the whole blocks inside its range (:func:`~c4table.c4z.blocks.encode_words`,
-on the grid of :func:`build_grid` at the level of :func:`build_level` with the min match of
-:func:`build_min_match`, no trained dictionaries) into a part file ``work/merge/blocks-R.bin``
+on: a task compresses the whole blocks inside its range (the ``encode_words`` of the block
+codec :func:`build_codec` names, on the grid of :func:`build_grid` at the level of
+:func:`build_level` with the min match of :func:`build_min_match`, no trained dictionaries)
+into a part file ``work/merge/blocks-R.bin``
 and returns the raw entries before the first and after the last of them (fewer than ``B``
 each). The driver takes the tasks' results in range order while later ranges still run and
 feeds them to an :class:`~c4table.c4z.assemble.Assembler`: it compresses the partial blocks
@@ -15,19 +16,20 @@ where two ranges meet, appends every block to ``connect4_WxH.c4z.tmp`` and delet
 file once appended. Each task decodes its blocks again and hashes the tree hash's pieces inside
 its raw bytes; the driver combines them, hashing only the pieces two ranges straddle (the
 whole-file sha256 and md5, every block decoded in the driver, only with
-``C4TABLE_TABLE_SHA256`` and ``C4TABLE_TABLE_MD5``). The file's bytes depend only on the table, the grid, the level and the
-min match (each block is compressed alone, deterministically), not on how the ranges were cut:
+``C4TABLE_TABLE_SHA256`` and ``C4TABLE_TABLE_MD5``). The file's bytes depend only on the table,
+the codec, the grid, the level and the min match (each block is compressed alone,
+deterministically), not on how the ranges were cut:
 a rerun after a crash writes the same file.
 
 Nothing is kept past its last reader, and a rerun after a crash continues: once the driver has
 appended range ``r``, it makes the file durable and records where it stands in
-``connect4_WxH.c4z.tmp.state`` (atomically: the ranges' bounds, the grid, the level and min match, the ranges done,
+``connect4_WxH.c4z.tmp.state`` (atomically: the ranges' bounds, the codec, the grid, the level and min match, the ranges done,
 the blocks and bytes written, the raw entries of the partial block; :class:`MergeState`), and then
 deletes every backward shard and its forward (key) shard whose keys all lie below the ranges
 still to come: no later range reads them (their manifest records stay: the later ranges'
 offsets count their rows). A rerun finding a state that matches the manifest's shards cuts
 the ``.tmp`` back to it, hashes its blocks again (decoded, as when appended: the sha256 state
-cannot be saved) and merges the remaining ranges with the recorded bounds, grid, level and min match, so
+cannot be saved) and merges the remaining ranges with the recorded bounds, codec, grid, level and min match, so
 it writes the same bytes; the shards below them may be gone, and are not checked.
 
 Once the table is in place, ``build`` and ``merge`` delete the build's intermediate files
@@ -52,11 +54,12 @@ import xxhash
 
 import c4table.config as config
 from c4table.c4z.assemble import RESTART, Assembler, Checkpoint, idx_path
-from c4table.c4z.blocks import block_codec, default_part_entries, encode_words
+from c4table.c4z.blocks import block_codec, default_part_entries
 from c4table.c4z.codec import BlockCodec
-from c4table.c4z.format import BUILD_CODEC, BUILD_PART_ENTRIES, IDX_RECORD, MAGIC, default_c4z_name
-from c4table.c4z.registry import get_codec
-from c4table.errors import BuildError, BuildInputError, CorruptDataError
+from c4table.c4z.format import (BUILD_CODEC, BUILD_PART_ENTRIES, IDX_RECORD, MAGIC, TRANSFORM,
+                                default_c4z_name)
+from c4table.c4z.registry import codec_names, get_codec
+from c4table.errors import BuildError, BuildInputError, CorruptDataError, TableError
 from c4table.game.board import Board
 from c4table.io.counting import active
 from c4table.io.files import fsync_dir
@@ -73,7 +76,7 @@ from c4table.builddir.shards import verify_shards
 from c4table.builddir.records import FileRecord, TableRecord
 from c4table.builddir.tableformat import C4Z
 
-STATE_VERSION = 4        # 2: the state records the file's grid (1: 65,536-entry blocks, 36,864-entry parts); 3: its min match (before: 0); 4: the tree pieces in the .tree side file (before: none)
+STATE_VERSION = 5        # 2: the state records the file's grid (1: 65,536-entry blocks, 36,864-entry parts); 3: its min match (before: 0); 4: the tree pieces in the .tree side file (before: none); 5: its block codec (before: format 3's)
 C4Z_SHARE = 0.10         # the .c4z as a share of the raw table, at most (measured at the build's profile: 6.4% on 5x5,
                          # 4.6% on 6x5, 4.0% on 6x6; the tests' 16,384-entry blocks: 8.5% on 5x4)
 IN_FLIGHT = 4            # ranges whose part files may wait for the driver at once
@@ -113,12 +116,33 @@ def build_min_match() -> int:
     return config.get("C4TABLE_C4Z_MIN_MATCH")
 
 
+def build_codec() -> str:
+    """The block codec's name of a build's ``.c4z`` (``C4TABLE_C4Z_CODEC``, default format 3's);
+    :class:`BuildInputError` in one line if no codec that a merge can write has it."""
+    name = config.get("C4TABLE_C4Z_CODEC")
+    try:
+        cls = get_codec(name)
+    except TableError:
+        raise BuildInputError(f"C4TABLE_C4Z_CODEC: no .c4z block codec named {name!r} (the "
+                              f"codecs: {', '.join(codec_names())})") from None
+    if not hasattr(cls, "encode_words"):
+        raise BuildInputError(f"C4TABLE_C4Z_CODEC: the block codec {name} cannot write a "
+                              "build's blocks")
+    return name
+
+
 def build_grid() -> tuple[int, int]:
     """``(block entries, part entries)`` of a build's ``.c4z``: ``C4TABLE_C4Z_BLOCK_ENTRIES``
     (default 262,144) in parts of :data:`~c4table.c4z.format.BUILD_PART_ENTRIES` (65,536;
     blocks of at most that many: 9/16 of the block, then the rest)."""
     B = config.get("C4TABLE_C4Z_BLOCK_ENTRIES")
     return B, BUILD_PART_ENTRIES if B > BUILD_PART_ENTRIES else default_part_entries(B)
+
+
+def check_settings() -> None:
+    """Read the settings of a build's ``.c4z`` (codec, level, min match, grid): a bad one is
+    one line (:class:`BuildInputError`) when the build opens."""
+    build_codec(), build_level(), build_min_match(), build_grid()
 
 
 def c4z_name(build) -> str:
@@ -129,18 +153,18 @@ def c4z_name(build) -> str:
 def range_blocks_task(root: str, shards: list[dict], lo: int, hi: int, below: int, rel: str,
                       board: Board, block_entries: int, level: int,
                       part_entries: int, min_match: int = 0,
-                      plies: list[int] | None = None) -> RangeBlocks:
+                      plies: list[int] | None = None, codec: str = BUILD_CODEC) -> RangeBlocks:
     """Gather the entries with ``lo <= key < hi`` of the given backward shards
     (:func:`~c4table.pipeline.stages.merge.gather_range`: ``below`` is the count of those in
     shards wholly under ``lo``), compress the whole blocks of the file's grid that lie inside
     the range into the part file ``rel``, and return them and the raw entries at the ends
     (:class:`RangeBlocks`). ``plies``: each shard's generation; its outcome bytes are then
     gathered as their symbols at that ply, so the blocks' encoder follows no ply (the same
-    bytes; the driver's decode, from each key's own ply, checks them). Memory: the range's
-    words (one per entry) and one block."""
+    bytes; the driver's decode, from each key's own ply, checks them). ``codec``: the block
+    codec's name. Memory: the range's words (one per entry) and one block."""
     store = open_storage(root)
-    codec = None if plies is None else block_codec(board)   # the words hold symbols
-    maps = None if codec is None else [codec.fwd[p] for p in plies]
+    kernels = None if plies is None else block_codec(board)   # the words hold symbols
+    maps = None if kernels is None else [kernels.fwd[p] for p in plies]
     rw = merge.gather_range(store, shards, lo, hi, below, maps)
     B, E = block_entries, board.entry_size
     head_n = min(rw.count, (-rw.under) % B)
@@ -148,15 +172,14 @@ def range_blocks_task(root: str, shards: list[dict], lo: int, hi: int, below: in
     buf = np.empty(B, np.uint64)
     n, want, in_head = 0, head_n, head_n > 0
     tree = SpanCut(rw.under * E, treehash.PIECE_BYTES)
-    decoder = get_codec(BUILD_CODEC)(board, part_entries, level, min_match)
+    blocks = get_codec(codec)(board, part_entries, level, min_match)
     with open(store.root / rel, "wb") as f:
         def flush_block():
-            first, comp = encode_words(buf, board, level, part_entries, min_match,
-                                       symbols=codec is not None)
+            first, comp = blocks.encode_words(buf, symbols=kernels is not None)
             f.write(comp)
             # decoded again: the tree hash is of what the file holds
             try:
-                rows, last = decoder.decode_rows(comp, B, first)
+                rows, last = blocks.decode_rows(comp, B, first)
             except Exception as e:   # zstd or the block's own checks
                 raise BuildError(f"range [{lo}, {hi}): a block of key {first} does not "
                                  f"decode: {e}") from None
@@ -174,7 +197,7 @@ def range_blocks_task(root: str, shards: list[dict], lo: int, hi: int, below: in
                 n += take
                 s += take
                 if in_head and n == want:
-                    out.head = _raw(buf[:n], E, codec)
+                    out.head = _raw(buf[:n], E, kernels)
                     tree.update(out.head)
                     n, in_head = 0, False
                 elif not in_head and n == B:
@@ -183,7 +206,7 @@ def range_blocks_task(root: str, shards: list[dict], lo: int, hi: int, below: in
     active().add_write(sum(out.lengths))   # the part file (plain file I/O: counted here)
     if in_head and n:   # cannot happen: the head is at most the range
         raise BuildError(f"range [{lo}, {hi}): {n} entries of {want} in its first block")
-    out.tail = _raw(buf[:n], E, codec)
+    out.tail = _raw(buf[:n], E, kernels)
     tree.update(out.tail)
     out.tree = tree.finish()
     return out
@@ -208,7 +231,7 @@ class MergeState:
     ``tree_pieces`` pieces in the side file :func:`tree_name`. A rerun continues on the state's
     grid, whatever the build's profile is now (a state of version 1 has the grid of its time,
     one of version 2 the level's own zstd parameters: ``min_match`` 0; before version 4, no
-    tree pieces: the blocks are decoded again for them)."""
+    tree pieces: the blocks are decoded again for them; before version 5, format 3's codec)."""
 
     shards: str
     bounds: list
@@ -219,6 +242,7 @@ class MergeState:
     part_entries: int = 36864
     min_match: int = 0
     tree_pieces: int = 0
+    codec: str = TRANSFORM
 
     def to_json(self) -> bytes:
         d = asdict(self)
@@ -228,7 +252,7 @@ class MergeState:
     @classmethod
     def from_json(cls, data: bytes) -> "MergeState":
         d = json.loads(data)
-        if d.pop("version") not in (1, 2, 3, STATE_VERSION):
+        if d.pop("version") not in (1, 2, 3, 4, STATE_VERSION):
             raise ValueError("another version's merge state")
         d["at"]["pending"] = base64.b64decode(d["at"]["pending"])
         return cls(**{**d, "at": Checkpoint(**d["at"])})
@@ -389,15 +413,17 @@ def complete(build, rec: TableRecord | None) -> bool:
     return True
 
 
-def codec_compiled() -> bool | None:
-    """Whether numba's cache holds the block codec kernels the merge runs: the key plies, and
-    an encoder of blocks (of outcomes or of symbols, as the tasks choose); None when it cannot
-    be asked."""
-    from c4table.c4z import codec
+def codec_compiled(name: str = BUILD_CODEC) -> bool | None:
+    """Whether numba's cache holds the block codec kernels the merge runs with the codec
+    ``name``: the key plies, and an encoder of blocks (of outcomes or of symbols, as the tasks
+    choose), and for the rule-coded formats the key walk's; None when it cannot be asked."""
+    from c4table.c4z import codec, framecodec, rulekeys
     plies, outs, syms = (in_cache(k) for k in (codec._plies, codec._encode, codec._encode_symbols))
-    if None in (plies, outs, syms):
+    rules = [] if name == TRANSFORM else \
+        [in_cache(k) for k in (rulekeys.record_runs, rulekeys.code_records, framecodec.decode_runs)]
+    if None in (plies, outs, syms, *rules):
         return None
-    return plies and (outs or syms)
+    return plies and (outs or syms) and all(rules)
 
 
 def run(build):
@@ -432,7 +458,7 @@ def run(build):
     if missing:
         raise BuildInputError(f"{build.root}: the backward pass is not finished (plies {missing[:5]}... missing)")
     prog = build.progress("merge")
-    if codec_compiled() is False:   # the first --format c4z merge after install
+    if codec_compiled(build_codec()) is False:   # the first --format c4z merge after install
         prog.note("compiling the .c4z block codec (first run after install only)...")
     t0 = time.perf_counter()
     shards = [s for p in plies for s in m.shards("backward", p) if s.rows]
@@ -452,9 +478,10 @@ def run(build):
             shares = merge_shares(total, build.task_memory, build.executor.workers, True)
             bounds = merge.choose_ranges(store, shards, len(shares), shares)
             level, (B, P), mm = build_level(), build_grid(), build_min_match()
+            codec_name = build_codec()
         else:
             bounds, level, B, P = state.bounds, state.level, state.block_entries, state.part_entries
-            mm = state.min_match
+            mm, codec_name = state.min_match, state.codec
         resources.check_free(store, merge_need(store, shards, bounds, done, total,
                                                total * board.entry_size, tmp), f"the table {name}")
         digest = shards_digest(shards, board, B, P)
@@ -466,13 +493,14 @@ def run(build):
             below = sum(s.rows for s in shards if s.last < bounds[r])
             tasks.append((store.uri, [shards[k].to_json() for k in inside], bounds[r],
                           bounds[r + 1], below, f"{merge.PARTS}/blocks-{r:05d}.bin", board, B,
-                          level, P, mm, [ply_of[k] for k in inside]))
+                          level, P, mm, [ply_of[k] for k in inside], codec_name))
 
         pieces = [state.tree_pieces if state is not None else 0]
 
         def appended(k: int, at: Checkpoint, tree: TreeHash) -> None:   # ranges 0..k-1 are in the .tmp
             pieces[0] = save_tree(store, tmp, tree, pieces[0])
-            save_state(store, tmp, MergeState(digest, bounds, level, k, at, B, P, mm, pieces[0]))
+            save_state(store, tmp, MergeState(digest, bounds, level, k, at, B, P, mm, pieces[0],
+                                              codec_name))
             drop_shards(store, shards, bounds[k])
 
         build.ledger.work("merge", of=n_r).add(total - (state.at.entries if state is not None else 0),
@@ -480,7 +508,7 @@ def run(build):
         results = build.ledger.saving(build.executor.imap(range_blocks_task, tasks))   # counts saved
         tree = load_tree(store, tmp, state.tree_pieces) if state is not None else None
         digests = assemble(store, store.root / tmp, board, total, n_r, level, results, build.table_md5,
-                           resume=state, appended=appended, min_match=mm, tree=tree,
+                           resume=state, appended=appended, min_match=mm, tree=tree, codec=codec_name,
                            sha256=build.table_sha256, file=build.table_name,
                            root=m.root_record())
         if digests["bytes"] != total * board.entry_size:
@@ -504,7 +532,8 @@ def run(build):
 
 def assemble(store, part, board: Board, total: int, n_ranges: int, level: int, results,
              md5: bool, resume: MergeState | None = None, appended=None, min_match: int = 0,
-             tree: TreeHash | None = None, sha256: bool = False, **header) -> dict:
+             tree: TreeHash | None = None, sha256: bool = False, codec: str = BUILD_CODEC,
+             **header) -> dict:
     """Write the ``.c4z`` part file ``part`` from the range tasks' ``results``
     (:class:`RangeBlocks`, in range order, e.g. :meth:`Executor.imap` while later ranges
     still run), deleting each task's part file once appended; fsync it. The raw table's tree
@@ -515,20 +544,21 @@ def assemble(store, part, board: Board, total: int, n_ranges: int, level: int, r
     of the ranges after it (and its ``min_match``); ``tree``: the tree hash of the pieces the
     state records (:func:`load_tree`). After each range, ``appended(k, checkpoint, tree)`` is
     called with the count of ranges now in the file, made durable, and the tree hash so far.
-    Returns the raw table's digests. Raises
+    ``codec``: the block codec's name (a resumed file's is its state's). Returns the raw
+    table's digests. Raises
     :class:`BuildError` if a range does not start where the one before it ended, or the
     ranges do not add up to ``total``."""
     if resume is None:
         B, P = build_grid()
         tree = TreeHash()
         a, r0 = Assembler(part, board, B, level, P, md5=md5, min_match=min_match,
-                          sha256=sha256), 0
+                          sha256=sha256, codec=codec), 0
     else:   # the grid the file was begun on
         held = _file_size(part) + _file_size(idx_path(part))
         tree = tree if tree is not None else TreeHash()
         a = Assembler.reopen(part, board, resume.block_entries, level, resume.at,
                              resume.part_entries, md5=md5, min_match=resume.min_match,
-                             sha256=sha256, tree=tree)
+                             sha256=sha256, tree=tree, codec=resume.codec)
         r0 = resume.done
     # the container and its side file (plain file I/O) are counted here, by the driver: as
     # far as counted (by the earlier run up to its checkpoint), what was cut off past it, and

@@ -11,8 +11,9 @@ sampled as they come and go.
 
     .venv/bin/python -m tools.bench.c4z_build 5x5 --workers 2 --levels 3:65536 5m0 4m6 [--repeat 3]
 
-Each level is ``LEVEL[mMINMATCH][:BLOCK_ENTRIES][@CODE]`` (``C4TABLE_C4Z_LEVEL``,
-``C4TABLE_C4Z_MIN_MATCH``, ``C4TABLE_C4Z_BLOCK_ENTRIES``; unset: the defaults). ``@CODE``
+Each level is ``LEVEL[mMINMATCH][:BLOCK_ENTRIES][/CODEC][@CODE]`` (``C4TABLE_C4Z_LEVEL``,
+``C4TABLE_C4Z_MIN_MATCH``, ``C4TABLE_C4Z_BLOCK_ENTRIES``, ``C4TABLE_C4Z_CODEC``; unset: the
+defaults), e.g. ``4m6/rulekeys-frames-v5`` for format 5's blocks at the build's level. ``@CODE``
 runs that build with another checkout's code first on ``PYTHONPATH`` (the code before a
 change, side by side with it): a directory holding ``c4table/`` with a link
 ``c4table/pipeline -> ../pipeline``, e.g. ``git archive COMMIT c4table pipeline | tar -x -C
@@ -23,9 +24,11 @@ compares the least CPU of each format (a loaded machine adds to CPU time, seldom
 
 ``--blocks TABLE.dat`` builds nothing: it samples ``--samples`` stretches of the finished
 table, evenly spread, and prints for each block profile (``--profiles``, each
-``ENTRIES:PART:LEVEL[:SYMLEVEL]``, e.g. ``262144:65536:5`` or ``262144:65536:5:1``: the key frame
+``ENTRIES:PART:LEVEL[:SYMLEVEL][/CODEC]``, e.g. ``262144:65536:5`` or ``262144:65536:5:1``: the key frame
 at ``LEVEL``, the symbol frame at ``SYMLEVEL``, default ``LEVEL``; a level ``4m6`` is level 4
-with min match 6, :func:`c4table.c4z.blocks.zstd_params`) the size as a share of the raw
+with min match 6, :func:`c4table.c4z.blocks.zstd_params`; ``/CODEC``: another block codec by
+name, e.g. ``262144:65536:4m6/rulekeys-frames-v5``, its blocks made by its ``encode_words``
+and its sizes as a whole) the size as a share of the raw
 entries (both frames, and each apart) and the CPU (one core, ``process_time``) of what a c4z build does per block: encode (the merge's range
 tasks, from ``key << 8 | outcome`` words) and decode back to raw rows (the driver, before
 hashing them), in ns per entry.
@@ -52,13 +55,16 @@ from tools.bench.diskuse import KINDS, DiskSampler
 
 def profile_env(spec: str) -> dict:
     """The environment a c4z build or merge runs under for a level spec
-    ``LEVEL[mMINMATCH][:BLOCK_ENTRIES][@CODE]`` (``@CODE``: another checkout's code first on
-    ``PYTHONPATH``).
+    ``LEVEL[mMINMATCH][:BLOCK_ENTRIES][/CODEC][@CODE]`` (``@CODE``: another checkout's code
+    first on ``PYTHONPATH``).
 
     >>> sorted(profile_env("4m6:65536@/src"))
     ['C4TABLE_C4Z_BLOCK_ENTRIES', 'C4TABLE_C4Z_LEVEL', 'C4TABLE_C4Z_MIN_MATCH', 'PYTHONPATH']
+    >>> profile_env("4/rulekeys-frames-v5")["C4TABLE_C4Z_CODEC"]
+    'rulekeys-frames-v5'
     """
     spec, _, code = spec.partition("@")
+    spec, _, codec = spec.partition("/")
     lv, _, block = spec.partition(":")
     lv, _, mm = lv.partition("m")
     env = {"C4TABLE_C4Z_LEVEL": lv}
@@ -66,6 +72,8 @@ def profile_env(spec: str) -> dict:
         env["C4TABLE_C4Z_MIN_MATCH"] = mm
     if block:
         env["C4TABLE_C4Z_BLOCK_ENTRIES"] = block
+    if codec:
+        env["C4TABLE_C4Z_CODEC"] = codec
     if code:
         env["PYTHONPATH"] = code
     return env
@@ -133,6 +141,7 @@ def block_profiles(board_name: str, dat: Path, profiles: list[str], samples: int
     import numpy as np
 
     from c4table.c4z.blocks import decode_block_rows, encode_words, split_block
+    from c4table.c4z.registry import get_codec
     from c4table.game.board import Board
     from c4table.table.source import keys_of_rows
     board = Board.parse(board_name)
@@ -146,37 +155,49 @@ def block_profiles(board_name: str, dat: Path, profiles: list[str], samples: int
             rows = np.frombuffer(os.pread(f.fileno(), span * E, s * E), np.uint8).reshape(-1, E)
             words.append((keys_of_rows(rows, E - 1) << np.uint64(8)) | rows[:, E - 1].astype(np.uint64))
     w0 = words[0][:16]
-    encode_words(w0, board, 1, 8)      # compile or load the kernels outside the timings
+    first, b0 = encode_words(w0, board, 1, 8)      # compile or load the kernels outside the timings
+    decode_block_rows(b0, board, w0.shape[0], first, 8)
     print(f"{board_name}: {samples} stretches of {span:,} entries ({samples * span:,} of "
           f"{n_all:,}), load {os.getloadavg()[0]:.1f}")
     print(f"{'block':>9} {'part':>7} {'level':>5} {'sym':>5} {'% of raw':>9} {'keys %':>7} "
           f"{'syms %':>7} {'encode ns':>10} {'decode ns':>10}")
     for prof in profiles:
+        prof, _, codec_name = prof.partition("/")
         B, P, lv, *sl = prof.split(":")
         B, P = int(B), int(P)
         level, _, mm = lv.partition("m")
         level, mm = int(level), int(mm or 0)
         sym_level = int(sl[0]) if sl else level
+        codec = get_codec(codec_name)(board, P, level, mm) if codec_name else None
+        if codec is not None:          # compile or load its kernels outside the timings
+            codec.decode_rows(codec.encode_words(w0)[1], w0.shape[0], int(w0[0]) >> 8)
         size = ksize = ssize = enc = dec = 0.0
         for w in words:
             blocks = []
             t = time.process_time()
             for o in range(0, span, B):
-                blocks.append(encode_words(w[o: o + B], board, level, P, mm, sym_level))
+                blocks.append(encode_words(w[o: o + B], board, level, P, mm, sym_level)
+                              if codec is None else codec.encode_words(w[o: o + B]))
             enc += time.process_time() - t
             size += sum(len(b) for _, b in blocks)
-            for _, b in blocks:
+            for _, b in blocks if codec is None else ():
                 kf, sf, _, _ = split_block(b)
                 ksize += len(kf)
                 ssize += len(sf)
             t = time.process_time()
             for first, b in blocks:
-                decode_block_rows(b, board, B, first, P)
+                if codec is None:
+                    decode_block_rows(b, board, B, first, P)
+                else:
+                    codec.decode_rows(b, B, first)
             dec += time.process_time() - t
         raw = samples * span * E
+        parts = ("-", "-") if codec is not None else \
+            (f"{100 * ksize / raw:.3f}", f"{100 * ssize / raw:.3f}")
         print(f"{B:9,} {P:7,} {lv:>5} {sym_level:5} {100 * size / raw:9.3f} "
-              f"{100 * ksize / raw:7.3f} {100 * ssize / raw:7.3f} {1e9 * enc * E / raw:10.1f} "
-              f"{1e9 * dec * E / raw:10.1f}", flush=True)
+              f"{parts[0]:>7} {parts[1]:>7} {1e9 * enc * E / raw:10.1f} "
+              f"{1e9 * dec * E / raw:10.1f}" + (f"  {codec_name}" if codec_name else ""),
+              flush=True)
 
 
 def main(argv=None) -> None:
