@@ -392,6 +392,8 @@ def test_a_format_5_merge_resumed_keeps_its_codec_and_is_compress_s_file(staged5
 @pytest.mark.parametrize("value,says", [("nope", "no .c4z block codec named 'nope'"),
                                         ("a b", "give a block codec's name")])
 def test_a_bad_codec_setting_stops_the_build_before_it_starts(tmp_path, value, says):
+    from c4table import config
+    assert config.SETTINGS["C4TABLE_C4Z_CODEC"].default == BUILD_CODEC    # one default
     out = tmp_path / "b"
     code, _, err = cli("build", "4x4", "--out", out, "-q", *C4Z_CMD,
                        env={"C4TABLE_C4Z_CODEC": value})
