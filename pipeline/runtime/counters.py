@@ -110,11 +110,13 @@ def _run(fn, args, traced: bool, memory: bool = True):
     warm = _warm_pid == os.getpid()
     c = IOCounts(tasks=1)
     here = os.getpid() == _driver_pid   # the driver's own CPU counts this task's
+    allocator.taken(reset=True)
     if traced and warm:
         before = _tracked()
         with counting(c):
             result = fn(*args)
-        c.peak_task_memory = c.task_memory_sum = max(0, tracemalloc.get_traced_memory()[1] - before)
+        c.peak_task_memory = c.task_memory_sum = (max(0, tracemalloc.get_traced_memory()[1] - before)
+                                                  + allocator.taken())   # mappings: not traced
     else:   # not traced: loading the kernels under tracemalloc would double its time
         can = _reset_peak()
         before = _status_kib("VmRSS:")
@@ -122,6 +124,7 @@ def _run(fn, args, traced: bool, memory: bool = True):
             result = fn(*args)
         if can and memory:
             rise = max(0, _status_kib("VmHWM:") - before) * 1024
+            rise = max(rise, allocator.taken())   # a kept buffer's pages were resident before
             if warm:
                 c.peak_task_memory = c.task_memory_sum = rise
             else:

@@ -20,6 +20,7 @@ from concurrent.futures import ProcessPoolExecutor
 from typing import Any, Callable, Iterator, Sequence
 
 from c4table.errors import BuildInputError, MissingExtraError
+from c4table.pipeline.runtime import allocator
 from c4table.pipeline.runtime.counters import StageCounts, run_counted, run_counted_here
 
 
@@ -61,6 +62,7 @@ def _on_sigint(signum, frame) -> None:
 def _worker_start() -> None:
     """The initializer of each local worker process: its SIGINT handler (:func:`_on_sigint`)."""
     signal.signal(signal.SIGINT, _on_sigint)
+    allocator.keep_buffers()   # the process's memory ends with the pool
 
 
 def _run_task(fn: Callable[..., Any], *args):
@@ -130,6 +132,7 @@ class Executor:
             self._start()
         self.counts.sample()   # the driver's requests before the tasks' (the stored-bytes ledger)
         if self._pool is None or len(tasks) <= 1:
+            allocator.keep_buffers()   # released when the executor closes
             for t in tasks:
                 r, c = run_counted_here(fn, *t, memory=self._pool is None)
                 self.counts.add(c)
@@ -150,6 +153,7 @@ class Executor:
         self.counts.sample()
 
     def close(self) -> None:
+        allocator.release()   # what tasks run here kept (keep_buffers)
         if self._started:
             self._started = False
             gc.unfreeze()

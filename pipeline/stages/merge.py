@@ -41,7 +41,7 @@ from c4table.io.hashes import Hashes
 from c4table.io import treehash
 from c4table.io.treehash import FIELD, SpanCut, SpanEdges, TreeHash, combine, tree_hash_file
 from c4table.table.sums import BLOCK_ENTRIES, BlockSums, SumsWriter
-from c4table.pipeline.runtime import resources
+from c4table.pipeline.runtime import allocator, resources
 from c4table.pipeline.sort.extsort import sorted_chunks
 from c4table.pipeline.kernels.cpu import pack_entries, pack_mapped, strictly_increasing_keys, words_to_entries
 from c4table.pipeline.sort.partition import merge_shares
@@ -95,7 +95,7 @@ def gather_range(store: Storage, shards: list[dict], lo: int, hi: int,
         shard, groups = open_row_groups(store, info)
         under += sum(g.rows for g in groups if g.last < lo)
         picks.append((shard, [g for g in groups if g.last >= lo and g.first < hi]))
-    packed = np.empty(sum(g.rows for _, groups in picks for g in groups), np.uint64)
+    packed = allocator.buffer(sum(g.rows for _, groups in picks for g in groups), np.uint64)
     pos = 0
     starts = []
     for k, (shard, groups) in enumerate(picks):
