@@ -118,10 +118,12 @@ def resident_mib():
         return next(int(line.split()[1]) // 1024 for line in f if line.startswith("VmRSS"))
 
 tuned = allocator.tune()
-allocator.keep_buffers()
 alive = []
 for mib in (200, 220, 240):   # tasks of growing size, each leaving a small object alive
-    a = np.empty(mib << 17, np.uint64) if sys.argv[1] == "heap" else allocator.buffer(mib << 17, np.uint64)
+    if sys.argv[1] == "heap":
+        a = np.empty(mib << 17, np.uint64)
+    else:
+        a = allocator.buffer(mib << 17, np.uint64, "words")
     a[:] = 1
     alive.append([0] * 100_000)
     del a
@@ -144,3 +146,30 @@ def test_tasks_of_growing_size_hold_one_buffer_not_the_sum_of_two(where):
         assert resident < 240 * 1.3 + 60, resident
     else:
         assert resident > 200 + 220, resident
+
+
+FORK_PROBE = r"""
+import os
+import numpy as np
+from c4table.pipeline.runtime import allocator
+
+a = allocator.buffer(4096, np.uint8, "words")
+a[:] = 1
+del a
+pid = os.fork()
+if pid == 0:   # a worker forked from a process that holds the buffer: its task fills it
+    b = allocator.buffer(4096, np.uint8, "words")
+    b[:] = 2
+    os._exit(0)
+os.waitpid(pid, 0)
+print(int(allocator.buffer(4096, np.uint8, "words").min()))
+"""
+
+
+def test_a_forked_worker_writes_its_own_copy_of_a_kept_buffer():
+    """A kept buffer is a private mapping: a worker forked from the process holding it (the
+    driver, which runs a stage's lone task itself) fills its own copy, not its parent's (and
+    so its siblings') pages, as a shared mapping would."""
+    out = subprocess.run([sys.executable, "-c", FORK_PROBE], capture_output=True, text=True,
+                         check=True, timeout=120).stdout.split()
+    assert out == ["1"]

@@ -29,8 +29,7 @@ _M_ARENA_MAX = -8
 TRIM_THRESHOLD = -1
 _done: dict[int, bool] = {}   # process id -> whether glibc was tuned
 GROW = 1.125                  # a kept buffer too small is mapped anew this much larger
-_kept = threading.local()     # this thread's kept mapping (``.map``) and the bytes tasks took
-_keeping = [False]            # whether this process keeps buffers between tasks (keep_buffers)
+_kept = threading.local()     # this thread's kept mappings by name (``.maps``), sizes taken (``.took``)
 
 
 def tune() -> bool:
@@ -76,57 +75,97 @@ def _tune() -> bool:
     return ok
 
 
-def keep_buffers(on: bool = True) -> None:
-    """Let this process keep :func:`buffer`'s mapping between tasks: a local worker process
-    (its memory ends with it) and the driver running tasks itself (which calls
-    :func:`release` when its executor closes). Elsewhere (a dask worker lives on after the
-    build) each buffer is a fresh mapping, unmapped when its array is freed."""
-    _keeping[0] = on
 
+def buffer(n: int, dtype, name: str) -> np.ndarray:
+    """An uninitialised array of ``n`` elements in this thread's anonymous ``mmap`` called
+    ``name``, kept and reused by the next call of that name (mapped anew :data:`GROW` larger
+    when too small; untouched pages take no memory), with transparent huge pages asked for as
+    numpy asks for its large arrays. For a task's large array whose size varies from task to
+    task: on the heap :func:`tune` keeps, a freed array followed by anything still alive
+    leaves a hole a larger one does not fit, so a process running tasks of growing size holds
+    the sum of two of them (a 7x5 merge worker: 10.1 GB resident for tasks of 5.4). The array
+    must be dropped before the thread's next call of the same name.
 
-def buffer(n: int, dtype) -> np.ndarray:
-    """An uninitialised array of ``n`` elements in an anonymous ``mmap`` of this thread, kept
-    and reused by the next call (grown by :data:`GROW` when too small) where
-    :func:`keep_buffers` is on. For a task's one large array whose size varies from task to
-    task (the merge's words of a key range): on the heap :func:`tune` keeps, a freed array
-    followed by anything still alive leaves a hole a larger one does not fit, so a process
-    running tasks of growing size holds the sum of two of them (the 7x5 merge: 10.1 GB
-    resident for tasks of 5.4). The array must be dropped before the thread's next call.
-
-    >>> a = buffer(1000, np.uint64)
+    >>> a = buffer(1000, np.uint64, "doctest")
     >>> a.shape, a.dtype.name, taken() >= 8000
     ((1000,), 'uint64', True)
     """
     dtype = np.dtype(dtype)
     size = max(1, n * dtype.itemsize)
-    _kept.taken = getattr(_kept, "taken", 0) + size
-    if not _keeping[0]:
-        return np.ndarray(n, dtype, buffer=mmap.mmap(-1, size))
-    have = getattr(_kept, "map", None)
+    took = _took()
+    took[name] = max(took.get(name, 0), size)
+    maps = _maps()
+    have = maps.get(name)
     if have is None or len(have) < size:
         grown = max(size, int(len(have) * GROW) if have is not None else 0)
-        release()
+        release(name)
         step = 2 << 20
-        _kept.map = mmap.mmap(-1, -(-grown // step) * step)
-    return np.ndarray(n, dtype, buffer=_kept.map)
+        # private: Python maps shared by default, and a worker forked from a process holding
+        # a buffer would write into its parent's pages and its siblings'
+        have = maps[name] = mmap.mmap(-1, -(-grown // step) * step, flags=mmap.MAP_PRIVATE)
+        if hasattr(mmap, "MADV_HUGEPAGE"):
+            have.madvise(mmap.MADV_HUGEPAGE)
+    return np.frombuffer(have, dtype, count=n)   # a view the mapping knows of (release)
+
+
+def _maps() -> dict:
+    maps = getattr(_kept, "maps", None)
+    if maps is None:
+        maps = _kept.maps = {}
+    return maps
+
+
+def _took() -> dict:
+    took = getattr(_kept, "took", None)
+    if took is None:
+        took = _kept.took = {}
+    return took
 
 
 def taken(reset: bool = False) -> int:
-    """Bytes of :func:`buffer` arrays handed out in this thread since the last reset (a task's
-    counts add them: tracemalloc does not see a mapping)."""
-    t = getattr(_kept, "taken", 0)
+    """Bytes of :func:`buffer` arrays in this thread since the last reset, the largest of each
+    name (a task's counts add them: tracemalloc does not see a mapping)."""
+    t = sum(_took().values())
     if reset:
-        _kept.taken = 0
+        _kept.took = {}
     return t
 
 
-def release() -> None:
-    """Unmap this thread's kept buffer (an array still viewing it keeps it mapped until it is
-    freed)."""
-    have = getattr(_kept, "map", None)
-    _kept.map = None
-    if have is not None:
-        try:
-            have.close()
-        except BufferError:   # still viewed: unmapped when the last view goes
-            pass
+def release(name: str | None = None) -> None:
+    """Unmap this thread's kept buffer ``name`` (all of them: None). An array still viewing
+    one keeps it mapped until the array is freed.
+
+    >>> a = buffer(10, np.uint8, "doctest release")
+    >>> a[:] = 7
+    >>> release("doctest release")
+    >>> int(a.sum())
+    70
+    """
+    maps = _maps()
+    for key in [name] if name is not None else list(maps):
+        have = maps.pop(key, None)
+        if have is not None:
+            try:
+                have.close()
+            except BufferError:   # still viewed: unmapped when the last view goes
+                pass
+
+
+def reused(before: dict[str, int]) -> int:
+    """Bytes of this task's :func:`buffer` arrays that lay in buffers already mapped
+    (``before``: :func:`kept` at its start), whose pages a rise of the resident set misses."""
+    return sum(min(before.get(k, 0), v) for k, v in _took().items())
+
+
+def kept() -> dict[str, int]:
+    """This thread's kept buffers: bytes mapped, by name."""
+    return {k: len(v) for k, v in _maps().items()}
+
+
+def release_unused() -> None:
+    """Unmap this thread's kept buffers that no :func:`buffer` call asked for since the last
+    :func:`taken` reset (the task that just ended): a buffer serves the tasks of one kind, and
+    the next stage's tasks need their own memory, not the last stage's pages as well."""
+    took = _took()
+    for name in [k for k in _maps() if k not in took]:
+        release(name)

@@ -111,6 +111,7 @@ def _run(fn, args, traced: bool, memory: bool = True):
     c = IOCounts(tasks=1)
     here = os.getpid() == _driver_pid   # the driver's own CPU counts this task's
     allocator.taken(reset=True)
+    kept = allocator.kept()   # buffers of tasks before: resident already
     if traced and warm:
         before = _tracked()
         with counting(c):
@@ -124,12 +125,13 @@ def _run(fn, args, traced: bool, memory: bool = True):
             result = fn(*args)
         if can and memory:
             rise = max(0, _status_kib("VmHWM:") - before) * 1024
-            rise = max(rise, allocator.taken())   # a kept buffer's pages were resident before
+            rise += allocator.reused(kept)   # the pages of kept buffers were resident before
             if warm:
                 c.peak_task_memory = c.task_memory_sum = rise
             else:
                 c.first_task_memory = rise
         _warm_pid = os.getpid()
+    allocator.release_unused()   # a buffer of another kind of task (the stage before)
     if not here:
         _report_cpu(c)
     return result, c

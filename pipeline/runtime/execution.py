@@ -62,7 +62,6 @@ def _on_sigint(signum, frame) -> None:
 def _worker_start() -> None:
     """The initializer of each local worker process: its SIGINT handler (:func:`_on_sigint`)."""
     signal.signal(signal.SIGINT, _on_sigint)
-    allocator.keep_buffers()   # the process's memory ends with the pool
 
 
 def _run_task(fn: Callable[..., Any], *args):
@@ -121,7 +120,8 @@ class Executor:
         """:meth:`map` as a generator: all tasks are sent at once, and each result is yielded
         as soon as it and every result before it are in, while later tasks still run, so the
         driver can work on the first results (e.g. hash the part of a file they wrote) in
-        the meantime. Closing the generator early cancels the tasks not started.
+        the meantime; the executor keeps no reference to a result it has yielded. Closing the
+        generator early cancels the tasks not started.
 
         >>> with make_executor(workers=1) as ex:
         ...     [r * 10 for r in ex.imap(abs, [(-1,), (2,)])]
@@ -132,28 +132,31 @@ class Executor:
             self._start()
         self.counts.sample()   # the driver's requests before the tasks' (the stored-bytes ledger)
         if self._pool is None or len(tasks) <= 1:
-            allocator.keep_buffers()   # released when the executor closes
             for t in tasks:
                 r, c = run_counted_here(fn, *t, memory=self._pool is None)
                 self.counts.add(c)
                 yield r
+                del r
             self.counts.sample()
             return
         run = _run_task if isinstance(self._pool, ProcessPoolExecutor) else run_counted
         futures = [self._pool.submit(run, fn, *t) for t in tasks]
         try:
-            for f in futures:
-                r, c = f.result()
-                self.counts.add(c)
+            for i in range(len(futures)):
+                r, c = futures[i].result()
+                futures[i] = None   # the result is the caller's now (kept here, every result
+                self.counts.add(c)  # would live until the last: a 7x5 merge's driver, 2.5 GB)
                 yield r
+                del r
         except BaseException:   # a task failed, or the caller stopped early (GeneratorExit)
             for f in futures:
-                f.cancel()
+                if f is not None:
+                    f.cancel()
             raise
         self.counts.sample()
 
     def close(self) -> None:
-        allocator.release()   # what tasks run here kept (keep_buffers)
+        allocator.release()   # the buffers tasks run here kept (a worker's end with it)
         if self._started:
             self._started = False
             gc.unfreeze()

@@ -95,7 +95,8 @@ def gather_range(store: Storage, shards: list[dict], lo: int, hi: int,
         shard, groups = open_row_groups(store, info)
         under += sum(g.rows for g in groups if g.last < lo)
         picks.append((shard, [g for g in groups if g.last >= lo and g.first < hi]))
-    packed = allocator.buffer(sum(g.rows for _, groups in picks for g in groups), np.uint64)
+    packed = allocator.buffer(sum(g.rows for _, groups in picks for g in groups), np.uint64,
+                              "range words")
     pos = 0
     starts = []
     for k, (shard, groups) in enumerate(picks):
