@@ -7,9 +7,11 @@ and run every module twice. Here each name ``pipeline.X`` (``pipeline.kernels.cp
 pointed at the installed module ``c4table.pipeline.X`` before collection, so each module
 exists once, under its real name.
 """
+import atexit
 import importlib
 import os
 import pkgutil
+import shutil
 import sys
 import tempfile
 
@@ -17,6 +19,7 @@ import tempfile
 # calibration): a calibration cached by `c4table plan --calibrate` on this machine would change
 # every plan the tests check. Subprocesses inherit it.
 os.environ["C4TABLE_CACHE"] = tempfile.mkdtemp(prefix="c4table-test-cache-")
+atexit.register(shutil.rmtree, os.environ["C4TABLE_CACHE"], True)   # removed when the run ends
 
 import c4table.pipeline
 

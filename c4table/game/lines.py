@@ -26,15 +26,21 @@ def _has_line(bb, stride, k):
                 return True
         return False
     for s in (1, stride, stride - 1, stride + 1):
-        m = bb
-        for i in range(1, k):
-            if i * s >= 64:
-                m = np.uint64(0)
-                break
-            m &= bb >> np.uint64(i * s)
-        if m != 0:
+        if _line_starts(bb, s, k) != 0:
             return True
     return False
+
+
+@njit(cache=True, inline="always")
+def _line_starts(bb, s, k):
+    """The chips of bitboard ``bb`` that start ``k`` in a row in the direction of shift ``s``:
+    those with a chip ``s``, ``2s``, ... ``(k - 1)s`` bits above them."""
+    m = bb
+    for i in range(1, k):
+        if i * s >= 64:
+            return np.uint64(0)
+        m &= bb >> np.uint64(i * s)
+    return m
 
 
 @njit(cache=True, inline="always")
@@ -49,12 +55,7 @@ def _line_cells(bb, stride, k):
     """
     cells = np.uint64(0)
     for s in (1, stride, stride - 1, stride + 1):
-        m = bb
-        for i in range(1, k):
-            if i * s >= 64:
-                m = np.uint64(0)
-                break
-            m &= bb >> np.uint64(i * s)
+        m = _line_starts(bb, s, k)
         if m:
             c = m
             for i in range(1, k):

@@ -27,27 +27,31 @@ import time
 from pathlib import Path
 
 
-def timed_run(cmd: list[str], cwd: Path) -> tuple[float, float]:
+def timed_run(cmd: list[str], cwd: Path, system: list | None = None) -> tuple[float, float]:
     """Run ``cmd`` in ``cwd`` (its output dropped); return (wall s, CPU s of its process tree:
-    user + sys of it and the children it waited for, from ``getrusage``). Also used by
-    ``tools/bench/scale_run.py``."""
+    user + sys of it and the children it waited for, from ``getrusage``); the system seconds
+    are appended to ``system`` if given. Also used by ``tools/bench/scale_run.py``."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, cwd=cwd)
     wall = time.perf_counter() - t
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if system is not None:
+        system.append(after.ru_stime - before.ru_stime)
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def run_build(python: str, board: str, workers: int, memory: str | None) -> tuple[float, float, str, int]:
-    """One build: (wall s, CPU s of the process tree, sha256 of the table, entries)."""
+def run_build(python: str, board: str, workers: int, memory: str | None,
+              system: list | None = None) -> tuple[float, float, str, int]:
+    """One build: (wall s, CPU s of the process tree, sha256 of the table, entries); its
+    system seconds appended to ``system`` if given."""
     out = Path(tempfile.mkdtemp(prefix="c4-ab-"))
     try:
         # the installation's console script (the CLI's module moved between versions)
         cmd = [str(Path(python).parent / "c4table"), "build", board, "--out", str(out), "--quiet",
                "--workers", str(workers), *(["--memory", memory] if memory else [])]
         # cwd: not a source tree, whose c4table/ would shadow the installation under test
-        wall, cpu = timed_run(cmd, out)
+        wall, cpu = timed_run(cmd, out, system)
         table = next(out.glob("*.dat"))
         h = hashlib.sha256()
         with open(table, "rb") as f:
@@ -81,11 +85,12 @@ def main() -> int:
         for i in range(args.repeat):
             for name in ("old", "new"):
                 load = os.getloadavg()[0]
+                system = []
                 wall, cpu, digest, entries = run_build(getattr(args, name), board, args.workers,
-                                                       args.memory)
+                                                       args.memory, system)
                 digests.add(digest)
                 res[name].append((wall, cpu))
-                print(f"{board:>5} {name}  run {i + 1}: wall {wall:7.2f} s  CPU {cpu:7.2f} s  "
+                print(f"{board:>5} {name}  run {i + 1}: wall {wall:7.2f} s  CPU {cpu:7.2f} s (sys {system[0]:6.2f})  "
                       f"load {load:5.2f}  sha256 {digest[:16]}", flush=True)
         bo = min(c for _, c in res["old"]), min(w for w, _ in res["old"])
         bn = min(c for _, c in res["new"]), min(w for w, _ in res["new"])
