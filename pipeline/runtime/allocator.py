@@ -75,7 +75,6 @@ def _tune() -> bool:
     return ok
 
 
-
 def buffer(n: int, dtype, name: str) -> np.ndarray:
     """An uninitialised array of ``n`` elements in this thread's anonymous ``mmap`` called
     ``name``, kept and reused by the next call of that name (mapped anew :data:`GROW` larger
@@ -108,18 +107,21 @@ def buffer(n: int, dtype, name: str) -> np.ndarray:
     return np.frombuffer(have, dtype, count=n)   # a view the mapping knows of (release)
 
 
+def _mine(attr: str) -> dict:
+    """This thread's dict ``attr`` of :data:`_kept` (made on first use)."""
+    d = getattr(_kept, attr, None)
+    if d is None:
+        d = {}
+        setattr(_kept, attr, d)
+    return d
+
+
 def _maps() -> dict:
-    maps = getattr(_kept, "maps", None)
-    if maps is None:
-        maps = _kept.maps = {}
-    return maps
+    return _mine("maps")
 
 
 def _took() -> dict:
-    took = getattr(_kept, "took", None)
-    if took is None:
-        took = _kept.took = {}
-    return took
+    return _mine("took")
 
 
 def taken(reset: bool = False) -> int:
