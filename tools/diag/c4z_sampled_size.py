@@ -7,7 +7,7 @@ variance estimate of a systematic sample whose units drift along the key order).
 too big to compress whole in the time at hand: 5% of 6x6 costs a twentieth of its
 ``compress``. ``--every 1`` encodes every block: its block bytes are those of the real file.
 
-    python -m tools.diag.c4z_sampled_size TABLE.dat|TABLE.c4z [--every 20] [--stretch 16]
+    python -m tools.diag.c4z_sampled_size TABLE.dat|TABLE.c4z [--every 20] [--stretch 1]
         [--codec rulekeys-frames-v5] [--level 19] [--block-entries 65536] [--threads 2] [--json]
 
 Prints the entries sampled, the estimated file bytes (blocks, plus the block index and
@@ -120,7 +120,7 @@ def symbol_bytes(codec, block: bytes, n: int, first: int) -> int | None:
     return int(st.fstarts[-1] - st.fstarts[0])
 
 
-def estimate(path: Path, *, every: int = 20, stretch: int = 16, codec: str = DEFAULT_CODEC,
+def estimate(path: Path, *, every: int = 20, stretch: int = 1, codec: str = DEFAULT_CODEC,
              level: int = DEFAULT_LEVEL, block_entries: int = DEFAULT_BLOCK_ENTRIES,
              threads: int | None = None, progress=None) -> SampledSize:
     """Encode the sampled stretches of the table ``path`` as ``compress`` would and scale
@@ -199,7 +199,9 @@ def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("table", type=Path, help="TABLE.dat or TABLE.c4z")
     ap.add_argument("--every", type=int, default=20, help="one stretch in this many (default 20)")
-    ap.add_argument("--stretch", type=int, default=16, help="blocks per stretch (default 16)")
+    ap.add_argument("--stretch", type=int, default=1,
+                    help="blocks per stretch (default 1: on 6x5, one block in 20 gave a standard "
+                         "error of 0.6%%, stretches of 16 blocks 2.4%%)")
     ap.add_argument("--codec", default=DEFAULT_CODEC)
     ap.add_argument("--level", type=int, default=DEFAULT_LEVEL)
     ap.add_argument("--block-entries", type=int, default=DEFAULT_BLOCK_ENTRIES)
@@ -208,7 +210,7 @@ def main(argv=None) -> None:
     a = ap.parse_args(argv)
 
     def progress(k, m, secs):
-        if k == m or k % 50 == 0:
+        if k == m or k % max(1, m // 20) == 0:
             print(f"  {k:,}/{m:,} stretches, {secs:.0f} s, ETA {secs * (m - k) / k:.0f} s",
                   file=sys.stderr, flush=True)
     r = estimate(a.table, every=a.every, stretch=a.stretch, codec=a.codec, level=a.level,
