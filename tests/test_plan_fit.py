@@ -155,3 +155,30 @@ def test_plan_calibrate_from_cli(built, tmp_path):
 def test_describe_names_each_build(built):
     lines = fit.describe([MeasuredBuild.load(built("5x4"))])
     assert len(lines) == 1 and "5x4" in lines[0] and "ns per entry" in lines[0]
+
+
+def test_fit_recovers_the_wall_the_tasks_do_not_fill():
+    """Builds whose wall time is the schedule's with a known driver step (50 ms) and tasks that
+    compute 80% of their wall give both back; the plan priced with them is that much longer
+    than with tasks that never wait, and says where the time goes (``waits``)."""
+    from dataclasses import replace
+    from c4table.pipeline.planning.schedule import simulate
+    per = {"forward": 40e-9, "backward": 60e-9, "merge": 12e-9}
+    boards = ["5x4", "5x5", "6x4", "6x5"]
+    builds = [synthetic(b, 2, per, 0.0, 0.0, 0.0) for b in boards]
+    truth = replace(fit_costs(builds, FAST_MACHINE), step_s=0.05, busy=0.8)
+    for b in builds:
+        sim = simulate(list(b.entries), b.board.width, b.board.cells, b.workers, b.task_memory,
+                       truth, b.board.entry_size)
+        b.wall_s.update({s: sim.stages[s]["wall_s"] for s in STAGES})
+    c = fit_costs(builds, FAST_MACHINE)
+    assert c.step_s == pytest.approx(0.05, rel=0.02)
+    assert c.busy == pytest.approx(0.8, rel=0.01) and c.measured["busy_share"] == pytest.approx(0.8, rel=0.01)
+    p = make_plan("6x6", 2, 6 << 30, costs=c)
+    s, never = p.schedule(), make_plan("6x6", 2, 6 << 30, costs=replace(c, busy=1.0)).schedule()
+    assert s.cpu_s == pytest.approx(never.cpu_s)
+    assert 1.2 < s.wall_s / never.wall_s < 1.26        # 1 / 0.8, less the driver's share
+    assert s.parts()["waits"] > 0 == never.parts()["waits"]
+    # one build: the driver's step alone, as before
+    one = fit_costs(builds[-1:], FAST_MACHINE)
+    assert one.busy == 1.0 and one.step_s > 0.05

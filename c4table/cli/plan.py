@@ -174,7 +174,9 @@ def _costs_note(p) -> str:
     parts = ", ".join(f"{k} {v:,.0f} s" for k, v in s.parts().items())
     return (f"costs of {c.machine} ({c.source}): {c.forward_s * 1e9:.0f} / {c.backward_s * 1e9:.0f}"
             f" / {c.merge_s * 1e9:.0f} ns per entry (forward / backward / merge tasks), "
-            f"{c.step_s:.3f} s per generation step in the driver; the wall time is mostly "
+            f"{c.step_s:.3f} s per generation step in the driver"
+            + (f", tasks computing {c.busy:.0%} of their wall" if c.busy < 1 else "")
+            + "; the wall time is mostly "
             f"{what} ({share:.0%}; the schedule model: {parts})"
             + ("; calibrated with other code than this: --recalibrate measures again"
                if stale(c) else ""))

@@ -10,8 +10,10 @@ generation. :func:`fit_costs` turns them into the
   cost per worker and run, ``b`` shared by the two stages (:func:`fit_costs`);
 - merge: CPU per entry beside a fixed cost, the driver's hashing taken out (the schedule adds
   it back);
-- the driver's wall per generation step: what the passes' measured wall time has over the
-  schedule's with no step cost.
+- the wall time the schedule's CPU does not fill: a cost per generation step in the driver,
+  and the share of a task's wall its CPU fills (``busy``; the rest waits on reads, writes and
+  the driver), from what the builds' measured wall time has over the schedule's with neither
+  (:func:`_wall_fit`; one build: the step cost alone, from the passes).
 
 A build of the board being planned is never fitted on (the plan would only repeat it):
 :func:`usable` leaves it out and says so.
@@ -186,8 +188,34 @@ def fit_costs(builds: list[MeasuredBuild], base: MachineCosts) -> MachineCosts:
                                                              "backward": round(p[2], 3)},
                               "slope_ns_per_doubling": round(slope * 1e9, 3),
                               "log2_task_keys": [round(x, 2) for x in xs]})
-    costs.step_s = _step_s(builds, costs)
+    costs.step_s, costs.busy = _wall_fit(builds, costs)
+    costs.measured["busy_share"] = round(costs.busy, 3)
     return costs
+
+
+def _wall_fit(builds: list[MeasuredBuild], costs: MachineCosts) -> tuple[float, float]:
+    """``(step_s, busy)``: the driver's wall per generation step and the share of a task's
+    wall its CPU fills. Per build, the wall of its three stages over the schedule's with
+    neither (``busy`` 1, no step cost) is ``steps * step_s + k * W`` (``W``: what the
+    schedule's wall grows by when each task's wall doubles; ``busy = 1 / (1 + k)``), fitted
+    by least squares, each build weighing alike. One build: the step cost alone
+    (:func:`_step_s`). ``step_s`` is kept between 2 ms and 1 s, ``busy`` between 0.3 and 1."""
+    if len(builds) < 2:
+        return _step_s(builds, costs), 1.0
+    rows, ys = [], []
+    for b in builds:
+        def wall(busy: float) -> float:
+            sim = simulate(list(b.entries), b.board.width, b.board.cells, b.workers,
+                           b.task_memory, replace(costs, step_s=0.0, busy=busy),
+                           b.board.entry_size)
+            return sum(st["wall_s"] for st in sim.stages.values())
+        free = wall(1.0)
+        got = sum(b.wall_s.values())
+        steps = 2 * sum(1 for e in b.entries if e) + 1
+        rows.append([steps / got, (wall(0.5) - free) / got])
+        ys.append((got - free) / got)
+    step, k = _solve(rows, ys, nonneg=[0, 1])
+    return min(1.0, max(0.002, step)), min(1.0, max(0.3, 1 / (1 + k)))
 
 
 def _step_s(builds: list[MeasuredBuild], costs: MachineCosts) -> float:

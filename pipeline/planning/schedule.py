@@ -39,6 +39,9 @@ class MachineCosts:
     task_s: float = 0.005  # CPU per task beyond its entries
     driver_task_s: float = 0.002   # the driver's serial CPU per task (send, result, counts)
     startup_s: float = 3.0
+    # the share of a task's wall time its CPU fills (the rest: waits on reads, writes and the
+    # driver); 1.0 unless fitted on builds (fit.fit_costs), whose measured wall it comes from
+    busy: float = 1.0
     disk_bytes_per_s: float | None = None
     cores: int | None = None   # the cores of the machine measured
     version: str = ""
@@ -106,10 +109,11 @@ class Schedule:
 
     def parts(self) -> dict:
         """The wall time cut by what it waits on: ``cores`` (the CPU spread over every core),
-        ``waves`` (workers idle in a list's last wave and behind its largest task: small
-        generations, stragglers), ``driver`` (serial steps, start-up, the hash tail),
-        ``disk`` (the time the disk bound adds)."""
-        out = {"cores": 0.0, "waves": 0.0, "driver": self.startup_s, "disk": 0.0}
+        ``waits`` (tasks waiting, not computing: :attr:`MachineCosts.busy`), ``waves``
+        (workers idle in a list's last wave and behind its largest task: small generations,
+        stragglers), ``driver`` (serial steps, start-up, the hash tail), ``disk`` (the time
+        the disk bound adds)."""
+        out = {"cores": 0.0, "waits": 0.0, "waves": 0.0, "driver": self.startup_s, "disk": 0.0}
         for s in self.stages.values():
             for k in out:
                 out[k] += s.get(k, 0.0)
@@ -139,17 +143,20 @@ def _list_time(tasks: int, mean_s: float, workers: int, skew: float) -> float:
 
 
 def _stage(acc: dict, tasks: int, cpu_each: float, workers: int, cores: int, step_s: float,
-           skew: float) -> None:
+           skew: float, busy: float = 1.0) -> None:
     """Add one list of ``tasks`` equal tasks (and the driver's step, ``step_s`` with its share
-    per task already in) to a stage's sums."""
-    wall = _list_time(tasks, cpu_each, workers, skew)
-    # more workers than cores: the cores are the limit
+    per task already in) to a stage's sums; each task takes ``cpu_each / busy`` of wall."""
+    computing = _list_time(tasks, cpu_each, workers, skew)
+    wall = _list_time(tasks, cpu_each / busy, workers, skew)
+    # more workers than cores: the cores are the limit (one task's waits are another's CPU)
     wall = max(wall, tasks * cpu_each / cores)
     ideal = tasks * cpu_each / max(1, min(workers, cores))
+    waits = max(0.0, min(wall, wall - computing))
     acc["wall_s"] += wall + step_s
     acc["cpu_s"] += tasks * cpu_each
     acc["cores"] += ideal
-    acc["waves"] += wall - ideal
+    acc["waits"] += waits
+    acc["waves"] += max(0.0, wall - ideal - waits)
     acc["driver"] += step_s
     acc["tasks"] += tasks
 
@@ -185,8 +192,8 @@ def simulate(entries: list[int], width: int, cells: int, workers: int, task_memo
     cores = cores or workers
     sched = Schedule(workers, cores, startup_s=costs.startup_s)
     shards = forward_shards(entries, width, workers, task_memory)
-    empty = {"wall_s": 0.0, "cpu_s": 0.0, "cores": 0.0, "waves": 0.0, "driver": 0.0, "disk": 0.0,
-             "tasks": 0}
+    empty = {"wall_s": 0.0, "cpu_s": 0.0, "cores": 0.0, "waits": 0.0, "waves": 0.0,
+             "driver": 0.0, "disk": 0.0, "tasks": 0}
     fwd, bwd, mrg = dict(empty), dict(empty), dict(empty)
     last = len(entries) - 1
     for g in range(len(entries)):   # the step of generation g writes g + 1 and expands it
@@ -197,14 +204,16 @@ def simulate(entries: list[int], width: int, cells: int, workers: int, task_memo
         T = shards[g + 1]
         keys = entries[g + 1] / T
         c = keys * costs.per_entry("forward", keys * SORTED_PER_ENTRY) + costs.task_s
-        _stage(fwd, T, c, workers, cores, costs.step_s + T * costs.driver_task_s, STRAGGLER)
+        _stage(fwd, T, c, workers, cores, costs.step_s + T * costs.driver_task_s, STRAGGLER,
+               costs.busy)
     for g in range(last, -1, -1):
         T = shards[g]
         if not T:
             continue
         keys = entries[g] / T
         c = keys * costs.per_entry("backward", keys * SORTED_PER_ENTRY) + costs.task_s
-        _stage(bwd, T, c, workers, cores, costs.step_s + T * costs.driver_task_s, STRAGGLER)
+        _stage(bwd, T, c, workers, cores, costs.step_s + T * costs.driver_task_s, STRAGGLER,
+               costs.busy)
     _merge(mrg, sum(entries), workers, cores, task_memory, costs, entry_size, local, md5, sha256)
     for name, st in (("forward", fwd), ("backward", bwd), ("merge", mrg)):
         # the passes' scratch files go through the page cache; the table is written around it
@@ -247,15 +256,16 @@ def _merge(acc: dict, total: int, workers: int, cores: int, task_memory: int,
     def driver(entries: float) -> float:   # the driver's wait per range, in key order
         return max(entries * hash_wall, straddled(entries) * tree)
 
+    u = costs.busy   # a range task's wall is its CPU over u
     n, _ = merge_split(total, task_memory, workers, local)
     if n > MERGE_LIST_MAX:   # equal ranges in whole waves, hashed in order
         c = task(total / n)
         h = driver(total / n)
         waves = math.ceil(n / workers)
-        busy = waves * c
-        done = max(busy + min(n, workers) * h, c + n * h)
+        busy = waves * c / u
+        done = max(busy + min(n, workers) * h, c / u + n * h)
         cpu = n * c + total * hash_cpu + n * straddled(total / n) * tree
-        _merge_parts(acc, n, busy, done, cpu, workers, cores, costs.step_s)
+        _merge_parts(acc, n, busy, done, cpu, workers, cores, costs.step_s, u)
         return
     shares = merge_shares(total, task_memory, workers, local)
     # list scheduling in order (the pool takes the tasks as submitted); the driver hashes in order
@@ -265,19 +275,21 @@ def _merge(acc: dict, total: int, workers: int, cores: int, task_memory: int,
     for s in shares:
         w = min(range(workers), key=free.__getitem__)
         c = task(s * total)
-        free[w] += c
+        free[w] += c / u
         cpu += c + straddled(s * total) * tree
         done = max(done, free[w]) + driver(s * total)
     cpu += total * hash_cpu
-    _merge_parts(acc, len(shares), max(free), done, cpu, workers, cores, costs.step_s)
+    _merge_parts(acc, len(shares), max(free), done, cpu, workers, cores, costs.step_s, u)
 
 
 def _merge_parts(acc: dict, tasks: int, busy: float, done: float, cpu: float, workers: int,
-                 cores: int, step_s: float) -> None:
+                 cores: int, step_s: float, u: float = 1.0) -> None:
     """The merge's sums: ``busy`` when the last range task ends, ``done`` when the driver has
-    hashed the last range, ``cpu`` the tasks' and the digests' CPU."""
+    hashed the last range, ``cpu`` the tasks' and the digests' CPU; ``u`` the share of a
+    range task's wall its CPU fills."""
     wall = max(done, cpu / cores) + step_s
-    ideal = cpu / max(1, min(workers + 1, cores))
-    acc.update(wall_s=wall, cpu_s=cpu, cores=min(ideal, wall), tasks=tasks,
-               waves=max(0.0, min(busy, wall) - min(ideal, wall)),
-               driver=max(0.0, wall - max(busy, min(ideal, wall))))
+    ideal = min(cpu / max(1, min(workers + 1, cores)), wall)
+    waits = min(busy, wall) * (1 - u)
+    acc.update(wall_s=wall, cpu_s=cpu, cores=ideal, tasks=tasks, waits=waits,
+               waves=max(0.0, min(busy, wall) - ideal - waits),
+               driver=max(0.0, wall - max(busy, ideal)))
