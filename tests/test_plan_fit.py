@@ -179,6 +179,10 @@ def test_fit_recovers_the_wall_the_tasks_do_not_fill():
     assert s.cpu_s == pytest.approx(never.cpu_s)
     assert 1.2 < s.wall_s / never.wall_s < 1.26        # 1 / 0.8, less the driver's share
     assert s.parts()["waits"] > 0 == never.parts()["waits"]
-    # one build: the driver's step alone, as before
-    one = fit_costs(builds[-1:], FAST_MACHINE)
-    assert one.busy == 1.0 and one.step_s > 0.05
+    for sched in (s, never):   # the parts cut the wall, no more
+        assert sum(sched.parts().values()) == pytest.approx(sched.wall_s, rel=1e-9)
+        assert min(sched.parts().values()) >= 0
+    # one or two builds: the driver's step alone, as before (two fit two parameters exactly)
+    for few in (builds[-1:], builds[-2:]):
+        c = fit_costs(few, FAST_MACHINE)
+        assert c.busy == 1.0 and c.step_s > 0.05

@@ -114,3 +114,21 @@ def test_huge_merges_in_closed_form_agree_with_the_list(monkeypatch, hash_ns):
 def test_a_board_too_big_to_list_its_merge_ranges():
     s = simulate([1] + [10**20] * 3, 4, 3, 64, 16 << 30, FAST_MACHINE, entry_size=11)
     assert s.wall_s > s.cpu_s / 64 > 0
+
+
+@pytest.mark.parametrize("workers,cores,busy", [(2, 2, 1.0), (2, 2, 0.8), (4, 2, 1.0), (4, 2, 0.7),
+                                                (64, 64, 0.85)])
+def test_the_parts_cut_the_wall(workers, cores, busy):
+    """Whatever the workers, cores and busy share, the schedule's parts (cores, waits, waves,
+    driver, disk) add up to its wall time and none is negative; tasks that never wait have
+    no ``waits``, and with waiting tasks the wall grows, the CPU not."""
+    e = [1, 7, 300, 9_000, 120_000, 700_000, 400_000, 20_000]
+    kw = dict(task_s=0.003, driver_task_s=0.001, merge_s=5e-8, hash_ns_per_byte=(0.65, 1.0))
+    s = simulate(e, 7, len(e) - 1, workers, 1 << 22, costs(busy=busy, **kw), entry_size=5,
+                 cores=cores)
+    p = s.parts()
+    assert sum(p.values()) == pytest.approx(s.wall_s, rel=1e-9) and min(p.values()) >= 0, p
+    never = simulate(e, 7, len(e) - 1, workers, 1 << 22, costs(**kw), entry_size=5, cores=cores)
+    assert never.parts()["waits"] == pytest.approx(0.0, abs=1e-12)
+    assert s.cpu_s == pytest.approx(never.cpu_s)
+    assert (s.wall_s > never.wall_s) if busy < 1 and workers <= cores else s.wall_s >= never.wall_s

@@ -384,6 +384,14 @@ class FrameCodec:
             raise ValueError(f"frame {j} does not hold {want} symbols")
         return sy
 
+    def symbol_bytes(self, block: bytes, n: int, first: int) -> int | None:
+        """Bytes of the outcome-symbol frames of a block of ``n`` entries (the rest is its
+        head and its runs' key bits); ``None`` for a block stored as format 3 (mode 0)."""
+        if block[:1] == b"\x00":
+            return None
+        st = self._parsed(block, n, first)
+        return int(st.fstarts[-1] - st.fstarts[0])
+
     def decode(self, block: bytes, n: int, first: int) -> tuple[np.ndarray, np.ndarray]:
         """Keys and outcome bytes of a block of ``n`` entries; ValueError or ZstdError if it
         does not decode to exactly that."""

@@ -193,29 +193,39 @@ def fit_costs(builds: list[MeasuredBuild], base: MachineCosts) -> MachineCosts:
     return costs
 
 
+#: builds a fit of the tasks' busy share needs (with fewer, the step cost alone): two builds
+#: fit two parameters exactly, noise and all
+WALL_FIT_BUILDS = 3
+
+
 def _wall_fit(builds: list[MeasuredBuild], costs: MachineCosts) -> tuple[float, float]:
     """``(step_s, busy)``: the driver's wall per generation step and the share of a task's
     wall its CPU fills. Per build, the wall of its three stages over the schedule's with
-    neither (``busy`` 1, no step cost) is ``steps * step_s + k * W`` (``W``: what the
-    schedule's wall grows by when each task's wall doubles; ``busy = 1 / (1 + k)``), fitted
-    by least squares, each build weighing alike. One build: the step cost alone
-    (:func:`_step_s`). ``step_s`` is kept between 2 ms and 1 s, ``busy`` between 0.3 and 1."""
-    if len(builds) < 2:
+    neither (``busy`` 1, no step cost) is ``steps * step_s + k * W`` (``busy = 1 / (1 + k)``;
+    ``W``: the schedule's wall at ``k`` less the free one, over ``k``, a secant taken again at
+    each of three rounds' ``k``, as the merge's hashing makes the wall bend), fitted by least
+    squares, each build weighing alike. Fewer than :data:`WALL_FIT_BUILDS` builds: the step
+    cost alone (:func:`_step_s`). ``step_s`` is kept between 2 ms and 1 s, ``busy`` between
+    0.3 and 1."""
+    if len(builds) < WALL_FIT_BUILDS:
         return _step_s(builds, costs), 1.0
-    rows, ys = [], []
+    sims = []
     for b in builds:
-        def wall(busy: float) -> float:
+        def wall(busy: float, b=b) -> float:
             sim = simulate(list(b.entries), b.board.width, b.board.cells, b.workers,
                            b.task_memory, replace(costs, step_s=0.0, busy=busy),
                            b.board.entry_size)
             return sum(st["wall_s"] for st in sim.stages.values())
-        free = wall(1.0)
-        got = sum(b.wall_s.values())
-        steps = 2 * sum(1 for e in b.entries if e) + 1
-        rows.append([steps / got, (wall(0.5) - free) / got])
-        ys.append((got - free) / got)
-    step, k = _solve(rows, ys, nonneg=[0, 1])
-    return min(1.0, max(0.002, step)), min(1.0, max(0.3, 1 / (1 + k)))
+        sims.append((b, wall, wall(1.0), max(1e-9, sum(b.wall_s.values())),
+                     2 * sum(1 for e in b.entries if e) + 1))
+    k = 1.0
+    for _ in range(3):
+        rows = [[steps / got, (wall(1 / (1 + k)) - free) / k / got]
+                for _, wall, free, got, steps in sims]
+        step, k_new = _solve(rows, [(got - free) / got for _, _, free, got, _ in sims],
+                             nonneg=[0, 1])
+        k = max(k_new, 1e-3)
+    return min(1.0, max(0.002, step)), max(0.3, 1 / (1 + k_new))
 
 
 def _step_s(builds: list[MeasuredBuild], costs: MachineCosts) -> float:

@@ -146,17 +146,15 @@ def _stage(acc: dict, tasks: int, cpu_each: float, workers: int, cores: int, ste
            skew: float, busy: float = 1.0) -> None:
     """Add one list of ``tasks`` equal tasks (and the driver's step, ``step_s`` with its share
     per task already in) to a stage's sums; each task takes ``cpu_each / busy`` of wall."""
-    computing = _list_time(tasks, cpu_each, workers, skew)
-    wall = _list_time(tasks, cpu_each / busy, workers, skew)
     # more workers than cores: the cores are the limit (one task's waits are another's CPU)
-    wall = max(wall, tasks * cpu_each / cores)
+    computing = max(_list_time(tasks, cpu_each, workers, skew), tasks * cpu_each / cores)
+    wall = max(_list_time(tasks, cpu_each / busy, workers, skew), tasks * cpu_each / cores)
     ideal = tasks * cpu_each / max(1, min(workers, cores))
-    waits = max(0.0, min(wall, wall - computing))
     acc["wall_s"] += wall + step_s
     acc["cpu_s"] += tasks * cpu_each
     acc["cores"] += ideal
-    acc["waits"] += waits
-    acc["waves"] += max(0.0, wall - ideal - waits)
+    acc["waits"] += wall - computing
+    acc["waves"] += computing - ideal
     acc["driver"] += step_s
     acc["tasks"] += tasks
 
@@ -289,7 +287,7 @@ def _merge_parts(acc: dict, tasks: int, busy: float, done: float, cpu: float, wo
     range task's wall its CPU fills."""
     wall = max(done, cpu / cores) + step_s
     ideal = min(cpu / max(1, min(workers + 1, cores)), wall)
-    waits = min(busy, wall) * (1 - u)
+    b = min(busy, wall)
+    waits = min(b * (1 - u), max(0.0, b - ideal))   # the parts add up to the wall
     acc.update(wall_s=wall, cpu_s=cpu, cores=ideal, tasks=tasks, waits=waits,
-               waves=max(0.0, min(busy, wall) - ideal - waits),
-               driver=max(0.0, wall - max(busy, ideal)))
+               waves=max(0.0, b - ideal - waits), driver=max(0.0, wall - max(b, ideal)))

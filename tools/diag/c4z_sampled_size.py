@@ -10,11 +10,13 @@ too big to compress whole in the time at hand: 5% of 6x6 costs a twentieth of it
     python -m tools.diag.c4z_sampled_size TABLE.dat|TABLE.c4z [--every 20] [--stretch 1]
         [--codec rulekeys-frames-v5] [--level 19] [--block-entries 65536] [--threads 2] [--json]
 
-Prints the entries sampled, the estimated file bytes (blocks, plus the block index and
-header estimated from the sample's own), the standard error, and bits per entry of the keys
-and of the outcome symbols where the codec keeps them apart (format 5's symbol frames). Only
-codecs that train no dictionary (format 5, compress's default): a dictionary trained on a
-sample would not be the one compress trains.
+Prints the entries sampled, the estimated file bytes (blocks; plus the block index, the
+sample's own compressed as the writer does and scaled per block, and at most
+:data:`HEADER_BYTES` of header), the standard error of the blocks' bytes (none from a single
+stretch), and bits per entry of the keys (each block's head included) and of the outcome
+symbols where the codec keeps them apart (format 5's symbol frames; none if a sampled block
+is stored as format 3). Only codecs that train no dictionary (format 5, compress's default):
+a dictionary trained on a sample would not be the one compress trains.
 """
 from __future__ import annotations
 
@@ -38,7 +40,7 @@ from c4table.c4z.reader import open_c4z
 from c4table.c4z.registry import get_codec
 from c4table.table.source import board_of_table
 
-#: a file's header and trailer, bytes (its JSON header is under 1 KB, the trailer 40 bytes)
+#: a file's header and trailer, at most (its JSON header is under 1 KB, the trailer 40 bytes)
 HEADER_BYTES = 1024
 
 
@@ -57,7 +59,7 @@ class SampledSize:
     blocks: int
     sampled_bytes: int
     file_bytes: float
-    stderr_bytes: float
+    stderr_bytes: float | None   # None: a single stretch sampled, no spread to measure
     key_bits: float | None
     symbol_bits: float | None
     encode_cpu_s: float
@@ -100,24 +102,18 @@ class RawRows:
 
 def sample_starts(nblocks: int, stretch: int, every: int) -> list[int]:
     """First blocks of the sampled stretches: every ``every``-th stretch of ``stretch`` blocks,
-    starting at the middle one of the first ``every`` (``every`` 1: all of them).
+    starting at the middle one of the first ``every`` (``every`` 1: all of them; a table of
+    fewer stretches: its middle one).
 
     >>> sample_starts(100, 4, 5)
     [8, 28, 48, 68, 88]
     >>> sample_starts(10, 4, 1)
     [0, 4, 8]
+    >>> sample_starts(3, 1, 20)
+    [1]
     """
     units = -(-nblocks // stretch)
-    return [u * stretch for u in range(every // 2, units, every)]
-
-
-def symbol_bytes(codec, block: bytes, n: int, first: int) -> int | None:
-    """Bytes of a format-5 block's symbol frames (``None`` for a codec or block without
-    them)."""
-    if not hasattr(codec, "_parsed") or block[:1] != b"\x01":
-        return None
-    st = codec._parsed(block, n, first)
-    return int(st.fstarts[-1] - st.fstarts[0])
+    return [u * stretch for u in range(min(every // 2, units // 2), units, every)]
 
 
 def estimate(path: Path, *, every: int = 20, stretch: int = 1, codec: str = DEFAULT_CODEC,
@@ -148,7 +144,7 @@ def estimate(path: Path, *, every: int = 20, stretch: int = 1, codec: str = DEFA
                 first, blk = cd.encode(chunk)
                 size += len(blk)
                 n = len(chunk) // E
-                sb = symbol_bytes(cd, blk, n, first)
+                sb = cd.symbol_bytes(blk, n, first) if hasattr(cd, "symbol_bytes") else None
                 sym = None if sb is None or sym is None else sym + sb
                 index.append((first, len(blk), xxhash.xxh64_intdigest(blk)))
             return len(raw) // E, size, sym, index, time.thread_time() - t
@@ -169,7 +165,7 @@ def estimate(path: Path, *, every: int = 20, stretch: int = 1, codec: str = DEFA
         R = y_s.sum() / n_s.sum()
         m = len(starts)
         e = y_s - R * n_s
-        var_r = 0.0
+        var_r = 0.0 if every == 1 else None
         if m > 1 and every > 1:
             fpc = 1 - m / -(-nb // stretch)
             var_r = fpc * m / (2 * (m - 1)) * float(np.sum(np.diff(e) ** 2)) / n_s.sum() ** 2
@@ -187,7 +183,7 @@ def estimate(path: Path, *, every: int = 20, stretch: int = 1, codec: str = DEFA
             board=src.board.name, codec=codec, level=level, block_entries=B, entries=N,
             sampled_entries=sampled, sampled_blocks=len(index), blocks=nb,
             sampled_bytes=int(y_s.sum()), file_bytes=file_bytes,
-            stderr_bytes=N * var_r ** 0.5,
+            stderr_bytes=None if var_r is None else N * var_r ** 0.5,
             key_bits=None if sym_total is None else 8 * (y_s.sum() - sym_total) / sampled,
             symbol_bits=None if sym_total is None else 8 * sym_total / sampled,
             encode_cpu_s=cpu)
@@ -208,6 +204,8 @@ def main(argv=None) -> None:
     ap.add_argument("--threads", type=int, default=None, help="default: all cores")
     ap.add_argument("--json", dest="as_json", action="store_true", help="one JSON object")
     a = ap.parse_args(argv)
+    if a.every < 1 or a.stretch < 1:
+        ap.error("--every and --stretch are at least 1")
 
     def progress(k, m, secs):
         if k == m or k % max(1, m // 20) == 0:
@@ -221,8 +219,10 @@ def main(argv=None) -> None:
     print(f"{r.board}: {r.codec}, level {r.level}, {r.block_entries:,}-entry blocks; sampled "
           f"{r.sampled_entries:,} of {r.entries:,} entries ({100 * r.sampled_entries / r.entries:.2f}%, "
           f"{r.sampled_blocks:,} of {r.blocks:,} blocks)")
-    print(f"estimated file: {r.file_bytes:,.0f} bytes, standard error {r.stderr_bytes:,.0f} "
-          f"({100 * r.stderr_bytes / r.file_bytes:.3f}%); {8 * r.file_bytes / r.entries:.4f} bits per entry")
+    err = "no standard error (one stretch)" if r.stderr_bytes is None else \
+        f"standard error {r.stderr_bytes:,.0f} ({100 * r.stderr_bytes / r.file_bytes:.3f}%)"
+    print(f"estimated file: {r.file_bytes:,.0f} bytes, {err}; "
+          f"{8 * r.file_bytes / r.entries:.4f} bits per entry")
     if r.key_bits is not None:
         print(f"keys {r.key_bits:.4f} bits per entry, outcome symbols {r.symbol_bits:.4f}")
     print(f"encode CPU {r.encode_cpu_s:.1f} s ({1e9 * r.encode_cpu_s / r.sampled_entries:.1f} ns per entry)")

@@ -56,7 +56,7 @@ def main(argv=None) -> int:
     costs = calibrate.cached() or FAST_MACHINE
     print(f"costs: {costs.machine} ({costs.source})")
     print("| board | workers | wall | CPU | efficiency | CPU factor | model wall (hash here / "
-          "scaled) | model/real | bound | cores / waves / driver s |\n|---|---:|---:|---:|---:|"
+          "scaled) | model/real | bound | cores / waits / waves / driver s |\n|---|---:|---:|---:|---:|"
           "---:|---:|---:|---|---|")
     for board, w, mem, wall, cpu in rows:
         s1, k = predict(board, w, mem, cpu, costs, False)
@@ -64,7 +64,8 @@ def main(argv=None) -> int:
         p = s2.parts()
         print(f"| {board} | {w} | {wall:.1f} | {cpu:.1f} | {cpu / (w * wall):.0%} | {k:.2f} | "
               f"{s1.wall_s:.1f} / {s2.wall_s:.1f} | {s1.wall_s / wall:.2f} / {s2.wall_s / wall:.2f}"
-              f" | {s2.bound()[0]} | {p['cores']:.1f} / {p['waves']:.1f} / {p['driver']:.1f} |")
+              f" | {s2.bound()[0]} | {p['cores']:.1f} / {p['waits']:.1f} / {p['waves']:.1f} / "
+              f"{p['driver']:.1f} |")
     return 0
 
 
