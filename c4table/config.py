@@ -121,7 +121,8 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
             "that many bytes (with 6, level 4 is as small as level 5 with zstd's own, for less "
             "CPU); 0: zstd's own parameters for the level.", zstd_min_match, BuildInputError),
     Setting("C4TABLE_C4Z_CODEC", "varint-plysym-v3", "Block codec, by name, of the `.c4z` a "
-            "`build --format c4z` writes: `varint-plysym-v3` (format 3, the default), "
+            "`build --format c4z` writes unless its `--codec` names one: `varint-plysym-v3` (format "
+            "3, the default), "
             "`rulekeys-frames-v5` (format 5, what `c4table compress` writes: 0.77x the size "
             "on 6x5, for 1.43x the build's CPU) or `rulekeys-plysym-v4` (format 4).", codec_name,
             BuildInputError),

@@ -401,6 +401,40 @@ def test_a_bad_codec_setting_stops_the_build_before_it_starts(tmp_path, value, s
     assert not out.exists()
 
 
+def test_the_codec_option_names_the_block_codec_and_a_bad_one_stops_the_build(tmp_path):
+    """``build --format c4z --codec rulekeys-frames-v5`` writes format 5 whatever
+    ``C4TABLE_C4Z_CODEC`` says (the option wins), the known table's tree hash; an unknown name,
+    or ``--codec`` with a ``.dat`` build, is one line, exit status 2, and no directory."""
+    from c4table.c4z.reader import open_c4z
+    out = tmp_path / "b"
+    code, _, err = cli("build", "4x4", "--out", out, "-q", *C4Z_CMD, "--codec", FRAME_CODEC,
+                       env={"C4TABLE_C4Z_CODEC": TRANSFORM})
+    assert code == 0, err
+    with open_c4z(out / "connect4_4x4.c4z") as f:
+        assert (f.header["version"], f.header["transform"]) == (5, FRAME_CODEC)
+        assert f.header["sha256_tree"] == known_tables()["4x4"]["sha256_tree"]
+    for args, says in ((("--codec", "nope", *C4Z_CMD), "--codec: no .c4z block codec named 'nope'"),
+                       (("--codec", FRAME_CODEC), "a block codec is for --format c4z")):
+        bad = tmp_path / "bad"
+        code, _, err = cli("build", "4x4", "--out", bad, "-q", *args)
+        assert code == 2 and one_line_error(err) and says in err, err
+        assert not bad.exists()
+
+
+def test_a_resumed_merge_says_it_keeps_its_codec_over_the_option(staged54, tmp_path):
+    """A merge begun in format 3 and resumed with ``--codec rulekeys-frames-v5`` continues in
+    format 3 (its ranges must match) and says so."""
+    from c4table.c4z.reader import open_c4z
+    out = tmp_path / "b"
+    merge_killed(staged54, out, "save_state", "after", 2)
+    code, _, err = cli("merge", "5x4", "--out", out, "--workers", 2, *SMALL, *C4Z_CMD,
+                       "--codec", FRAME_CODEC)
+    assert code == 0, err
+    assert f"resuming the merge in {TRANSFORM} blocks, as it began (--codec {FRAME_CODEC}" in err
+    with open_c4z(out / "connect4_5x4.c4z") as f:
+        assert f.header["transform"] == TRANSFORM
+
+
 def test_a_merge_state_of_the_first_version_is_continued_on_its_grid():
     """A state written before the grid was recorded (version 1: 65,536-entry blocks, 36,864-entry
     parts) reads with that grid, and its digest of the shards is the one it was written with;
@@ -701,3 +735,18 @@ def test_the_three_writers_write_the_same_file(tmp_path, built):
     code, _, err = cli("decompress", built_z, "-o", tmp_path / "back.dat")
     assert code == 0, err
     assert (tmp_path / "back.dat").read_bytes() == dat.read_bytes()
+
+
+def test_plan_codec_option_prices_the_named_codec():
+    """``plan --format c4z --codec rulekeys-frames-v5`` prices the build's file in format 5
+    (about 0.77x format 3's on 6x5: ``C4TABLE_C4Z_CODEC``'s figures); ``--codec`` of a
+    ``.dat`` plan is one line and exit status 2."""
+    sizes = {}
+    for codec in (TRANSFORM, FRAME_CODEC):
+        code, out, err = cli("plan", "6x5", "--workers", 2, "--format", "c4z", "--codec", codec,
+                             "--json")
+        assert code == 0, err
+        sizes[codec] = json.loads(out)["table_bytes"]
+    assert 0.7 < sizes[FRAME_CODEC] / sizes[TRANSFORM] < 0.85, sizes
+    code, _, err = cli("plan", "6x5", "--codec", FRAME_CODEC)
+    assert code == 2 and one_line_error(err) and "--format c4z" in err, err

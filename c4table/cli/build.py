@@ -9,7 +9,8 @@ from c4table.builddir import tableformat
 from c4table.cli.c4z import compress_build, compress_options, compressed_build_done
 from c4table.cli.fail import fail as _fail
 from c4table.errors import EXIT_BAD_INPUT
-from c4table.cli.options import DEFAULT_BOARD, DEVICE, board_arg, connect_option, device_options, format_option
+from c4table.cli.options import (DEFAULT_BOARD, DEVICE, board_arg, codec_option, connect_option,
+                                 device_options, format_option)
 from c4table.cli.process import done_with_interpreter
 
 
@@ -64,7 +65,7 @@ def _build_options(f):
 #: The order of the build commands' parameters in their --help: what a first build sets, then
 #: what changes the table or the directory, then where the work runs, then the output.
 PARAM_ORDER = ("board", "out", "table_format", "workers", "memory", "restart", "clean",
-               "compress", "compress_only", "max_ply", "root", "connect", "scheduler", "device",
+               "compress", "compress_only", "c4z_codec", "max_ply", "root", "connect", "scheduler", "device",
                "gpu_memory", "quiet", "verbose")
 
 
@@ -82,7 +83,8 @@ def _no_compress_with_c4z(table_format: str, compress: bool, compress_only: bool
                                "drop --compress/--compress-only")
 
 
-def _open(board, out, memory, workers, scheduler, quiet, restart, root=None, table_format="dat"):
+def _open(board, out, memory, workers, scheduler, quiet, restart, root=None, table_format="dat",
+          c4z_codec=None):
     import gc
     was = gc.isenabled()
     gc.disable()   # importing the pipeline (numba) makes full collections that find nothing
@@ -111,7 +113,7 @@ def _open(board, out, memory, workers, scheduler, quiet, restart, root=None, tab
         origin = root_argument(board, root)
     default = origin.default_dir if origin is not None else f"tables/{board.name}"
     return open_with(BuildSettings.parse(board, out or default, budget, workers, scheduler, quiet,
-                                         restart, origin, device, table_format))
+                                         restart, origin, device, table_format, c4z_codec))
 
 
 @click.command(short_help="Build a complete table: forward, backward and merge")
@@ -120,11 +122,12 @@ def _open(board, out, memory, workers, scheduler, quiet, restart, root=None, tab
 @click.option("--clean", is_flag=True, help="delete the intermediate shards (DIR/work) after the merge")
 @compress_options
 @format_option
+@codec_option
 @click.option("-v", "--verbose", is_flag=True,
               help="also the storage requests, bytes and tasks of each stage (always shown for "
                    "an object store such as s3://)")
 def build(board, out, memory, workers, scheduler, quiet, restart, root, clean, compress, compress_only,
-          table_format, verbose):
+          table_format, c4z_codec, verbose):
     """Build the complete table of BOARD (default 5x4): forward, backward and merge.
 
     Writes DIR/connect4_WxH.dat (connectK_WxH.dat with --connect K) and DIR/manifest.json.
@@ -132,7 +135,7 @@ def build(board, out, memory, workers, scheduler, quiet, restart, root, clean, c
     Rerunning on a partial build resumes it. --format c4z writes DIR/connect4_WxH.c4z instead,
     with no raw table on disk."""
     _no_compress_with_c4z(table_format, compress, compress_only)
-    b = _open(board, out, memory, workers, scheduler, quiet, restart, root, table_format)
+    b = _open(board, out, memory, workers, scheduler, quiet, restart, root, table_format, c4z_codec)
     from c4table.pipeline.stages.build import run_build
     if compress_only and compressed_build_done(b.store, b.table_name):
         b.close()
@@ -257,13 +260,15 @@ def backward(board, out, memory, workers, scheduler, quiet, restart, root):
 @_build_options
 @compress_options
 @format_option
+@codec_option
 def merge(board, out, memory, workers, scheduler, quiet, restart, root, compress, compress_only,
-          table_format):
+          table_format, c4z_codec):
     """Final merge only (after backward): write DIR/connectK_WxH.dat (--format c4z:
     DIR/connectK_WxH.c4z)."""
     from c4table.pipeline.stages.build import merge_of
     _no_compress_with_c4z(table_format, compress, compress_only)
-    with _open(board, out, memory, workers, scheduler, quiet, restart, root, table_format) as b:
+    with _open(board, out, memory, workers, scheduler, quiet, restart, root, table_format,
+               c4z_codec) as b:
         done = compress_only and compressed_build_done(b.store, b.table_name)
         path = b.store.root / b.table_name if done else b.run_stage("merge", merge_of(b), b)
         if not b.table_format.keeps_work:   # no later step reads the shards

@@ -213,6 +213,15 @@ def parquet_out(value: str) -> str:
     return value
 
 
+def codec_option(f):
+    """``--codec NAME``: the block codec of a ``--format c4z`` table, by name."""
+    return click.option("--codec", "c4z_codec", default=None, metavar="NAME",
+                        help="with --format c4z: the block codec by name (default "
+                             "$C4TABLE_C4Z_CODEC, else varint-plysym-v3, format 3; "
+                             "rulekeys-frames-v5, format 5: about 0.77x the bytes for 1.4x the "
+                             "build's CPU)")(f)
+
+
 def format_option(f):
     return click.option("--format", "table_format", type=click.Choice(tableformat.NAMES),
                         default=tableformat.DAT.name, show_default=True,

@@ -6,7 +6,7 @@ import json
 
 import click
 
-from c4table.cli.options import DEVICE, board_arg, connect_option, device_options, format_option
+from c4table.cli.options import DEVICE, board_arg, codec_option, connect_option, device_options, format_option
 from c4table.budget import DEFAULT_MEMORY
 from c4table.builddir import tableformat
 
@@ -45,15 +45,25 @@ from c4table.builddir import tableformat
               help="plan with the fast development machine's costs even if this one is calibrated")
 @device_options
 @format_option
+@codec_option
 def plan(board, workers, memory_per_worker, from_dir, as_json, root, probe_plies,
          price_per_1k_requests, price_per_gb_month, shuffle_max_reads, calibrate, recalibrate,
-         fit_dirs, fast_costs, table_format):
+         fit_dirs, fast_costs, table_format, c4z_codec):
     """Estimate a build of BOARD: entries per generation, final size, peak disk, shuffle volume
     and wall time on WORKERS workers, from published counts and measured per-entry costs.
     With --device gpu: the build on one GPU node, from stated device rates (docs/gpu.md)."""
     from c4table.units import format_seconds, format_size, parse_size
     from c4table.wording import count
     from c4table.pipeline.planning.c4zsize import codec_label
+    if c4z_codec is not None:
+        from c4table.pipeline.stages.merge_c4z import build_codec
+        if tableformat.get(table_format).raw:
+            raise click.BadParameter(f"a block codec is for --format c4z (this plan is of a "
+                                     f".{table_format} build)", param_hint="--codec")
+        try:
+            build_codec(c4z_codec)
+        except Exception as e:
+            raise click.BadParameter(str(e).split(": ", 1)[-1], param_hint="--codec") from None
     opts = click.get_current_context().meta.get(DEVICE, {})
     if opts.get("device") == "gpu":
         _echo_gpu_plan(board, opts.get("gpu_memory") or "80GiB", as_json, table_format)
@@ -70,6 +80,7 @@ def plan(board, workers, memory_per_worker, from_dir, as_json, root, probe_plies
         p = plan_board(board, workers, mem, from_dir, shuffle_max_reads)
     p.shuffle_max_reads = shuffle_max_reads
     p.table_format = table_format
+    p.codec_name = c4z_codec
     p.costs = _plan_costs(calibrate or recalibrate, recalibrate, fast_costs, as_json)
     if fit_dirs:
         from c4table.pipeline.planning import fit

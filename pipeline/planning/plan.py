@@ -114,6 +114,7 @@ class Plan:
     shuffle_max_reads: int | None = None   # None: the build's default (pipeline/sort/shuffle.py)
     costs: object = None   # a schedule.MachineCosts (None: FAST_MACHINE, plan.COSTS)
     table_format: str = "dat"   # what the merge writes: "dat", or "c4z" (build --format c4z)
+    codec_name: str | None = None   # the block codec of build --format c4z --codec (None: the setting)
 
     @property
     def entries(self) -> int:
@@ -136,8 +137,9 @@ class Plan:
 
     @property
     def build_codec(self) -> str:
-        """The block codec a ``build --format c4z`` writes (``C4TABLE_C4Z_CODEC``)."""
-        return config.get("C4TABLE_C4Z_CODEC")
+        """The block codec a ``build --format c4z`` writes (:attr:`codec_name`, else
+        ``C4TABLE_C4Z_CODEC``)."""
+        return self.codec_name or config.get("C4TABLE_C4Z_CODEC")
 
     @property
     def table_bytes(self) -> int:

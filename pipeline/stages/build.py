@@ -59,6 +59,8 @@ class Build:
     io: IOOptions = field(default_factory=IOOptions.from_config)   # direct I/O, recycle bin
     table_md5: bool = field(default_factory=lambda: config.get("C4TABLE_TABLE_MD5"))
     table_sha256: bool = field(default_factory=lambda: config.get("C4TABLE_TABLE_SHA256"))
+    # the .c4z block codec by name (build --codec; None: C4TABLE_C4Z_CODEC when the merge starts)
+    c4z_codec: str | None = None
     manifest: Manifest = field(init=False)
     store: Storage = field(init=False)                  # where the files live
     verified: set = field(init=False, default_factory=set)  # what this process has checked
@@ -234,6 +236,7 @@ class BuildSettings:
     origin: Root | None = None     # a rooted build's root
     device: str = "cpu"            # where the tasks' kernels run (``gpu``: pipeline/kernels/gpu)
     table_format: TableFormat = tableformat.DAT   # what the merge writes
+    c4z_codec: str | None = None   # with table_format c4z: its block codec by name (None: the setting)
     # the settings of the environment, read here (when the build opens), not where they are used
     io: IOOptions = field(default_factory=IOOptions.from_config)   # C4TABLE_DIRECT_IO, C4TABLE_RECYCLE
     table_md5: bool = field(default_factory=lambda: config.get("C4TABLE_TABLE_MD5"))
@@ -245,11 +248,16 @@ class BuildSettings:
               workers: int | None = None, scheduler: str | None = None, quiet: bool = False,
               restart: bool = False, root: str | Root | None = None,
               device: str = "cpu",
-              table_format: "str | TableFormat" = tableformat.DAT) -> "BuildSettings":
+              table_format: "str | TableFormat" = tableformat.DAT,
+              c4z_codec: str | None = None) -> "BuildSettings":
         """The settings of :func:`open_build`'s arguments (``root``: a move string, drawing or
         :class:`~c4table.game.root.Root`; ``memory``: a size or a
-        :class:`~c4table.budget.MemoryBudget`)."""
+        :class:`~c4table.budget.MemoryBudget`; ``c4z_codec``: the block codec of a ``c4z``
+        table by name, :class:`BuildInputError` with another format)."""
         table_format = tableformat.get(table_format)
+        if c4z_codec is not None and table_format is not tableformat.C4Z:
+            raise BuildInputError(f"--codec {c4z_codec}: a block codec is for --format c4z "
+                                  f"(this build writes a .{table_format})")
         board = Board.parse(board)
         if root is not None and not board.supports("root"):
             raise BoardError(f"board {board}: rooted builds (--root) are for 2D boards")
@@ -259,27 +267,29 @@ class BuildSettings:
             from c4table.pipeline.kernels.gpu import device as gpu
             gpu.check(device)
         return cls(board, out, MemoryBudget.parse(memory), workers, scheduler, quiet, restart, root, device,
-                   table_format)
+                   table_format, c4z_codec)
 
 
 def open_build(board: str | Board, out: str | Path,
                memory: "str | int | MemoryBudget" = DEFAULT_MEMORY,
                workers: int | None = None, scheduler: str | None = None, quiet: bool = False,
                restart: bool = False, root: str | Root | None = None,
-               table_format: "str | TableFormat" = tableformat.DAT) -> Build:
+               table_format: "str | TableFormat" = tableformat.DAT,
+               c4z_codec: str | None = None) -> Build:
     """Prepare a build of ``board`` in directory ``out`` (resuming what is there); ``root``
     (a move string, drawing or :class:`~c4table.game.root.Root`) makes it a rooted build. Without
     ``root``, a directory holding a rooted build resumes that build. ``table_format``
     (a name or :class:`~c4table.builddir.tableformat.TableFormat`): ``"c4z"`` writes the table
-    straight into a ``.c4z`` (no raw ``.dat``)."""
+    straight into a ``.c4z`` (no raw ``.dat``), in blocks of the codec named ``c4z_codec``
+    (default: ``C4TABLE_C4Z_CODEC``)."""
     return open_with(BuildSettings.parse(board, out, memory, workers, scheduler, quiet, restart, root,
-                                         table_format=table_format))
+                                         table_format=table_format, c4z_codec=c4z_codec))
 
 
 def open_with(s: BuildSettings) -> Build:
     """:func:`open_build` of settings read already."""
     if s.table_format is tableformat.C4Z:
-        merge_c4z.check_settings()     # a bad one stops the build now, not at its merge
+        merge_c4z.check_settings(s.c4z_codec)   # a bad one stops the build now, not at its merge
     try:
         store = open_storage(s.out, s.io)
     except ValueError as e:
@@ -353,7 +363,8 @@ def _open_locked(store, s: BuildSettings) -> Build:
                              start_method="fork" if store.local else "spawn")
     try:
         b = Build(board, store.root if store.local else store.uri, s.budget, executor, s.quiet,
-                  origin, s.device, s.table_format, s.io, s.table_md5, s.table_sha256)
+                  origin, s.device, s.table_format, s.io, s.table_md5, s.table_sha256,
+                  s.c4z_codec)
     except BaseException:
         executor.close()
         raise
@@ -365,14 +376,16 @@ def build_table(board: str | Board, out: str | Path,
                 workers: int | None = None, scheduler: str | None = None, quiet: bool = True,
                 restart: bool = False, keep_work: bool = True,
                 root: str | Root | None = None,
-                table_format: "str | TableFormat" = tableformat.DAT) -> Path | str:
+                table_format: "str | TableFormat" = tableformat.DAT,
+                c4z_codec: str | None = None) -> Path | str:
     """Build (or finish building) the table of ``board`` in ``out`` (a directory or a
     ``pyarrow.fs`` URI such as ``s3://bucket/prefix``); return the table's path (or URI).
     ``root`` (a move string or drawing) builds the rooted table of every position reachable
     from it (:mod:`c4table.game.root`). ``table_format="c4z"`` writes the table straight into
-    a ``.c4z``. Quiet unless ``quiet=False`` (the command line shows progress)."""
+    a ``.c4z`` (block codec ``c4z_codec`` by name; default ``C4TABLE_C4Z_CODEC``). Quiet
+    unless ``quiet=False`` (the command line shows progress)."""
     return run_build(open_build(board, out, memory, workers, scheduler, quiet, restart, root,
-                                table_format), keep_work)
+                                table_format, c4z_codec), keep_work)
 
 
 # The merge stage of each table format: a module with ``run(build)`` (write the table, or

@@ -116,17 +116,19 @@ def build_min_match() -> int:
     return config.get("C4TABLE_C4Z_MIN_MATCH")
 
 
-def build_codec() -> str:
-    """The block codec's name of a build's ``.c4z`` (``C4TABLE_C4Z_CODEC``, default format 3's);
-    :class:`BuildInputError` in one line if no codec that a merge can write has it."""
-    name = config.get("C4TABLE_C4Z_CODEC")
+def build_codec(name: str | None = None) -> str:
+    """The block codec's name of a build's ``.c4z``: ``name`` (``build --codec``), else
+    ``C4TABLE_C4Z_CODEC`` (default format 3's); :class:`BuildInputError` in one line if no
+    codec that a merge can write has it."""
+    where = "--codec" if name is not None else "C4TABLE_C4Z_CODEC"
+    name = name if name is not None else config.get("C4TABLE_C4Z_CODEC")
     try:
         cls = get_codec(name)
     except TableError:
-        raise BuildInputError(f"C4TABLE_C4Z_CODEC: no .c4z block codec named {name!r} (the "
+        raise BuildInputError(f"{where}: no .c4z block codec named {name!r} (the "
                               f"codecs: {', '.join(codec_names())})") from None
     if not hasattr(cls, "encode_words"):
-        raise BuildInputError(f"C4TABLE_C4Z_CODEC: the block codec {name} cannot write a "
+        raise BuildInputError(f"{where}: the block codec {name} cannot write a "
                               "build's blocks")
     return name
 
@@ -139,10 +141,10 @@ def build_grid() -> tuple[int, int]:
     return B, BUILD_PART_ENTRIES if B > BUILD_PART_ENTRIES else default_part_entries(B)
 
 
-def check_settings() -> None:
-    """Read the settings of a build's ``.c4z`` (codec, level, min match, grid): a bad one is
-    one line (:class:`BuildInputError`) when the build opens."""
-    build_codec(), build_level(), build_min_match(), build_grid()
+def check_settings(codec: str | None = None) -> None:
+    """Read the settings of a build's ``.c4z`` (codec, or ``codec`` given by name; level, min
+    match, grid): a bad one is one line (:class:`BuildInputError`) when the build opens."""
+    build_codec(codec), build_level(), build_min_match(), build_grid()
 
 
 def c4z_name(build) -> str:
@@ -458,7 +460,7 @@ def run(build):
     if missing:
         raise BuildInputError(f"{build.root}: the backward pass is not finished (plies {missing[:5]}... missing)")
     prog = build.progress("merge")
-    if codec_compiled(build_codec()) is False:   # the first --format c4z merge after install
+    if codec_compiled(build_codec(build.c4z_codec)) is False:   # the first c4z merge after install
         prog.note("compiling the .c4z block codec (first run after install only)...")
     t0 = time.perf_counter()
     shards = [s for p in plies for s in m.shards("backward", p) if s.rows]
@@ -478,10 +480,13 @@ def run(build):
             shares = merge_shares(total, build.task_memory, build.executor.workers, True)
             bounds = merge.choose_ranges(store, shards, len(shares), shares)
             level, (B, P), mm = build_level(), build_grid(), build_min_match()
-            codec_name = build_codec()
+            codec_name = build_codec(build.c4z_codec)
         else:
             bounds, level, B, P = state.bounds, state.level, state.block_entries, state.part_entries
             mm, codec_name = state.min_match, state.codec
+            if build.c4z_codec not in (None, codec_name):
+                prog.note(f"resuming the merge in {codec_name} blocks, as it began (--codec "
+                          f"{build.c4z_codec} applies to a merge started afresh)")
         resources.check_free(store, merge_need(store, shards, bounds, done, total,
                                                total * board.entry_size, tmp), f"the table {name}")
         digest = shards_digest(shards, board, B, P)
