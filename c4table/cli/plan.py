@@ -87,10 +87,15 @@ def plan(board, workers, memory_per_worker, from_dir, as_json, root, probe_plies
         builds, left_out = fit.usable(list(fit_dirs), board)
         p.costs = fit.fit_costs(builds, p.costs)
         p.notes += left_out + [f"measured: {line}" for line in fit.describe(builds)]
-        formats = {b.table_format for b in builds}
-        if formats != {table_format}:
-            p.notes.append(f"the builds fitted on wrote {'/'.join(sorted(formats))} tables, this "
-                           f"plan is of a {table_format} build: their merge costs differ")
+        planned = None if tableformat.get(table_format).raw else p.build_codec
+        kinds = {b.codec for b in builds}
+        if kinds != {planned}:
+            def name(c):
+                return "dat" if c is None else c
+            p.notes.append(f"the builds fitted on wrote {'/'.join(sorted(map(name, kinds)))} "
+                           f"tables, this plan is of a {name(planned)} build: their merges differ "
+                           "by each block codec's CPU per entry, measured on the development VM "
+                           "(pipeline/planning/c4zsize.py, BUILD_CODEC_CPU_S)")
     p.notes.append(_costs_note(p))
     io = p.io()
     cost = None

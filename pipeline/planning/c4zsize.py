@@ -104,6 +104,24 @@ BUILD_OVER_COMPRESS = {"5x5": 11_165_540 / (34_888_367 * 0.2961),
 BUILD_OVER_COMPRESS_V5 = {"5x5": 8_673_001 / 7_816_966, "6x5": 298_383_205 / 264_697_855}
 
 
+# CPU per entry a build --format c4z spends over the .dat build, by block codec: its merge's
+# range tasks encode every block and decode it again for the tree hash. 6x5, 2 workers, 4GiB,
+# the development VM (tools/bench/c4z_build.py; docs/measurements/2026-11-29-build-format-5.md:
+# format 3 +16.2 ns, format 5 +104.0 ns); format 4 walks the same rules for its keys and is
+# given format 5's figure.
+BUILD_CODEC_CPU_S = {TRANSFORM: 16.2e-9, FRAME_CODEC: 104.0e-9, RULE_CODEC: 104.0e-9}
+
+
+def build_codec_cpu_s(codec: str | None) -> float:
+    """Core-seconds per entry a ``build --format c4z`` in blocks of ``codec`` adds to the
+    ``.dat`` build's merge (:data:`BUILD_CODEC_CPU_S`; ``None``, a ``.dat``: 0).
+
+    >>> round(build_codec_cpu_s("rulekeys-frames-v5") * 1e9, 1), build_codec_cpu_s(None)
+    (104.0, 0.0)
+    """
+    return 0.0 if codec is None else BUILD_CODEC_CPU_S.get(codec, BUILD_CODEC_CPU_S[FRAME_CODEC])
+
+
 def build_ratio(codec: str = TRANSFORM) -> float:
     """How much bigger a ``build --format c4z`` file of the block codec ``codec`` is than
     ``compress``'s with the same codec: the mean of :data:`BUILD_OVER_COMPRESS` (format 3) or

@@ -8,8 +8,10 @@ generation. :func:`fit_costs` turns them into the
 
 - forward and backward: CPU per entry ``a_stage + b * log2(keys a task sorts)`` beside a fixed
   cost per worker and run, ``b`` shared by the two stages (:func:`fit_costs`);
-- merge: CPU per entry beside a fixed cost, the driver's hashing taken out (the schedule adds
-  it back);
+- merge: CPU per entry beside a fixed cost, the driver's hashing and a ``.c4z`` build's block
+  codec taken out (the schedule adds back the hashing, and the codec of the build it plans:
+  :func:`~c4table.pipeline.planning.c4zsize.build_codec_cpu_s`), so builds of either format
+  fit one merge;
 - the wall time the schedule's CPU does not fill: a cost per generation step in the driver,
   and the share of a task's wall its CPU fills (``busy``; the rest waits on reads, writes and
   the driver), from what the builds' measured wall time has over the schedule's with neither
@@ -31,6 +33,7 @@ from c4table.builddir.reader import BuildDir
 from c4table.errors import BuildInputError
 from c4table.game.board import Board
 from c4table.io.storage import open_storage
+from c4table.pipeline.planning.c4zsize import build_codec_cpu_s
 from c4table.pipeline.planning.schedule import SORTED_PER_ENTRY, MachineCosts, forward_shards, simulate
 from c4table.pipeline.runtime.counters import load_stats
 
@@ -39,9 +42,9 @@ STAGES = ("forward", "backward", "merge")
 
 @dataclass(frozen=True)
 class MeasuredBuild:
-    """What one finished build measured: its board, format, workers and task memory, its
-    entries per generation, and per stage the CPU (user + system) and wall seconds and the
-    tasks, summed over the runs that worked on it."""
+    """What one finished build measured: its board, format (and a ``.c4z``'s block codec),
+    workers and task memory, its entries per generation, and per stage the CPU (user + system)
+    and wall seconds and the tasks, summed over the runs that worked on it."""
 
     root: str
     board: Board
@@ -55,6 +58,12 @@ class MeasuredBuild:
     tasks: dict
     runs: int
     machine: str | None
+    codec: str | None = None   # a .c4z build's block codec (its header's); None: a .dat
+
+    @property
+    def merge_extra_s(self) -> float:
+        """CPU per entry its table's format added to the merge (its block codec's)."""
+        return build_codec_cpu_s(self.codec)
 
     @classmethod
     def load(cls, root: str | os.PathLike) -> "MeasuredBuild":
@@ -80,7 +89,13 @@ class MeasuredBuild:
                    wall_s={s: stages[s].get("wall_us", 0) / 1e6 for s in STAGES},
                    tasks={s: int(stages[s]["tasks"]) for s in STAGES},
                    runs=max(int(stages[s].get("runs", 1)) for s in STAGES),
-                   machine=st.get("machine"))
+                   machine=st.get("machine"), codec=_codec_of(bd, root))
+
+    def sim(self, costs: MachineCosts):
+        """The schedule model of this build at ``costs`` (its format's codec included)."""
+        return simulate(list(self.entries), self.board.width, self.board.cells, self.workers,
+                        self.task_memory, costs, self.board.entry_size,
+                        merge_extra_s=self.merge_extra_s)
 
     @property
     def total(self) -> int:
@@ -101,6 +116,21 @@ class MeasuredBuild:
     def per_entry(self, stage: str, task_s: float) -> float:
         """CPU seconds per entry of ``stage``, its tasks' fixed costs taken out."""
         return max(0.0, self.cpu_s[stage] - task_s * self.tasks[stage]) / max(1, self.total)
+
+
+def _codec_of(bd: BuildDir, root) -> str | None:
+    """The block codec of a finished ``.c4z`` build's table (its header), ``None`` for a raw
+    table; a ``.c4z`` whose header cannot be read is taken to be format 3's (the default)."""
+    rec = bd.table
+    if rec.format.raw or rec.container is None:
+        return None
+    from c4table.c4z.format import TRANSFORM
+    from c4table.c4z.reader import open_c4z
+    try:
+        with open_c4z(f"{str(root).rstrip('/')}/{rec.container.file}") as z:
+            return str(z.header.get("transform", TRANSFORM))
+    except Exception:   # noqa: BLE001 - moved or removed since: the build's default codec
+        return TRANSFORM
 
 
 def usable(dirs: list[str | os.PathLike], board: Board) -> tuple[list[MeasuredBuild], list[str]]:
@@ -169,7 +199,8 @@ def fit_costs(builds: list[MeasuredBuild], base: MachineCosts) -> MachineCosts:
     p = _solve(rows, ys, nonneg=[0, 2, 4])
     slope = p[4] if grow else 0.0   # seconds per entry per doubling of the task's keys
     m_rows = [[f, 1.0] if n >= 2 else [0.0, 1.0] for f in fixed]
-    merge = _solve(m_rows, [b.per_entry("merge", 0.0) for b in builds], nonneg=[0])[1]
+    merge = _solve(m_rows, [b.per_entry("merge", 0.0) - b.merge_extra_s for b in builds],
+                   nonneg=[0])[1]
     sha, _ = base.hash_ns_per_byte
     entry_size = max(builds, key=lambda b: b.total).board.entry_size
     merge = max(0.1 * merge, merge - sha * 1e-9 * entry_size)   # the schedule adds the hashing
@@ -177,7 +208,7 @@ def fit_costs(builds: list[MeasuredBuild], base: MachineCosts) -> MachineCosts:
     b_ns = slope * 1e9 / SORTED_PER_ENTRY
     ref = b_ns * x_ref
     machine = next((b.machine for b in builds if b.machine), None) or base.machine
-    names = ", ".join(f"{b.board} ({b.table_format}, {b.workers} workers, "
+    names = ", ".join(f"{b.board} ({b.codec or b.table_format}, {b.workers} workers, "
                       f"{sum(b.cpu_s.values()):,.0f} CPU-s)" for b in builds)
     costs = replace(base, machine=machine, task_s=0.0,
                     source=f"fitted on {n} build(s): {names}",
@@ -212,9 +243,7 @@ def _wall_fit(builds: list[MeasuredBuild], costs: MachineCosts) -> tuple[float, 
     sims = []
     for b in builds:
         def wall(busy: float, b=b) -> float:
-            sim = simulate(list(b.entries), b.board.width, b.board.cells, b.workers,
-                           b.task_memory, replace(costs, step_s=0.0, busy=busy),
-                           b.board.entry_size)
+            sim = b.sim(replace(costs, step_s=0.0, busy=busy))
             return sum(st["wall_s"] for st in sim.stages.values())
         sims.append((b, wall, wall(1.0), max(1e-9, sum(b.wall_s.values())),
                      2 * sum(1 for e in b.entries if e) + 1))
@@ -234,8 +263,7 @@ def _step_s(builds: list[MeasuredBuild], costs: MachineCosts) -> float:
     over = steps = 0.0
     free = replace(costs, step_s=0.0)
     for b in builds:
-        sim = simulate(list(b.entries), b.board.width, b.board.cells, b.workers, b.task_memory,
-                       free, b.board.entry_size)
+        sim = b.sim(free)
         got = b.wall_s["forward"] + b.wall_s["backward"]
         over += got - sim.stages["forward"]["wall_s"] - sim.stages["backward"]["wall_s"]
         steps += 2 * sum(1 for e in b.entries if e)

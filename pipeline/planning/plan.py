@@ -188,9 +188,11 @@ class Plan:
         """The build's simulated schedule on :attr:`workers` workers at :attr:`costs`
         (:func:`c4table.pipeline.planning.schedule.simulate`)."""
         from c4table.pipeline.planning.schedule import FAST_MACHINE, simulate
+        codec = None if tableformat.get(self.table_format).raw else self.build_codec
         return simulate([p.entries for p in self.plies], self.board.width, self.board.cells,
                         self.workers, self.memory_per_worker, self.costs or FAST_MACHINE,
-                        self.board.entry_size, disk_bytes={"merge": self.table_bytes})
+                        self.board.entry_size, disk_bytes={"merge": self.table_bytes},
+                        merge_extra_s=c4zsize.build_codec_cpu_s(codec))
 
     @property
     def core_seconds(self) -> float:

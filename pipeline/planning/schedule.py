@@ -177,10 +177,14 @@ def forward_shards(entries: list[int], width: int, workers: int, task_memory: in
 def simulate(entries: list[int], width: int, cells: int, workers: int, task_memory: int,
              costs: MachineCosts, entry_size: int, cores: int | None = None,
              local: bool = True, disk_bytes: dict | None = None,
-             md5: bool | None = None, sha256: bool | None = None) -> Schedule:
+             md5: bool | None = None, sha256: bool | None = None,
+             merge_extra_s: float = 0.0) -> Schedule:
     """The :class:`Schedule` of a build with ``entries[g]`` entries in generation ``g`` on
     ``workers`` workers of ``task_memory`` bytes each, on ``cores`` cores (default: one per
-    worker), at ``costs``; ``disk_bytes`` (stage -> bytes written) adds the disk bound; ``md5``
+    worker), at ``costs``; ``merge_extra_s``: core-seconds per entry the merge's range tasks
+    add for the table's format (a ``.c4z``'s block codec:
+    :func:`~c4table.pipeline.planning.c4zsize.build_codec_cpu_s`); ``disk_bytes`` (stage ->
+    bytes written) adds the disk bound; ``md5``
     (default: ``C4TABLE_TABLE_MD5``, as the build) whether the merge also computes the md5,
     ``sha256`` (default: ``C4TABLE_TABLE_SHA256``) the whole-file sha256."""
     if md5 is None:
@@ -212,7 +216,8 @@ def simulate(entries: list[int], width: int, cells: int, workers: int, task_memo
         c = keys * costs.per_entry("backward", keys * SORTED_PER_ENTRY) + costs.task_s
         _stage(bwd, T, c, workers, cores, costs.step_s + T * costs.driver_task_s, STRAGGLER,
                costs.busy)
-    _merge(mrg, sum(entries), workers, cores, task_memory, costs, entry_size, local, md5, sha256)
+    _merge(mrg, sum(entries), workers, cores, task_memory, costs, entry_size, local, md5, sha256,
+           merge_extra_s)
     for name, st in (("forward", fwd), ("backward", bwd), ("merge", mrg)):
         # the passes' scratch files go through the page cache; the table is written around it
         # and synced: its bytes wait on the disk
@@ -227,7 +232,7 @@ def simulate(entries: list[int], width: int, cells: int, workers: int, task_memo
 
 def _merge(acc: dict, total: int, workers: int, cores: int, task_memory: int,
            costs: MachineCosts, entry_size: int, local: bool, md5: bool = False,
-           sha256: bool = False) -> None:
+           sha256: bool = False, extra_s: float = 0.0) -> None:
     """The merge: range tasks in waves, each hashing the tree hash's whole pieces inside its
     range (sha256 per byte, in the tasks); the driver hashes, once a range and those before it
     are in, the piece it straddles with the one before it (at most
@@ -248,7 +253,7 @@ def _merge(acc: dict, total: int, workers: int, cores: int, task_memory: int,
         return min(treehash.PIECE_BYTES, entries * entry_size)
 
     def task(entries: float) -> float:   # a range task: its merge and the whole pieces inside it
-        return entries * costs.merge_s + (entries * entry_size - straddled(entries)) * tree \
+        return entries * (costs.merge_s + extra_s) + (entries * entry_size - straddled(entries)) * tree \
             + costs.task_s
 
     def driver(entries: float) -> float:   # the driver's wait per range, in key order
