@@ -154,3 +154,12 @@ def test_sampled_size_equals_compress_when_it_samples_every_block(t54, tmp_path)
     assert r["sampled_blocks"] < nblocks and r["stderr_bytes"] > 0
     err = abs(r["file_bytes"] - out.stat().st_size)
     assert err <= min(5 * r["stderr_bytes"], 0.05 * out.stat().st_size), (err, r)
+    # format 3 trains dictionaries: the sample trains compress's own, on the same blocks
+    v3 = compress_table(t54, tmp_path / "v3.c4z", block_entries=4096, quiet=True,
+                        codec="varint-plysym-v3")
+    with open_c4z(v3) as z3:
+        assert z3.key_dict is not None
+        want = int(z3.offsets[-1] - z3.offsets[0])
+    r = sampled(other, "--every", "1", "--codec", "varint-plysym-v3")
+    assert r["sampled_bytes"] == want and r["symbol_bits"] > 0
+    assert abs(r["file_bytes"] - v3.stat().st_size) < 0.01 * v3.stat().st_size

@@ -504,6 +504,10 @@ class PlySymbolCodec:
         return encode_block(raw, self.board, self.level, self.part_entries, self.key_dict,
                             self.sym_dict, check_outcomes, self.min_match)
 
+    def symbol_bytes(self, block: bytes, n: int, first: int) -> int:
+        """Bytes of a block's symbol frame (the rest is its header and key frame)."""
+        return len(split_block(block)[1])
+
     def encode_words(self, words: np.ndarray, symbols: bool = False) -> tuple[int, bytes]:
         """:meth:`encode` of a block given as ``key << 8 | outcome`` words (``symbols``: the
         low bytes are the outcomes' symbols), as a build's merge tasks gather them

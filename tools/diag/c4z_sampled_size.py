@@ -15,8 +15,9 @@ sample's own compressed as the writer does and scaled per block, and at most
 :data:`HEADER_BYTES` of header), the standard error of the blocks' bytes (none from a single
 stretch), and bits per entry of the keys (each block's head included) and of the outcome
 symbols where the codec keeps them apart (format 5's symbol frames; none if a sampled block
-is stored as format 3). Only codecs that train no dictionary (format 5, compress's default):
-a dictionary trained on a sample would not be the one compress trains.
+is stored as format 3). A codec with trained dictionaries (format 3) gets compress's own:
+trained on the same evenly spread blocks of the table (``train_dicts_on``), and counted in
+the file.
 """
 from __future__ import annotations
 
@@ -33,9 +34,10 @@ import numpy as np
 import xxhash
 import zstandard
 
-from c4table.c4z.blocks import rows_of
+from c4table.c4z.blocks import rows_of, train_dicts_on
 from c4table.c4z.blockwriter import check_grid
-from c4table.c4z.format import DEFAULT_BLOCK_ENTRIES, DEFAULT_CODEC, DEFAULT_LEVEL
+from c4table.c4z.format import (DEFAULT_BLOCK_ENTRIES, DEFAULT_CODEC, DEFAULT_LEVEL,
+                                KEY_DICT_BYTES, SYM_DICT_BYTES)
 from c4table.c4z.reader import open_c4z
 from c4table.c4z.registry import get_codec
 from c4table.table.source import board_of_table
@@ -124,17 +126,21 @@ def estimate(path: Path, *, every: int = 20, stretch: int = 1, codec: str = DEFA
     src = RawRows(path)
     try:
         cls = get_codec(codec)
-        if getattr(cls, "uses_key_dict", True) or getattr(cls, "uses_sym_dict", True):
-            raise SystemExit(f"{codec}: trains dictionaries; only codecs without one are sampled")
         part = check_grid(level, block_entries, None)
-        cd = cls(src.board, part, level, 0, None, None)
         N, B = src.entries, block_entries
+        E = src.board.entry_size
+        kd, sd = getattr(cls, "uses_key_dict", True), getattr(cls, "uses_sym_dict", True)
+        dicts = (None, None)
+        if kd or sd:   # compress's own: trained on the same blocks of the table
+            dicts = train_dicts_on(lambda off, n: src.rows(off // E, (off + n) // E), N * E,
+                                   src.board, B, key_size=KEY_DICT_BYTES if kd else 0,
+                                   sym_size=SYM_DICT_BYTES if sd else 0)
+        cd = cls(src.board, part, level, 0, *dicts)
         nb = -(-N // B)
         starts = sample_starts(nb, stretch, every)
 
         def one(s: int) -> tuple[int, int, int | None, list, float]:
             raw = src.rows(s * B, min((s + stretch) * B, N))
-            E = src.board.entry_size
             size = 0
             sym = 0
             index = []
@@ -176,7 +182,7 @@ def estimate(path: Path, *, every: int = 20, stretch: int = 1, codec: str = DEFA
         comp = zstandard.ZstdCompressor(level=9).compress(
             np.concatenate([first, offs, sums]).astype("<u8").tobytes())
         per_block_index = len(comp) / len(index)
-        file_bytes = R * N + per_block_index * nb + HEADER_BYTES
+        file_bytes = R * N + per_block_index * nb + HEADER_BYTES + sum(len(d or b"") for d in dicts)
         sym_total = None if any(s is None for s in syms) else float(sum(syms))
         sampled = int(n_s.sum())
         return SampledSize(
