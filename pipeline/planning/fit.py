@@ -97,6 +97,17 @@ class MeasuredBuild:
                         self.task_memory, costs, self.board.entry_size,
                         merge_extra_s=self.merge_extra_s)
 
+    def own_costs(self, costs: MachineCosts) -> MachineCosts:
+        """``costs`` with each stage's CPU per entry scaled so that the schedule model of this
+        build spends the CPU it measured per stage: the wall the model then leaves unexplained
+        is what the CPU did not fill, not a miss of the fitted costs."""
+        sim = self.sim(costs)
+        r = {s: self.cpu_s[s] / max(1e-9, sim.stages[s]["cpu_s"]) for s in STAGES}
+        return replace(costs, forward_s=costs.forward_s * r["forward"],
+                       backward_s=costs.backward_s * r["backward"],
+                       merge_s=(costs.merge_s + self.merge_extra_s) * r["merge"]
+                       - self.merge_extra_s)
+
     @property
     def total(self) -> int:
         return sum(self.entries)
@@ -234,16 +245,19 @@ def _wall_fit(builds: list[MeasuredBuild], costs: MachineCosts) -> tuple[float, 
     wall its CPU fills. Per build, the wall of its three stages over the schedule's with
     neither (``busy`` 1, no step cost) is ``steps * step_s + k * W`` (``busy = 1 / (1 + k)``;
     ``W``: the schedule's wall at ``k`` less the free one, over ``k``, a secant taken again at
-    each of three rounds' ``k``, as the merge's hashing makes the wall bend), fitted by least
-    squares, each build weighing alike. Fewer than :data:`WALL_FIT_BUILDS` builds: the step
+    each of three rounds' ``k``, as the merge's hashing makes the wall bend; each build's schedule at the CPU it
+    measured, :meth:`MeasuredBuild.own_costs`), fitted by least squares, each build weighing
+    alike. Fewer than :data:`WALL_FIT_BUILDS` builds: the step
     cost alone (:func:`_step_s`). ``step_s`` is kept between 2 ms and 1 s, ``busy`` between
     0.3 and 1."""
     if len(builds) < WALL_FIT_BUILDS:
         return _step_s(builds, costs), 1.0
     sims = []
     for b in builds:
-        def wall(busy: float, b=b) -> float:
-            sim = b.sim(replace(costs, step_s=0.0, busy=busy))
+        own = b.own_costs(replace(costs, step_s=0.0, busy=1.0))
+
+        def wall(busy: float, b=b, own=own) -> float:
+            sim = b.sim(replace(own, busy=busy))
             return sum(st["wall_s"] for st in sim.stages.values())
         sims.append((b, wall, wall(1.0), max(1e-9, sum(b.wall_s.values())),
                      2 * sum(1 for e in b.entries if e) + 1))
