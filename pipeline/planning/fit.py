@@ -245,9 +245,9 @@ def _wall_fit(builds: list[MeasuredBuild], costs: MachineCosts) -> tuple[float, 
     wall its CPU fills. Per build, the wall of its three stages over the schedule's with
     neither (``busy`` 1, no step cost) is ``steps * step_s + k * W`` (``busy = 1 / (1 + k)``;
     ``W``: the schedule's wall at ``k`` less the free one, over ``k``, a secant taken again at
-    each of three rounds' ``k``, as the merge's hashing makes the wall bend; each build's schedule at the CPU it
-    measured, :meth:`MeasuredBuild.own_costs`), fitted by least squares, each build weighing
-    alike. Fewer than :data:`WALL_FIT_BUILDS` builds: the step
+    each of three rounds' ``k``, as the merge's hashing makes the wall bend; each build's
+    schedule at the CPU it measured, :meth:`MeasuredBuild.own_costs`), fitted by least
+    squares, each build weighing alike. Fewer than :data:`WALL_FIT_BUILDS` builds: the step
     cost alone (:func:`_step_s`). ``step_s`` is kept between 2 ms and 1 s, ``busy`` between
     0.3 and 1."""
     if len(builds) < WALL_FIT_BUILDS:

@@ -133,6 +133,15 @@ def build_codec(name: str | None = None) -> str:
     return name
 
 
+def _kept_codec(build, codec: str, prog) -> str:
+    """The codec ``codec`` a resumed merge began with, which it keeps; says so when the
+    build's ``--codec`` names another."""
+    if build.c4z_codec not in (None, codec):
+        prog.note(f"resuming the merge in {codec} blocks, as it began (--codec "
+                  f"{build.c4z_codec} applies to a merge started afresh)")
+    return codec
+
+
 def build_grid() -> tuple[int, int]:
     """``(block entries, part entries)`` of a build's ``.c4z``: ``C4TABLE_C4Z_BLOCK_ENTRIES``
     (default 262,144) in parts of :data:`~c4table.c4z.format.BUILD_PART_ENTRIES` (65,536;
@@ -483,10 +492,7 @@ def run(build):
             codec_name = build_codec(build.c4z_codec)
         else:
             bounds, level, B, P = state.bounds, state.level, state.block_entries, state.part_entries
-            mm, codec_name = state.min_match, state.codec
-            if build.c4z_codec not in (None, codec_name):
-                prog.note(f"resuming the merge in {codec_name} blocks, as it began (--codec "
-                          f"{build.c4z_codec} applies to a merge started afresh)")
+            mm, codec_name = state.min_match, _kept_codec(build, state.codec, prog)
         resources.check_free(store, merge_need(store, shards, bounds, done, total,
                                                total * board.entry_size, tmp), f"the table {name}")
         digest = shards_digest(shards, board, B, P)
