@@ -163,3 +163,19 @@ def test_sampled_size_equals_compress_when_it_samples_every_block(t54, tmp_path)
     r = sampled(other, "--every", "1", "--codec", "varint-plysym-v3")
     assert r["sampled_bytes"] == want and r["symbol_bits"] > 0
     assert abs(r["file_bytes"] - v3.stat().st_size) < 0.01 * v3.stat().st_size
+
+
+def test_size_model_tool_predicts_the_7x5_build_file_it_never_saw():
+    """``diag.c4z_size_model``: every measured board left out and predicted from the others,
+    and the 7x5 ``build --format c4z`` file, which no table of the model holds (13,377,241,709
+    bytes, docs/measurements/2026-11-29-7x5-fixed-flags.md): within 8% either way, with the
+    6x6 sample in format 3's fit or not (when written: +4.1% without, -2.2% with)."""
+    for extra in ([], ["--fit-6x6"]):
+        run = subprocess.run(tool("diag.c4z_size_model", "--built", "7x5=13377241709", *extra),
+                             env=tool_env(), capture_output=True, text=True, timeout=300)
+        assert run.returncode == 0, run.stderr[-2000:]
+        lines = run.stdout.splitlines()
+        five = next(ln for ln in lines if ln.startswith("rulekeys-frames-v5, left out"))
+        assert "6x6" in five and "5x5" in five
+        err = float(re.search(r"built 13,377,241,709: ([-+][0-9.]+)", lines[-1])[1])
+        assert abs(err) < 0.08, lines[-1]

@@ -201,7 +201,9 @@ def _costs_note(p) -> str:
 def _c4z_extrapolated(p) -> str:
     """What the plan's ``.c4z`` line adds when its size is not a measured figure."""
     if p.c4z_measured:
-        return ""
+        from c4table.pipeline.planning import c4zsize
+        e = c4zsize.estimate(p.board, p.entries)
+        return "" if e.how == "measured" else f"; {e.how}"
     return "; extrapolated" + (", see the note" if any(".c4z" in n for n in p.notes) else "")
 
 

@@ -51,24 +51,37 @@ C4Z4_BITS = {   # board: (heads, keys, symbols, rest)
 # Format 5 (rulekeys-frames-v5: compress's default, 65,536-entry blocks, key runs of 256,
 # symbol frames of 16,384, zstd 19, no dictionary), whole files: FORMAT5_SOURCE, its first
 # table (sizes and bits per entry by part from python -m tools.diag.c4z_split FILE.c4z).
+# 6x6, too big to compress whole here, is SAMPLED_SOURCE's estimate of the file compress
+# writes (every hundredth block encoded as compress does: python -m
+# tools.diag.c4z_sampled_size FILE.c4z --every 100; standard error 0.37%; the tool read 6x5
+# 0.84% over its whole file); its bits do not part the run heads from the keys.
+SAMPLED_SOURCE = "docs/measurements/2026-11-29-6x6-format-5.md"
+SAMPLED = ("6x6",)     # the boards whose figures (format 3 and 5) are such samples
+SAMPLED_HOW = "sampled: every hundredth block encoded as compress does"
 C4Z5_MEASURED = {   # board: (entries, .c4z bytes, Cadot's xz bytes)
     "5x5": (34_888_367, 7_816_966, 10_899_820),
     "5x6": (522_196_933, 98_961_395, 116_887_316),
-    "6x5": (1_409_488_535, 264_697_855, 300_771_484)}
+    "6x5": (1_409_488_535, 264_697_855, 300_771_484),
+    "6x6": (34_586_522_319, 5_109_496_995, 6_373_063_076)}
 C4Z5_BITS = {   # board: (heads, keys, symbols, rest)
     "5x5": (0.100, 0.113, 1.578, 0.002), "5x6": (0.102, 0.108, 1.305, 0.002),
-    "6x5": (0.101, 0.062, 1.338, 0.002)}
+    "6x5": (0.101, 0.062, 1.338, 0.002), "6x6": (0.0, 0.164, 1.016, 0.002)}
 
 # Format 3 (varint-plysym-v3): whole .c4z bytes per table entry (65,536-entry blocks, zstd 19,
 # trained key dictionary), tools/bench/bench_lookup.py (docs/measurements/2026-11-22-c4z-large-boards.md): 4x6, 5x5 and 5x6 whole files; 6x4, 7x4 and 6x5 estimated
 # from 200 evenly spread blocks (--sample-blocks; within 1% of the whole file on the other three).
+# 6x6: SAMPLED_SOURCE (compress's format 3 estimated from every hundredth block, as format 5
+# above).
 C4Z_MEASURED = {   # board: (entries, bytes per entry)
     "4x6": (7_917_955, 0.2813), "5x5": (34_888_367, 0.2961), "6x4": (47_455_869, 0.2777),
     "5x6": (522_196_933, 0.2460), "7x4": (1_132_927_517, 0.2540),
-    "6x5": (1_409_488_535, 0.2524)}
+    "6x5": (1_409_488_535, 0.2524), "6x6": (34_586_522_319, 6_882_154_924 / 34_586_522_319)}
 
 # Format 3: key frames and symbol frames apart, bytes per entry, 200 evenly spread blocks
 # (all blocks of 5x4 and 4x6): python -m tools.diag.c4z_streams FILE.dat --blocks 200 (load 6-7).
+# 6x6's sample (0.694 and 0.896 bits per entry) is left out of the fit: with it, 7x5's build
+# file is predicted 2.2% under its size, without it 4.1% over, but 5x4 left out of the fit
+# moves from 4% to 11% off (docs/measurements/2026-11-29-c4z-size-anchors.md).
 C4Z_STREAMS = {   # board: (entries, keys, symbols)
     "5x4": (1_974_174, 0.1060, 0.1977), "4x6": (7_917_955, 0.0960, 0.1733),
     "5x5": (34_888_367, 0.1137, 0.1801), "6x4": (47_455_869, 0.0881, 0.1863),
@@ -214,8 +227,10 @@ def estimate_format3(board, entries: int) -> C4zEstimate:
     the measured totals against log10(entries)."""
     src = "format-3 measurements (C4Z_MEASURED, C4Z_STREAMS)"
     if getattr(board, "k", 4) == 4 and board.name in C4Z_MEASURED:
-        return C4zEstimate(C4Z_MEASURED[board.name][1], True, how="measured", codec=TRANSFORM,
-                           source=src)
+        sampled = board.name in SAMPLED
+        return C4zEstimate(C4Z_MEASURED[board.name][1], True,
+                           how=SAMPLED_HOW if sampled else "measured", codec=TRANSFORM,
+                           source=SAMPLED_SOURCE if sampled else src)
     shape = _shape(board)
     if shape is None:
         return C4zEstimate(_log_fit(entries), False,
@@ -256,12 +271,29 @@ def rule_figures(codec: str = DEFAULT_CODEC) -> RuleFigures | None:
     return None
 
 
-def keys4_anchor(codec: str = RULE_CODEC) -> str | None:
-    """The board whose keys and run heads (format 4 or 5) stand for a board not measured: the
-    measured one with the most entries (None: none measured)."""
+def keys4_anchor(codec: str = RULE_CODEC, entries: int | None = None,
+                shape: tuple[int, int] | None = None) -> str | None:
+    """The board whose keys, run heads and symbol ratio (format 4 or 5) stand for a board of
+    ``entries`` (and ``shape``, width and height) not measured: where it has more entries
+    than every measured board, the measured one nearest in shape (its distance in width and
+    height; a tie, or no ``shape``: the most entries), since the symbol model misses by shape
+    (it overshoots 6x6 by 20%, 6x5 by 3%); else the biggest whole file, not a sample
+    (:data:`SAMPLED`). None: none measured.
+
+    >>> keys4_anchor(FRAME_CODEC, 2_265_994_664_313, (7, 6)), keys4_anchor(FRAME_CODEC, 56_415_101_059, (7, 5))
+    ('6x6', '6x5')
+    """
     f = rule_figures(codec)
     boards = [b for b in f.bits if b in f.measured]
-    return max(boards, key=lambda b: f.measured[b][0]) if boards else None
+    if not boards:
+        return None
+    big = max(boards, key=lambda b: f.measured[b][0])
+    if entries is None or entries > f.measured[big][0]:
+        if shape is None:
+            return big
+        return min(boards, key=lambda b: (math.dist(shape, _shape_of(b)), -f.measured[b][0]))
+    whole = [b for b in boards if b not in SAMPLED]
+    return max(whole, key=lambda b: f.measured[b][0]) if whole else big
 
 
 def estimate_format4(board, entries: int, codec: str = RULE_CODEC) -> C4zEstimate:
@@ -271,9 +303,10 @@ def estimate_format4(board, entries: int, codec: str = RULE_CODEC) -> C4zEstimat
 
     - outcome symbols: format 3's symbol model (:func:`_streams`), times the ratio of the
       format's measured symbols to that model on the anchor board (below): about 0.98 for
-      format 4, which codes them as format 3 does, and 1.09 for format 5's smaller frames;
-    - keys and run heads: those of the measured board with the most entries
-      (:func:`keys4_anchor`, 6x5: 0.253 bits in format 4, 0.163 in format 5), held constant:
+      format 4, which codes them as format 3 does; in format 5, 1.07 at 6x5 and 0.945 at 6x6;
+    - keys and run heads: those of the anchor board (:func:`keys4_anchor`: for 7x6 6x6, for
+      7x5 and the smaller boards 6x5; 0.253 bits in format 4, 0.163 and 0.164 in format 5),
+      held constant:
       they cost more on the smaller boards, so a bigger board is not expected to cost more;
     - :func:`overhead`: the index, and format 4's symbol dictionary.
 
@@ -284,10 +317,12 @@ def estimate_format4(board, entries: int, codec: str = RULE_CODEC) -> C4zEstimat
     if getattr(board, "k", 4) == 4 and board.name in f.measured:
         n, size, _ = f.measured[board.name]
         heads, keys, syms, _ = f.bits.get(board.name, (None, None, None, None))
+        sampled = board.name in SAMPLED
         return C4zEstimate(size / n, True, None if keys is None else (heads + keys) / 8,
-                           None if syms is None else syms / 8, how="measured",
-                           codec=codec, source=f.source)
-    anchor = keys4_anchor(codec)
+                           None if syms is None else syms / 8,
+                           how=SAMPLED_HOW if sampled else "measured", codec=codec,
+                           source=SAMPLED_SOURCE if sampled else f.source)
+    anchor = keys4_anchor(codec, entries, _shape(board))
     if anchor is None:
         raise ValueError(f"no {label} measurements")
     heads, keys, asyms, _ = f.bits[anchor]
@@ -298,7 +333,7 @@ def estimate_format4(board, entries: int, codec: str = RULE_CODEC) -> C4zEstimat
         r = f.measured[anchor][1] / f.measured[anchor][0] / C4Z_MEASURED[anchor][1]
         return C4zEstimate(f3.bytes_per_entry * r, False, how=(
             f"format 3's {f3.how}, times {anchor}'s {label} / format 3 ratio ({r:.2f})"),
-            codec=codec, source=f.source)
+            codec=codec, source=sources(f, anchor))
     ratio = asyms / 8 / _streams(*_shape_of(anchor))[1]
     syms = _streams(*shape)[1] * ratio
     return C4zEstimate(keys + syms + overhead(board, entries, codec=codec), False, keys,
@@ -306,7 +341,13 @@ def estimate_format4(board, entries: int, codec: str = RULE_CODEC) -> C4zEstimat
                                   f"format 3's symbol frames ({', '.join(C4Z_STREAMS)}), times "
                                   f"{anchor}'s {label} / model ratio ({ratio:.3f}), keys and run "
                                   f"heads at {anchor}'s measured {keys * 8:.3f} bits per entry"),
-                       codec=codec, source=f.source)
+                       codec=codec, source=sources(f, anchor))
+
+
+def sources(f: RuleFigures, *boards: str) -> str:
+    """The pages behind figures of ``boards`` in the format of ``f``: its measurement page,
+    and :data:`SAMPLED_SOURCE` where one of them is sampled."""
+    return f.source + (f", {SAMPLED_SOURCE}" if any(b in SAMPLED for b in boards) else "")
 
 
 def _shape_of(name: str) -> tuple[int, int]:
@@ -342,9 +383,10 @@ def archive_bytes_per_entry(e: C4zEstimate) -> float | None:
         return None
     if e.codec in (RULE_CODEC, FRAME_CODEC) and e.symbols is not None:
         f = rule_figures(e.codec)
-        anchor = keys4_anchor(e.codec)
+        both = [b for b in f.bits if b in C4Z4_BITS]     # boards measured in formats 4 and 5
         base = e.symbols
-        if e.codec == FRAME_CODEC and anchor is not None and anchor in C4Z4_BITS:
+        if e.codec == FRAME_CODEC and both:
+            anchor = max(both, key=lambda b: C4Z4_MEASURED[b][0])
             base = e.symbols * C4Z4_BITS[anchor][2] / f.bits[anchor][2]
         return e.bytes_per_entry - e.symbols + base * r
     return e.bytes_per_entry * r

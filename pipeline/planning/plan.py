@@ -394,12 +394,13 @@ def c4z_notes(board: Board, entries: int) -> list[str]:
     figs = c4zsize.rule_figures(e.codec)
     if board.name == "7x6" and r:
         big = max(r, key=lambda b: figs.measured[b][0])
-        small = min(r, key=lambda b: figs.measured[b][0])
+        lo, hi = min(r, key=r.get), max(r, key=r.get)
         x = c4zsize.CADOT_XZ_7X6 / 1e9
         notes.append(f"cross-check: Cadot's 7x6 xz archive is {x:,.0f} GB; the .c4z of his "
-                     f"tables is {r[small]:.2f} ({small}) up to {r[big]:.2f} ({big}) times his xz "
-                     f"file ({figs.source}): at {big}'s ratio the 7x6 .c4z would be "
-                     f"about {r[big] * x:,.0f} GB, more if the ratio keeps rising with board size")
+                     f"tables is {r[lo]:.2f} ({lo}) to {r[hi]:.2f} ({hi}) times his xz file "
+                     f"({c4zsize.sources(figs, big, lo, hi)}): at the ratio of the biggest board measured ({big}, "
+                     f"{r[big]:.2f}) the 7x6 .c4z would be about {r[big] * x:,.0f} GB, at "
+                     f"{hi}'s {r[hi] * x:,.0f} GB")
     a = c4zsize.archive_bytes_per_entry(e)
     if a is not None:
         cmp = ""
