@@ -212,3 +212,20 @@ def test_a_c4z_build_s_codec_is_taken_out_of_the_merge_and_priced_back():
     n = make_plan("6x5", 2, 2 << 30).entries
     for codec in ("varint-plysym-v3", "rulekeys-frames-v5"):
         assert cpu[codec] - cpu[None] == pytest.approx(n * build_codec_cpu_s(codec), rel=1e-6)
+
+
+def test_a_c4z_build_s_codec_is_read_from_its_header_and_a_guess_is_said(tmp_path):
+    """The fit prices a ``.c4z`` build's merge by the block codec its header names; a table
+    file that is gone since is taken to be the build's default codec, and the plan's notes
+    say so instead of guessing silently."""
+    from c4table.c4z.format import BUILD_CODEC
+    from c4table.pipeline.stages.build import build_table
+    path = build_table("4x4", tmp_path / "b", workers=1, quiet=True, table_format="c4z",
+                       c4z_codec="rulekeys-frames-v5")
+    b = MeasuredBuild.load(tmp_path / "b")
+    assert (b.codec, b.codec_note) == ("rulekeys-frames-v5", None)
+    path.unlink()
+    b = MeasuredBuild.load(tmp_path / "b")
+    assert b.codec == BUILD_CODEC and path.name in b.codec_note
+    builds, notes = usable([tmp_path / "b"], Board.parse("5x4"))
+    assert builds[0].codec_note in notes

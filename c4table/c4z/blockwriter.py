@@ -69,6 +69,63 @@ def check_grid(level: int, block_entries: int, part_entries: int | None) -> int:
     return part_entries
 
 
+@dataclass(frozen=True)
+class WriteProfile:
+    """How a ``compress`` writer (of a ``.dat``, of another ``.c4z``, of a raw stream) encodes:
+    its block codec's class, zstd ``level``, the block grid (``block_entries``, the entries of
+    a part, ``part_entries``), ``min_match``, ``threads``, whether it trains a key and a
+    symbol dictionary (only where the codec uses them) and format 5's ``frame_entries``
+    (``None``: the codec's default). :meth:`checked` makes one from what the caller asked.
+
+    >>> p = WriteProfile.checked("varint-plysym-v3", 19, 1 << 16, min_match=0, threads=2)
+    >>> p.part_entries, p.key_dict, WriteProfile.checked("rulekeys-frames-v5", 19, 1 << 16).key_dict
+    (36864, True, False)
+    >>> WriteProfile.checked("varint-plysym-v3", 19, 1 << 16, min_match=9)
+    Traceback (most recent call last):
+    ValueError: min_match must be 3..7 (or 0: the level's own)
+    """
+
+    codec_cls: type
+    level: int
+    block_entries: int
+    part_entries: int
+    min_match: int
+    threads: int
+    key_dict: bool
+    sym_dict: bool
+    frame_entries: int | None = None
+
+    @classmethod
+    def checked(cls, codec: str, level: int, block_entries: int, part_entries: int | None = None,
+                min_match: int = 0, threads: int | None = None, key_dict: bool = True,
+                sym_dict: bool = True, frame_entries: int | None = None) -> "WriteProfile":
+        """The profile of the block codec named ``codec`` (:class:`~c4table.errors.TableError`
+        if none is registered), its grid checked (:func:`check_grid`) and ``min_match`` 0 or
+        3..7 (:class:`ValueError`); ``threads`` ``None``: all cores."""
+        from c4table.c4z.registry import get_codec
+        part_entries = check_grid(level, block_entries, part_entries)
+        if min_match and not 3 <= min_match <= 7:
+            raise ValueError("min_match must be 3..7 (or 0: the level's own)")
+        codec_cls = get_codec(codec)
+        return cls(codec_cls, level, block_entries, part_entries, min_match,
+                   threads or os.cpu_count() or 1, key_dict and codec_cls.uses_key_dict,
+                   sym_dict and getattr(codec_cls, "uses_sym_dict", True), frame_entries)
+
+    def settings(self, board: str) -> dict:
+        """What a checkpoint records of the profile (a run resumes only with the same)."""
+        return {"level": self.level, "block_entries": self.block_entries, "board": board,
+                "part_entries": self.part_entries, "key_dict": self.key_dict,
+                "sym_dict": self.sym_dict, "version": FORMAT_VERSION, "codec": self.codec_cls.name,
+                **({"min_match": self.min_match} if self.min_match else {}),
+                **({"frame_entries": self.frame_entries} if self.frame_entries else {})}
+
+    def codec(self, board: Board, key_dict: bytes | None = None, sym_dict: bytes | None = None):
+        """The block codec of ``board`` with the trained dictionaries given."""
+        return self.codec_cls(board, self.part_entries, self.level, self.min_match, key_dict,
+                              sym_dict, **({"frame_entries": self.frame_entries}
+                                           if self.frame_entries else {}))
+
+
 def load_checkpoint(ckpt: Path, part: Path, settings: dict) -> dict | None:
     """The checkpoint ``ckpt`` of the part file ``part`` (and its side file) if it was made
     with ``settings`` and the files hold what it records (``None`` otherwise)."""

@@ -17,11 +17,10 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from c4table.c4z.blocks import rows_of, train_dicts_on, tune_malloc
-from c4table.c4z.blockwriter import BlockWriter, Resume, check_grid, idx_path, load_checkpoint, publish_part
-from c4table.c4z.format import (DEFAULT_BLOCK_ENTRIES, DEFAULT_CODEC, DEFAULT_LEVEL, FORMAT_VERSION,
+from c4table.c4z.blockwriter import BlockWriter, Resume, WriteProfile, idx_path, load_checkpoint, publish_part
+from c4table.c4z.format import (DEFAULT_BLOCK_ENTRIES, DEFAULT_CODEC, DEFAULT_LEVEL,
                                 KEY_DICT_BYTES, PROGRESS_EVERY, SYM_DICT_BYTES)
 from c4table.c4z.reader import C4zFile, open_c4z
-from c4table.c4z.registry import get_codec
 from c4table.c4z.sources import LocalSource
 from c4table.c4z.writer import _dicts_of_part, _say
 from c4table.errors import CorruptDataError, InputError
@@ -135,23 +134,15 @@ def recompress_c4z(src, out: str | os.PathLike, *, level: int = DEFAULT_LEVEL,
     'v3.c4z'
     """
     out = Path(out)
-    part_entries = check_grid(level, block_entries, part_entries)
-    if min_match and not 3 <= min_match <= 7:
-        raise ValueError("min_match must be 3..7 (or 0: the level's own)")
-    threads = threads or os.cpu_count() or 1
+    prof = WriteProfile.checked(codec, level, block_entries, part_entries, min_match, threads,
+                                key_dict, sym_dict, frame_entries)
+    threads = prof.threads
     tune_malloc()
-    codec_cls = get_codec(codec)
-    key_dict = key_dict and codec_cls.uses_key_dict
-    sym_dict = sym_dict and getattr(codec_cls, "uses_sym_dict", True)
     stream = stream or sys.stderr
     with open_c4z(src) as z:
         h = z.header
         where = z.where
-        settings = {**_identity(src, z, out), "level": level, "block_entries": block_entries,
-                    "board": z.board.name, "part_entries": part_entries, "key_dict": key_dict,
-                    "sym_dict": sym_dict, "version": FORMAT_VERSION, "codec": codec,
-                    **({"min_match": min_match} if min_match else {}),
-                    **({"frame_entries": frame_entries} if frame_entries else {})}
+        settings = {**_identity(src, z, out), **prof.settings(z.board.name)}
         E = z.entry_size
         raw_bytes = int(h["raw_bytes"])
         if raw_bytes != z.entries * E:
@@ -166,11 +157,10 @@ def recompress_c4z(src, out: str | os.PathLike, *, level: int = DEFAULT_LEVEL,
             kd, sd = _dicts_of_part(part, state)
         else:
             kd, sd = train_dicts_on(raw_reader(z), raw_bytes, z.board, block_entries,
-                                    key_size=KEY_DICT_BYTES if key_dict else 0,
-                                    sym_size=SYM_DICT_BYTES if sym_dict else 0)
+                                    key_size=KEY_DICT_BYTES if prof.key_dict else 0,
+                                    sym_size=SYM_DICT_BYTES if prof.sym_dict else 0)
             z.clear_cache()
-        enc = codec_cls(z.board, part_entries, level, min_match, kd, sd,
-                        **({"frame_entries": frame_entries} if frame_entries else {}))
+        enc = prof.codec(z.board, kd, sd)
         hashes = Hashes()
         t0 = time.perf_counter()
         with _dropped_if_damaged(part, idx_path(part), ckpt):

@@ -7,7 +7,6 @@ Design notes: ``docs/modules.md`` (``c4table.c4z.stream``)."""
 from __future__ import annotations
 
 import hashlib
-import os
 import queue
 import sys
 import threading
@@ -16,9 +15,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from c4table.c4z.blocks import tune_malloc
-from c4table.c4z.blockwriter import BlockWriter, Resume, check_grid, idx_path, load_checkpoint, publish_part
-from c4table.c4z.format import DEFAULT_CODEC, FORMAT_VERSION, PROGRESS_EVERY, default_c4z_name
-from c4table.c4z.registry import get_codec
+from c4table.c4z.blockwriter import BlockWriter, Resume, WriteProfile, idx_path, load_checkpoint, publish_part
+from c4table.c4z.format import DEFAULT_CODEC, PROGRESS_EVERY, default_c4z_name
 from c4table.c4z.writer import _say
 from c4table.errors import CorruptDataError, MissingTableError, TableBoardError, TableError
 from c4table.game.board import Board
@@ -249,10 +247,9 @@ def compress_stream(src, out=None, *, board: str | Board | None = None,
     Returns ``out``."""
     from c4table.table.known import known_tables
     b, raw_name, out = stream_names(src, board, out)
-    part_entries = check_grid(level, block_entries, part_entries)
-    if min_match and not 3 <= min_match <= 7:
-        raise ValueError("min_match must be 3..7 (or 0: the level's own)")
-    threads = threads or os.cpu_count() or 1
+    prof = WriteProfile.checked(codec, level, block_entries, part_entries, min_match, threads,
+                                key_dict=False, sym_dict=False)
+    threads = prof.threads
     tune_malloc()
     E = b.entry_size
     chunk = block_entries * E
@@ -263,13 +260,10 @@ def compress_stream(src, out=None, *, board: str | Board | None = None,
     f, name, ident = _open_input(src)
     if infile is not None:
         f = infile
-    settings = {**ident, "level": level, "block_entries": block_entries, "board": b.name,
-                "part_entries": part_entries, "key_dict": False, "sym_dict": False,
-                "version": FORMAT_VERSION, "stream": True, "codec": codec,
-                **({"min_match": min_match} if min_match else {})}
+    settings = {**ident, **prof.settings(b.name), "stream": True}
     state = load_checkpoint(ckpt, part, settings) or {}
     done = int(state["blocks"]) if state else 0
-    codec = get_codec(codec)(b, part_entries, level, min_match)
+    codec = prof.codec(b)
     t0 = time.perf_counter()
     depth = 2 * threads + 2
     reader = _Reader(f, name, chunk, depth)

@@ -16,10 +16,9 @@ from c4table.errors import (CorruptDataError, InputError, MissingTableError,
                             TableError)
 from c4table.units import format_seconds, format_size
 from c4table.c4z.blocks import train_dicts, tune_malloc
-from c4table.c4z.format import CHECKPOINT_SECONDS, DEFAULT_BLOCK_ENTRIES, DEFAULT_LEVEL, FORMAT_VERSION, KEY_DICT_BYTES, MAGIC, PROGRESS_EVERY, SYM_DICT_BYTES, DEFAULT_CODEC, default_c4z_name
-from c4table.c4z.blockwriter import BlockWriter, Resume, _fsync, check_grid, idx_path, load_checkpoint, publish_part
+from c4table.c4z.format import CHECKPOINT_SECONDS, DEFAULT_BLOCK_ENTRIES, DEFAULT_LEVEL, KEY_DICT_BYTES, MAGIC, PROGRESS_EVERY, SYM_DICT_BYTES, DEFAULT_CODEC, default_c4z_name
+from c4table.c4z.blockwriter import BlockWriter, Resume, WriteProfile, _fsync, idx_path, load_checkpoint, publish_part
 from c4table.c4z.reader import open_c4z
-from c4table.c4z.registry import get_codec
 from c4table.table.source import board_of_table
 from c4table.io.hashes import Hashes
 from c4table.table.sums import BlockSums, SumsWriter, open_check, warn_unchecked
@@ -109,23 +108,15 @@ def compress_table(src: str | os.PathLike, out: str | os.PathLike | None = None,
     b = _board_of_input(src, out, board)
     E = b.entry_size
     size = src.stat().st_size
-    part_entries = check_grid(level, block_entries, part_entries)
-    if min_match and not 3 <= min_match <= 7:
-        raise ValueError("min_match must be 3..7 (or 0: the level's own)")
-    threads = threads or os.cpu_count() or 1
+    prof = WriteProfile.checked(codec, level, block_entries, part_entries, min_match, threads,
+                                key_dict, sym_dict, frame_entries)
+    threads = prof.threads
     tune_malloc()
-    codec_cls = get_codec(codec)
-    key_dict = key_dict and codec_cls.uses_key_dict
-    sym_dict = sym_dict and getattr(codec_cls, "uses_sym_dict", True)
     entries = size // E
     nblocks = -(-entries // block_entries)
     part, ckpt = (out.with_name(out.name + s) for s in (".part", ".part.json"))
     settings = {"src": str(src.resolve()), "bytes": size, "mtime_ns": src.stat().st_mtime_ns,
-                "level": level, "block_entries": block_entries, "board": b.name,
-                "part_entries": part_entries, "key_dict": key_dict,
-                "sym_dict": sym_dict, "version": FORMAT_VERSION, "codec": codec,
-                **({"min_match": min_match} if min_match else {}),
-                **({"frame_entries": frame_entries} if frame_entries else {})}
+                **prof.settings(b.name)}
     state = load_checkpoint(ckpt, part, settings)
     done = int(state["blocks"]) if state else 0
     # the input's blocks, checked against its sidecar as they are read (None: it has none)
@@ -141,10 +132,9 @@ def compress_table(src: str | os.PathLike, out: str | os.PathLike | None = None,
         key_dict, sym_dict = _dicts_of_part(part, state)
     else:
         key_dict, sym_dict = train_dicts(src, b, block_entries,
-                                         key_size=KEY_DICT_BYTES if key_dict else 0,
-                                         sym_size=SYM_DICT_BYTES if sym_dict else 0)
-    codec = codec_cls(b, part_entries, level, min_match, key_dict, sym_dict,
-                      **({"frame_entries": frame_entries} if frame_entries else {}))
+                                         key_size=KEY_DICT_BYTES if prof.key_dict else 0,
+                                         sym_size=SYM_DICT_BYTES if prof.sym_dict else 0)
+    codec = prof.codec(b, key_dict, sym_dict)
     with _dropped_if_refused(part, idx_path(part), ckpt), check or contextlib.nullcontext(), \
             open(src, "rb") as fin:
         resume = None

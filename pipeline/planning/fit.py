@@ -59,6 +59,7 @@ class MeasuredBuild:
     runs: int
     machine: str | None
     codec: str | None = None   # a .c4z build's block codec (its header's); None: a .dat
+    codec_note: str | None = None   # why ``codec`` is a guess (its .c4z could not be read)
 
     @property
     def merge_extra_s(self) -> float:
@@ -81,6 +82,7 @@ class MeasuredBuild:
             raise BuildInputError(f"{where}/stats.json: no CPU figures for the "
                                   f"{', '.join(missing)} stage(s) (built by an older version of "
                                   "c4table, or not finished)")
+        codec = _codec_of(bd, root)
         return cls(root=where, board=bd.board, table_format=bd.table.format.name, workers=int(st["workers"]),
                    task_memory=int(st["task_memory"]),
                    entries=tuple(p.entries or 0 for p in bd.plies),
@@ -89,7 +91,7 @@ class MeasuredBuild:
                    wall_s={s: stages[s].get("wall_us", 0) / 1e6 for s in STAGES},
                    tasks={s: int(stages[s]["tasks"]) for s in STAGES},
                    runs=max(int(stages[s].get("runs", 1)) for s in STAGES),
-                   machine=st.get("machine"), codec=_codec_of(bd, root))
+                   machine=st.get("machine"), codec=codec.name, codec_note=codec.note)
 
     def sim(self, costs: MachineCosts):
         """The schedule model of this build at ``costs`` (its format's codec included)."""
@@ -129,19 +131,32 @@ class MeasuredBuild:
         return max(0.0, self.cpu_s[stage] - task_s * self.tasks[stage]) / max(1, self.total)
 
 
-def _codec_of(bd: BuildDir, root) -> str | None:
-    """The block codec of a finished ``.c4z`` build's table (its header), ``None`` for a raw
-    table; a ``.c4z`` whose header cannot be read is taken to be format 3's (the default)."""
+@dataclass(frozen=True)
+class TableCodec:
+    """The block codec of a finished build's table: ``name`` (``None`` for a raw table) and,
+    where it is a guess, ``note``, the plan note that says so."""
+
+    name: str | None
+    note: str | None = None
+
+
+def _codec_of(bd: BuildDir, root) -> TableCodec:
+    """The block codec of a finished ``.c4z`` build's table, from its header. A ``.c4z`` that
+    cannot be read (moved or removed since, damaged) is taken to be the build's default codec,
+    format 3's, and the note says so: its CPU is then priced at that codec's."""
     rec = bd.table
     if rec.format.raw or rec.container is None:
-        return None
-    from c4table.c4z.format import TRANSFORM
+        return TableCodec(None)
+    from c4table.c4z.format import BUILD_CODEC
     from c4table.c4z.reader import open_c4z
+    from c4table.errors import C4Error
+    path = f"{str(root).rstrip('/')}/{rec.container.file}"
     try:
-        with open_c4z(f"{str(root).rstrip('/')}/{rec.container.file}") as z:
-            return str(z.header.get("transform", TRANSFORM))
-    except Exception:   # noqa: BLE001 - moved or removed since: the build's default codec
-        return TRANSFORM
+        with open_c4z(path) as z:
+            return TableCodec(str(z.header.get("transform", BUILD_CODEC)))
+    except (OSError, ValueError, C4Error) as e:
+        return TableCodec(BUILD_CODEC, f"{path}: not read ({e}); its block codec is taken to be "
+                                       f"{BUILD_CODEC}, the build's default")
 
 
 def usable(dirs: list[str | os.PathLike], board: Board) -> tuple[list[MeasuredBuild], list[str]]:
@@ -156,6 +171,8 @@ def usable(dirs: list[str | os.PathLike], board: Board) -> tuple[list[MeasuredBu
                          "on the build it predicts would only repeat it)")
             continue
         builds.append(b)
+        if b.codec_note:
+            notes.append(b.codec_note)
     if not builds:
         raise BuildInputError(f"no build to fit the costs of a {board} plan on: give builds of "
                               "other boards (--calibrate-from DIR, once per build)")
