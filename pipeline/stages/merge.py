@@ -35,7 +35,6 @@ import numpy as np
 import xxhash
 
 from c4table.wording import count
-from c4table.game.board import Board
 from c4table.errors import BuildError, BuildInputError, CorruptDataError
 from c4table.io.hashes import Hashes
 from c4table.io import treehash
@@ -334,6 +333,97 @@ def table_location(build):
     return build.store.root / name if build.store.local else build.store.display(name)
 
 
+@dataclass(frozen=True)
+class BackwardShards:
+    """The backward pass's shards that hold entries, generation by generation in key order
+    within each, and the ply of each (``plies[i]`` is ``shards[i]``'s): what both merges read."""
+
+    shards: list
+    plies: list
+
+    @property
+    def total(self) -> int:
+        return sum(s.rows for s in self.shards)
+
+
+def backward_shards(build) -> BackwardShards:
+    """The finished backward pass's non-empty shards of every ply of ``build``;
+    :class:`BuildInputError` if a ply is not finished."""
+    m = build.manifest
+    plies = list(range(build.board.cells + 1))
+    missing = [p for p in plies if m.shards("backward", p) is None]
+    if missing:
+        raise BuildInputError(f"{build.root}: the backward pass is not finished (plies "
+                              f"{missing[:5]}... missing)")
+    pairs = [(s, p) for p in plies for s in m.shards("backward", p) if s.rows]
+    return BackwardShards([s for s, _ in pairs], [p for _, p in pairs])
+
+
+def _found_finished(build, name: str, tmp_name: str, prog) -> bool:
+    """True if the table is already in place: recorded and verified, or found whole under
+    ``tmp_name`` (verified against its record, then renamed). Says why a table file found
+    without a matching record is merged again."""
+    store, rec = build.store, build.manifest.table
+    if build.complete():
+        return True
+    if rec is not None and store.local and store.exists(tmp_name) and store.size(tmp_name) == rec.bytes:
+        prog.note(f"found the finished table under {tmp_name}; verifying it")
+        if verify_stored(store, tmp_name, rec) is None:
+            store.rename(tmp_name, name)
+            build.verified.add("table")
+            prog.note(f"{name}: {rec.identity}")
+            return True
+        prog.note(f"{tmp_name} does not match the manifest; merging again")
+    if rec is None and store.exists(name):
+        prog.note(f"{name} has no record in the manifest (interrupted merge?); not trusted, "
+                  "merging again")
+    return False
+
+
+def _write_local(build, shards: list, bounds: list, target: str, sums, prog, t0: float) -> dict:
+    """The ranges merged into the local table file ``target``, each written at its place and
+    hashed once it and those before it are (:func:`hash_ranges`): the hashes."""
+    store, E = build.store, build.board.entry_size
+    total = sum(s.rows for s in shards)
+    n_r = len(bounds) - 1
+    with open(store.root / target, "wb") as f:   # the table's size, filled by the tasks
+        f.truncate(total * E)
+    # each range task finds its offset itself: the entries of the shards wholly below its
+    # range (here, from their records) and those below it in its own shards
+    direct = store.direct_io_takes(target)   # around the page cache if it can
+    tasks = [(store.uri, _inside(shards, bounds, r), bounds[r], bounds[r + 1], target, E,
+              sum(s.rows for s in shards if s.last < bounds[r]), direct) for r in range(n_r)]
+    # (the counts saved after each range: RunLedger.saving)
+    hashes = hash_ranges(store, target, E, n_r, total,
+                         build.ledger.saving(build.executor.imap(range_task, tasks)),
+                         direct, build.table_md5, sums, build.table_sha256)
+    prog.note(f"sorted and hashed {total:,} entries ({total * E:,} bytes) in "
+              f"{count(len(tasks), 'range')} in {time.perf_counter() - t0:.2f}s")
+    fsync_path(store.root / target)
+    return hashes
+
+
+def _write_parts(build, shards: list, bounds: list, target: str, sums, prog, t0: float) -> dict:
+    """The ranges merged into part objects of an object store, then appended into ``target``
+    in order and hashed (:func:`append_parts`): the hashes."""
+    store, E = build.store, build.board.entry_size
+    total = sum(s.rows for s in shards)
+    tasks = [(store.uri, _inside(shards, bounds, r), bounds[r], bounds[r + 1],
+              f"{PARTS}/part-{r:05d}.bin", E) for r in range(len(bounds) - 1)]
+    counts = build.executor.map(range_task, tasks)
+    if sum(counts) != total:
+        raise BuildError(f"the merge wrote {sum(counts):,} entries, the generations hold {total:,}")
+    prog.note(f"sorted {total:,} entries ({total * E:,} bytes) in {count(len(tasks), 'range')} "
+              f"in {time.perf_counter() - t0:.2f}s; appending and hashing")
+    return append_parts(store, target, [t[4] for t in tasks], md5=build.table_md5, sums=sums,
+                        sha256=build.table_sha256)
+
+
+def _inside(shards: list, bounds: list, r: int) -> list[dict]:
+    """The records of the shards that hold keys of range ``r``."""
+    return [s.to_json() for s in shards if s.last >= bounds[r] and s.first < bounds[r + 1]]
+
+
 def run(build):
     """Write (or find already written) ``DIR/connect4_WxH.dat`` (a rooted build:
     ``DIR/connect4_WxH_root-MOVES.dat``); return its path (or URI). (A ``--format c4z``
@@ -347,41 +437,24 @@ def run(build):
     trusted).
     On an object store the table is uploaded under its name (it appears only when complete)
     and then recorded; a table without a record is merged again."""
-    board: Board = build.board
-    m = build.manifest
-    store = build.store
+    m, store = build.manifest, build.store
     name = build.table_name
     tmp_name = name + ".tmp"
     final = table_location(build)
-    if build.complete():
-        return final
     prog = build.progress("merge")
-    rec = m.table
-    if rec is not None and store.local and store.exists(tmp_name) and store.size(tmp_name) == rec.bytes:
-        prog.note(f"found the finished table under {tmp_name}; verifying it")
-        if verify_stored(store, tmp_name, rec) is None:
-            store.rename(tmp_name, name)
-            build.verified.add("table")
-            prog.note(f"{name}: {rec.identity}")
-            return final
-        prog.note(f"{tmp_name} does not match the manifest; merging again")
-    if rec is None and store.exists(name):
-        prog.note(f"{name} has no record in the manifest (interrupted merge?); not trusted, "
-                  "merging again")
-    plies = list(range(board.cells + 1))
-    missing = [p for p in plies if m.shards("backward", p) is None]
-    if missing:
-        raise BuildInputError(f"{build.root}: the backward pass is not finished (plies {missing[:5]}... missing)")
+    if _found_finished(build, name, tmp_name, prog):
+        return final
+    shards = backward_shards(build).shards
     t0 = time.perf_counter()
-    md5, sha256 = build.table_md5, build.table_sha256
-    shards = [s for p in plies for s in m.shards("backward", p) if s.rows]
     total = sum(s.rows for s in shards)
-    resources.check_free(store, resources.merge_need(m, plies), f"the table {name}")
+    E = build.board.entry_size
+    resources.check_free(store, resources.merge_need(m, list(range(build.board.cells + 1))),
+                         f"the table {name}")
     # the table's per-block xxh64, hashed with its sha256 and streamed into its sidecar (the
     # sidecar's temporary file is dropped if the merge fails)
     with resources.disk_full_guard(store, f"the table {name}", "every generation"), \
             SumsWriter(store, name) as sidecar:
-        sums = BlockSums(board.entry_size, sink=sidecar.take)
+        sums = BlockSums(E, sink=sidecar.take)
         if "backward" not in build.verified:
             n = verify_shards(build.executor, store, shards)
             prog.note(f"verified {n} backward shard(s) (xxh64)")
@@ -392,38 +465,9 @@ def run(build):
         # hashed.
         shares = merge_shares(total, build.task_memory, build.executor.workers, store.local)
         bounds = choose_ranges(store, shards, len(shares), shares)
-        E = board.entry_size
         target = tmp_name if store.local else name
-        n_r = len(bounds) - 1
-        mine = [[s.to_json() for s in shards if s.last >= bounds[r] and s.first < bounds[r + 1]]
-                for r in range(n_r)]
-        if store.local:   # each range writes its entries at their place in the table
-            with open(store.root / target, "wb") as f:   # the table's size, filled by the tasks
-                f.truncate(total * E)
-            # each range task finds its offset itself: the entries of the shards wholly below
-            # its range (here, from their records) and those below it in its own shards
-            direct = store.direct_io_takes(target)   # around the page cache if it can
-            tasks = [(store.uri, mine[r], bounds[r], bounds[r + 1], target, E,
-                      sum(s.rows for s in shards if s.last < bounds[r]), direct)
-                     for r in range(n_r)]
-            # each range is hashed once it and those before it are written
-            # (the counts saved after each range: RunLedger.saving)
-            hashes = hash_ranges(store, target, E, n_r, total,
-                                 build.ledger.saving(build.executor.imap(range_task, tasks)),
-                                 direct, md5, sums, sha256)
-            prog.note(f"sorted and hashed {total:,} entries ({total * E:,} bytes) in "
-                      f"{count(len(tasks), 'range')} in {time.perf_counter() - t0:.2f}s")
-            fsync_path(store.root / target)
-        else:
-            tasks = [(store.uri, mine[r], bounds[r], bounds[r + 1], f"{PARTS}/part-{r:05d}.bin", E)
-                     for r in range(n_r)]
-            counts = build.executor.map(range_task, tasks)
-            if sum(counts) != total:
-                raise BuildError(f"the merge wrote {sum(counts):,} entries, the generations hold {total:,}")
-            prog.note(f"sorted {total:,} entries ({total * E:,} bytes) in {count(len(tasks), 'range')} "
-                      f"in {time.perf_counter() - t0:.2f}s; appending and hashing")
-            hashes = append_parts(store, target, [t[4] for t in tasks], md5=md5, sums=sums,
-                                  sha256=sha256)
+        write = _write_local if store.local else _write_parts
+        hashes = write(build, shards, bounds, target, sums, prog, t0)
         if hashes["bytes"] != total * E:
             raise BuildError(f"{store.display(target)}: {hashes['bytes']:,} bytes written, "
                              f"expected {total * E:,}")

@@ -437,6 +437,42 @@ def codec_compiled(name: str = BUILD_CODEC) -> bool | None:
     return plies and (outs or syms) and all(rules)
 
 
+def _found_finished(build, name: str, tmp: str):
+    """The table's path if it is in place already: a raw table built before (whose ``.c4z``
+    is ``compress``'s to make), the recorded ``.c4z``, or one found whole under ``tmp`` and
+    verified against its record (then renamed); else None."""
+    store, rec = build.store, build.manifest.table
+    final = store.root / name
+    if rec is not None and rec.format is not C4Z and build.complete():
+        build.progress("merge").note(f"the table is already built as {build.table_name}; "
+                                     "c4table compress makes its .c4z")
+        return store.root / build.table_name
+    if rec is None or rec.format is not C4Z or rec.container is None:
+        return None
+    if complete(build, rec):
+        forget_state(store, tmp)
+        return final
+    if store.exists(tmp) and store.size(tmp) == rec.container.bytes:
+        build.progress("merge").note(f"found the finished table under {tmp}; verifying it")
+        if merge.verify_stored(store, tmp, rec.container) is None:
+            store.rename(tmp, name)
+            fsync_dir(store.root)
+            forget_state(store, tmp)
+            build.verified.add("table")
+            return final
+    return None
+
+
+def _checked_plies(build, bs: merge.BackwardShards) -> None:
+    """The range tasks map outcomes to symbols at their shard's ply: each shard's first key
+    must be of it (:class:`BuildError` otherwise: a manifest of another build?)."""
+    codec = block_codec(build.board)
+    for s, p in zip(bs.shards, bs.plies):
+        if int(codec.plies(np.array([s.first], np.uint64))[0]) != p:
+            raise BuildError(f"{build.store.display(s.file)}: a shard of generation {p} whose "
+                             f"first key is not of that ply (a manifest of another build?)")
+
+
 def run(build):
     """Write (or find already written) ``DIR/connect4_WxH.c4z``; return its path. See the
     module docstring (local build directories only)."""
@@ -446,40 +482,17 @@ def run(build):
     name = c4z_name(build)
     final = store.root / name
     tmp = name + ".tmp"
-    rec = m.table
-    if rec is not None and rec.format is not C4Z and build.complete():
-        build.progress("merge").note(f"the table is already built as {build.table_name}; "
-                                     "c4table compress makes its .c4z")
-        return store.root / build.table_name
-    if rec is not None and rec.format is C4Z and rec.container is not None:
-        if complete(build, rec):
-            forget_state(store, tmp)
-            return final
-        if store.exists(tmp) and store.size(tmp) == rec.container.bytes:
-            build.progress("merge").note(f"found the finished table under {tmp}; verifying it")
-            if merge.verify_stored(store, tmp, rec.container) is None:
-                store.rename(tmp, name)
-                fsync_dir(store.root)
-                forget_state(store, tmp)
-                build.verified.add("table")
-                return final
+    found = _found_finished(build, name, tmp)
+    if found is not None:
+        return found
     board: Board = build.board
-    plies = list(range(board.cells + 1))
-    missing = [p for p in plies if m.shards("backward", p) is None]
-    if missing:
-        raise BuildInputError(f"{build.root}: the backward pass is not finished (plies {missing[:5]}... missing)")
+    bs = merge.backward_shards(build)
     prog = build.progress("merge")
     if codec_compiled(build_codec(build.c4z_codec)) is False:   # the first c4z merge after install
         prog.note("compiling the .c4z block codec (first run after install only)...")
     t0 = time.perf_counter()
-    shards = [s for p in plies for s in m.shards("backward", p) if s.rows]
-    ply_of = [p for p in plies for s in m.shards("backward", p) if s.rows]
-    codec = block_codec(board)   # the tasks map outcomes to symbols at their shard's ply:
-    for s, p in zip(shards, ply_of):   # the shards' keys must be of it (their first here)
-        if int(codec.plies(np.array([s.first], np.uint64))[0]) != p:
-            raise BuildError(f"{store.display(s.file)}: a shard of generation {p} whose first "
-                             f"key is not of that ply (a manifest of another build?)")
-    total = sum(s.rows for s in shards)
+    _checked_plies(build, bs)
+    shards, total = bs.shards, bs.total
     with resources.disk_full_guard(store, f"the table {name}", "every generation"):
         state = resume_point(build, shards, tmp)
         done = state.done if state is not None else 0
@@ -504,7 +517,7 @@ def run(build):
             below = sum(s.rows for s in shards if s.last < bounds[r])
             tasks.append((store.uri, [shards[k].to_json() for k in inside], bounds[r],
                           bounds[r + 1], below, f"{merge.PARTS}/blocks-{r:05d}.bin", board, B,
-                          level, P, mm, [ply_of[k] for k in inside], codec_name))
+                          level, P, mm, [bs.plies[k] for k in inside], codec_name))
 
         pieces = [state.tree_pieces if state is not None else 0]
 
