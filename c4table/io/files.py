@@ -35,8 +35,8 @@ def start_writeback(path, offset: int, n: int) -> None:
     ``os`` module does not offer; elsewhere, or if refused, nothing). Not a durability step: a
     later fsync still makes the file durable, but then waits only for what is still in flight.
 
-    >>> import tempfile, pathlib
-    >>> p = pathlib.Path(tempfile.mkdtemp()) / "f"; _ = p.write_bytes(b"x" * 10)
+    >>> import pathlib
+    >>> p = pathlib.Path("writeback.bin"); _ = p.write_bytes(b"x" * 10)
     >>> start_writeback(p, 0, 10)
     """
     fn = _sync_file_range()
@@ -77,8 +77,8 @@ def direct_io_takes(path) -> bool:
     between the two ways asks first (a write may still be refused, which
     :class:`PositionalWriter` handles by itself).
 
-    >>> import tempfile, pathlib
-    >>> direct_io_takes(pathlib.Path(tempfile.mkdtemp()) / "missing")
+    >>> import pathlib
+    >>> direct_io_takes(pathlib.Path("no-such-file"))
     False
 
     On an existing file the answer depends on the file system (``tests/test_direct_io.py``).
@@ -136,8 +136,8 @@ class PositionalWriter:
     (why and how: ``docs/modules.md``, ``c4table.io.files``). :meth:`close` returns the bytes
     written; the caller fsyncs. Use it as a context manager.
 
-    >>> import tempfile, pathlib
-    >>> p = pathlib.Path(tempfile.mkdtemp()) / "f"; _ = p.write_bytes(bytes(10000))
+    >>> import pathlib
+    >>> p = pathlib.Path("positional.bin"); _ = p.write_bytes(bytes(10000))
     >>> with PositionalWriter(p, 4000) as w:
     ...     w.space(5000)[:5000] = b"x" * 5000
     ...     w.commit(5000)
@@ -277,8 +277,8 @@ def read_span(path, start: int, end: int, direct: bool = True):
     ``O_DIRECT`` from the disk where the file system takes it (dirty pages are written back
     first), else through the page cache; nothing at or past ``end`` enters the page cache.
 
-    >>> import tempfile, pathlib
-    >>> p = pathlib.Path(tempfile.mkdtemp()) / "f"; _ = p.write_bytes(bytes(range(256)) * 40)
+    >>> import pathlib
+    >>> p = pathlib.Path("span.bin"); _ = p.write_bytes(bytes(range(256)) * 40)
     >>> b"".join(bytes(v) for v in read_span(p, 5000, 5004))
     b'\\x88\\x89\\x8a\\x8b'
     """

@@ -263,9 +263,9 @@ def hash_ranges(store: Storage, rel: str, entry_size: int, n_ranges: int, total:
     not start where the one before it ended, the ranges do not add up to ``total`` or the file
     holds more (the file is then not trusted).
 
-    >>> import tempfile, pathlib
+    >>> import pathlib
     >>> from c4table.io.treehash import SpanEdges, tree_hash
-    >>> d = pathlib.Path(tempfile.mkdtemp()); _ = (d / "t").write_bytes(b"abcdef")
+    >>> d = pathlib.Path("hash_ranges"); d.mkdir(exist_ok=True); _ = (d / "t").write_bytes(b"abcdef")
     >>> runs = [RangeWritten(0, 1, SpanEdges(0, 1 << 26, b"ab"), SpanEdges(0, 8, b"ab")),
     ...         RangeWritten(1, 2, SpanEdges(2, 1 << 26, b"cdef"), SpanEdges(2, 8, b"cdef"))]
     >>> h = hash_ranges(open_storage(d), "t", 2, 2, 3, iter(runs), sha256=True)
