@@ -150,7 +150,8 @@ def build_ratio(codec: str = TRANSFORM) -> float:
 @dataclass
 class C4zEstimate:
     """A ``.c4z``'s bytes per entry with block codec ``codec``: ``measured`` (a whole file
-    of that codec) or a model's; ``keys`` (with format 4's run heads) and ``symbols`` where the
+    of that codec, or for a board of :data:`SAMPLED` a sample of its blocks, which ``how``
+    says) or a model's; ``keys`` (with format 4's run heads) and ``symbols`` where the
     figure is split so (bytes per entry), ``how`` it was made and ``source``, the page or the
     data its figures come from."""
 
@@ -189,8 +190,9 @@ def _shape(board) -> tuple[int, int] | None:
 
 
 def _log_fit(entries: int) -> float:
-    """The older model: whole bytes per entry along a line in log10(entries)."""
-    pts = [(math.log10(e), v) for e, v in C4Z_MEASURED.values()]
+    """The older model: whole bytes per entry along a line in log10(entries) over the whole
+    files of :data:`C4Z_MEASURED` (its samples left out, as when the line was drawn)."""
+    pts = [(math.log10(e), v) for b, (e, v) in C4Z_MEASURED.items() if b not in SAMPLED]
     n = len(pts)
     mx = sum(x for x, _ in pts) / n
     my = sum(y for _, y in pts) / n
@@ -302,11 +304,11 @@ def estimate_format4(board, entries: int, codec: str = RULE_CODEC) -> C4zEstimat
     its whole file's bytes per entry; another k=4 board gets
 
     - outcome symbols: format 3's symbol model (:func:`_streams`), times the ratio of the
-      format's measured symbols to that model on the anchor board (below): about 0.98 for
-      format 4, which codes them as format 3 does; in format 5, 1.07 at 6x5 and 0.945 at 6x6;
-    - keys and run heads: those of the anchor board (:func:`keys4_anchor`: for 7x6 6x6, for
-      7x5 and the smaller boards 6x5; 0.253 bits in format 4, 0.163 and 0.164 in format 5),
-      held constant:
+      format's measured symbols to that model on the anchor board (below): 0.96 for format
+      4, which codes them as format 3 does; in format 5, 1.07 at 6x5 and 0.945 at 6x6;
+    - keys and run heads: those of the anchor board (:func:`keys4_anchor`: in format 5 6x6
+      for 7x6, else 6x5; in format 4 6x5, its biggest; 0.253 bits in format 4, 0.163 and
+      0.164 in format 5), held constant:
       they cost more on the smaller boards, so a bigger board is not expected to cost more;
     - :func:`overhead`: the index, and format 4's symbol dictionary.
 

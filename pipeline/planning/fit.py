@@ -161,7 +161,8 @@ def _codec_of(bd: BuildDir, root) -> TableCodec:
 
 def usable(dirs: list[str | os.PathLike], board: Board) -> tuple[list[MeasuredBuild], list[str]]:
     """The builds in ``dirs`` to fit on for a plan of ``board``, and notes on those left out
-    (a build of ``board`` itself). :class:`BuildInputError` if none is left, or if they were
+    (a build of ``board`` itself) and on a build whose block codec is a guess
+    (:class:`TableCodec`). :class:`BuildInputError` if none is left, or if they were
     measured on different machines."""
     builds, notes = [], []
     for d in dirs:

@@ -77,8 +77,8 @@ def c4z_bytes_per_entry(board: Board, entries: int, codec: str = DEFAULT_CODEC) 
     """``(bytes per entry, measured)`` of a board's ``.c4z`` with the block codec ``codec``
     (default: ``compress``'s, format 5): the measured figure, else the model of
     :mod:`c4table.pipeline.planning.c4zsize` (``measured`` False: an extrapolation; the boards
-    measured have 35 M to 1.4 G entries in formats 4 and 5, 2 M to 1.4 G in format 3, 7x6 has
-    2.3 T).
+    measured have 35 M to 1.4 G entries in whole files of formats 4 and 5, 2 M to 1.4 G in
+    format 3, and 6x6's 34.6 G were sampled in formats 3 and 5; 7x6 has 2.3 T).
 
     >>> round(c4z_bytes_per_entry(Board.parse("5x5"), 34888367)[0] * 8, 2)
     1.79
@@ -213,6 +213,7 @@ class Plan:
                 "final_bytes": self.final_bytes, "c4z_bytes": self.c4z_bytes,
                 "table_format": self.table_format, "table_bytes": self.table_bytes,
                 "c4z_archive_bytes": self.c4z_archive_bytes, "c4z_measured": self.c4z_measured,
+                "c4z_how": c4zsize.estimate(self.board, self.entries).how,
                 "c4z_codec": self.c4z_codec,
                 "peak_generation_entries": self.peak_entries,
                 "shuffle_bytes": self.shuffle_bytes, "peak_disk_bytes": self.peak_disk,
