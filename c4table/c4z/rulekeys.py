@@ -157,6 +157,15 @@ def _settle(low, rng):
     return low
 
 
+@njit(cache=True, inline="always")
+def _top_chip(height, at):
+    """The bit of the top chip of a column of ``height`` chips whose cell 0 is bit ``at``
+    (none for an empty column)."""
+    if height == 0:
+        return np.uint64(0)
+    return np.uint64(1) << np.uint64(at + height - 1)
+
+
 @njit(cache=True)
 def walk(mode, first, n, keys, buf, target, w, base, stride, k, bits_a, bits_b, powers,
          col_height, dif, codes, count, starts, limit, skips, probs, init, lean, counts):
@@ -214,7 +223,7 @@ def walk(mode, first, n, keys, buf, target, w, base, stride, k, bits_a, bits_b, 
     for c in range(1, w):
         rest[c] = np.int64(x % np.uint64(base))
         x //= np.uint64(base)
-    ua = ub = umir = np.uint64(0)
+    ua = ub = umir = utop = rtop = np.uint64(0)     # utop, rtop: the top chips of columns 2.., 1..
     ur = uply = 0
     nxt = skips[0, 0]     # the rows of the columns 2.. now: the next one with codes to try
     fresh = True
@@ -222,7 +231,7 @@ def walk(mode, first, n, keys, buf, target, w, base, stride, k, bits_a, bits_b, 
         if row * np.uint64(base) >= limit:
             return -2 if mode == FIND else -1
         if fresh:
-            ua = ub = umir = np.uint64(0)
+            ua = ub = umir = utop = np.uint64(0)
             ur = uply = 0
             for c in range(2, w):
                 d = rest[c]
@@ -231,6 +240,7 @@ def walk(mode, first, n, keys, buf, target, w, base, stride, k, bits_a, bits_b, 
                 ur += dif[d]
                 uply += col_height[d]
                 umir += np.uint64(d) * powers[w - 1 - c]
+                utop |= _top_chip(col_height[d], c * stride)
             nxt = skips[ur + off, rest[w - 1] if w > 2 else 0]
             fresh = False
         d1 = rest[1]
@@ -250,6 +260,7 @@ def walk(mode, first, n, keys, buf, target, w, base, stride, k, bits_a, bits_b, 
             ra = ua | (bits_a[d1] << np.uint64(stride))
             rb = ub | (bits_b[d1] << np.uint64(stride))
             rply = uply + col_height[d1]
+            rtop = utop | _top_chip(col_height[d1], stride)
             mir = umir + np.uint64(d1) * powers[w - 2]
             base_key = row * np.uint64(base)
             for j in range(starts[ri, rest[w - 1]], count[ri]):
@@ -271,15 +282,14 @@ def walk(mode, first, n, keys, buf, target, w, base, stride, k, bits_a, bits_b, 
                 won = ply > 0 and _has_line(last, stride, k)
                 if won:
                     ok = False
-                    cells = _line_cells(last, stride, k)   # only a top chip in a line may undo it
-                    for c in range(w):
-                        hc = col_height[d0] if c == 0 else col_height[rest[c]]
-                        if hc == 0:
-                            continue
-                        bit = np.uint64(1) << np.uint64(c * stride + hc - 1)
-                        if cells & bit and not _has_line(last & ~bit, stride, k):
+                    # only a top chip in a line may undo it: those tried one by one
+                    tops = _line_cells(last, stride, k) & (rtop | _top_chip(col_height[d0], 0))
+                    while tops:
+                        bit = tops & (~tops + np.uint64(1))          # the lowest one
+                        if not _has_line(last & ~bit, stride, k):
                             ok = True
                             break
+                        tops ^= bit
                     if not ok:
                         continue
                 # a candidate: one bit
