@@ -15,6 +15,7 @@ from c4table.c4z.reader import open_c4z
 from c4table.c4z.rulekeys import RuleKeys
 from c4table.c4z.writer import compress_table, decompress_table
 from c4table.errors import CorruptDataError, TableError
+from c4table.game.board import Board
 from c4table.open import open_table
 from c4table.table.source import keys_of_rows
 
@@ -224,3 +225,64 @@ def test_unknown_codec_name_is_one_line(pair, tmp_path):
     with pytest.raises(TableError, match="no .c4z block codec named 'nope'"):
         compress_table(dat, tmp_path / "x.c4z", quiet=True, codec="nope")
     assert not (tmp_path / "x.c4z").exists()
+
+
+def _candidates_by_the_rules(board) -> np.ndarray:
+    """Every key of ``board``'s key space that is a candidate by the rules as written in
+    :mod:`c4table.c4z.rulekeys`' docstring, decided key by key with the readers' kernels
+    (:mod:`c4table.game.lines`), not the walk: chips balanced, the mirror-canonical reading,
+    no k in a row of the player who did not move last, and if the last mover has one, some top
+    chip of theirs whose removal leaves none."""
+    from c4table.game import lines
+    w, stride = board.width, board.stride
+    bits_a = np.asarray(board.col_bits_a, np.uint64)
+    bits_b = np.asarray(board.col_bits_b, np.uint64)
+    height = np.asarray(board.col_height, np.int64)
+    powers = np.asarray(board.powers, np.uint64)
+    out = []
+    for lo in range(0, board.key_limit, 1 << 22):
+        keys = np.arange(lo, min(board.key_limit, lo + (1 << 22)), dtype=np.uint64)
+        codes = np.empty((keys.shape[0], w), np.int64)
+        x = keys.copy()
+        for c in range(w):                          # column 0 is the key's lowest digit
+            codes[:, c] = (x % np.uint64(board.base)).astype(np.int64)
+            x //= np.uint64(board.base)
+        mirror = sum(codes[:, w - 1 - c].astype(np.uint64) * powers[c] for c in range(w))
+        a = np.zeros(keys.shape[0], np.uint64)
+        b = np.zeros(keys.shape[0], np.uint64)
+        for c in range(w):
+            a |= bits_a[codes[:, c]] << np.uint64(c * stride)
+            b |= bits_b[codes[:, c]] << np.uint64(c * stride)
+        na = np.array([bin(int(v)).count("1") for v in bits_a])[codes].sum(1)
+        nb = np.array([bin(int(v)).count("1") for v in bits_b])[codes].sum(1)
+        ply = na + nb
+        last_a = ply % 2 == 1
+        last = np.where(last_a, a, b)
+        other = np.where(last_a, b, a)
+        has = np.empty(keys.shape[0], np.bool_)
+        lines.has_lines(other, stride, board.k, has)
+        ok = ((na == nb) | (na == nb + 1)) & (keys <= mirror) & ~(has & (ply > 0))
+        lines.has_lines(last, stride, board.k, has)
+        won = ok & has & (ply > 0)
+        undo = np.zeros(keys.shape[0], np.bool_)
+        for c in range(w):
+            h = height[codes[:, c]]
+            bit = np.where(h > 0, np.uint64(1) << (np.uint64(c * stride) + np.maximum(h - 1, 0).astype(np.uint64)), np.uint64(0))
+            lines.has_lines(last & ~bit, stride, board.k, has)
+            undo |= (h > 0) & ((last & bit) != 0) & ~has
+        out.append(keys[ok & (~won | undo)])
+    return np.concatenate(out)
+
+
+@pytest.mark.parametrize("name", ["3x3k3", "4x4", "4x4k3", "5x3k3", "4x5", "5x4k5"])
+def test_the_walk_lists_the_candidates_the_rules_define(name):
+    """The key walk (format 4 and 5's keys) against the rules decided key by key over the whole
+    key space of small boards of several shapes and connect lengths: walked from the first
+    candidate, every candidate it lists is one of the rules' and it lists them all (all records
+    are members, one per key)."""
+    b = Board.parse(name)
+    cand = _candidates_by_the_rules(b)
+    rk = RuleKeys(b, lean=True)
+    walked = rk.record(cand, cand.shape[0], 2 * cand.shape[0] + 1024)
+    assert walked is not None and int(walked.ends[-1]) == cand.shape[0] - 1, name
+    assert (walked.rec[: cand.shape[0] - 1] & 128).all(), name

@@ -144,7 +144,7 @@ def parse_head(buf, first, n, run_entries, frame_entries, nprobs):
 
 @njit(cache=True)
 def decode_runs(buf, firsts, kstarts, n, run_entries, keys, init, w, base, stride, k, bits_a,
-                bits_b, powers, col_height, dif, codes, count, starts, limit, skips):
+                bits_b, powers, col_height, dif, codes, count, starts, limit, skips, vert):
     """All the keys of a mode-1 block into ``keys`` (one :func:`~c4table.c4z.rulekeys.walk`
     per run, in one call); returns -1, or the first run that does not decode to its keys in
     order after the run before."""
@@ -155,7 +155,7 @@ def decode_runs(buf, firsts, kstarts, n, run_entries, keys, init, w, base, strid
         hi = min(n, lo + run_entries)
         got = walk(DECODE, firsts[r], hi - lo, keys[lo:hi], buf[kstarts[r]:kstarts[r + 1]],
                    np.uint64(0), w, base, stride, k, bits_a, bits_b, powers, col_height, dif,
-                   codes, count, starts, limit, skips, probs, init, True, none)
+                   codes, count, starts, limit, skips, vert, probs, init, True, none)
         if got < 0 or r and not keys[lo - 1] < keys[lo]:
             return r
     return -1
@@ -163,7 +163,7 @@ def decode_runs(buf, firsts, kstarts, n, run_entries, keys, init, w, base, strid
 
 @njit(cache=True)
 def find_key(buf, firsts, kstarts, n, run_entries, key, init, w, base, stride, k, bits_a,
-             bits_b, powers, col_height, dif, codes, count, starts, limit, skips):
+             bits_b, powers, col_height, dif, codes, count, starts, limit, skips, vert):
     """``(index, ply)`` of ``key`` in a mode-1 block: the run that can hold it (by the runs'
     first keys) walked up to it; index -1 if the block does not hold it, -2 if the run's bits
     end early."""
@@ -174,7 +174,7 @@ def find_key(buf, firsts, kstarts, n, run_entries, key, init, w, base, stride, k
     hi = min(n, lo + run_entries)
     j = walk(FIND, firsts[r], hi - lo, np.empty(1, np.uint64), buf[kstarts[r]:kstarts[r + 1]],
              key, w, base, stride, k, bits_a, bits_b, powers, col_height, dif, codes, count,
-             starts, limit, skips, np.empty(init.shape[0], np.int64), init, True,
+             starts, limit, skips, vert, np.empty(init.shape[0], np.int64), init, True,
              np.zeros((2, 1), np.int64))
     if j < 0:
         return j, 0
@@ -188,7 +188,7 @@ def find_key(buf, firsts, kstarts, n, run_entries, key, init, w, base, stride, k
 
 @njit(cache=True)
 def locate(buf, first, n, run_entries, frame_entries, nprobs, key, w, base, stride, k, bits_a,
-           bits_b, powers, col_height, dif, codes, count, starts, limit, skips):
+           bits_b, powers, col_height, dif, codes, count, starts, limit, skips, vert):
     """One probe of a mode-1 block in one call: its head parsed (:func:`parse_head`) and
     ``key`` found (:func:`find_key`). Returns ``(index, ply, frame start, frame end)``: the
     entry's index in the block, its ply and the bytes of the frame that holds its symbol;
@@ -200,7 +200,7 @@ def locate(buf, first, n, run_entries, frame_entries, nprobs, key, w, base, stri
         return -3, 0, 0, 0
     i, ply = find_key(buf, firsts, kstarts, n, run_entries, key, init, w, base, stride, k,
                       bits_a, bits_b, powers, col_height, dif, codes, count, starts, limit,
-                      skips)
+                      skips, vert)
     if i < 0:
         return i, 0, 0, 0
     j = i // frame_entries

@@ -166,9 +166,40 @@ def _top_chip(height, at):
     return np.uint64(1) << np.uint64(at + height - 1)
 
 
+@njit(cache=True, inline="always")
+def _reach(bb, s, i0, k):
+    """The cells ``p`` of bitboard ``bb``'s frame from which ``bb`` holds ``p + i*s`` for every
+    ``i`` in ``i0..k-1`` (all ones when there is no such ``i``; none once a shift reaches 64
+    bits, where no line fits)."""
+    m = ~np.uint64(0)
+    for i in range(i0, k):
+        if i * s >= 64:
+            return np.uint64(0)
+        m &= bb >> np.uint64(i * s)
+    return m
+
+
+@njit(cache=True, inline="always")
+def _starts_from(bb, stride, i0, k):
+    """:func:`_reach` over the three directions that leave a column for the next ones
+    (across, up and down a diagonal)."""
+    return (_reach(bb, stride, i0, k) | _reach(bb, stride - 1, i0, k)
+            | _reach(bb, stride + 1, i0, k))
+
+
+def vertical_lines(board: Board) -> np.ndarray:
+    """``vert[c]``: bit 0 if column code ``c`` alone holds ``k`` of A's chips in a row, bit 1
+    if of B's (:func:`walk`'s line tests of columns 0 and 1)."""
+    a = np.asarray(board.col_bits_a, np.uint64)
+    b = np.asarray(board.col_bits_b, np.uint64)
+    return np.array([int(_has_line(a[c], board.stride, board.k))
+                     | 2 * int(_has_line(b[c], board.stride, board.k))
+                     for c in range(board.base)], np.int64)
+
+
 @njit(cache=True)
 def walk(mode, first, n, keys, buf, target, w, base, stride, k, bits_a, bits_b, powers,
-         col_height, dif, codes, count, starts, limit, skips, probs, init, lean, counts):
+         col_height, dif, codes, count, starts, limit, skips, vert, probs, init, lean, counts):
     """The candidates after ``first`` (a table key, not coded) in key order, each coded by
     one bit, until the run's ``n`` keys are all placed.
 
@@ -226,6 +257,14 @@ def walk(mode, first, n, keys, buf, target, w, base, stride, k, bits_a, bits_b, 
     ua = ub = umir = utop = rtop = np.uint64(0)     # utop, rtop: the top chips of columns 2.., 1..
     ur = uply = 0
     nxt = skips[0, 0]     # the rows of the columns 2.. now: the next one with codes to try
+    # The line tests split by where a line starts: in the columns 2.. (``la2``, ``lb2``, once
+    # those columns change), in column 1 (its own code, ``vert``, or a chip of it at a cell of
+    # ``h1a``/``h1b``, from which the columns 2.. continue a line) or in column 0 (the same
+    # with ``h0a``/``h0b``, per row: the cells from which column 1 and the columns 2..
+    # (``fa*``, ``fb*``, by direction) continue one).
+    la2 = lb2 = False
+    h1a = h1b = fa0 = fa1 = fa2 = fb0 = fb1 = fb2 = np.uint64(0)
+    s0, s1, s2 = np.uint64(stride), np.uint64(stride - 1), np.uint64(stride + 1)
     fresh = True
     while True:
         if row * np.uint64(base) >= limit:
@@ -242,6 +281,14 @@ def walk(mode, first, n, keys, buf, target, w, base, stride, k, bits_a, bits_b, 
                 umir += np.uint64(d) * powers[w - 1 - c]
                 utop |= _top_chip(col_height[d], c * stride)
             nxt = skips[ur + off, rest[w - 1] if w > 2 else 0]
+            la2 = _has_line(ua, stride, k)
+            lb2 = _has_line(ub, stride, k)
+            h1a = _starts_from(ua, stride, 1, k)
+            h1b = _starts_from(ub, stride, 1, k)
+            fa0, fa1, fa2 = (_reach(ua, stride, 2, k), _reach(ua, stride - 1, 2, k),
+                             _reach(ua, stride + 1, 2, k))
+            fb0, fb1, fb2 = (_reach(ub, stride, 2, k), _reach(ub, stride - 1, 2, k),
+                             _reach(ub, stride + 1, 2, k))
             fresh = False
         d1 = rest[1]
         to = np.int64(nxt[d1])
@@ -257,8 +304,16 @@ def walk(mode, first, n, keys, buf, target, w, base, stride, k, bits_a, bits_b, 
             continue
         ri = ur + dif[d1] + off
         if 0 <= ri < count.shape[0]:
-            ra = ua | (bits_a[d1] << np.uint64(stride))
-            rb = ub | (bits_b[d1] << np.uint64(stride))
+            ca = bits_a[d1] << np.uint64(stride)
+            cb = bits_b[d1] << np.uint64(stride)
+            ra = ua | ca
+            rb = ub | cb
+            # k in a row of A (B) not starting in column 0, and column 0's cells from which one
+            # would continue (a chip of A's (B's) there makes one)
+            lra = la2 or (vert[d1] & 1) != 0 or (ca & h1a) != 0
+            lrb = lb2 or (vert[d1] & 2) != 0 or (cb & h1b) != 0
+            h0a = ((ra >> s0) & fa0) | ((ra >> s1) & fa1) | ((ra >> s2) & fa2)
+            h0b = ((rb >> s0) & fb0) | ((rb >> s1) & fb1) | ((rb >> s2) & fb2)
             rply = uply + col_height[d1]
             rtop = utop | _top_chip(col_height[d1], stride)
             mir = umir + np.uint64(d1) * powers[w - 2]
@@ -271,16 +326,15 @@ def walk(mode, first, n, keys, buf, target, w, base, stride, k, bits_a, bits_b, 
                 if np.uint64(d0) * top + mir < key:      # not the mirror-canonical reading
                     # (column 0's code is at least column w-1's: ``starts`` skips the rest)
                     continue
-                a = ra | bits_a[d0]
-                b = rb | bits_b[d0]
                 ply = rply + col_height[d0]
                 last_a = ply % 2 == 1
-                last = a if last_a else b
-                other = b if last_a else a
-                if ply > 0 and _has_line(other, stride, k):
+                line_a = lra or (vert[d0] & 1) != 0 or (bits_a[d0] & h0a) != 0
+                line_b = lrb or (vert[d0] & 2) != 0 or (bits_b[d0] & h0b) != 0
+                if ply > 0 and (line_b if last_a else line_a):
                     continue
-                won = ply > 0 and _has_line(last, stride, k)
+                won = ply > 0 and (line_a if last_a else line_b)
                 if won:
+                    last = (ra | bits_a[d0]) if last_a else (rb | bits_b[d0])
                     ok = False
                     # only a top chip in a line may undo it: those tried one by one
                     tops = _line_cells(last, stride, k) & (rtop | _top_chip(col_height[d0], 0))
@@ -376,7 +430,7 @@ def walk(mode, first, n, keys, buf, target, w, base, stride, k, bits_a, bits_b, 
 
 @njit(cache=True)
 def record_runs(keys, run_entries, rec, ends, counts, w, base, stride, k, bits_a, bits_b,
-                powers, col_height, dif, codes, count, starts, limit, skips):
+                powers, col_height, dif, codes, count, starts, limit, skips, vert):
     """The first pass of a block's runs of ``run_entries`` keys (:meth:`RuleKeys.record`): one
     :func:`walk` per run in ``COUNT`` mode with its candidates recorded in ``rec``; run ``r``'s
     records end at ``ends[r]``. Returns 0, -1 if a key is no candidate, -2 if ``rec`` is too
@@ -392,7 +446,7 @@ def record_runs(keys, run_entries, rec, ends, counts, w, base, stride, k, bits_a
             return -2
         got = walk(COUNT, keys[lo], hi - lo, keys[lo:hi], rec[at:], np.uint64(0), w, base,
                    stride, k, bits_a, bits_b, powers, col_height, dif, codes, count, starts,
-                   limit, skips, probs, init, True, counts)
+                   limit, skips, vert, probs, init, True, counts)
         if got < 0:
             return got
         at += got
@@ -494,7 +548,8 @@ class RuleKeys:
                      np.asarray(board.col_bits_b, np.uint64),
                      np.asarray(board.powers, np.uint64), np.asarray(board.col_height, np.int64),
                      self.dif, self.codes, self.count, starts, np.uint64(board.key_limit),
-                     row_skips(self.codes, self.count, starts, self.dif, board.width))
+                     row_skips(self.codes, self.count, starts, self.dif, board.width),
+                     vertical_lines(board))
         self.nprobs = 2 * (board.cells + 1)
         self.flat = np.full(self.nprobs, 1024, np.int64)
         self._none = np.zeros((2, 1), np.int64)
