@@ -11,7 +11,8 @@ theirs leaves none. Every reachable position passes these, so every table key is
 candidate; a key that is not (a file that is no game table) makes :func:`walk` return -1
 and the caller store the block otherwise. Candidates are listed row by row of the key space
 (a row: the keys that share the columns 1..; only the column-0 codes that balance the other
-columns' chips are tried, :func:`d0_lists`).
+columns' chips are tried, :func:`d0_lists`; rows with none are stepped over,
+:func:`row_skips`).
 
 The coder is the binary range coder of LZMA (11-bit probabilities, adapted by 1/32 of the
 error), one probability per (ply, the last mover has k in a row) of the candidate; its state
