@@ -9,6 +9,10 @@ Small public API over the table format (``README.md``; the modules: ``docs/modul
 """
 import os
 
+from c4table import jitcache as _jitcache
+
+_jitcache.configure()   # before numba is imported: its cache keyed by the kernels' source
+
 from c4table.budget import DEFAULT_MEMORY
 from c4table.errors import (BoardError, BuildError, C4Error, ClosedTableError, CorruptDataError,
                             IllegalPositionError, InputError, MissingTableError,

@@ -91,7 +91,8 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
     Setting("C4TABLE_TABLE", None, "The table the readers' commands open when no --table is given "
             "(a .dat or .c4z path or URI, or a build directory)."),
     Setting("C4TABLE_CACHE", None, "Where the block indexes of remote .c4z tables and this "
-            "machine's calibrated build costs (plan --calibrate) are cached "
+            "machine's calibrated build costs (plan --calibrate) are cached, and the compiled kernels "
+            "where the package's own folder cannot be written "
             "(default $XDG_CACHE_HOME/c4table, else ~/.cache/c4table)."),
     Setting("C4TABLE_DIRECT_IO", True, "Switch: write the final table and read it back for "
             "hashing with O_DIRECT where the file system allows it (off: through the page cache).",
