@@ -750,3 +750,18 @@ def test_plan_codec_option_prices_the_named_codec():
     assert 0.7 < sizes[FRAME_CODEC] / sizes[TRANSFORM] < 0.85, sizes
     code, _, err = cli("plan", "6x5", "--codec", FRAME_CODEC)
     assert code == 2 and one_line_error(err) and "--format c4z" in err, err
+
+
+@pytest.mark.parametrize("fmt", ["c4z", "dat"])
+def test_the_merge_shows_progress_as_its_ranges_come_in(fmt, tmp_path, monkeypatch, capsys):
+    """A merge's range tasks report ranges and entries done, with a rate, as they come in
+    (at most one line each ``PROGRESS_EVERY`` seconds, set to 0 here; the last counts every
+    entry of the table)."""
+    from c4table.pipeline.stages import merge
+    from c4table.pipeline.stages.build import build_table
+    monkeypatch.setattr(merge, "PROGRESS_EVERY", 0.0)
+    build_table("5x4", tmp_path / "b", workers=2, quiet=False, table_format=fmt)
+    lines = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("[merge] range ")]
+    assert lines, "no progress line"
+    k, n = lines[-1].split()[2].split("/")
+    assert k == n and "  entries 1,974,174  " in lines[-1] and " M/s  elapsed " in lines[-1], lines

@@ -13,6 +13,7 @@ import pytest
 from c4table.game.board import Board
 from c4table.io.storage import open_storage
 from c4table.pipeline.planning import fit
+from c4table.pipeline.planning.c4zsize import uncounted_codec_cpu_s
 from c4table.pipeline.planning.fit import MeasuredBuild, fit_costs, usable
 from c4table.pipeline.planning.plan import make_plan
 from c4table.pipeline.planning.schedule import FAST_MACHINE
@@ -36,6 +37,28 @@ def test_a_build_records_its_cpu_and_wall_per_stage(built):
         c = st["stages"][s]
         assert c["cpu_us"] > 0 and c["wall_us"] > 0, (s, c)
         assert 0 <= c["sys_us"] <= c["cpu_us"]
+
+
+def test_a_c4z_build_counts_its_block_codec_and_the_fit_takes_it_out(tmp_path):
+    """A ``--format c4z`` build's merge counts the CPU its tasks spent in the block codec
+    (``codec_us``, part of the merge's CPU; a ``.dat`` build counts none), and the fit takes
+    that out of the merge, per entry, instead of the codec's fixed figure."""
+    from c4table.pipeline.stages.build import build_table
+    build_table("5x4", tmp_path / "z", quiet=True, workers=2, table_format="c4z")
+    merge = counters.load_stats(open_storage(tmp_path / "z"))["stages"]["merge"]
+    assert 0 < merge["codec_us"] < merge["cpu_us"], merge
+    b = MeasuredBuild.load(tmp_path / "z")
+    assert b.codec is not None and b.merge_extra_s == pytest.approx(merge["codec_us"] / 1e6 / b.total)
+    st = counters.load_stats(open_storage(tmp_path / "z"))   # as stats that did not count it
+    stages = {s: {k: v for k, v in c.items() if k != "codec_us"} for s, c in st["stages"].items()}
+    (tmp_path / "z" / "stats.json").unlink()
+    counters.save_stats(open_storage(tmp_path / "z"), "5x4", st["workers"], st["executor"], stages,
+                        {"task_memory": st["task_memory"]})
+    assert MeasuredBuild.load(tmp_path / "z").merge_extra_s == uncounted_codec_cpu_s(b.codec)
+    rc, _, err = run_cli("build", "4x4", "--out", str(tmp_path / "d"), "--workers", "1", "-q")
+    assert rc == 0, err
+    assert counters.load_stats(open_storage(tmp_path / "d"))["stages"]["merge"]["codec_us"] == 0
+    assert MeasuredBuild.load(tmp_path / "d").merge_extra_s == 0
 
 
 def test_cpu_of_worker_tasks_is_theirs(tmp_path):

@@ -159,7 +159,7 @@ def test_counts_do_not_depend_on_which_process_ran_which_task(tmp_path, monkeypa
     here = build_stats("5x4", tmp_path / "h", 30, monkeypatch)
     assert (pool["workers"], here["workers"], here["executor"]) == (2, 2, "serial")
     memory = {"peak_task_memory", "task_memory_sum", "first_task_memory",
-              "cpu_us", "sys_us", "wall_us"}   # and the times, which no two runs share
+              "cpu_us", "sys_us", "wall_us", "codec_us"}   # and the times, which no two runs share
     cached = {"cached_reads", "cached_bytes_read", "bytes_read", "get_requests", "requests"}
     for st in ("forward", "backward", "merge"):
         p, h = pool["stages"][st], here["stages"][st]

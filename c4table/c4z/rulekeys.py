@@ -39,7 +39,7 @@ import numpy as np
 from numba import njit
 
 from c4table.game.board import Board
-from c4table.game.lines import _has_line, _line_cells
+from c4table.game.lines import _has_line, _line_cells, line_reach
 
 ENCODE, DECODE, FIND, COUNT = 0, 1, 2, 3
 _SPARSE = object()       # RuleKeys.record: the candidates take more bytes than allowed
@@ -168,24 +168,11 @@ def _top_chip(height, at):
 
 
 @njit(cache=True, inline="always")
-def _reach(bb, s, i0, k):
-    """The cells ``p`` of bitboard ``bb``'s frame from which ``bb`` holds ``p + i*s`` for every
-    ``i`` in ``i0..k-1`` (all ones when there is no such ``i``; none once a shift reaches 64
-    bits, where no line fits)."""
-    m = ~np.uint64(0)
-    for i in range(i0, k):
-        if i * s >= 64:
-            return np.uint64(0)
-        m &= bb >> np.uint64(i * s)
-    return m
-
-
-@njit(cache=True, inline="always")
 def _starts_from(bb, stride, i0, k):
-    """:func:`_reach` over the three directions that leave a column for the next ones
-    (across, up and down a diagonal)."""
-    return (_reach(bb, stride, i0, k) | _reach(bb, stride - 1, i0, k)
-            | _reach(bb, stride + 1, i0, k))
+    """:func:`~c4table.game.lines.line_reach` over the three directions that leave a column
+    for the next ones (across, up and down a diagonal)."""
+    return (line_reach(bb, stride, i0, k) | line_reach(bb, stride - 1, i0, k)
+            | line_reach(bb, stride + 1, i0, k))
 
 
 def vertical_lines(board: Board) -> np.ndarray:
@@ -286,10 +273,10 @@ def walk(mode, first, n, keys, buf, target, w, base, stride, k, bits_a, bits_b, 
             lb2 = _has_line(ub, stride, k)
             h1a = _starts_from(ua, stride, 1, k)
             h1b = _starts_from(ub, stride, 1, k)
-            fa0, fa1, fa2 = (_reach(ua, stride, 2, k), _reach(ua, stride - 1, 2, k),
-                             _reach(ua, stride + 1, 2, k))
-            fb0, fb1, fb2 = (_reach(ub, stride, 2, k), _reach(ub, stride - 1, 2, k),
-                             _reach(ub, stride + 1, 2, k))
+            fa0, fa1, fa2 = (line_reach(ua, stride, 2, k), line_reach(ua, stride - 1, 2, k),
+                             line_reach(ua, stride + 1, 2, k))
+            fb0, fb1, fb2 = (line_reach(ub, stride, 2, k), line_reach(ub, stride - 1, 2, k),
+                             line_reach(ub, stride + 1, 2, k))
             fresh = False
         d1 = rest[1]
         to = np.int64(nxt[d1])

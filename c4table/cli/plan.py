@@ -94,7 +94,9 @@ def plan(board, workers, memory_per_worker, from_dir, as_json, root, probe_plies
                 return "dat" if c is None else c
             p.notes.append(f"the builds fitted on wrote {'/'.join(sorted(map(name, kinds)))} "
                            f"tables, this plan is of a {name(planned)} build: their merges differ "
-                           "by each block codec's CPU per entry, measured on the development VM "
+                           "by each block codec's CPU per entry, as the builds' merges counted it "
+                           "(or, in stats that do not count it, as measured on the development "
+                           "VM) and as measured there for the plan's codec "
                            "(pipeline/planning/c4zsize.py, BUILD_CODEC_CPU_S)")
     p.notes.append(_costs_note(p))
     io = p.io()

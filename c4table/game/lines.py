@@ -32,15 +32,25 @@ def _has_line(bb, stride, k):
 
 
 @njit(cache=True, inline="always")
-def _line_starts(bb, s, k):
-    """The chips of bitboard ``bb`` that start ``k`` in a row in the direction of shift ``s``:
-    those with a chip ``s``, ``2s``, ... ``(k - 1)s`` bits above them."""
-    m = bb
-    for i in range(1, k):
+def line_reach(bb, s, i0, k):
+    """The cells ``p`` of bitboard ``bb``'s frame from which ``bb`` holds ``p + i*s`` for every
+    ``i`` in ``i0..k-1`` (all ones when there is no such ``i``; none once a shift reaches 64
+    bits, where no line fits). From ``i0 = 1``, on ``bb``'s own chips: the starts of ``k`` in a
+    row (:func:`_line_starts`); the key walk (:mod:`c4table.c4z.rulekeys`) asks from later ``i0``
+    for the lines a column not yet placed would complete."""
+    m = ~np.uint64(0)
+    for i in range(i0, k):
         if i * s >= 64:
             return np.uint64(0)
         m &= bb >> np.uint64(i * s)
     return m
+
+
+@njit(cache=True, inline="always")
+def _line_starts(bb, s, k):
+    """The chips of bitboard ``bb`` that start ``k`` in a row in the direction of shift ``s``:
+    those with a chip ``s``, ``2s``, ... ``(k - 1)s`` bits above them."""
+    return bb & line_reach(bb, s, 1, k)
 
 
 @njit(cache=True, inline="always")

@@ -41,6 +41,8 @@ class IOCounts:
     cpu_us: int = 0              # user + system CPU
     sys_us: int = 0              # of which system (page faults, I/O, ...)
     wall_us: int = 0             # the driver's wall time (0 for a task)
+    codec_us: int = 0            # of cpu_us: a .c4z merge's block codec, encoding and decoding
+                                 # again (its tasks' thread CPU)
 
     def add_write(self, n: int) -> None:
         self.bytes_written += int(n)

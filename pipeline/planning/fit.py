@@ -9,7 +9,8 @@ generation. :func:`fit_costs` turns them into the
 - forward and backward: CPU per entry ``a_stage + b * log2(keys a task sorts)`` beside a fixed
   cost per worker and run, ``b`` shared by the two stages (:func:`fit_costs`);
 - merge: CPU per entry beside a fixed cost, the driver's hashing and a ``.c4z`` build's block
-  codec taken out (the schedule adds back the hashing, and the codec of the build it plans:
+  codec taken out (as its tasks counted it, ``codec_us``; the schedule adds back the hashing,
+  and the codec of the build it plans:
   :func:`~c4table.pipeline.planning.c4zsize.build_codec_cpu_s`), so builds of either format
   fit one merge;
 - the wall time the schedule's CPU does not fill: a cost per generation step in the driver,
@@ -33,7 +34,7 @@ from c4table.builddir.reader import BuildDir
 from c4table.errors import BuildInputError
 from c4table.game.board import Board
 from c4table.io.storage import open_storage
-from c4table.pipeline.planning.c4zsize import build_codec_cpu_s
+from c4table.pipeline.planning.c4zsize import uncounted_codec_cpu_s
 from c4table.pipeline.planning.schedule import SORTED_PER_ENTRY, MachineCosts, forward_shards, simulate
 from c4table.pipeline.runtime.counters import load_stats
 
@@ -60,11 +61,18 @@ class MeasuredBuild:
     machine: str | None
     codec: str | None = None   # a .c4z build's block codec (its header's); None: a .dat
     codec_note: str | None = None   # why ``codec`` is a guess (its .c4z could not be read)
+    codec_s: float = 0.0   # the CPU its merge's tasks counted in the block codec (0: not counted)
 
     @property
     def merge_extra_s(self) -> float:
-        """CPU per entry its table's format added to the merge (its block codec's)."""
-        return build_codec_cpu_s(self.codec)
+        """CPU per entry its table's format added to the merge: its block codec's, as its merge
+        counted it, or for a build that did not count it, the codec's figure of the code of then
+        (:func:`~c4table.pipeline.planning.c4zsize.uncounted_codec_cpu_s`)."""
+        if self.codec is None:
+            return 0.0
+        if self.codec_s > 0:
+            return self.codec_s / max(1, self.total)
+        return uncounted_codec_cpu_s(self.codec)
 
     @classmethod
     def load(cls, root: str | os.PathLike) -> "MeasuredBuild":
@@ -91,7 +99,8 @@ class MeasuredBuild:
                    wall_s={s: stages[s].get("wall_us", 0) / 1e6 for s in STAGES},
                    tasks={s: int(stages[s]["tasks"]) for s in STAGES},
                    runs=max(int(stages[s].get("runs", 1)) for s in STAGES),
-                   machine=st.get("machine"), codec=codec.name, codec_note=codec.note)
+                   machine=st.get("machine"), codec=codec.name, codec_note=codec.note,
+                   codec_s=stages["merge"].get("codec_us", 0) / 1e6)
 
     def sim(self, costs: MachineCosts):
         """The schedule model of this build at ``costs`` (its format's codec included)."""

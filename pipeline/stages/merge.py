@@ -55,6 +55,7 @@ WRITE_CHUNK = 1 << 22    # entries converted to bytes at a time
 SORT_PIECE = 1 << 16     # words sorted at a time: fewer pieces than extsort.SORT_CHUNK, since a
                          # traced task (counters.run_counted) pays ~1 us per Python allocation
 PARTS = "work/merge"
+PROGRESS_EVERY = 10.0    # seconds between two progress lines of the range tasks
 
 
 def entries_to_bytes(packed: np.ndarray, entry_size: int) -> np.ndarray:
@@ -380,6 +381,35 @@ def _found_finished(build, name: str, tmp_name: str, prog) -> bool:
     return False
 
 
+def reported(results, prog, first: int, n_ranges: int, every: float | None = None):
+    """The range tasks' ``results`` (each with its ``count`` of entries, or that count; the
+    ranges after ``first`` of ``n_ranges``) passed on as they come, with a progress line of
+    ``prog`` (a :class:`~c4table.progress.Progress` whose ``total`` is the entries these ranges
+    hold) once ``every`` seconds (default :data:`PROGRESS_EVERY`) have passed since the last:
+    ranges and entries, rate, ETA.
+
+    >>> import io
+    >>> from c4table.progress import Progress
+    >>> out = io.StringIO()
+    >>> class R:
+    ...     count = 5
+    >>> p = Progress("merge", total=15, stream=out)
+    >>> len(list(reported([R(), R(), R()], p, 3, 6, every=0.0)))
+    3
+    >>> out.getvalue().splitlines()[-1].startswith("[merge] range 6/6  entries 15  ")
+    True
+    """
+    every = PROGRESS_EVERY if every is None else every
+    last, pending = time.perf_counter(), 0
+    for k, r in enumerate(results, first + 1):
+        pending += r if isinstance(r, int) else r.count
+        now = time.perf_counter()
+        if now - last >= every:
+            prog.step(f"range {k}/{n_ranges}", pending, now=now, entries=prog.done + pending)
+            last, pending = now, 0
+        yield r
+
+
 def _write_local(build, shards: list, bounds: list, target: str, sums, prog, t0: float) -> dict:
     """The ranges merged into the local table file ``target``, each written at its place and
     hashed once it and those before it are (:func:`hash_ranges`): the hashes."""
@@ -394,9 +424,10 @@ def _write_local(build, shards: list, bounds: list, target: str, sums, prog, t0:
     tasks = [(store.uri, _inside(shards, bounds, r), bounds[r], bounds[r + 1], target, E,
               sum(s.rows for s in shards if s.last < bounds[r]), direct) for r in range(n_r)]
     # (the counts saved after each range: RunLedger.saving)
-    hashes = hash_ranges(store, target, E, n_r, total,
-                         build.ledger.saving(build.executor.imap(range_task, tasks)),
-                         direct, build.table_md5, sums, build.table_sha256)
+    results = reported(build.ledger.saving(build.executor.imap(range_task, tasks)),
+                       build.progress("merge", total=total), 0, n_r)
+    hashes = hash_ranges(store, target, E, n_r, total, results, direct, build.table_md5, sums,
+                         build.table_sha256)
     prog.note(f"sorted and hashed {total:,} entries ({total * E:,} bytes) in "
               f"{count(len(tasks), 'range')} in {time.perf_counter() - t0:.2f}s")
     fsync_path(store.root / target)
@@ -410,7 +441,8 @@ def _write_parts(build, shards: list, bounds: list, target: str, sums, prog, t0:
     total = sum(s.rows for s in shards)
     tasks = [(store.uri, _inside(shards, bounds, r), bounds[r], bounds[r + 1],
               f"{PARTS}/part-{r:05d}.bin", E) for r in range(len(bounds) - 1)]
-    counts = build.executor.map(range_task, tasks)
+    counts = list(reported(build.executor.imap(range_task, tasks), build.progress("merge", total=total),
+                           0, len(tasks)))
     if sum(counts) != total:
         raise BuildError(f"the merge wrote {sum(counts):,} entries, the generations hold {total:,}")
     prog.note(f"sorted {total:,} entries ({total * E:,} bytes) in {count(len(tasks), 'range')} "

@@ -184,16 +184,21 @@ def range_blocks_task(root: str, shards: list[dict], lo: int, hi: int, below: in
     n, want, in_head = 0, head_n, head_n > 0
     tree = SpanCut(rw.under * E, treehash.PIECE_BYTES)
     blocks = get_codec(codec)(board, part_entries, level, min_match)
+    codec_ns = [0]   # the thread's CPU in the block codec, encoding and decoding
     with open(store.root / rel, "wb") as f:
         def flush_block():
+            t0 = time.thread_time_ns()
             first, comp = blocks.encode_words(buf, symbols=kernels is not None)
+            t1 = time.thread_time_ns()
             f.write(comp)
             # decoded again: the tree hash is of what the file holds
+            t2 = time.thread_time_ns()
             try:
                 rows, last = blocks.decode_rows(comp, B, first)
             except Exception as e:   # zstd or the block's own checks
                 raise BuildError(f"range [{lo}, {hi}): a block of key {first} does not "
                                  f"decode: {e}") from None
+            codec_ns[0] += t1 - t0 + time.thread_time_ns() - t2
             tree.update(rows)
             out.firsts.append(first)
             out.lasts.append(last)
@@ -215,6 +220,7 @@ def range_blocks_task(root: str, shards: list[dict], lo: int, hi: int, below: in
                     flush_block()
                     n = 0
     active().add_write(sum(out.lengths))   # the part file (plain file I/O: counted here)
+    active().codec_us += codec_ns[0] // 1000
     if in_head and n:   # cannot happen: the head is at most the range
         raise BuildError(f"range [{lo}, {hi}): {n} entries of {want} in its first block")
     out.tail = _raw(buf[:n], E, kernels)
@@ -527,9 +533,10 @@ def run(build):
                                               codec_name))
             drop_shards(store, shards, bounds[k])
 
-        build.ledger.work("merge", of=n_r).add(total - (state.at.entries if state is not None else 0),
-                                        n_r - done)
-        results = build.ledger.saving(build.executor.imap(range_blocks_task, tasks))   # counts saved
+        left = total - (state.at.entries if state is not None else 0)
+        build.ledger.work("merge", of=n_r).add(left, n_r - done)
+        results = merge.reported(build.ledger.saving(build.executor.imap(range_blocks_task, tasks)),
+                                 build.progress("merge", total=left), done, n_r)   # counts saved
         tree = load_tree(store, tmp, state.tree_pieces) if state is not None else None
         digests = assemble(store, store.root / tmp, board, total, n_r, level, results, build.table_md5,
                            resume=state, appended=appended, min_match=mm, tree=tree, codec=codec_name,

@@ -3,9 +3,10 @@ by side in one run, and print for each: wall time, CPU (user+sys of the build an
 workers; each round also user and sys apart, and split where the merge starts: the passes,
 identical code in both formats, and the merge, where they differ), the peak disk of the
 build directory (sampled every ``--every`` seconds in a thread while the build runs), the
-table's size as a share of the raw size, and whether any raw table file appeared during a c4z
-build. Also, from the finished ``.dat`` build, the
-bytes per entry of each kind of intermediate file it keeps (key shards, outcome shards) and
+table's size as a share of the raw size, whether any raw table file appeared during a c4z
+build, and the CPU its merge counted in the block codec (``codec_us`` of ``stats.json``: an
+older checkout run with ``@CODE`` may not count it). Also, from the finished ``.dat`` build,
+the bytes per entry of each kind of intermediate file it keeps (key shards, outcome shards) and
 the peak bytes per entry of each kind of scratch file (child runs, backward messages),
 sampled as they come and go.
 
@@ -49,6 +50,8 @@ import time
 from pathlib import Path
 
 from c4table.builddir.reader import BuildDir
+from c4table.io.storage import open_storage
+from c4table.pipeline.runtime.counters import load_stats
 from tools.bench.big_build import tree_times
 from tools.bench.diskuse import KINDS, DiskSampler
 
@@ -123,12 +126,13 @@ def run_build(board: str, out: Path, workers: int, memory: str, fmt: str, level:
     size = t.container.bytes if t.container is not None else t.bytes
     work = {k: sum(f.stat().st_size for f in (out / d).rglob("*") if f.is_file())
             for k, d in (("key shards", "work/forward"), ("outcome shards", "work/backward"))}
+    merge = load_stats(open_storage(out))["stages"].get("merge", {})
     return {"format": fmt if level is None else f"{fmt} (level {level})", "entries": entries,
             "wall_s": wall, "cpu_s": user + sys_, "user_s": user, "sys_s": sys_,
             "passes_user_s": at_merge[0], "passes_sys_s": at_merge[1],
             "peak_disk": disk.peak, "peak_kind": disk.peak_kind, "table_bytes": size,
             "raw_bytes": t.bytes, "raw_seen": sorted(disk.raw_seen), "sha256": t.sha256,
-            "kept": work}
+            "kept": work, "codec_s": merge.get("codec_us", 0) / 1e6}
 
 
 DEFAULT_PROFILES = ["65536:36864:3", "65536:36864:5", "65536:36864:9", "262144:65536:3",
@@ -235,7 +239,9 @@ def main(argv=None) -> None:
             print(f"round {rnd + 1}: {r['format']:<16} cpu {r['cpu_s']:7.1f}s (user {r['user_s']:6.1f} "
                   f"sys {r['sys_s']:5.1f}; passes {r['passes_user_s']:6.1f} + {r['passes_sys_s']:4.1f}, "
                   f"merge {merge[0]:5.1f} + {merge[1]:4.1f})  wall {r['wall_s']:7.1f}s  "
-                  f"load {r['load']:.1f}  table {r['table_bytes']:,}", flush=True)
+                  f"load {r['load']:.1f}  table {r['table_bytes']:,}"
+                  + (f"  codec {r['codec_s']:.1f}s ({r['codec_s'] / r['entries'] * 1e9:.1f} ns "
+                     "per entry, counted by the merge)" if r.get("codec_s") else ""), flush=True)
     for i in range(len(runs)):   # per format, the round of least CPU
         res.append(min((rd[i] for rd in rounds), key=lambda r: r["cpu_s"]))
     for r in res:
