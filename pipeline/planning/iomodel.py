@@ -60,10 +60,12 @@ IO_MODEL = {
     # messages; docs/measurements/2026-11-27-plan-refit.md): the values are children of sorted
     # parents, not random keys, so their bytes grow far slower than the gap's bits.
     "child_run_bytes": (0.1326, 0.0050), "message_run_bytes": (0.2553, 0.0045),
-    # merge: bytes read of the shards (keys and outcomes) over their stored bytes: verified
-    # once and gathered once (1.96 on 6x5, 2.05 on 6x6); the row groups straddling a range's
-    # ends are counted apart (the small boards' reads beyond twice the shards)
-    "merge_shard_reads": 2.0,
+    # merge: bytes read of the shards (keys and outcomes) over their stored bytes: gathered
+    # once (a build's merge trusts the shards its own run's backward pass wrote; one resumed in
+    # a later run verifies them first, which read them twice: 1.96 on 6x5, 2.05 on 6x6); the
+    # row groups straddling a range's ends are counted apart (the small boards' reads beyond
+    # the shards)
+    "merge_shard_reads": 1.0,
     # the largest forward shard (a range of the splitters) over the mean: 1.30-1.37 in local
     # 4-worker builds of 5x4 and 4x6 at 32 and 64 MiB per task (splitters weighted by run size)
     "shard_skew": 1.35,
