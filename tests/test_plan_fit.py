@@ -212,21 +212,27 @@ def test_fit_recovers_the_wall_the_tasks_do_not_fill():
 
 
 def test_a_c4z_build_s_codec_is_taken_out_of_the_merge_and_priced_back():
-    """Builds written as format 5 ``.c4z`` (their merge dearer by the codec's measured CPU per
-    entry) fit the same merge cost as ``.dat`` builds; a plan of a format-5 build costs that
-    much more CPU than the same plan as ``.dat``, a format-3 build less."""
+    """Builds written as format 5 ``.c4z`` (their merge dearer by the codec's CPU, as their
+    stats counted it, or for stats without a count the codec's figure of then) fit the same
+    merge cost as ``.dat`` builds; a plan of a format-5 build costs the codec's CPU per entry
+    more than the same plan as ``.dat``, a format-3 build less."""
     from dataclasses import replace
     from c4table.pipeline.planning.c4zsize import build_codec_cpu_s
     per = {"forward": 40e-9, "backward": 60e-9, "merge": 12e-9}
     boards = ["5x4", "5x5", "6x4", "6x5"]
     dat = fit_costs([synthetic(b, 2, per, 0.2, 0.0, 0.0) for b in boards], FAST_MACHINE)
-    v5 = []
-    for b in (synthetic(b, 2, per, 0.2, 0.0, 0.0) for b in boards):
-        b = replace(b, table_format="c4z", codec="rulekeys-frames-v5")
-        b.cpu_s["merge"] += b.total * build_codec_cpu_s(b.codec)
-        v5.append(b)
-    c = fit_costs(v5, FAST_MACHINE)
-    assert c.merge_s == pytest.approx(dat.merge_s, rel=1e-6)
+    for counted in (None, 77e-9):
+        v5 = []
+        for b in (synthetic(b, 2, per, 0.2, 0.0, 0.0) for b in boards):
+            b = replace(b, table_format="c4z", codec="rulekeys-frames-v5")
+            if counted is None:
+                b.cpu_s["merge"] += b.total * uncounted_codec_cpu_s(b.codec)
+            else:
+                b = replace(b, codec_s=b.total * counted)
+                b.cpu_s["merge"] += b.codec_s
+            v5.append(b)
+        c = fit_costs(v5, FAST_MACHINE)
+        assert c.merge_s == pytest.approx(dat.merge_s, rel=1e-6), counted
     cpu = {}
     for fmt, codec in (("dat", None), ("c4z", "varint-plysym-v3"), ("c4z", "rulekeys-frames-v5")):
         p = make_plan("6x5", 2, 2 << 30, costs=c)

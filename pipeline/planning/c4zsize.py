@@ -117,14 +117,15 @@ BUILD_OVER_COMPRESS = {"5x5": 11_165_540 / (34_888_367 * 0.2961),
 BUILD_OVER_COMPRESS_V5 = {"5x5": 8_673_001 / 7_816_966, "6x5": 298_383_205 / 264_697_855}
 
 
-# CPU per entry a build --format c4z spends over the .dat build, by block codec: its merge's
-# range tasks encode every block and decode it again for the tree hash. 6x5, 2 workers, 4GiB,
-# the development VM (tools/bench/c4z_build.py; docs/measurements/2026-11-29-build-format-5.md:
-# format 3 +16.2 ns, format 5 +104.0 ns); format 4 walks the same rules for its keys and is
+# CPU per entry a build --format c4z spends in its block codec: its merge's range tasks encode
+# every block and decode it again for the tree hash, as the merge counts it (``codec_us``). 6x5,
+# 2 workers, 4GiB, the development VM, numba's cache warm (tools/bench/c4z_build.py;
+# docs/measurements/2026-11-30-key-walk.md: format 3 21.0 ns, format 5 106.9 ns; over the .dat
+# build's whole CPU +18.3 and +102.7 ns); format 4 walks the same rules for its keys and is
 # given format 5's figure.
-BUILD_CODEC_CPU_S = {TRANSFORM: 16.2e-9, FRAME_CODEC: 104.0e-9, RULE_CODEC: 104.0e-9}
-# What the codecs cost the builds whose stats did not count it (``codec_us``, counted since the
-# figures above): those of the code they ran.
+BUILD_CODEC_CPU_S = {TRANSFORM: 21.0e-9, FRAME_CODEC: 106.9e-9, RULE_CODEC: 106.9e-9}
+# What the codecs cost the builds whose stats did not count it (no ``codec_us``): the figures
+# of the code they ran, over the .dat build's CPU (docs/measurements/2026-11-29-build-format-5.md).
 UNCOUNTED_CODEC_CPU_S = {TRANSFORM: 16.2e-9, FRAME_CODEC: 104.0e-9, RULE_CODEC: 104.0e-9}
 
 
@@ -133,7 +134,7 @@ def build_codec_cpu_s(codec: str | None) -> float:
     ``.dat`` build's merge (:data:`BUILD_CODEC_CPU_S`; ``None``, a ``.dat``: 0).
 
     >>> round(build_codec_cpu_s("rulekeys-frames-v5") * 1e9, 1), build_codec_cpu_s(None)
-    (104.0, 0.0)
+    (106.9, 0.0)
     """
     return 0.0 if codec is None else BUILD_CODEC_CPU_S.get(codec, BUILD_CODEC_CPU_S[FRAME_CODEC])
 
