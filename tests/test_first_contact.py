@@ -356,12 +356,15 @@ def test_label_gives_a_rate_only_for_runs_of_a_second_or_more(t54, tmp_path, mon
     r = CliRunner().invoke(label, ["-q", "--table", str(t54), str(src), "--out",
                                    str(tmp_path / "o.parquet")])
     assert r.exit_code == 0, r.output
-    assert re.fullmatch(r".*o\.parquet: 3 positions labelled \(0 errors\) in \d+\.\ds\n", r.stdout)
-    monkeypatch.setattr(lab, "label_file", lambda *a, **k: lab.LabelReport(
-        tmp_path / "o.parquet", 5_000_000, 0, 2.0))
-    r = CliRunner().invoke(label, ["-q", "--table", str(t54), str(src), "--out",
-                                   str(tmp_path / "o.parquet")])
-    assert r.stdout.endswith("5,000,000 positions labelled (0 errors) in 2.0s, 2,500,000 positions/s\n")
+    m = re.fullmatch(r".*o\.parquet: 3 positions labelled \(0 errors\) in (\d+\.\d)s(, .*)?\n",
+                     r.stdout)
+    assert m and (m[2] is None or float(m[1]) >= 0.95), r.stdout   # (a loaded machine: slower)
+    for n, secs, rate in ((3, 0.4, ""), (5_000_000, 2.0, ", 2,500,000 positions/s")):
+        monkeypatch.setattr(lab, "label_file", lambda *a, n=n, secs=secs, **k: lab.LabelReport(
+            tmp_path / "o.parquet", n, 0, secs))
+        r = CliRunner().invoke(label, ["-q", "--table", str(t54), str(src), "--out",
+                                       str(tmp_path / "o.parquet")])
+        assert r.stdout.endswith(f"{n:,} positions labelled (0 errors) in {secs}s{rate}\n"), r.stdout
 
 
 @pytest.mark.parametrize("argv,named", [
