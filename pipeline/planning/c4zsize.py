@@ -51,31 +51,35 @@ C4Z4_BITS = {   # board: (heads, keys, symbols, rest)
 # Format 5 (rulekeys-frames-v5: compress's default, 65,536-entry blocks, key runs of 256,
 # symbol frames of 16,384, zstd 19, no dictionary), whole files: FORMAT5_SOURCE, its first
 # table (sizes and bits per entry by part from python -m tools.diag.c4z_split FILE.c4z).
-# 6x6, too big to compress whole here, is SAMPLED_SOURCE's estimate of the file compress
-# writes (every hundredth block encoded as compress does: python -m
-# tools.diag.c4z_sampled_size FILE.c4z --every 100; standard error 0.37%; the tool read 6x5
-# 0.84% over its whole file); its bits do not part the run heads from the keys.
-SAMPLED_SOURCE = "docs/measurements/2026-11-29-6x6-format-5.md"
-SAMPLED = ("6x6",)     # the boards whose figures (format 3 and 5) are such samples
+# 6x6 and 7x5, too big to compress whole here, are estimates of the file compress writes
+# (every hundredth block encoded as compress does: python -m tools.diag.c4z_sampled_size
+# FILE.c4z --every 100; standard error 0.37% and 0.36%; the tool read 6x5 0.84% over its whole
+# file), from the page SAMPLED_SOURCES names; their bits do not part the run heads from the keys.
+SAMPLED_SOURCES = {"6x6": "docs/measurements/2026-11-29-6x6-format-5.md",
+                   "7x5": "docs/measurements/2026-11-29-c4z-size-anchors.md"}
+SAMPLED = tuple(SAMPLED_SOURCES)   # the boards whose figures (format 3 and 5) are such samples
 SAMPLED_HOW = "sampled: every hundredth block encoded as compress does"
 C4Z5_MEASURED = {   # board: (entries, .c4z bytes, Cadot's xz bytes)
     "5x5": (34_888_367, 7_816_966, 10_899_820),
     "5x6": (522_196_933, 98_961_395, 116_887_316),
     "6x5": (1_409_488_535, 264_697_855, 300_771_484),
-    "6x6": (34_586_522_319, 5_109_496_995, 6_373_063_076)}
+    "6x6": (34_586_522_319, 5_109_496_995, 6_373_063_076),
+    "7x5": (56_415_101_059, 8_525_252_888, 10_753_571_804)}
 C4Z5_BITS = {   # board: (heads, keys, symbols, rest)
     "5x5": (0.100, 0.113, 1.578, 0.002), "5x6": (0.102, 0.108, 1.305, 0.002),
-    "6x5": (0.101, 0.062, 1.338, 0.002), "6x6": (0.0, 0.164, 1.016, 0.002)}
+    "6x5": (0.101, 0.062, 1.338, 0.002), "6x6": (0.0, 0.164, 1.016, 0.002),
+    "7x5": (0.0, 0.144, 1.063, 0.002)}
 
 # Format 3 (varint-plysym-v3): whole .c4z bytes per table entry (65,536-entry blocks, zstd 19,
 # trained key dictionary), tools/bench/bench_lookup.py (docs/measurements/2026-11-22-c4z-large-boards.md): 4x6, 5x5 and 5x6 whole files; 6x4, 7x4 and 6x5 estimated
 # from 200 evenly spread blocks (--sample-blocks; within 1% of the whole file on the other three).
-# 6x6: SAMPLED_SOURCE (compress's format 3 estimated from every hundredth block, as format 5
-# above).
+# 6x6 and 7x5: SAMPLED_SOURCES (compress's format 3 estimated from every hundredth block, as
+# format 5 above).
 C4Z_MEASURED = {   # board: (entries, bytes per entry)
     "4x6": (7_917_955, 0.2813), "5x5": (34_888_367, 0.2961), "6x4": (47_455_869, 0.2777),
     "5x6": (522_196_933, 0.2460), "7x4": (1_132_927_517, 0.2540),
-    "6x5": (1_409_488_535, 0.2524), "6x6": (34_586_522_319, 6_882_154_924 / 34_586_522_319)}
+    "6x5": (1_409_488_535, 0.2524), "6x6": (34_586_522_319, 6_882_154_924 / 34_586_522_319),
+    "7x5": (56_415_101_059, 12_241_655_588 / 56_415_101_059)}
 
 # Format 3: key frames and symbol frames apart, bytes per entry, 200 evenly spread blocks
 # (all blocks of 5x4 and 4x6): python -m tools.diag.c4z_streams FILE.dat --blocks 200 (load 6-7).
@@ -242,7 +246,7 @@ def estimate_format3(board, entries: int) -> C4zEstimate:
         sampled = board.name in SAMPLED
         return C4zEstimate(C4Z_MEASURED[board.name][1], True,
                            how=SAMPLED_HOW if sampled else "measured", codec=TRANSFORM,
-                           source=SAMPLED_SOURCE if sampled else src)
+                           source=SAMPLED_SOURCES[board.name] if sampled else src)
     shape = _shape(board)
     if shape is None:
         return C4zEstimate(_log_fit(entries), False,
@@ -292,8 +296,8 @@ def keys4_anchor(codec: str = RULE_CODEC, entries: int | None = None,
     (it overshoots 6x6 by 20%, 6x5 by 3%); else the biggest whole file, not a sample
     (:data:`SAMPLED`). None: none measured.
 
-    >>> keys4_anchor(FRAME_CODEC, 2_265_994_664_313, (7, 6)), keys4_anchor(FRAME_CODEC, 56_415_101_059, (7, 5))
-    ('6x6', '6x5')
+    >>> keys4_anchor(FRAME_CODEC, 2_265_994_664_313, (7, 6)), keys4_anchor(FRAME_CODEC, 10**12, (6, 7))
+    ('7x5', '6x6')
     """
     f = rule_figures(codec)
     boards = [b for b in f.bits if b in f.measured]
@@ -315,10 +319,10 @@ def estimate_format4(board, entries: int, codec: str = RULE_CODEC) -> C4zEstimat
 
     - outcome symbols: format 3's symbol model (:func:`_streams`), times the ratio of the
       format's measured symbols to that model on the anchor board (below): 0.96 for format
-      4, which codes them as format 3 does; in format 5, 1.07 at 6x5 and 0.945 at 6x6;
-    - keys and run heads: those of the anchor board (:func:`keys4_anchor`: in format 5 6x6
+      4, which codes them as format 3 does; in format 5, 1.07 at 6x5, 0.945 at 6x6 and 7x5;
+    - keys and run heads: those of the anchor board (:func:`keys4_anchor`: in format 5 7x5
       for 7x6, else 6x5; in format 4 6x5, its biggest; 0.253 bits in format 4, 0.163 and
-      0.164 in format 5), held constant:
+      0.144 in format 5), held constant:
       they cost more on the smaller boards, so a bigger board is not expected to cost more;
     - :func:`overhead`: the index, and format 4's symbol dictionary.
 
@@ -333,7 +337,7 @@ def estimate_format4(board, entries: int, codec: str = RULE_CODEC) -> C4zEstimat
         return C4zEstimate(size / n, True, None if keys is None else (heads + keys) / 8,
                            None if syms is None else syms / 8,
                            how=SAMPLED_HOW if sampled else "measured", codec=codec,
-                           source=SAMPLED_SOURCE if sampled else f.source)
+                           source=SAMPLED_SOURCES[board.name] if sampled else f.source)
     anchor = keys4_anchor(codec, entries, _shape(board))
     if anchor is None:
         raise ValueError(f"no {label} measurements")
@@ -358,8 +362,8 @@ def estimate_format4(board, entries: int, codec: str = RULE_CODEC) -> C4zEstimat
 
 def sources(f: RuleFigures, *boards: str) -> str:
     """The pages behind figures of ``boards`` in the format of ``f``: its measurement page,
-    and :data:`SAMPLED_SOURCE` where one of them is sampled."""
-    return f.source + (f", {SAMPLED_SOURCE}" if any(b in SAMPLED for b in boards) else "")
+    and the :data:`SAMPLED_SOURCES` page of each one that is sampled."""
+    return ", ".join([f.source] + [SAMPLED_SOURCES[b] for b in boards if b in SAMPLED])
 
 
 def _shape_of(name: str) -> tuple[int, int]:

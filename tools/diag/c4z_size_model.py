@@ -17,7 +17,7 @@ from c4table.c4z.format import FRAME_CODEC, RULE_CODEC, TRANSFORM
 from c4table.game.board import Board
 from c4table.pipeline.planning import c4zsize
 
-SIXBYSIX_STREAMS = (34_586_522_319, 0.694 / 8, 0.896 / 8)   # c4zsize.SAMPLED_SOURCE
+SIXBYSIX_STREAMS = (34_586_522_319, 0.694 / 8, 0.896 / 8)   # c4zsize.SAMPLED_SOURCES["6x6"]
 BIG = {"7x5": 56_415_101_059, "7x6": 2_265_994_664_313}     # entries (known_tables.json)
 RULE_TABLES = {RULE_CODEC: ("C4Z4_MEASURED", "C4Z4_BITS"),
                FRAME_CODEC: ("C4Z5_MEASURED", "C4Z5_BITS")}
