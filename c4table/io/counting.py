@@ -43,6 +43,8 @@ class IOCounts:
     wall_us: int = 0             # the driver's wall time (0 for a task)
     codec_us: int = 0            # of cpu_us: a .c4z merge's block codec, encoding and decoding
                                  # again (its tasks' thread CPU)
+    pulled_keys: int = 0         # a pulling backward pass: the keys it annotated ...
+    pulled_rows: int = 0         # ... and the rows of the generation after them it read
 
     def add_write(self, n: int) -> None:
         self.bytes_written += int(n)

@@ -513,43 +513,55 @@ def column_windows(keys, ply, w, stride, k, base, cells, child_code, bits_a, bit
     fall in: ``lo[c]``, ``hi[c]`` the smallest and largest child made through column ``c`` and
     read in its own reading (:func:`pull_resolve`; ``lo[c] > hi[c]``: none). Through one column
     they come in key order, so the first key that has one gives ``lo`` and the last ``hi``: a
-    scan from the front stops once every column has its ``lo`` (then one from the back finds
-    the ``hi``); a column without any reads every key once."""
-    codes = np.empty(w, np.int64)
-    kids = np.empty(w, np.uint64)
-    nk = keys.shape[0]
+    scan from the front stops once every column has its ``lo``, then one from the back finds
+    the ``hi`` of each. A column without any makes the front scan read every key; it decodes
+    keys as :func:`pull_resolve` does (:func:`_decode_near`) and makes only the children of
+    the columns still looked for, so such a scan costs about a decoding and a terminal test
+    per key (the outer columns of a stretch of the key space whose children there all read
+    through the mirror have none)."""
+    want = np.ones(w, np.bool_)
     for c in range(w):
         lo[c] = NO_KEY
         hi[c] = np.uint64(0)
-    found = 0
-    i = 0
-    while i < nk and found < w:
-        i += 1
-        if not _pulled_children(keys[i - 1], ply, w, stride, k, base, cells, child_code, bits_a,
-                                bits_b, powers, codes, kids):
+    nk = keys.shape[0]
+    _window_scan(keys, 0, nk, 1, ply, w, stride, k, base, cells, child_code, bits_a, bits_b,
+                 powers, want, lo)
+    for c in range(w):
+        want[c] = lo[c] != NO_KEY
+    _window_scan(keys, nk - 1, -1, -1, ply, w, stride, k, base, cells, child_code, bits_a,
+                 bits_b, powers, want, hi)
+
+
+@njit(cache=True)
+def _window_scan(keys, start, stop, step, ply, w, stride, k, base, cells, child_code, bits_a,
+                 bits_b, powers, want, found):
+    """One scan of :func:`column_windows`, over ``keys[start:stop:step]``: ``found[c]`` the
+    first pulled child through each column ``c`` with ``want[c]`` (cleared as it is found);
+    it stops once every column has one."""
+    codes = np.empty(w, np.int64)
+    left = 0
+    for c in range(w):
+        left += want[c]
+    mover = ply % 2
+    low = low_digits(keys, w, base)
+    hq, ha, hb, hv = NO_KEY, np.uint64(0), np.uint64(0), np.uint64(0)   # see _decode_near
+    i = start
+    while i != stop and left > 0:
+        key = keys[i]
+        i += step
+        bb_a, bb_b, v2, hq, ha, hb, hv = _decode_near(key, low, w, base, codes, bits_a, bits_b,
+                                                     powers, stride, hq, ha, hb, hv)
+        if _is_terminal(ply, cells, bb_a, bb_b, stride, k) != 0:
             continue
         for c in range(w):
-            if kids[c] != NO_KEY:
-                if lo[c] == NO_KEY:
-                    lo[c] = kids[c]
-                    found += 1
-                hi[c] = kids[c]
-    if i >= nk:
-        return
-    done = np.zeros(w, np.bool_)   # every column has a lo here; the back scan's first is its hi
-    seen = 0
-    j = nk
-    while j > i and seen < w:
-        j -= 1
-        if not _pulled_children(keys[j], ply, w, stride, k, base, cells, child_code, bits_a,
-                                bits_b, powers, codes, kids):
-            continue
-        for c in range(w):
-            if kids[c] != NO_KEY and not done[c]:
-                done[c] = True
-                seen += 1
-                if kids[c] > hi[c]:
-                    hi[c] = kids[c]
+            if want[c]:
+                nc = child_code[codes[c], mover]
+                if nc >= 0:
+                    c1, c2 = _child_key(key, v2, codes[c], nc, c, w, powers)
+                    if c1 <= c2:
+                        found[c] = c1
+                        want[c] = False
+                        left -= 1
 
 
 @njit(cache=True)

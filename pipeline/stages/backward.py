@@ -22,6 +22,7 @@ from c4table.pipeline.kernels.kernelset import KernelSet, for_board
 from c4table.builddir.records import Premerged
 from c4table.builddir.shards import (ShardInfo, read_shard, shard_name, stored_xxh64, verify_shards,
                                      write_outcomes)
+from c4table.io.counting import active
 from c4table.io.storage import Storage, open_storage
 
 def gen_dir(ply: int) -> str:
@@ -88,6 +89,9 @@ def annotate_task(root: str, kernels: KernelSet, ply: int, info_json: dict, runs
         gen = pull.NextGeneration(store, [ShardInfo.from_json(s) for s in nxt or []])
         sent = np.empty(keys.shape[0] * board.width if send_rel else 0, np.uint64)
         got = pull.annotate(gen, board, ply, keys, msgs, sent, memory)
+        counts = active()
+        counts.pulled_keys += keys.shape[0]
+        counts.pulled_rows += got.rows_read
         out, stats, bad, n_sent, tail = got.out, got.stats, got.bad, got.sent, np.array([got.sent])
     elif kernels.on_gpu:   # messages sent come back sorted, best per parent
         bad, out, stats, sent = kernels.gpu.resolve(keys, msgs, ply, _tables(board), bool(send_rel),

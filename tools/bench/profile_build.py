@@ -37,7 +37,8 @@ MODULES = ["c4table.pipeline.stages.forward", "c4table.pipeline.stages.backward"
            "c4table.pipeline.stages.merge", "c4table.builddir.shards", "c4table.builddir.shardcodec",
            "c4table.pipeline.sort.runcodec",
            "c4table.pipeline.sort.shuffle", "c4table.pipeline.stages.merge_c4z",
-           "c4table.c4z.blocks", "c4table.c4z.codec", "c4table.c4z.assemble"]
+           "c4table.c4z.blocks", "c4table.c4z.codec", "c4table.c4z.assemble",
+           "c4table.pipeline.stages.pull", "c4table.pipeline.kernels.cpu"]
 PYTHON_FUNCTIONS = {
     "write_shard", "write_outcomes", "read_shard", "write_run", "read_range_window",
     "merge_window", "sort_unique", "write_messages", "read_messages", "merge_range",
@@ -45,7 +46,7 @@ PYTHON_FUNCTIONS = {
     "_read_stream", "open_row_groups", "read_row_groups", "choose_splitters", "two_level",
     "hash_ranges", "_merge_pairwise", "encode_keys", "decode_keys", "encode_outcomes",
     "decode_outcomes", "range_blocks_task", "encode_entries", "decode_block_bytes",
-    "encode_words", "rows_of", "decode_block_rows", "gather_range", "assemble", "hash_stored", "zstd_frame"}
+    "encode_words", "rows_of", "decode_block_rows", "gather_range", "assemble", "hash_stored", "zstd_frame", "annotate"}
 
 _sums: dict = collections.defaultdict(lambda: [0, 0.0])   # name -> [calls, exclusive CPU s]
 _stack: list = []
@@ -79,10 +80,14 @@ def _wrap(name: str, fn):
 def _install() -> None:
     from numba.core.registry import CPUDispatcher
     import pyarrow.parquet as pq
-    for m in MODULES:
-        mod = importlib.import_module(m)
+    mods = [importlib.import_module(m) for m in MODULES]
+    # a kernel another kernel calls is left alone: numba compiles the caller with it as a
+    # global, which must be the kernel, not the wrapper
+    called = {name for mod in mods for v in vars(mod).values() if isinstance(v, CPUDispatcher)
+              for name in v.py_func.__code__.co_names}
+    for m, mod in zip(MODULES, mods):
         for n, v in list(vars(mod).items()):
-            if isinstance(v, CPUDispatcher) or (
+            if isinstance(v, CPUDispatcher) and n not in called or (
                     callable(v) and n in PYTHON_FUNCTIONS
                     and getattr(v, "__module__", "").startswith("c4table")):
                 setattr(mod, n, _wrap(f"{m.rsplit('.', 1)[-1]}.{n}", v))
