@@ -364,6 +364,30 @@ def test_pull_cuts_a_shard_whose_windows_exceed_the_task_memory(reference, tmp_p
     assert exact and max(exact) <= 2 * 7 * pull.MIN_SLICE_KEYS   # the children's blocks
 
 
+def test_pull_cuts_a_slice_whose_windows_spread_far_beyond_its_keys(reference, tmp_path,
+                                                                      monkeypatch):
+    """Memory to spare, a slice is still cut while its windows reach more than
+    ``SPREAD_ROWS`` rows of the next generation per key, and one too small to cut reads the
+    blocks of its children where they hold fewer rows: with the rule at its tightest the
+    same table, the keys each annotated once (the build's ``pulled_keys``), and at the
+    default no more rows read (``pulled_rows``) than with the rule off."""
+    import json
+    from c4table.pipeline.stages import pull
+    from c4table.pipeline.stages.build import open_build, run_build
+    monkeypatch.setattr(pull, "MIN_SLICE_KEYS", 1 << 8)
+    pulled = {}
+    for name, spread in (("off", float("inf")), ("default", pull.SPREAD_ROWS), ("tight", 1)):
+        monkeypatch.setattr(pull, "SPREAD_ROWS", spread)
+        b = open_build(BOARD, tmp_path / name, workers=1, quiet=True)
+        run_build(b)
+        assert soak.sha256_file(tmp_path / name / TABLE) == reference[0], name
+        st = json.loads((tmp_path / name / "stats.json").read_text())["stages"]["backward"]
+        pulled[name] = st["pulled_keys"], st["pulled_rows"]
+    keys = {k for k, _ in pulled.values()}
+    assert len(keys) == 1 and 0 < keys.pop() <= known_tables()[BOARD]["entries"]
+    assert pulled["default"][1] <= pulled["off"][1]
+
+
 # ------------------------------------------------------------------ full disk
 def fault_driver(fault: str) -> str:
     """Source of a CLI run in which a worker process's write of a file whose path contains

@@ -3,9 +3,11 @@ blocks of ``ply + 1``'s backward shards its children fall in (the key window of 
 :func:`~c4table.pipeline.kernels.cpu.column_windows`) and joins them
 (:func:`~c4table.pipeline.kernels.cpu.pull_resolve`); only the children read through the
 mirror still come as messages. A shard whose windows would not fit the task's memory is cut
-into slices of keys, each with its own windows; a slice too small to cut further whose
-windows still span too many rows (its keys straddle a change of a high column's code, so its
-children lie far apart) reads only the blocks that hold its children.
+into slices of keys, each with its own windows, and so is one whose windows reach more than
+:data:`SPREAD_ROWS` rows per key (its keys straddle a change of a high column's code, so its
+children lie far apart, with a long stretch of the next generation between them); a slice too
+small to cut further whose windows still span too many rows reads only the blocks that hold
+its children.
 
 Design notes: ``docs/modules.md`` (``c4table.pipeline.stages.pull``).
 """
@@ -23,6 +25,7 @@ ROW_BYTES = 10           # a key and its outcome byte, as a window holds them (b
                          # decoded in place), and about a byte of the compressed run read
 MIN_SLICE_KEYS = 1 << 14  # a shard is not cut into slices smaller than this
 MIN_WINDOW_ROWS = 1 << 20  # a slice may always hold this many rows of windows
+SPREAD_ROWS = 16          # a slice whose windows reach more rows than this per key is cut too
 
 
 @dataclass
@@ -130,15 +133,18 @@ def annotate(nxt: NextGeneration, board, ply: int, keys: np.ndarray, msgs: np.nd
         i0, i1 = todo.pop()
         cpu.column_windows(keys[i0:i1], ply, *tabs, lo, hi)
         blocks = nxt.blocks_of(lo, hi)
-        if nxt.rows_of(blocks) > allowance and i1 - i0 > 1:
+        rows = nxt.rows_of(blocks)
+        if i1 - i0 > 1 and (rows > allowance or rows > SPREAD_ROWS * (i1 - i0)):
             if i1 - i0 < 2 * MIN_SLICE_KEYS:
                 # a small slice whose windows still span too much (its keys straddle a
                 # change of a high column's code): only the blocks of its children
                 kids = np.empty((i1 - i0, w), np.uint64)
                 cpu.pulled_children(keys[i0:i1], ply, *tabs, kids)
-                blocks = nxt.blocks_holding(kids.ravel())
+                held = nxt.blocks_holding(kids.ravel())
                 del kids
-            if nxt.rows_of(blocks) > allowance:
+                if nxt.rows_of(held) < rows:
+                    blocks, rows = held, nxt.rows_of(held)
+            if rows > allowance or i1 - i0 >= 2 * MIN_SLICE_KEYS:
                 mid = (i0 + i1) // 2
                 todo += [(mid, i1), (i0, mid)]   # the lower half first
                 continue

@@ -1,9 +1,10 @@
 """What the pulling backward pass would read for each shard of one generation of a build whose
 forward pass (and the backward pass of the generation after it) is finished: the slices
-:func:`c4table.pipeline.stages.pull.annotate` cuts a shard into at the build's task budget,
-and for each shard the most rows of the next generation a slice reads, as the windows of its
-columns reach them and as the blocks that hold its children (what a slice too small to cut
-further reads when its windows span too many). Reads only the keys and the block indexes.
+:func:`c4table.pipeline.stages.pull.annotate` cuts a shard into at the build's task budget
+(and where the windows reach more than ``SPREAD_ROWS`` rows per key), and for each shard the
+most rows of the next generation a slice reads, as the windows of its columns reach them and
+as the blocks that hold its children (what a slice too small to cut further reads when its
+windows span too many). Reads only the keys and the block indexes.
 
     python -m tools.diag.pull_windows DIR PLY [--workers 2] [--memory 12GiB] [--top 8]
 """
@@ -50,16 +51,17 @@ def main(argv=None) -> None:
             i0, i1 = todo.pop()
             cpu.column_windows(keys[i0:i1], a.ply, *tabs, lo, hi)
             r = nxt.rows_of(nxt.blocks_of(lo, hi))
-            if r > allowance and i1 - i0 >= 2 * pull.MIN_SLICE_KEYS:
+            if (r > allowance or r > pull.SPREAD_ROWS * (i1 - i0)) \
+                    and i1 - i0 >= 2 * pull.MIN_SLICE_KEYS:
                 mid = (i0 + i1) // 2
                 todo += [(mid, i1), (i0, mid)]
                 continue
             slices += 1
             spans = max(spans, r)
-            if r > allowance:
+            if r > allowance or r > pull.SPREAD_ROWS * (i1 - i0):
                 kids = np.empty((i1 - i0, w), np.uint64)
                 cpu.pulled_children(keys[i0:i1], a.ply, *tabs, kids)
-                r = nxt.rows_of(nxt.blocks_holding(kids.ravel()))
+                r = min(r, nxt.rows_of(nxt.blocks_holding(kids.ravel())))
             exact = max(exact, r)
         rows.append((spans, exact, i, n, slices, allowance))
     rows.sort(reverse=True)
