@@ -529,6 +529,28 @@ def test_compress_archive_profile_round_trips(t44, tmp_path):
     assert (tmp_path / "d.dat").read_bytes() == dat.read_bytes()
 
 
+def test_compress_frame_entries_sets_the_symbol_frames(t44, tmp_path):
+    """compress --frame-entries N: format 5's symbol frames of N entries, recorded in the
+    header and read back by every reader (probes, decompress: the same bytes); from a .dat,
+    and from a .c4z; refused in one line for a codec without frames and beside --archive."""
+    dat, z44 = t44
+    for src, z in ((dat, tmp_path / "f.c4z"), (z44, tmp_path / "g.c4z")):
+        rc, out, err = run_cli("compress", "--frame-entries", "3000", "--block-entries", "8192",
+                               "-q", str(src), "-o", str(z))
+        assert rc == 0, err
+        with c4z.open_c4z(z) as f:
+            assert f.header["transform"] == c4z.FRAME_CODEC and f.header["frame_entries"] == 3000
+        with open_table(dat) as a, open_table(z) as b:
+            keys = np.concatenate([c["key"] for c in a.iter_entries()])[::97].copy()
+            assert keys.shape[0] > 500 and (a.probe_keys(keys) == b.probe_keys(keys)).all()
+        decompress_table(z, tmp_path / "d.dat", quiet=True)
+        assert (tmp_path / "d.dat").read_bytes() == dat.read_bytes()
+    for extra in (["--codec", c4z.TRANSFORM], ["--archive"]):
+        rc, out, err = run_cli("compress", "--frame-entries", "3000", *extra, "-q", str(dat),
+                               "-o", str(tmp_path / "h.c4z"))
+        assert rc == 2 and "--frame-entries" in err and not (tmp_path / "h.c4z").exists(), err
+
+
 def test_a_closed_c4z_table_says_so(t44):
     """As a closed .dat table: a C4Error naming the file, not an AttributeError."""
     from c4table.errors import ClosedTableError

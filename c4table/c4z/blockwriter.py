@@ -100,13 +100,20 @@ class WriteProfile:
                 min_match: int = 0, threads: int | None = None, key_dict: bool = True,
                 sym_dict: bool = True, frame_entries: int | None = None) -> "WriteProfile":
         """The profile of the block codec named ``codec`` (:class:`~c4table.errors.TableError`
-        if none is registered), its grid checked (:func:`check_grid`) and ``min_match`` 0 or
-        3..7 (:class:`ValueError`); ``threads`` ``None``: all cores."""
+        if none is registered), its grid checked (:func:`check_grid`), ``min_match`` 0 or
+        3..7 and ``frame_entries`` only for a codec with symbol frames (:class:`ValueError`);
+        ``threads`` ``None``: all cores."""
         from c4table.c4z.registry import get_codec
         part_entries = check_grid(level, block_entries, part_entries)
         if min_match and not 3 <= min_match <= 7:
             raise ValueError("min_match must be 3..7 (or 0: the level's own)")
         codec_cls = get_codec(codec)
+        if frame_entries is not None:
+            if "frame_entries" not in getattr(codec_cls, "__dataclass_fields__", {}):
+                raise ValueError(f"the block codec {codec} has no symbol frames "
+                                 "(frame entries are format 5's)")
+            if frame_entries < 1:
+                raise ValueError("frame entries must be at least 1")
         return cls(codec_cls, level, block_entries, part_entries, min_match,
                    threads or os.cpu_count() or 1, key_dict and codec_cls.uses_key_dict,
                    sym_dict and getattr(codec_cls, "uses_sym_dict", True), frame_entries)

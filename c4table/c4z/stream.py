@@ -238,17 +238,17 @@ def compress_stream(src, out=None, *, board: str | Board | None = None,
                     level: int = STREAM_LEVEL, block_entries: int = STREAM_BLOCK_ENTRIES,
                     part_entries: int | None = None, threads: int | None = None,
                     quiet: bool = False, stream=None, infile=None, min_match: int = 0,
-                    codec: str = DEFAULT_CODEC) -> Path:
+                    codec: str = DEFAULT_CODEC, frame_entries: int | None = None) -> Path:
     """Convert the raw table stream ``src`` (a ``.xz`` path, or ``-`` for standard input;
     ``infile``: a binary file object to read instead of standard input) into the ``.c4z``
     ``out`` (default: :func:`stream_names`), resuming an interrupted run (module docstring).
     ``min_match``: the frames' zstd parameters (:func:`~c4table.c4z.blocks.zstd_params`; 0,
-    the default: the level's own); ``codec``: the block codec's name (default format 5's).
-    Returns ``out``."""
+    the default: the level's own); ``codec``: the block codec's name (default format 5's);
+    ``frame_entries``: its symbol frames' entries (format 5; default its own). Returns ``out``."""
     from c4table.table.known import known_tables
     b, raw_name, out = stream_names(src, board, out)
     prof = WriteProfile.checked(codec, level, block_entries, part_entries, min_match, threads,
-                                key_dict=False, sym_dict=False)
+                                key_dict=False, sym_dict=False, frame_entries=frame_entries)
     threads = prof.threads
     tune_malloc()
     E = b.entry_size

@@ -8,14 +8,16 @@ too big to compress whole in the time at hand: 5% of 6x6 costs a twentieth of it
 ``compress``. ``--every 1`` encodes every block: its block bytes are those of the real file.
 
     python -m tools.diag.c4z_sampled_size TABLE.dat|TABLE.c4z [--every 20] [--stretch 1]
-        [--codec rulekeys-frames-v5] [--level 19] [--block-entries 65536] [--threads 2] [--json]
+        [--codec rulekeys-frames-v5] [--level 19] [--block-entries 65536] [--frame-entries N]
+        [--threads 2] [--json]
 
 Prints the entries sampled, the estimated file bytes (blocks; plus the block index, the
 sample's own compressed as the writer does and scaled per block, and at most
 :data:`HEADER_BYTES` of header), the standard error of the blocks' bytes (none from a single
 stretch), and bits per entry of the keys (each block's head included) and of the outcome
 symbols where the codec keeps them apart (format 5's symbol frames; none if a sampled block
-is stored as format 3). A codec with trained dictionaries (format 3) gets compress's own:
+is stored as format 3), and for format 5 the CPU a symbol frame takes to decode (what a probe
+decodes beside its run of keys). A codec with trained dictionaries (format 3) gets compress's own:
 trained on the same evenly spread blocks of the table (``train_dicts_on``), and counted in
 the file.
 """
@@ -65,6 +67,8 @@ class SampledSize:
     key_bits: float | None
     symbol_bits: float | None
     encode_cpu_s: float
+    frame_entries: int | None = None   # format 5's symbol frames, where not its default
+    frame_decode_us: float | None = None   # format 5: CPU to decode one symbol frame (a probe's)
 
 
 class RawRows:
@@ -120,9 +124,11 @@ def sample_starts(nblocks: int, stretch: int, every: int) -> list[int]:
 
 def estimate(path: Path, *, every: int = 20, stretch: int = 1, codec: str = DEFAULT_CODEC,
              level: int = DEFAULT_LEVEL, block_entries: int = DEFAULT_BLOCK_ENTRIES,
-             threads: int | None = None, progress=None) -> SampledSize:
+             threads: int | None = None, progress=None,
+             frame_entries: int | None = None) -> SampledSize:
     """Encode the sampled stretches of the table ``path`` as ``compress`` would and scale
-    (module docstring)."""
+    (module docstring); ``frame_entries``: format 5's symbol frames of that many entries (a
+    codec field compress keeps at its default but for ``--archive``)."""
     src = RawRows(path)
     try:
         cls = get_codec(codec)
@@ -135,36 +141,47 @@ def estimate(path: Path, *, every: int = 20, stretch: int = 1, codec: str = DEFA
             dicts = train_dicts_on(lambda off, n: src.rows(off // E, (off + n) // E), N * E,
                                    src.board, B, key_size=KEY_DICT_BYTES if kd else 0,
                                    sym_size=SYM_DICT_BYTES if sd else 0)
-        cd = cls(src.board, part, level, 0, *dicts)
+        cd = cls(src.board, part, level, 0, *dicts,
+                 **({"frame_entries": frame_entries} if frame_entries else {}))
         nb = -(-N // B)
         starts = sample_starts(nb, stretch, every)
 
-        def one(s: int) -> tuple[int, int, int | None, list, float]:
+        def one(s: int) -> tuple[int, int, int | None, list, float, list]:
             raw = src.rows(s * B, min((s + stretch) * B, N))
             size = 0
             sym = 0
             index = []
-            t = time.thread_time()
+            frames = []   # (frames, CPU s) decoding a block's symbol frames, format 5
+            spent = 0.0
             for o in range(0, len(raw) // E, B):
                 chunk = raw[o * E: (o + B) * E]
+                t = time.thread_time()
                 first, blk = cd.encode(chunk)
+                spent += time.thread_time() - t
                 size += len(blk)
                 n = len(chunk) // E
                 sb = cd.symbol_bytes(blk, n, first) if hasattr(cd, "symbol_bytes") else None
                 sym = None if sb is None or sym is None else sym + sb
                 index.append((first, len(blk), xxhash.xxh64_intdigest(blk)))
-            return len(raw) // E, size, sym, index, time.thread_time() - t
+                if sb is not None and hasattr(cd, "frame_entries"):
+                    fs = cd._parsed(blk, n, first).fstarts
+                    t = time.thread_time()
+                    for j in range(fs.shape[0] - 1):
+                        cd._frame(blk[fs[j]: fs[j + 1]], j, n)
+                    frames.append((fs.shape[0] - 1, time.thread_time() - t))
+            return len(raw) // E, size, sym, index, spent, frames
 
         threads = threads or os.cpu_count() or 1
-        ys, ns, syms, index, cpu = [], [], [], [], 0.0
+        ys, ns, syms, index, cpu, frames = [], [], [], [], 0.0, []
         t0 = time.perf_counter()
         with ThreadPoolExecutor(threads) as pool:
-            for k, (n, y, sy, idx, c) in enumerate(pool.map(one, starts)):
+            for k, (n, y, sy, idx, c, fr) in enumerate(pool.map(one, starts)):
                 ns.append(n)
                 ys.append(y)
                 syms.append(sy)
                 index += idx
                 cpu += c
+                frames += fr
                 if progress:
                     progress(k + 1, len(starts), time.perf_counter() - t0)
         n_s, y_s = np.array(ns, float), np.array(ys, float)
@@ -192,7 +209,9 @@ def estimate(path: Path, *, every: int = 20, stretch: int = 1, codec: str = DEFA
             stderr_bytes=None if var_r is None else N * var_r ** 0.5,
             key_bits=None if sym_total is None else 8 * (y_s.sum() - sym_total) / sampled,
             symbol_bits=None if sym_total is None else 8 * sym_total / sampled,
-            encode_cpu_s=cpu)
+            encode_cpu_s=cpu, frame_entries=frame_entries,
+            frame_decode_us=1e6 * sum(c for _, c in frames) / sum(f for f, _ in frames)
+            if frames else None)
     finally:
         src.close()
 
@@ -207,6 +226,8 @@ def main(argv=None) -> None:
     ap.add_argument("--codec", default=DEFAULT_CODEC)
     ap.add_argument("--level", type=int, default=DEFAULT_LEVEL)
     ap.add_argument("--block-entries", type=int, default=DEFAULT_BLOCK_ENTRIES)
+    ap.add_argument("--frame-entries", type=int, default=None,
+                    help="format 5's symbol frames of this many entries (default: the codec's)")
     ap.add_argument("--threads", type=int, default=None, help="default: all cores")
     ap.add_argument("--json", dest="as_json", action="store_true", help="one JSON object")
     a = ap.parse_args(argv)
@@ -218,11 +239,13 @@ def main(argv=None) -> None:
             print(f"  {k:,}/{m:,} stretches, {secs:.0f} s, ETA {secs * (m - k) / k:.0f} s",
                   file=sys.stderr, flush=True)
     r = estimate(a.table, every=a.every, stretch=a.stretch, codec=a.codec, level=a.level,
-                 block_entries=a.block_entries, threads=a.threads, progress=progress)
+                 block_entries=a.block_entries, threads=a.threads, progress=progress,
+                 frame_entries=a.frame_entries)
     if a.as_json:
         print(json.dumps(asdict(r)))
         return
-    print(f"{r.board}: {r.codec}, level {r.level}, {r.block_entries:,}-entry blocks; sampled "
+    frames = f", {r.frame_entries:,}-entry symbol frames" if r.frame_entries else ""
+    print(f"{r.board}: {r.codec}, level {r.level}, {r.block_entries:,}-entry blocks{frames}; sampled "
           f"{r.sampled_entries:,} of {r.entries:,} entries ({100 * r.sampled_entries / r.entries:.2f}%, "
           f"{r.sampled_blocks:,} of {r.blocks:,} blocks)")
     err = "no standard error (one stretch)" if r.stderr_bytes is None else \
@@ -232,6 +255,8 @@ def main(argv=None) -> None:
     if r.key_bits is not None:
         print(f"keys {r.key_bits:.4f} bits per entry, outcome symbols {r.symbol_bits:.4f}")
     print(f"encode CPU {r.encode_cpu_s:.1f} s ({1e9 * r.encode_cpu_s / r.sampled_entries:.1f} ns per entry)")
+    if r.frame_decode_us is not None:
+        print(f"a symbol frame decodes in {r.frame_decode_us:.1f} us of CPU (what a probe decodes)")
 
 
 if __name__ == "__main__":
