@@ -17,7 +17,7 @@ from c4table.c4z import framecodec  # noqa: F401  (registers format 5's block co
 from c4table.c4z.format import *  # noqa: F401,F403
 from c4table.c4z.format import is_c4z, default_c4z_name  # noqa: F401
 from c4table.c4z.reader import C4zFile, RawStream, open_c4z  # noqa: F401
-from c4table.c4z.registry import codec_names, get_codec, register_codec  # noqa: F401
+from c4table.c4z.registry import codec_names, get_codec, has_frames, register_codec  # noqa: F401
 from c4table.c4z.sources import ArrowSource, HttpSource, LocalSource, cache_dir, open_source  # noqa: F401
 from c4table.c4z.table import C4zTable, NotMappedError  # noqa: F401
 from c4table.c4z.writer import compress_table, decompress_table  # noqa: F401

@@ -103,13 +103,13 @@ class WriteProfile:
         if none is registered), its grid checked (:func:`check_grid`), ``min_match`` 0 or
         3..7 and ``frame_entries`` only for a codec with symbol frames (:class:`ValueError`);
         ``threads`` ``None``: all cores."""
-        from c4table.c4z.registry import get_codec
+        from c4table.c4z.registry import get_codec, has_frames
         part_entries = check_grid(level, block_entries, part_entries)
         if min_match and not 3 <= min_match <= 7:
             raise ValueError("min_match must be 3..7 (or 0: the level's own)")
         codec_cls = get_codec(codec)
         if frame_entries is not None:
-            if "frame_entries" not in getattr(codec_cls, "__dataclass_fields__", {}):
+            if not has_frames(codec_cls):
                 raise ValueError(f"the block codec {codec} has no symbol frames "
                                  "(frame entries are format 5's)")
             if frame_entries < 1:

@@ -42,6 +42,17 @@ def get_codec(name) -> type:
     return cls
 
 
+def has_frames(cls: type) -> bool:
+    """Whether the block codec class ``cls`` keeps its outcome symbols in frames whose entries
+    a writer sets (``frame_entries``: format 5's).
+
+    >>> import c4table.c4z
+    >>> has_frames(get_codec("rulekeys-frames-v5")), has_frames(get_codec("varint-plysym-v3"))
+    (True, False)
+    """
+    return "frame_entries" in getattr(cls, "__dataclass_fields__", {})
+
+
 def codec_names() -> list[str]:
     """The names of the registered block codecs, sorted."""
     return sorted(_CODECS)

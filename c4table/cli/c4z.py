@@ -79,7 +79,7 @@ def compress(table_path, out, board, level, block_entries, archive, frame_entrie
         if archive:
             raise click.UsageError("--archive sets the symbol frames to its blocks: give "
                                    "--frame-entries or --archive, not both")
-        if "frame_entries" not in getattr(cls, "__dataclass_fields__", {}):
+        if not c4z.has_frames(cls):
             raise click.BadParameter(f"the block codec {codec} has no symbol frames (format 5 "
                                      "has)", param_hint="--frame-entries")
     if c4z.is_c4z(table_path):
@@ -111,7 +111,7 @@ def compress(table_path, out, board, level, block_entries, archive, frame_entrie
     if archive:
         block_entries = block_entries or c4z.ARCHIVE_BLOCK_ENTRIES
         extra["part_entries"] = block_entries      # one part: a probe decodes the frames anyway
-        if "frame_entries" in getattr(c4z.get_codec(codec), "__dataclass_fields__", {}):
+        if c4z.has_frames(c4z.get_codec(codec)):
             extra["frame_entries"] = block_entries
     path = c4z.compress_table(src, out, board=board, level=level or c4z.DEFAULT_LEVEL,
                               block_entries=block_entries or c4z.DEFAULT_BLOCK_ENTRIES,
@@ -135,8 +135,7 @@ def _recompress(src, out, board, level, block_entries, archive, codec, threads, 
     if archive:
         block_entries = block_entries or c4z.ARCHIVE_BLOCK_ENTRIES
         extra["part_entries"] = block_entries
-        if "frame_entries" in getattr(c4z.get_codec(codec or c4z.DEFAULT_CODEC),
-                                      "__dataclass_fields__", {}):
+        if c4z.has_frames(c4z.get_codec(codec or c4z.DEFAULT_CODEC)):
             extra["frame_entries"] = block_entries
     path = recompress_c4z(src, out, level=level or c4z.DEFAULT_LEVEL,
                           block_entries=block_entries or c4z.DEFAULT_BLOCK_ENTRIES,

@@ -28,6 +28,13 @@ MIN_WINDOW_ROWS = 1 << 20  # a slice may always hold this many rows of windows
 SPREAD_ROWS = 16          # a slice whose windows reach more rows than this per key is cut too
 
 
+def too_wide(rows: int, keys: int, allowance: int) -> bool:
+    """Whether a slice of ``keys`` keys whose windows reach ``rows`` rows is cut (or, too small
+    to cut, reads only its children's blocks): the rows exceed the task's ``allowance`` or
+    :data:`SPREAD_ROWS` per key."""
+    return rows > allowance or rows > SPREAD_ROWS * keys
+
+
 @dataclass
 class NextGeneration:
     """Generation ``ply + 1``'s backward shards (sorted, disjoint key ranges), each opened by
@@ -134,16 +141,17 @@ def annotate(nxt: NextGeneration, board, ply: int, keys: np.ndarray, msgs: np.nd
         cpu.column_windows(keys[i0:i1], ply, *tabs, lo, hi)
         blocks = nxt.blocks_of(lo, hi)
         rows = nxt.rows_of(blocks)
-        if i1 - i0 > 1 and (rows > allowance or rows > SPREAD_ROWS * (i1 - i0)):
+        if i1 - i0 > 1 and too_wide(rows, i1 - i0, allowance):
             if i1 - i0 < 2 * MIN_SLICE_KEYS:
                 # a small slice whose windows still span too much (its keys straddle a
                 # change of a high column's code): only the blocks of its children
                 kids = np.empty((i1 - i0, w), np.uint64)
                 cpu.pulled_children(keys[i0:i1], ply, *tabs, kids)
-                held = nxt.blocks_holding(kids.ravel())
+                exact = nxt.blocks_holding(kids.ravel())
                 del kids
-                if nxt.rows_of(held) < rows:
-                    blocks, rows = held, nxt.rows_of(held)
+                exact_rows = nxt.rows_of(exact)
+                if exact_rows < rows:
+                    blocks, rows = exact, exact_rows
             if rows > allowance or i1 - i0 >= 2 * MIN_SLICE_KEYS:
                 mid = (i0 + i1) // 2
                 todo += [(mid, i1), (i0, mid)]   # the lower half first

@@ -41,7 +41,7 @@ from c4table.c4z.blockwriter import check_grid
 from c4table.c4z.format import (DEFAULT_BLOCK_ENTRIES, DEFAULT_CODEC, DEFAULT_LEVEL,
                                 KEY_DICT_BYTES, SYM_DICT_BYTES)
 from c4table.c4z.reader import open_c4z
-from c4table.c4z.registry import get_codec
+from c4table.c4z.registry import get_codec, has_frames
 from c4table.table.source import board_of_table
 
 #: a file's header and trailer, at most (its JSON header is under 1 KB, the trailer 40 bytes)
@@ -163,7 +163,7 @@ def estimate(path: Path, *, every: int = 20, stretch: int = 1, codec: str = DEFA
                 sb = cd.symbol_bytes(blk, n, first) if hasattr(cd, "symbol_bytes") else None
                 sym = None if sb is None or sym is None else sym + sb
                 index.append((first, len(blk), xxhash.xxh64_intdigest(blk)))
-                if sb is not None and hasattr(cd, "frame_entries"):
+                if sb is not None and has_frames(cls):
                     fs = cd._parsed(blk, n, first).fstarts
                     t = time.thread_time()
                     for j in range(fs.shape[0] - 1):

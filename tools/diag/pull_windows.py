@@ -51,14 +51,13 @@ def main(argv=None) -> None:
             i0, i1 = todo.pop()
             cpu.column_windows(keys[i0:i1], a.ply, *tabs, lo, hi)
             r = nxt.rows_of(nxt.blocks_of(lo, hi))
-            if (r > allowance or r > pull.SPREAD_ROWS * (i1 - i0)) \
-                    and i1 - i0 >= 2 * pull.MIN_SLICE_KEYS:
+            if pull.too_wide(r, i1 - i0, allowance) and i1 - i0 >= 2 * pull.MIN_SLICE_KEYS:
                 mid = (i0 + i1) // 2
                 todo += [(mid, i1), (i0, mid)]
                 continue
             slices += 1
             spans = max(spans, r)
-            if r > allowance or r > pull.SPREAD_ROWS * (i1 - i0):
+            if pull.too_wide(r, i1 - i0, allowance):
                 kids = np.empty((i1 - i0, w), np.uint64)
                 cpu.pulled_children(keys[i0:i1], a.ply, *tabs, kids)
                 r = min(r, nxt.rows_of(nxt.blocks_holding(kids.ravel())))
