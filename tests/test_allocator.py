@@ -1,7 +1,8 @@
 """What ``c4table.pipeline.runtime.allocator`` changes in glibc's malloc, seen from glibc itself
 in a fresh process (``mallinfo2`` and ``malloc_stats``): tuned, a 64 MiB block comes from the
 heap instead of its own ``mmap`` and stays there once freed (the next task reuses it), and a
-second thread allocates from the main arena instead of an arena of its own;
+second thread allocates from the main arena instead of an arena of its own, and ``trim()``
+gives it back;
 ``C4TABLE_MALLOC=default`` leaves all three as glibc does them and ``tune()`` says False. A task
 larger than 2 GiB reuses the pages of the one before: the memory budget never costs system
 time."""
@@ -35,11 +36,14 @@ block = libc.malloc(64 << 20)
 during = libc.mallinfo2()
 libc.free(block)
 after = libc.mallinfo2()
+trimmed = allocator.trim()
+given = libc.mallinfo2()
 t = threading.Thread(target=lambda: libc.free(libc.malloc(1 << 20)))
 t.start()
 t.join()
 print(json.dumps({"tuned": tuned, "mmapped": during.hblks - before.hblks,
-                  "heap_grew": during.arena - before.arena, "kept": after.arena - before.arena}),
+                  "heap_grew": during.arena - before.arena, "kept": after.arena - before.arena,
+                  "trimmed": trimmed, "given_back": after.arena - given.arena}),
       flush=True)
 libc.malloc_stats()   # to stderr: one "Arena N:" section per arena
 """
@@ -65,12 +69,14 @@ def test_tuned_malloc_keeps_large_blocks_on_the_heap_in_one_arena():
     assert got["mmapped"] == 0 and got["heap_grew"] >= 64 << 20   # M_MMAP_MAX 0
     assert got["kept"] >= 64 << 20                                 # M_TRIM_THRESHOLD: not given back
     assert arenas == 1                                             # M_ARENA_MAX 1
+    assert got["trimmed"] is True and got["given_back"] >= 64 << 20   # until trim() asks for it
 
 
 def test_default_setting_leaves_glibc_as_it_is():
     got, arenas = probe("default")
     assert got["tuned"] is False
     assert got["mmapped"] == 1 and got["kept"] < 64 << 20          # its own mmap, unmapped at free
+    assert got["trimmed"] is False                                 # nothing kept to give back
     assert arenas == 2                                             # the thread got an arena of its own
 
 

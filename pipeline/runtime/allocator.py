@@ -82,7 +82,8 @@ def buffer(n: int, dtype, name: str) -> np.ndarray:
     numpy asks for its large arrays. For a task's large array whose size varies from task to
     task: on the heap :func:`tune` keeps, a freed array followed by anything still alive
     leaves a hole a larger one does not fit, so a process running tasks of growing size holds
-    the sum of two of them (a 7x5 merge worker: 10.1 GB resident for tasks of 5.4). The array
+    the sum of two of them (a 7x5 merge worker: 10.1 GB resident for tasks of 5.4). A new
+    mapping is made after the heap's free memory is given back (:func:`trim`). The array
     must be dropped before the thread's next call of the same name.
 
     >>> a = buffer(1000, np.uint64, "doctest")
@@ -98,6 +99,7 @@ def buffer(n: int, dtype, name: str) -> np.ndarray:
     if have is None or len(have) < size:
         grown = max(size, int(len(have) * GROW) if have is not None else 0)
         release(name)
+        trim()
         step = 2 << 20
         # private: Python maps shared by default, and a worker forked from a process holding
         # a buffer would write into its parent's pages and its siblings'
@@ -105,6 +107,17 @@ def buffer(n: int, dtype, name: str) -> np.ndarray:
         if hasattr(mmap, "MADV_HUGEPAGE"):
             have.madvise(mmap.MADV_HUGEPAGE)
     return np.frombuffer(have, dtype, count=n)   # a view the mapping knows of (release)
+
+
+def trim() -> bool:
+    """Give the free memory of glibc's heap back to the kernel (``malloc_trim``), which :func:`tune`
+    otherwise keeps: before a buffer is mapped, so that its pages are the ones just freed."""
+    if not _done.get(os.getpid()):
+        return False
+    try:
+        return bool(ctypes.CDLL("libc.so.6").malloc_trim(0))
+    except (OSError, AttributeError):
+        return False
 
 
 def _mine(attr: str) -> dict:
