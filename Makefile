@@ -6,7 +6,7 @@
 #   make forward BOARD=5x4    the forward pass alone
 #   make backward BOARD=5x4   the backward pass alone (after forward)
 #   make merge BOARD=5x4      the final merge alone (after backward)
-#   make test                 the whole suite, both tiers (what CI runs; about 13 minutes on 2 cores),
+#   make test                 the whole suite, both tiers (what CI runs; about 15 minutes on 2 cores),
 #                             then its 25 slowest tests
 #   make check                the fast tier, pytest -m "not slow" (about 5 minutes on 2 cores)
 #   Both run on JOBS=2 processes (pytest-xdist; each test file on one of them).
